@@ -1,0 +1,85 @@
+/* core/isa.h (internal): opcodes and per-instruction metadata, generated from
+ * core/isa.def, and the argument block every tile instruction takes. */
+#ifndef PTO_CORE_ISA_H
+#define PTO_CORE_ISA_H
+
+#include <stdint.h>
+
+#include "pto/tileop.h"
+#include "pto/types.h"
+
+/* Instruction flags. */
+enum {
+  PTO_IF_GLOBAL = 1u << 0, /* touches global memory (a.g) */
+  PTO_IF_INT = 1u << 1,    /* accepts i32 tiles */
+  PTO_IF_EXACT = 1u << 2,  /* result is bit-exact against a plain C oracle */
+  PTO_IF_REDUCE = 1u << 3, /* accumulates: compared with a tolerance */
+};
+
+typedef enum pto_insn_family {
+  PTO_FAMILY_MEMORY,
+  PTO_FAMILY_ELEMENT,
+  PTO_FAMILY_SCALAR,
+  PTO_FAMILY_AXIS,
+  PTO_FAMILY_MATMUL,
+  PTO_FAMILY_MOVE,
+  PTO_FAMILY_COMPLEX,
+  PTO_FAMILY_CUSTOM,
+  PTO_FAMILY_COUNT
+} pto_insn_family;
+
+typedef enum pto_opcode {
+#define PTO_INSN(name, fam, core, nsrc, ndst, flags) PTO_OP_##name,
+#include "core/isa.def"
+#undef PTO_INSN
+  PTO_OP_COUNT /* custom instructions are numbered from here */
+} pto_opcode;
+
+typedef struct pto_insn_info {
+  const char *name;
+  pto_insn_family family;
+  pto_core_type core;
+  uint8_t n_src, n_dst;
+  uint32_t flags;
+} pto_insn_info;
+
+/* Per-call flags (pto_targs.flags). */
+enum {
+  PTO_TF_ACC = 1u << 0,     /* TSTORE: accumulate into global */
+  PTO_TF_STRICT = 1u << 1,  /* TGATHER: out-of-range index is an error */
+  PTO_TF_TRANS_A = 1u << 2, /* TMATMUL*: src0 stored transposed */
+  PTO_TF_TRANS_B = 1u << 3, /* TMATMUL*: src1 stored transposed */
+  PTO_TF_RELU = 1u << 4,    /* TMOV: fused ReLU */
+};
+
+/* A 2-D window of a global tensor: element (r, c) is at
+ * base + (r * row_stride + c * col_stride) * dtype size. */
+typedef struct pto_gview {
+  void *base;
+  pto_dtype dtype;
+  int64_t rows, cols;
+  int64_t row_stride, col_stride;
+} pto_gview;
+
+#define PTO_MAX_SRC 4
+#define PTO_MAX_DST 2
+
+/* Everything one tile instruction needs. */
+typedef struct pto_targs {
+  pto_tile *dst[PTO_MAX_DST];
+  const pto_tile *src[PTO_MAX_SRC];
+  pto_gview g;
+  double s; /* scalar operand */
+  int32_t imm[2];
+  uint32_t flags;
+} pto_targs;
+
+/* Returns 0 or a negative pto_status. */
+typedef int (*pto_tileop_fn)(int op, const pto_targs *a);
+
+/* Metadata of built-in op (0 <= op < PTO_OP_COUNT) or custom op, or NULL. */
+const pto_insn_info *pto__insn_info(int op);
+const char *pto__insn_name(int op); /* "?" when unknown */
+const char *pto__family_name(pto_insn_family f);
+
+#endif /* PTO_CORE_ISA_H */

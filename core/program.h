@@ -1,0 +1,103 @@
+/* core/program.h (internal): the tensor graph behind pto_program. */
+#ifndef PTO_CORE_PROGRAM_H
+#define PTO_CORE_PROGRAM_H
+
+#include <stdint.h>
+
+#include "core/arena.h"
+#include "core/error.h"
+#include "pto/program.h"
+
+typedef enum pto_top {
+#define PTO_TOP(name, str, cls) PTO_TOP_##name,
+#include "core/ops.def"
+#undef PTO_TOP
+  PTO_TOP_COUNT
+} pto_top;
+
+typedef enum pto_top_class {
+  PTO_TC_BINARY,
+  PTO_TC_SCALAR,
+  PTO_TC_UNARY,
+  PTO_TC_CAST,
+  PTO_TC_CMP,
+  PTO_TC_SELECT,
+  PTO_TC_REDUCE,
+  PTO_TC_MATMUL,
+  PTO_TC_TOPK,
+  PTO_TC_GATHER,
+  PTO_TC_CONCAT,
+  PTO_TC_FILL,
+  PTO_TC_IOTA,
+  PTO_TC_CUSTOM,
+  PTO_TC_COUNT
+} pto_top_class;
+
+const char *pto__top_name(pto_top op);
+pto_top_class pto__top_class(pto_top op);
+
+typedef struct pto_node pto_node;
+
+/* A tensor is a strided window on a storage. A root tensor (input or op
+ * result) owns a dense row-major storage; a view shares its root's. */
+struct pto_tensor {
+  uint32_t id;        /* index in pto_program.tensors */
+  const char *name;   /* arena-owned; "t<id>" when unnamed */
+  pto_dtype dtype;
+  int ndim;
+  int64_t shape[PTO_MAX_DIMS];
+  int64_t stride[PTO_MAX_DIMS]; /* elements, into the root's storage */
+  int64_t offset;               /* elements, into the root's storage */
+  pto_tensor *root;             /* itself for a root */
+  pto_node *producer;           /* NULL for inputs, fills are nodes */
+  int input_index;              /* >= 0 for a program input root */
+};
+
+#define PTO_NODE_MAX_IN 8
+#define PTO_NODE_MAX_OUT 2
+
+struct pto_node {
+  uint32_t id; /* index in pto_program.nodes: nodes are in topological order */
+  pto_top op;
+  int n_in, n_out;
+  pto_tensor *in[PTO_NODE_MAX_IN];
+  pto_tensor *out[PTO_NODE_MAX_OUT];
+  double scalar;  /* SCALAR, FULL value */
+  int64_t ival;   /* TOPK k, IOTA start, CONCAT axis, CMP mode, CUSTOM id */
+  unsigned flags; /* PTO_MATMUL_TRANS_*, PTO_GATHER_STRICT; MATMUL with
+                     in[2] set accumulates */
+  const char *label; /* arena-owned, "" when none */
+  pto_tile_shape tile;
+};
+
+#define PTO_SCOPE_MAX 32
+
+struct pto_program {
+  pto_arena arena;
+  const char *name;
+  pto_error err;
+  /* growable arrays of arena-owned objects */
+  pto_tensor **tensors;
+  uint32_t n_tensors, cap_tensors;
+  pto_node **nodes;
+  uint32_t n_nodes, cap_nodes;
+  pto_tensor **inputs;
+  uint32_t n_inputs, cap_inputs;
+  pto_tensor **outputs;
+  const char **output_names;
+  uint32_t n_outputs, cap_outputs;
+  /* scopes */
+  pto_tile_shape tiles[PTO_SCOPE_MAX];
+  int n_tiles; /* >= 1: tiles[0] is the program default */
+  const char *labels[PTO_SCOPE_MAX]; /* full dotted label per depth */
+  int n_labels;
+};
+
+/* Dense row-major strides for shape. */
+void pto__dense_strides(int ndim, const int64_t *shape, int64_t *stride);
+/* 1 when t's elements are dense row-major in its root from t->offset. */
+int pto__tensor_is_contiguous(const pto_tensor *t);
+/* "f32[64,32]" into buf (size >= 64). */
+const char *pto__tensor_desc(const pto_tensor *t, char *buf, size_t size);
+
+#endif /* PTO_CORE_PROGRAM_H */

@@ -1,0 +1,55 @@
+/* Names of status codes, dtypes and core types. */
+#include "pto/status.h"
+#include "pto/types.h"
+
+const char *pto_status_name(int status) {
+  switch (status) {
+#define PTO__STATUS_NAME(name, value, msg)                                     \
+  case value:                                                                  \
+    return "PTO_" #name;
+    PTO_STATUS_MAP(PTO__STATUS_NAME)
+#undef PTO__STATUS_NAME
+  default:
+    return "PTO_UNKNOWN";
+  }
+}
+
+const char *pto_strerror(int status) {
+  switch (status) {
+#define PTO__STATUS_MSG(name, value, msg)                                      \
+  case value:                                                                  \
+    return msg;
+    PTO_STATUS_MAP(PTO__STATUS_MSG)
+#undef PTO__STATUS_MSG
+  default:
+    return "unknown status";
+  }
+}
+
+static const struct {
+  const char *name;
+  size_t size;
+} dtypes[PTO_DTYPE_COUNT] = {
+#define PTO__DTYPE_ROW(name, str, size) {str, size},
+    PTO_DTYPE_MAP(PTO__DTYPE_ROW)
+#undef PTO__DTYPE_ROW
+};
+
+const char *pto_dtype_name(pto_dtype dt) {
+  return (unsigned)dt < PTO_DTYPE_COUNT ? dtypes[dt].name : "?";
+}
+
+size_t pto_dtype_size(pto_dtype dt) {
+  return (unsigned)dt < PTO_DTYPE_COUNT ? dtypes[dt].size : 0;
+}
+
+const char *pto_core_type_name(pto_core_type c) {
+  static const char *const names[PTO_CORE_TYPE_COUNT] = {"cube", "vector",
+                                                         "memory"};
+  return (unsigned)c < PTO_CORE_TYPE_COUNT ? names[c] : "?";
+}
+
+pto_tile_shape pto_tile_shape_default(void) {
+  pto_tile_shape s = {32, 128, 0, 0, 0};
+  return s;
+}

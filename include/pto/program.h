@@ -1,0 +1,215 @@
+/* pto/program.h: building a fused operator as a graph of tensor operations.
+ *
+ * A program owns every tensor and op created in it (an arena; nothing is freed
+ * one by one). Ops return a new tensor, or NULL when the op is invalid. The
+ * first error is sticky: it is kept, with a message naming the op, its tensors
+ * and their sizes, and every later op that receives a NULL tensor returns NULL
+ * without overwriting it. Read it with pto_program_status() and
+ * pto_program_error(); every call that ends a phase (eval, compile) returns it.
+ *
+ *   pto_program *p = pto_program_new("example");
+ *   int64_t s[2] = {64, 64}, w[2] = {64, 32};
+ *   pto_tensor *a = pto_input(p, "A", PTO_F32, 2, s);
+ *   pto_tensor *b = pto_input(p, "B", PTO_F32, 2, s);
+ *   pto_tensor *W = pto_input(p, "W", PTO_F32, 2, w);
+ *   pto_program_set_vec_tile(p, 32, 32);
+ *   pto_tensor *c = pto_rowsum(p, pto_matmul(p, pto_add(p, pto_muls(p, a, 2), b), W, 0));
+ *   pto_output(p, c, "C");
+ *   if (pto_program_status(p) < 0) puts(pto_program_error(p));
+ */
+#ifndef PTO_PROGRAM_H
+#define PTO_PROGRAM_H
+
+#include <stdint.h>
+
+#include "pto/export.h"
+#include "pto/status.h"
+#include "pto/types.h"
+
+PTO_EXTERN_C_BEGIN
+
+typedef struct pto_program pto_program;
+typedef struct pto_tensor pto_tensor;
+
+/* ---- program ---------------------------------------------------------- */
+
+PTO_API pto_program *pto_program_new(const char *name); /* NULL on ENOMEM */
+PTO_API void pto_program_free(pto_program *p);           /* NULL is a no-op */
+PTO_API const char *pto_program_name(const pto_program *p);
+
+/* The first error recorded (0 if none) and its message ("" if none). */
+PTO_API pto_status pto_program_status(const pto_program *p);
+PTO_API const char *pto_program_error(const pto_program *p);
+
+/* ---- scopes: tile shapes and semantic labels ---------------------------- */
+
+/* Push a copy of the current tile shape (or *shape when not NULL); ops added
+ * until the matching pop use it. set_* change the innermost scope. */
+PTO_API pto_status pto_program_push_tile(pto_program *p,
+                                         const pto_tile_shape *shape);
+PTO_API pto_status pto_program_pop_tile(pto_program *p);
+PTO_API pto_status pto_program_set_vec_tile(pto_program *p, uint32_t rows,
+                                            uint32_t cols);
+PTO_API pto_status pto_program_set_cube_tile(pto_program *p, uint32_t m,
+                                             uint32_t n, uint32_t k);
+PTO_API pto_tile_shape pto_program_tile(const pto_program *p);
+
+/* Labels nest with '.': push "indexer" then "qk" labels ops "indexer.qk".
+ * Every tile instruction and task derived from an op carries its label. */
+PTO_API pto_status pto_program_push_label(pto_program *p, const char *label);
+PTO_API pto_status pto_program_pop_label(pto_program *p);
+
+/* ---- inputs, outputs and tensor queries --------------------------------- */
+
+/* A named input, dense row-major; 1 <= ndim <= PTO_MAX_DIMS, every dim >= 1. */
+PTO_API pto_tensor *pto_input(pto_program *p, const char *name, pto_dtype dt,
+                              int ndim, const int64_t *shape);
+/* Marks t as an output named name (copied out dense row-major). */
+PTO_API pto_status pto_output(pto_program *p, pto_tensor *t, const char *name);
+
+PTO_API int pto_program_num_inputs(const pto_program *p);
+PTO_API int pto_program_num_outputs(const pto_program *p);
+PTO_API pto_tensor *pto_program_input(const pto_program *p, int i);
+PTO_API pto_tensor *pto_program_output(const pto_program *p, int i);
+/* Index of the input or output with that name, or -1. */
+PTO_API int pto_program_find_input(const pto_program *p, const char *name);
+PTO_API int pto_program_find_output(const pto_program *p, const char *name);
+/* Number of ops recorded (composites such as softmax count their parts). */
+PTO_API int pto_program_num_ops(const pto_program *p);
+
+PTO_API const char *pto_tensor_name(const pto_tensor *t);
+PTO_API pto_dtype pto_tensor_dtype(const pto_tensor *t);
+PTO_API int pto_tensor_ndim(const pto_tensor *t);
+PTO_API int64_t pto_tensor_dim(const pto_tensor *t, int axis); /* -1: last */
+PTO_API int64_t pto_tensor_numel(const pto_tensor *t);
+
+/* ---- views (zero-copy) -------------------------------------------------- */
+
+/* [begin, end) along every axis. */
+PTO_API pto_tensor *pto_slice(pto_program *p, pto_tensor *t,
+                              const int64_t *begin, const int64_t *end);
+/* Only for tensors whose layout is contiguous; numel must match. */
+PTO_API pto_tensor *pto_reshape(pto_program *p, pto_tensor *t, int ndim,
+                                const int64_t *shape);
+/* Swap two axes (negative axes count from the end). */
+PTO_API pto_tensor *pto_transpose(pto_program *p, pto_tensor *t, int axis0,
+                                  int axis1);
+
+/* ---- element-wise ------------------------------------------------------- */
+
+/* Binary ops broadcast numpy-style (right-aligned; a dim of 1 stretches), so
+ * a [M,1] operand is a row broadcast and a [1,N] operand a column broadcast.
+ * Operands are f32 or i32 (or bf16/f16, computed in f32); dtypes must match
+ * after that promotion. i32 arithmetic wraps; i32 division truncates and x/0
+ * is 0. */
+PTO_API pto_tensor *pto_add(pto_program *p, pto_tensor *a, pto_tensor *b);
+PTO_API pto_tensor *pto_sub(pto_program *p, pto_tensor *a, pto_tensor *b);
+PTO_API pto_tensor *pto_mul(pto_program *p, pto_tensor *a, pto_tensor *b);
+PTO_API pto_tensor *pto_div(pto_program *p, pto_tensor *a, pto_tensor *b);
+PTO_API pto_tensor *pto_max(pto_program *p, pto_tensor *a, pto_tensor *b);
+PTO_API pto_tensor *pto_min(pto_program *p, pto_tensor *a, pto_tensor *b);
+
+/* Tensor-scalar ops; for i32 tensors the scalar is rounded to an integer. */
+PTO_API pto_tensor *pto_adds(pto_program *p, pto_tensor *a, double s);
+PTO_API pto_tensor *pto_subs(pto_program *p, pto_tensor *a, double s);
+PTO_API pto_tensor *pto_muls(pto_program *p, pto_tensor *a, double s);
+PTO_API pto_tensor *pto_divs(pto_program *p, pto_tensor *a, double s);
+PTO_API pto_tensor *pto_maxs(pto_program *p, pto_tensor *a, double s);
+PTO_API pto_tensor *pto_mins(pto_program *p, pto_tensor *a, double s);
+
+/* Unary ops. exp log sqrt rsqrt recip need a floating tensor; relu abs neg
+ * accept i32 as well. */
+PTO_API pto_tensor *pto_exp(pto_program *p, pto_tensor *a);
+PTO_API pto_tensor *pto_log(pto_program *p, pto_tensor *a);
+PTO_API pto_tensor *pto_sqrt(pto_program *p, pto_tensor *a);
+PTO_API pto_tensor *pto_rsqrt(pto_program *p, pto_tensor *a);
+PTO_API pto_tensor *pto_recip(pto_program *p, pto_tensor *a);
+PTO_API pto_tensor *pto_relu(pto_program *p, pto_tensor *a);
+PTO_API pto_tensor *pto_abs(pto_program *p, pto_tensor *a);
+PTO_API pto_tensor *pto_neg(pto_program *p, pto_tensor *a);
+
+/* Convert to dt: float to i32 rounds to nearest even and saturates (NaN gives
+ * 0); to bf16/f16 rounds to nearest even. */
+PTO_API pto_tensor *pto_cast(pto_program *p, pto_tensor *a, pto_dtype dt);
+
+/* Compare (broadcasting) into an i32 mask of 0/1, and select where the mask
+ * is non-zero. NaN compares false except for NE. */
+typedef enum pto_cmp_mode {
+  PTO_CMP_EQ,
+  PTO_CMP_NE,
+  PTO_CMP_LT,
+  PTO_CMP_LE,
+  PTO_CMP_GT,
+  PTO_CMP_GE,
+  PTO_CMP_MODE_COUNT
+} pto_cmp_mode;
+PTO_API pto_tensor *pto_cmp(pto_program *p, pto_tensor *a, pto_tensor *b,
+                            pto_cmp_mode mode);
+PTO_API pto_tensor *pto_select(pto_program *p, pto_tensor *mask,
+                               pto_tensor *a, pto_tensor *b);
+
+/* ---- reductions (dims are kept: [..,M,N] -> [..,M,1] or [..,1,N]) -------- */
+
+PTO_API pto_tensor *pto_rowsum(pto_program *p, pto_tensor *a);
+PTO_API pto_tensor *pto_rowmax(pto_program *p, pto_tensor *a);
+PTO_API pto_tensor *pto_rowmin(pto_program *p, pto_tensor *a);
+PTO_API pto_tensor *pto_colsum(pto_program *p, pto_tensor *a);
+PTO_API pto_tensor *pto_colmax(pto_program *p, pto_tensor *a);
+
+/* ---- matmul ------------------------------------------------------------- */
+
+/* a [..,M,K] x b [..,K,N] -> f32 [..,M,N]; with PTO_MATMUL_TRANS_A a is
+ * [..,K,M], with PTO_MATMUL_TRANS_B b is [..,N,K]. Leading (batch) dims
+ * broadcast. Operands f32, bf16 or f16. */
+enum { PTO_MATMUL_TRANS_A = 1u << 0, PTO_MATMUL_TRANS_B = 1u << 1 };
+PTO_API pto_tensor *pto_matmul(pto_program *p, pto_tensor *a, pto_tensor *b,
+                               unsigned flags);
+/* acc + a x b; acc must have the shape of a x b. */
+PTO_API pto_tensor *pto_matmul_acc(pto_program *p, pto_tensor *acc,
+                                   pto_tensor *a, pto_tensor *b,
+                                   unsigned flags);
+
+/* ---- composites and data movement --------------------------------------- */
+
+/* Softmax along the last axis: exp(x - rowmax) / rowsum; built from the
+ * primitive ops above. */
+PTO_API pto_tensor *pto_softmax(pto_program *p, pto_tensor *a);
+
+/* The k largest values along the last axis, ordered by value descending and
+ * then index ascending (NaN ranks below -inf), and their int32 indices.
+ * Returns the values; *indices receives the indices. 1 <= k <= last dim. */
+PTO_API pto_tensor *pto_topk(pto_program *p, pto_tensor *a, int64_t k,
+                             pto_tensor **indices);
+
+/* Rows of a 2-D table [N,D] chosen by an i32 index tensor of any shape S:
+ * result [S..., D]. An index outside [0, N) yields a row of zeros, unless
+ * PTO_GATHER_STRICT is given, in which case running the program fails with
+ * PTO_ERANGE naming the op and the index. */
+enum { PTO_GATHER_STRICT = 1u << 0 };
+PTO_API pto_tensor *pto_gather(pto_program *p, pto_tensor *table,
+                               pto_tensor *index, unsigned flags);
+
+/* Concatenate n tensors (same dtype, equal dims except axis) along axis. */
+PTO_API pto_tensor *pto_concat(pto_program *p, int n, pto_tensor *const *ts,
+                               int axis);
+
+/* A tensor filled with value, and one counting start, start+1, ... along its
+ * last axis (the same in every row). */
+PTO_API pto_tensor *pto_full(pto_program *p, pto_dtype dt, int ndim,
+                             const int64_t *shape, double value);
+PTO_API pto_tensor *pto_iota(pto_program *p, pto_dtype dt, int ndim,
+                             const int64_t *shape, int64_t start);
+
+/* ---- reference evaluator ------------------------------------------------ */
+
+/* Runs the program op by op in plain C, accumulating in double and storing
+ * each tensor in its dtype. inputs[i] and outputs[i] are dense row-major
+ * buffers in declaration order. It is slow and obviously right: the oracle
+ * every compiled run is checked against. Returns the program's sticky error
+ * if it has one, else any run-time error (a strict gather out of range). */
+PTO_API pto_status pto_program_eval(pto_program *p, const void *const *inputs,
+                                    void *const *outputs);
+
+PTO_EXTERN_C_END
+
+#endif /* PTO_PROGRAM_H */

@@ -1,0 +1,41 @@
+/* pto/status.h: status codes. 0 is success, errors are negative. */
+#ifndef PTO_STATUS_H
+#define PTO_STATUS_H
+
+#include "pto/export.h"
+
+PTO_EXTERN_C_BEGIN
+
+/* The one list of status codes: X(name, value, message). Grows at the end. */
+#define PTO_STATUS_MAP(X)                                                      \
+  X(OK, 0, "success")                                                          \
+  X(EINVAL, -1, "invalid argument")                                            \
+  X(ESHAPE, -2, "shape mismatch")                                              \
+  X(EDTYPE, -3, "unsupported or mismatched dtype")                             \
+  X(ENOMEM, -4, "out of memory")                                               \
+  X(ENOTSUP, -5, "operation not supported")                                    \
+  X(ERANGE, -6, "index out of range")                                          \
+  X(ECAPACITY, -7, "local memory capacity exceeded")                           \
+  X(ECONFIG, -8, "invalid configuration")                                      \
+  X(EIO, -9, "input/output error")                                             \
+  X(ECANCELED, -10, "canceled")                                                \
+  X(ETASK, -11, "task failed")                                                 \
+  X(ESTATE, -12, "object is in the wrong state for this call")                 \
+  X(EISA, -13, "instruction set not supported by this CPU")                    \
+  X(ENOTFOUND, -14, "not found")
+
+typedef enum pto_status {
+#define PTO__STATUS_ENUM(name, value, msg) PTO_##name = (value),
+  PTO_STATUS_MAP(PTO__STATUS_ENUM)
+#undef PTO__STATUS_ENUM
+  PTO_STATUS_COUNT = 15 /* number of codes; codes are 0, -1, ... -(COUNT-1) */
+} pto_status;
+
+/* "PTO_ESHAPE" for PTO_ESHAPE; "PTO_UNKNOWN" for a value outside the list. */
+PTO_API const char *pto_status_name(int status);
+/* "shape mismatch" for PTO_ESHAPE. Never NULL. */
+PTO_API const char *pto_strerror(int status);
+
+PTO_EXTERN_C_END
+
+#endif /* PTO_STATUS_H */
