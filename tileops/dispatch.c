@@ -1,0 +1,632 @@
+/* Choosing the instruction table, running instructions through it, and
+ * checking their operands (rules: tileops/tileops.h). */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "core/custom.h"
+#include "tileops/tileops.h"
+
+/* ---- tables ------------------------------------------------------------- */
+
+void pto__isa_table_derive(pto_isa_table *t, const char *name,
+                           const pto_isa_table *base) {
+  *t = *base;
+  t->name = name;
+}
+
+static const pto_isa_table *scalar_table(void) {
+  return &pto__isa_scalar;
+}
+
+/* The instruction sets this build has, best first; the last one runs
+ * everywhere. A later ISA adds a row: `table` builds its table once
+ * (pto__isa_table_derive from the scalar one, then its overrides) and
+ * `supported` says whether this CPU runs it (NULL: always). */
+typedef struct isa_variant {
+  const char *name;
+  int (*supported)(void);
+  const pto_isa_table *(*table)(void);
+} isa_variant;
+
+static const isa_variant variants[] = {
+    {"scalar", NULL, scalar_table},
+};
+#define N_VARIANTS (sizeof variants / sizeof variants[0])
+
+static uv_once_t active_once = UV_ONCE_INIT;
+static const pto_isa_table *active; /* written once, under active_once */
+
+static int runs_here(const isa_variant *v) {
+  return !v->supported || v->supported();
+}
+
+static void choose_active(void) {
+  /* PTO_ISA forces a table when this build has it and this CPU runs it. */
+  const char *want = getenv("PTO_ISA");
+  if (want && want[0])
+    for (size_t i = 0; i < N_VARIANTS; i++)
+      if (strcmp(variants[i].name, want) == 0 && runs_here(&variants[i])) {
+        active = variants[i].table();
+        return;
+      }
+  /* Otherwise (unset, unknown, or not runnable here): the best that runs. */
+  for (size_t i = 0; i < N_VARIANTS; i++)
+    if (runs_here(&variants[i])) {
+      active = variants[i].table();
+      return;
+    }
+  active = &pto__isa_scalar;
+}
+
+const pto_isa_table *pto__isa_active(void) {
+  /* uv_once orders the write of `active` before every return from it. */
+  uv_once(&active_once, choose_active);
+  return active;
+}
+
+/* ---- run ---------------------------------------------------------------- */
+
+int pto__tileop_run(int op, const pto_targs *a) {
+  if (!a)
+    return PTO_EINVAL;
+  if (op >= 0 && op < PTO_OP_COUNT)
+    return pto__isa_active()->fn[op](op, a);
+  const pto_custom_op *c = pto__custom_get(op);
+  if (!c)
+    return PTO_EINVAL;
+  return c->desc.fn(a->dst[0], a->src, c->desc.n_src, c->desc.user);
+}
+
+/* ---- check -------------------------------------------------------------- */
+
+typedef struct chk {
+  int op;
+  const char *name; /* the instruction's */
+  char *msg;
+  size_t size;
+} chk;
+
+/* Writes "<INSN>: <message>" to k->msg and returns status. */
+__attribute__((format(printf, 3, 4))) static int fail(const chk *k, int status,
+                                                      const char *fmt, ...) {
+  if (k->msg && k->size) {
+    int n = snprintf(k->msg, k->size, "%s: ", k->name);
+    if (n >= 0 && (size_t)n < k->size) {
+      va_list ap;
+      va_start(ap, fmt);
+      vsnprintf(k->msg + n, k->size - (size_t)n, fmt, ap);
+      va_end(ap);
+    }
+  }
+  return status;
+}
+
+static const char *const src_names[PTO_MAX_SRC] = {"src0", "src1", "src2",
+                                                   "src3"};
+
+static const char *dst_name(int n_dst, int i) {
+  return n_dst == 1 ? "dst" : i == 0 ? "dst0" : "dst1";
+}
+
+static size_t esize(const pto_tile *t) {
+  return pto_dtype_size(t->dtype);
+}
+
+/* Geometry of one tile; need_valid: its valid region is an operand. */
+static int check_tile(const chk *k, const char *what, const pto_tile *t,
+                      int need_valid) {
+  if (!t)
+    return fail(k, PTO_EINVAL, "%s is NULL", what);
+  if ((unsigned)t->dtype >= PTO_DTYPE_COUNT)
+    return fail(k, PTO_EDTYPE, "%s has dtype %d, which is not a PTO dtype",
+                what, (int)t->dtype);
+  if (!t->data)
+    return fail(k, PTO_EINVAL, "%s has no data", what);
+  if ((uintptr_t)t->data % PTO_TILE_ALIGN)
+    return fail(k, PTO_EINVAL, "%s data %p is not %d-byte aligned", what,
+                t->data, PTO_TILE_ALIGN);
+  if (t->rows == 0 || t->cols == 0)
+    return fail(k, PTO_ESHAPE, "%s capacity %" PRIu32 "x%" PRIu32 " is empty",
+                what, t->rows, t->cols);
+  if (t->stride < t->cols)
+    return fail(k, PTO_EINVAL,
+                "%s stride %" PRIu32 " is less than its %" PRIu32 " cols", what,
+                t->stride, t->cols);
+  if ((size_t)t->stride * esize(t) % PTO_TILE_ALIGN)
+    return fail(k, PTO_EINVAL,
+                "%s stride %" PRIu32 " (%s) leaves rows not %d-byte aligned",
+                what, t->stride, pto_dtype_name(t->dtype), PTO_TILE_ALIGN);
+  if (!need_valid)
+    return PTO_OK;
+  if (t->valid_rows == 0 || t->valid_cols == 0)
+    return fail(k, PTO_ESHAPE, "%s valid %" PRIu32 "x%" PRIu32 " is empty",
+                what, t->valid_rows, t->valid_cols);
+  if (t->valid_rows > t->rows || t->valid_cols > t->cols)
+    return fail(k, PTO_ESHAPE,
+                "%s valid %" PRIu32 "x%" PRIu32 " exceeds its capacity %" PRIu32
+                "x%" PRIu32,
+                what, t->valid_rows, t->valid_cols, t->rows, t->cols);
+  return PTO_OK;
+}
+
+/* f32, or i32 when the instruction accepts it. */
+static int check_numeric(const chk *k, const char *what, const pto_tile *t) {
+  int int_ok = (pto__insn_info(k->op)->flags & PTO_IF_INT) != 0;
+  if (t->dtype == PTO_F32 || (int_ok && t->dtype == PTO_I32))
+    return PTO_OK;
+  return fail(k, PTO_EDTYPE, "%s dtype %s is not supported (%s)", what,
+              pto_dtype_name(t->dtype), int_ok ? "f32 or i32" : "f32 only");
+}
+
+static int check_dtype_is(const chk *k, const char *what, const pto_tile *t,
+                          pto_dtype dt) {
+  if (t->dtype == dt)
+    return PTO_OK;
+  return fail(k, PTO_EDTYPE, "%s dtype %s, expected %s", what,
+              pto_dtype_name(t->dtype), pto_dtype_name(dt));
+}
+
+static int check_same_dtype(const chk *k, const char *what, const pto_tile *t,
+                            const char *ref_name, const pto_tile *ref) {
+  if (t->dtype == ref->dtype)
+    return PTO_OK;
+  return fail(k, PTO_EDTYPE, "%s dtype %s differs from %s dtype %s", what,
+              pto_dtype_name(t->dtype), ref_name, pto_dtype_name(ref->dtype));
+}
+
+static int check_matmul_operand(const chk *k, const char *what,
+                                const pto_tile *t) {
+  if (t->dtype == PTO_F32 || t->dtype == PTO_BF16 || t->dtype == PTO_F16)
+    return PTO_OK;
+  return fail(k, PTO_EDTYPE, "%s dtype %s is not supported (f32, bf16 or f16)",
+              what, pto_dtype_name(t->dtype));
+}
+
+static int check_same_valid(const chk *k, const char *what, const pto_tile *t,
+                            const char *ref_name, const pto_tile *ref) {
+  if (t->valid_rows == ref->valid_rows && t->valid_cols == ref->valid_cols)
+    return PTO_OK;
+  return fail(k, PTO_ESHAPE,
+              "%s valid %" PRIu32 "x%" PRIu32 " differs from %s valid %" PRIu32
+              "x%" PRIu32,
+              what, t->valid_rows, t->valid_cols, ref_name, ref->valid_rows,
+              ref->valid_cols);
+}
+
+/* t's valid region must be rows x cols, for the reason given. */
+static int check_valid_is(const chk *k, const char *what, const pto_tile *t,
+                          uint32_t rows, uint32_t cols, const char *why) {
+  if (t->valid_rows == rows && t->valid_cols == cols)
+    return PTO_OK;
+  return fail(k, PTO_ESHAPE,
+              "%s valid %" PRIu32 "x%" PRIu32 ", expected %" PRIu32 "x%" PRIu32
+              " (%s)",
+              what, t->valid_rows, t->valid_cols, rows, cols, why);
+}
+
+/* The global view of a memory instruction. */
+static int check_gview_base(const chk *k, const pto_gview *g) {
+  if (!g->base)
+    return fail(k, PTO_EINVAL, "global view has no base");
+  if ((unsigned)g->dtype >= PTO_DTYPE_COUNT)
+    return fail(k, PTO_EDTYPE, "global view has dtype %d, not a PTO dtype",
+                (int)g->dtype);
+  if (g->rows < 0 || g->cols < 0)
+    return fail(k, PTO_EINVAL,
+                "global view %" PRId64 "x%" PRId64 " has a negative size",
+                g->rows, g->cols);
+  return PTO_OK;
+}
+
+/* ... which must cover the valid region of `what`. */
+static int check_gview(const chk *k, const pto_gview *g, const char *what,
+                       const pto_tile *t) {
+  int st = check_gview_base(k, g);
+  if (st)
+    return st;
+  uint32_t rows = t->valid_rows, cols = t->valid_cols;
+  if (g->rows < rows || g->cols < cols)
+    return fail(k, PTO_ESHAPE,
+                "global view %" PRId64 "x%" PRId64 " is smaller than %s valid "
+                "%" PRIu32 "x%" PRIu32,
+                g->rows, g->cols, what, rows, cols);
+  return PTO_OK;
+}
+
+/* Checks a rows x cols window at (r0, c0) inside a within x valid region. */
+static int check_window(const chk *k, int32_t r0, int32_t c0, uint32_t rows,
+                        uint32_t cols, const char *within, const pto_tile *w) {
+  if (r0 < 0 || c0 < 0 || (uint64_t)r0 + rows > w->valid_rows ||
+      (uint64_t)c0 + cols > w->valid_cols)
+    return fail(k, PTO_ESHAPE,
+                "window %" PRIu32 "x%" PRIu32 " at (%" PRId32 ", %" PRId32
+                ") is outside %s valid %" PRIu32 "x%" PRIu32,
+                rows, cols, r0, c0, within, w->valid_rows, w->valid_cols);
+  return PTO_OK;
+}
+
+/* The operand classes: instructions that take the same operands. */
+typedef enum op_class {
+  K_LOAD,
+  K_STORE,
+  K_GATHER,
+  K_BINARY, /* dst = f(src0, src1), all one dtype */
+  K_UNARY,  /* dst = f(src0) */
+  K_CMP,
+  K_SEL,
+  K_CONVERT, /* TCVT TMOV */
+  K_SCALAR,  /* dst = src0 op s */
+  K_FILL,    /* dst only: TEXPANDS TCI TTRI */
+  K_ROWRED,
+  K_COLRED,
+  K_ROWEXPAND,  /* dst = rowvec src0 */
+  K_ROWEXPAND2, /* dst = src0 op rowvec src1 */
+  K_COLEXPAND,
+  K_COLEXPAND2,
+  K_MATMUL,
+  K_EXTRACT,
+  K_INSERT,
+  K_TRANS,
+  K_FILLPAD,
+  K_SORT32,
+  K_MRGSORT,
+  K_NONE
+} op_class;
+
+/* No default: a new instruction in isa.def is a -Wswitch error here until it
+ * gets operand rules. */
+static op_class class_of(pto_opcode op) {
+  switch (op) {
+  case PTO_OP_TLOAD:
+    return K_LOAD;
+  case PTO_OP_TSTORE:
+    return K_STORE;
+  case PTO_OP_TGATHER:
+    return K_GATHER;
+  case PTO_OP_TADD:
+  case PTO_OP_TSUB:
+  case PTO_OP_TMUL:
+  case PTO_OP_TDIV:
+  case PTO_OP_TMAX:
+  case PTO_OP_TMIN:
+    return K_BINARY;
+  case PTO_OP_TEXP:
+  case PTO_OP_TLOG:
+  case PTO_OP_TSQRT:
+  case PTO_OP_TRSQRT:
+  case PTO_OP_TRECIP:
+  case PTO_OP_TRELU:
+  case PTO_OP_TABS:
+  case PTO_OP_TNEG:
+    return K_UNARY;
+  case PTO_OP_TCMP:
+    return K_CMP;
+  case PTO_OP_TSEL:
+    return K_SEL;
+  case PTO_OP_TCVT:
+  case PTO_OP_TMOV:
+    return K_CONVERT;
+  case PTO_OP_TADDS:
+  case PTO_OP_TSUBS:
+  case PTO_OP_TMULS:
+  case PTO_OP_TDIVS:
+  case PTO_OP_TMAXS:
+  case PTO_OP_TMINS:
+    return K_SCALAR;
+  case PTO_OP_TEXPANDS:
+  case PTO_OP_TCI:
+  case PTO_OP_TTRI:
+    return K_FILL;
+  case PTO_OP_TROWSUM:
+  case PTO_OP_TROWMAX:
+  case PTO_OP_TROWMIN:
+    return K_ROWRED;
+  case PTO_OP_TCOLSUM:
+  case PTO_OP_TCOLMAX:
+  case PTO_OP_TCOLMIN:
+    return K_COLRED;
+  case PTO_OP_TROWEXPAND:
+    return K_ROWEXPAND;
+  case PTO_OP_TROWEXPANDADD:
+  case PTO_OP_TROWEXPANDSUB:
+  case PTO_OP_TROWEXPANDMUL:
+  case PTO_OP_TROWEXPANDDIV:
+  case PTO_OP_TROWEXPANDMAX:
+  case PTO_OP_TROWEXPANDEXPDIF:
+    return K_ROWEXPAND2;
+  case PTO_OP_TCOLEXPAND:
+    return K_COLEXPAND;
+  case PTO_OP_TCOLEXPANDADD:
+  case PTO_OP_TCOLEXPANDSUB:
+  case PTO_OP_TCOLEXPANDMUL:
+  case PTO_OP_TCOLEXPANDDIV:
+    return K_COLEXPAND2;
+  case PTO_OP_TMATMUL:
+  case PTO_OP_TMATMUL_ACC:
+    return K_MATMUL;
+  case PTO_OP_TEXTRACT:
+    return K_EXTRACT;
+  case PTO_OP_TINSERT:
+    return K_INSERT;
+  case PTO_OP_TTRANS:
+    return K_TRANS;
+  case PTO_OP_TFILLPAD:
+    return K_FILLPAD;
+  case PTO_OP_TSORT32:
+    return K_SORT32;
+  case PTO_OP_TMRGSORT:
+    return K_MRGSORT;
+  case PTO_OP_COUNT:
+    break;
+  }
+  return K_NONE;
+}
+
+/* Instructions whose dst element (r, c) depends only on source elements at
+ * (r, c) (or on a block it reads whole first), so dst may be a source. */
+static int pointwise(op_class cl) {
+  switch (cl) {
+  case K_BINARY:
+  case K_UNARY:
+  case K_CMP:
+  case K_SEL:
+  case K_CONVERT:
+  case K_SCALAR:
+  case K_ROWRED:
+  case K_COLRED:
+  case K_ROWEXPAND:
+  case K_ROWEXPAND2:
+  case K_COLEXPAND:
+  case K_COLEXPAND2:
+  case K_FILLPAD:
+  case K_SORT32:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+static int overlap(const pto_tile *x, const pto_tile *y) {
+  uintptr_t x0 = (uintptr_t)x->data, y0 = (uintptr_t)y->data;
+  uintptr_t x1 = x0 + (uintptr_t)x->rows * x->stride * esize(x);
+  uintptr_t y1 = y0 + (uintptr_t)y->rows * y->stride * esize(y);
+  return x0 < y1 && y0 < x1;
+}
+
+static int check_aliasing(const chk *k, op_class cl, const pto_targs *a,
+                          int n_src, int n_dst) {
+  for (int i = 0; i < n_dst; i++) {
+    const pto_tile *d = a->dst[i];
+    for (int j = i + 1; j < n_dst; j++)
+      if (overlap(d, a->dst[j]))
+        return fail(k, PTO_EINVAL, "%s overlaps %s", dst_name(n_dst, i),
+                    dst_name(n_dst, j));
+    for (int j = 0; j < n_src; j++) {
+      const pto_tile *s = a->src[j];
+      if (!overlap(d, s))
+        continue;
+      int same_buffer =
+          d->data == s->data && d->stride == s->stride && esize(d) == esize(s);
+      int same_shape = cl == K_FILLPAD || (d->valid_rows == s->valid_rows &&
+                                           d->valid_cols == s->valid_cols);
+      if (!(pointwise(cl) && same_buffer && same_shape))
+        return fail(k, PTO_EINVAL,
+                    "%s overlaps %s (only the same buffer and shape, for an "
+                    "element-wise instruction, may be shared)",
+                    dst_name(n_dst, i), src_names[j]);
+    }
+  }
+  return PTO_OK;
+}
+
+/* Dtype, shape and immediate rules of a built-in instruction whose tiles
+ * are present and well-formed. */
+static int check_rules(const chk *k, op_class cl, const pto_targs *a) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *s0 = a->src[0], *s1 = a->src[1], *s2 = a->src[2];
+  int st;
+#define TRY(x)                                                                 \
+  do {                                                                         \
+    if ((st = (x)) != PTO_OK)                                                  \
+      return st;                                                               \
+  } while (0)
+  switch (cl) {
+  case K_LOAD:
+    return check_gview(k, &a->g, "dst", d);
+  case K_STORE:
+    return check_gview(k, &a->g, "src0", s0);
+  case K_GATHER:
+    TRY(check_dtype_is(k, "src0", s0, PTO_I32));
+    TRY(check_gview_base(k, &a->g));
+    if (a->g.cols < d->valid_cols) /* any number of table rows */
+      return fail(k, PTO_ESHAPE,
+                  "global view %" PRId64 "x%" PRId64
+                  " has fewer cols than dst valid %" PRIu32 "x%" PRIu32,
+                  a->g.rows, a->g.cols, d->valid_rows, d->valid_cols);
+    if ((uint64_t)s0->valid_rows * s0->valid_cols != d->valid_rows)
+      return fail(k, PTO_ESHAPE,
+                  "src0 valid %" PRIu32 "x%" PRIu32 " holds %" PRIu64
+                  " indices, dst valid %" PRIu32 "x%" PRIu32 " needs %" PRIu32,
+                  s0->valid_rows, s0->valid_cols,
+                  (uint64_t)s0->valid_rows * s0->valid_cols, d->valid_rows,
+                  d->valid_cols, d->valid_rows);
+    return PTO_OK;
+  case K_BINARY:
+    TRY(check_numeric(k, "dst", d));
+    TRY(check_same_dtype(k, "src0", s0, "dst", d));
+    TRY(check_same_dtype(k, "src1", s1, "dst", d));
+    TRY(check_same_valid(k, "src0", s0, "dst", d));
+    return check_same_valid(k, "src1", s1, "dst", d);
+  case K_UNARY:
+  case K_SCALAR:
+    TRY(check_numeric(k, "dst", d));
+    TRY(check_same_dtype(k, "src0", s0, "dst", d));
+    return check_same_valid(k, "src0", s0, "dst", d);
+  case K_CMP:
+    TRY(check_numeric(k, "src0", s0));
+    TRY(check_same_dtype(k, "src1", s1, "src0", s0));
+    TRY(check_dtype_is(k, "dst", d, PTO_I32));
+    TRY(check_same_valid(k, "src0", s0, "dst", d));
+    TRY(check_same_valid(k, "src1", s1, "dst", d));
+    if (a->imm[0] < 0 || a->imm[0] >= PTO_CMP_MODE_COUNT)
+      return fail(k, PTO_EINVAL,
+                  "compare mode imm[0] = %" PRId32
+                  " is not a pto_cmp_mode (0..%d)",
+                  a->imm[0], PTO_CMP_MODE_COUNT - 1);
+    return PTO_OK;
+  case K_SEL:
+    TRY(check_dtype_is(k, "src0", s0, PTO_I32));
+    TRY(check_numeric(k, "dst", d));
+    TRY(check_same_dtype(k, "src1", s1, "dst", d));
+    TRY(check_same_dtype(k, "src2", s2, "dst", d));
+    TRY(check_same_valid(k, "src0", s0, "dst", d));
+    TRY(check_same_valid(k, "src1", s1, "dst", d));
+    return check_same_valid(k, "src2", s2, "dst", d);
+  case K_CONVERT:
+    return check_same_valid(k, "src0", s0, "dst", d);
+  case K_FILL:
+    return check_numeric(k, "dst", d);
+  case K_ROWRED:
+    TRY(check_numeric(k, "dst", d));
+    TRY(check_same_dtype(k, "src0", s0, "dst", d));
+    return check_valid_is(k, "dst", d, s0->valid_rows, 1,
+                          "a rowvec of src0's rows");
+  case K_COLRED:
+    TRY(check_numeric(k, "dst", d));
+    TRY(check_same_dtype(k, "src0", s0, "dst", d));
+    return check_valid_is(k, "dst", d, 1, s0->valid_cols,
+                          "a colvec of src0's cols");
+  case K_ROWEXPAND:
+    TRY(check_numeric(k, "dst", d));
+    TRY(check_same_dtype(k, "src0", s0, "dst", d));
+    return check_valid_is(k, "src0", s0, d->valid_rows, 1,
+                          "a rowvec of dst's rows");
+  case K_COLEXPAND:
+    TRY(check_numeric(k, "dst", d));
+    TRY(check_same_dtype(k, "src0", s0, "dst", d));
+    return check_valid_is(k, "src0", s0, 1, d->valid_cols,
+                          "a colvec of dst's cols");
+  case K_ROWEXPAND2:
+    TRY(check_numeric(k, "dst", d));
+    TRY(check_same_dtype(k, "src0", s0, "dst", d));
+    TRY(check_same_dtype(k, "src1", s1, "dst", d));
+    TRY(check_same_valid(k, "src0", s0, "dst", d));
+    return check_valid_is(k, "src1", s1, d->valid_rows, 1,
+                          "a rowvec of dst's rows");
+  case K_COLEXPAND2:
+    TRY(check_numeric(k, "dst", d));
+    TRY(check_same_dtype(k, "src0", s0, "dst", d));
+    TRY(check_same_dtype(k, "src1", s1, "dst", d));
+    TRY(check_same_valid(k, "src0", s0, "dst", d));
+    return check_valid_is(k, "src1", s1, 1, d->valid_cols,
+                          "a colvec of dst's cols");
+  case K_MATMUL: {
+    int ta = (a->flags & PTO_TF_TRANS_A) != 0;
+    int tb = (a->flags & PTO_TF_TRANS_B) != 0;
+    TRY(check_dtype_is(k, "dst", d, PTO_F32));
+    TRY(check_matmul_operand(k, "src0", s0));
+    TRY(check_matmul_operand(k, "src1", s1));
+    uint32_t M = ta ? s0->valid_cols : s0->valid_rows;
+    uint32_t K = ta ? s0->valid_rows : s0->valid_cols;
+    uint32_t KB = tb ? s1->valid_cols : s1->valid_rows;
+    uint32_t N = tb ? s1->valid_rows : s1->valid_cols;
+    if (KB != K)
+      return fail(k, PTO_ESHAPE,
+                  "K of src1 (valid %" PRIu32 "x%" PRIu32 "%s) is %" PRIu32
+                  ", K of src0 (valid %" PRIu32 "x%" PRIu32 "%s) is %" PRIu32,
+                  s1->valid_rows, s1->valid_cols, tb ? ", transposed" : "", KB,
+                  s0->valid_rows, s0->valid_cols, ta ? ", transposed" : "", K);
+    return check_valid_is(k, "dst", d, M, N, "M x N of src0 x src1");
+  }
+  case K_EXTRACT:
+    TRY(check_same_dtype(k, "dst", d, "src0", s0));
+    return check_window(k, a->imm[0], a->imm[1], d->valid_rows, d->valid_cols,
+                        "src0", s0);
+  case K_INSERT:
+    TRY(check_same_dtype(k, "src0", s0, "dst", d));
+    return check_window(k, a->imm[0], a->imm[1], s0->valid_rows, s0->valid_cols,
+                        "dst", d);
+  case K_TRANS:
+    TRY(check_same_dtype(k, "dst", d, "src0", s0));
+    return check_valid_is(k, "dst", d, s0->valid_cols, s0->valid_rows,
+                          "src0 transposed");
+  case K_FILLPAD:
+    TRY(check_same_dtype(k, "dst", d, "src0", s0));
+    if (s0->valid_rows > d->rows || s0->valid_cols > d->cols)
+      return fail(k, PTO_ESHAPE,
+                  "src0 valid %" PRIu32 "x%" PRIu32
+                  " exceeds dst capacity %" PRIu32 "x%" PRIu32,
+                  s0->valid_rows, s0->valid_cols, d->rows, d->cols);
+    return PTO_OK;
+  case K_SORT32:
+  case K_MRGSORT:
+    TRY(check_dtype_is(k, "src0", s0, PTO_F32));
+    TRY(check_dtype_is(k, "src1", s1, PTO_I32));
+    TRY(check_dtype_is(k, "dst0", d, PTO_F32));
+    TRY(check_dtype_is(k, "dst1", a->dst[1], PTO_I32));
+    TRY(check_same_valid(k, "src0", s0, "dst0", d));
+    TRY(check_same_valid(k, "src1", s1, "dst0", d));
+    TRY(check_same_valid(k, "dst1", a->dst[1], "dst0", d));
+    if (cl == K_MRGSORT && a->imm[0] < 1)
+      return fail(k, PTO_EINVAL, "run length imm[0] = %" PRId32 " is < 1",
+                  a->imm[0]);
+    if (cl == K_MRGSORT && (a->imm[1] < 2 || a->imm[1] > 4))
+      return fail(k, PTO_EINVAL,
+                  "merge ways imm[1] = %" PRId32 " is outside 2..4", a->imm[1]);
+    return PTO_OK;
+  case K_NONE:
+    break;
+  }
+#undef TRY
+  return fail(k, PTO_EINVAL, "no operand rules for this instruction");
+}
+
+static int check_custom(const chk *k, const pto_custom_op *c,
+                        const pto_targs *a) {
+  int st = check_tile(k, "dst", a->dst[0], 1);
+  if (st)
+    return st;
+  if (a->dst[0]->dtype != c->desc.out_dtype)
+    return fail(k, PTO_EDTYPE, "dst dtype %s, expected the registered %s",
+                pto_dtype_name(a->dst[0]->dtype),
+                pto_dtype_name(c->desc.out_dtype));
+  for (int i = 0; i < c->desc.n_src; i++) {
+    if ((st = check_tile(k, src_names[i], a->src[i], 1)) ||
+        (st = check_same_valid(k, src_names[i], a->src[i], "dst", a->dst[0])))
+      return st;
+  }
+  return PTO_OK;
+}
+
+int pto__tileop_check(int op, const pto_targs *a, char *msg, size_t msg_size) {
+  chk k = {op, pto__insn_name(op), msg, msg_size};
+  if (msg && msg_size)
+    msg[0] = '\0';
+  const pto_insn_info *info = pto__insn_info(op);
+  if (!info) {
+    k.name = "tileop";
+    return fail(&k, PTO_EINVAL, "unknown instruction %d", op);
+  }
+  if (!a)
+    return fail(&k, PTO_EINVAL, "no arguments");
+  if (op >= PTO_OP_COUNT)
+    return check_custom(&k, pto__custom_get(op), a);
+
+  op_class cl = class_of((pto_opcode)op);
+  int n_src = info->n_src, n_dst = info->n_dst, st;
+  for (int i = 0; i < n_dst; i++)
+    /* TFILLPAD sets dst's valid region: what it held does not matter. */
+    if ((st = check_tile(&k, dst_name(n_dst, i), a->dst[i], cl != K_FILLPAD)))
+      return st;
+  for (int i = 0; i < n_src; i++)
+    if ((st = check_tile(&k, src_names[i], a->src[i], 1)))
+      return st;
+  if ((st = check_rules(&k, cl, a)))
+    return st;
+  return check_aliasing(&k, cl, a, n_src, n_dst);
+}

@@ -1,0 +1,817 @@
+/* The scalar reference of every tile instruction in core/isa.def: one
+ * function per instruction, written to be obviously right, not fast. It is
+ * the oracle the SIMD tables are checked against. Semantics: core/isa.def,
+ * plus the details fixed in tileops/tileops.h. Operands have passed
+ * pto__tileop_check. Compiled with -ffp-contract=off (no FMA contraction).
+ *
+ * In-place use: where tileops.h allows dst to be a source, every element is
+ * read before the element at the same position is written, and copies use
+ * memmove. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/convert.h"
+#include "tileops/tileops.h"
+
+/* ---- element access ----------------------------------------------------- */
+
+static size_t at(const pto_tile *t, uint32_t r, uint32_t c) {
+  return (size_t)r * t->stride + c;
+}
+
+static float ldf(const pto_tile *t, uint32_t r, uint32_t c) {
+  return ((const float *)t->data)[at(t, r, c)];
+}
+static void stf(pto_tile *t, uint32_t r, uint32_t c, float v) {
+  ((float *)t->data)[at(t, r, c)] = v;
+}
+static int32_t ldi(const pto_tile *t, uint32_t r, uint32_t c) {
+  return ((const int32_t *)t->data)[at(t, r, c)];
+}
+static void sti(pto_tile *t, uint32_t r, uint32_t c, int32_t v) {
+  ((int32_t *)t->data)[at(t, r, c)] = v;
+}
+
+/* Address of element (r, c) of a tile of any dtype. */
+static void *elem(const pto_tile *t, uint32_t r, uint32_t c) {
+  return (unsigned char *)t->data + at(t, r, c) * pto_dtype_size(t->dtype);
+}
+
+/* Copies element (sr, sc) of s to (dr, dc) of d; same dtype. */
+static void copy_elem(pto_tile *d, uint32_t dr, uint32_t dc, const pto_tile *s,
+                      uint32_t sr, uint32_t sc) {
+  memmove(elem(d, dr, dc), elem(s, sr, sc), pto_dtype_size(d->dtype));
+}
+
+/* Element (r, c) of a global view. */
+static void *gelem(const pto_gview *g, uint32_t r, uint32_t c) {
+  int64_t off = (int64_t)r * g->row_stride + (int64_t)c * g->col_stride;
+  return (unsigned char *)g->base + off * (int64_t)pto_dtype_size(g->dtype);
+}
+
+/* ---- scalar semantics --------------------------------------------------- */
+
+/* i32 arithmetic is done on uint32_t (mod 2^32) and read back as i32. */
+static int32_t wrap(uint32_t u) {
+  int32_t v;
+  memcpy(&v, &u, sizeof v);
+  return v;
+}
+
+static float f_add(float x, float y) {
+  return x + y;
+}
+static float f_sub(float x, float y) {
+  return x - y;
+}
+static float f_mul(float x, float y) {
+  return x * y;
+}
+static float f_div(float x, float y) {
+  return x / y;
+}
+/* IEEE 754-2019 maximum/minimum: NaN propagates, +0 > -0. */
+static float f_max(float x, float y) {
+  if (isnan(x))
+    return x;
+  if (isnan(y))
+    return y;
+  if (x == y) /* equal, or +0 and -0 */
+    return signbit(x) ? y : x;
+  return x > y ? x : y;
+}
+static float f_min(float x, float y) {
+  if (isnan(x))
+    return x;
+  if (isnan(y))
+    return y;
+  if (x == y)
+    return signbit(x) ? x : y;
+  return x < y ? x : y;
+}
+static float f_expdif(float x, float y) {
+  return expf(x - y);
+}
+
+static int32_t i_add(int32_t x, int32_t y) {
+  return wrap((uint32_t)x + (uint32_t)y);
+}
+static int32_t i_sub(int32_t x, int32_t y) {
+  return wrap((uint32_t)x - (uint32_t)y);
+}
+static int32_t i_mul(int32_t x, int32_t y) {
+  return wrap((uint32_t)x * (uint32_t)y);
+}
+static int32_t i_div(int32_t x, int32_t y) {
+  if (y == 0)
+    return 0;
+  if (x == INT32_MIN && y == -1) /* 2^31 wraps to INT32_MIN */
+    return INT32_MIN;
+  return x / y; /* truncates */
+}
+static int32_t i_max(int32_t x, int32_t y) {
+  return x > y ? x : y;
+}
+static int32_t i_min(int32_t x, int32_t y) {
+  return x < y ? x : y;
+}
+
+static float f_exp(float x) {
+  return expf(x);
+}
+static float f_log(float x) {
+  return logf(x);
+}
+static float f_sqrt(float x) {
+  return sqrtf(x);
+}
+static float f_rsqrt(float x) {
+  return 1.0f / sqrtf(x);
+}
+static float f_recip(float x) {
+  return 1.0f / x;
+}
+static float f_relu(float x) {
+  return f_max(x, 0.0f);
+}
+static float f_abs(float x) {
+  return fabsf(x);
+}
+static float f_neg(float x) {
+  return -x;
+}
+
+static int32_t i_relu(int32_t x) {
+  return x > 0 ? x : 0;
+}
+static int32_t i_abs(int32_t x) {
+  return x < 0 ? wrap(0u - (uint32_t)x) : x;
+}
+static int32_t i_neg(int32_t x) {
+  return wrap(0u - (uint32_t)x);
+}
+
+typedef float (*f_binop)(float, float);
+typedef int32_t (*i_binop)(int32_t, int32_t);
+typedef float (*f_unop)(float);
+typedef int32_t (*i_unop)(int32_t);
+
+/* ---- element-wise ------------------------------------------------------- */
+
+static int binary(const pto_targs *a, f_binop f, i_binop i) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *x = a->src[0], *y = a->src[1];
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    for (uint32_t c = 0; c < d->valid_cols; c++)
+      if (d->dtype == PTO_I32)
+        sti(d, r, c, i(ldi(x, r, c), ldi(y, r, c)));
+      else
+        stf(d, r, c, f(ldf(x, r, c), ldf(y, r, c)));
+  return PTO_OK;
+}
+
+/* i is NULL for f32-only instructions. */
+static int unary(const pto_targs *a, f_unop f, i_unop i) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *x = a->src[0];
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    for (uint32_t c = 0; c < d->valid_cols; c++)
+      if (d->dtype == PTO_I32)
+        sti(d, r, c, i(ldi(x, r, c)));
+      else
+        stf(d, r, c, f(ldf(x, r, c)));
+  return PTO_OK;
+}
+
+static int ref_TADD(int op, const pto_targs *a) {
+  (void)op;
+  return binary(a, f_add, i_add);
+}
+static int ref_TSUB(int op, const pto_targs *a) {
+  (void)op;
+  return binary(a, f_sub, i_sub);
+}
+static int ref_TMUL(int op, const pto_targs *a) {
+  (void)op;
+  return binary(a, f_mul, i_mul);
+}
+static int ref_TDIV(int op, const pto_targs *a) {
+  (void)op;
+  return binary(a, f_div, i_div);
+}
+static int ref_TMAX(int op, const pto_targs *a) {
+  (void)op;
+  return binary(a, f_max, i_max);
+}
+static int ref_TMIN(int op, const pto_targs *a) {
+  (void)op;
+  return binary(a, f_min, i_min);
+}
+static int ref_TEXP(int op, const pto_targs *a) {
+  (void)op;
+  return unary(a, f_exp, NULL);
+}
+static int ref_TLOG(int op, const pto_targs *a) {
+  (void)op;
+  return unary(a, f_log, NULL);
+}
+static int ref_TSQRT(int op, const pto_targs *a) {
+  (void)op;
+  return unary(a, f_sqrt, NULL);
+}
+static int ref_TRSQRT(int op, const pto_targs *a) {
+  (void)op;
+  return unary(a, f_rsqrt, NULL);
+}
+static int ref_TRECIP(int op, const pto_targs *a) {
+  (void)op;
+  return unary(a, f_recip, NULL);
+}
+static int ref_TRELU(int op, const pto_targs *a) {
+  (void)op;
+  return unary(a, f_relu, i_relu);
+}
+static int ref_TABS(int op, const pto_targs *a) {
+  (void)op;
+  return unary(a, f_abs, i_abs);
+}
+static int ref_TNEG(int op, const pto_targs *a) {
+  (void)op;
+  return unary(a, f_neg, i_neg);
+}
+
+/* C comparisons: false when either side is NaN, except != . */
+static int compare_f(pto_cmp_mode m, float x, float y) {
+  switch (m) {
+  case PTO_CMP_EQ:
+    return x == y;
+  case PTO_CMP_NE:
+    return x != y;
+  case PTO_CMP_LT:
+    return x < y;
+  case PTO_CMP_LE:
+    return x <= y;
+  case PTO_CMP_GT:
+    return x > y;
+  default:
+    return x >= y;
+  }
+}
+static int compare_i(pto_cmp_mode m, int32_t x, int32_t y) {
+  switch (m) {
+  case PTO_CMP_EQ:
+    return x == y;
+  case PTO_CMP_NE:
+    return x != y;
+  case PTO_CMP_LT:
+    return x < y;
+  case PTO_CMP_LE:
+    return x <= y;
+  case PTO_CMP_GT:
+    return x > y;
+  default:
+    return x >= y;
+  }
+}
+
+static int ref_TCMP(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  const pto_tile *x = a->src[0], *y = a->src[1];
+  pto_cmp_mode m = (pto_cmp_mode)a->imm[0];
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    for (uint32_t c = 0; c < d->valid_cols; c++)
+      if (x->dtype == PTO_I32)
+        sti(d, r, c, compare_i(m, ldi(x, r, c), ldi(y, r, c)));
+      else
+        sti(d, r, c, compare_f(m, ldf(x, r, c), ldf(y, r, c)));
+  return PTO_OK;
+}
+
+static int ref_TSEL(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  const pto_tile *mask = a->src[0];
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    for (uint32_t c = 0; c < d->valid_cols; c++)
+      copy_elem(d, r, c, ldi(mask, r, c) != 0 ? a->src[1] : a->src[2], r, c);
+  return PTO_OK;
+}
+
+/* dst = src converted to dst's dtype, with an optional ReLU on the value
+ * first (in i32 for an i32 source, else in f32). */
+static int convert_tile(const pto_targs *a, int relu) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *s = a->src[0];
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    for (uint32_t c = 0; c < d->valid_cols; c++) {
+      if (!relu) {
+        pto__convert(d->dtype, elem(d, r, c), s->dtype, elem(s, r, c));
+      } else if (s->dtype == PTO_I32) {
+        int32_t v = i_relu(ldi(s, r, c));
+        pto__convert(d->dtype, elem(d, r, c), PTO_I32, &v);
+      } else {
+        float v = f_relu(pto__to_f32(s->dtype, elem(s, r, c)));
+        pto__from_f32(d->dtype, elem(d, r, c), v);
+      }
+    }
+  return PTO_OK;
+}
+
+static int ref_TCVT(int op, const pto_targs *a) {
+  (void)op;
+  return convert_tile(a, 0);
+}
+
+/* ---- tile-scalar -------------------------------------------------------- */
+
+static int scalar(const pto_targs *a, f_binop f, i_binop i) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *x = a->src[0];
+  float sf = (float)a->s;
+  int32_t si = pto__f64_to_i32_sat(a->s);
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    for (uint32_t c = 0; c < d->valid_cols; c++)
+      if (d->dtype == PTO_I32)
+        sti(d, r, c, i(ldi(x, r, c), si));
+      else
+        stf(d, r, c, f(ldf(x, r, c), sf));
+  return PTO_OK;
+}
+
+static int ref_TADDS(int op, const pto_targs *a) {
+  (void)op;
+  return scalar(a, f_add, i_add);
+}
+static int ref_TSUBS(int op, const pto_targs *a) {
+  (void)op;
+  return scalar(a, f_sub, i_sub);
+}
+static int ref_TMULS(int op, const pto_targs *a) {
+  (void)op;
+  return scalar(a, f_mul, i_mul);
+}
+static int ref_TDIVS(int op, const pto_targs *a) {
+  (void)op;
+  return scalar(a, f_div, i_div);
+}
+static int ref_TMAXS(int op, const pto_targs *a) {
+  (void)op;
+  return scalar(a, f_max, i_max);
+}
+static int ref_TMINS(int op, const pto_targs *a) {
+  (void)op;
+  return scalar(a, f_min, i_min);
+}
+
+/* The scalar operand as one element of dtype dt (i32: nearest even,
+ * saturating; others via f32). */
+static void scalar_as(pto_dtype dt, double s, unsigned char out[4]) {
+  if (dt == PTO_I32) {
+    int32_t v = pto__f64_to_i32_sat(s);
+    memcpy(out, &v, sizeof v);
+  } else {
+    pto__from_f32(dt, out, (float)s);
+  }
+}
+
+static int ref_TEXPANDS(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  unsigned char v[4];
+  scalar_as(d->dtype, a->s, v);
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    for (uint32_t c = 0; c < d->valid_cols; c++)
+      memcpy(elem(d, r, c), v, pto_dtype_size(d->dtype));
+  return PTO_OK;
+}
+
+/* ---- axis: reductions --------------------------------------------------- */
+
+/* dst[r][0] = src[r][0] op src[r][1] op ... (left to right). */
+static int row_reduce(const pto_targs *a, f_binop f, i_binop i) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *x = a->src[0];
+  for (uint32_t r = 0; r < x->valid_rows; r++)
+    if (d->dtype == PTO_I32) {
+      int32_t acc = ldi(x, r, 0);
+      for (uint32_t c = 1; c < x->valid_cols; c++)
+        acc = i(acc, ldi(x, r, c));
+      sti(d, r, 0, acc);
+    } else {
+      float acc = ldf(x, r, 0);
+      for (uint32_t c = 1; c < x->valid_cols; c++)
+        acc = f(acc, ldf(x, r, c));
+      stf(d, r, 0, acc);
+    }
+  return PTO_OK;
+}
+
+/* dst[0][c] = src[0][c] op src[1][c] op ... (top to bottom). */
+static int col_reduce(const pto_targs *a, f_binop f, i_binop i) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *x = a->src[0];
+  for (uint32_t c = 0; c < x->valid_cols; c++)
+    if (d->dtype == PTO_I32) {
+      int32_t acc = ldi(x, 0, c);
+      for (uint32_t r = 1; r < x->valid_rows; r++)
+        acc = i(acc, ldi(x, r, c));
+      sti(d, 0, c, acc);
+    } else {
+      float acc = ldf(x, 0, c);
+      for (uint32_t r = 1; r < x->valid_rows; r++)
+        acc = f(acc, ldf(x, r, c));
+      stf(d, 0, c, acc);
+    }
+  return PTO_OK;
+}
+
+static int ref_TROWSUM(int op, const pto_targs *a) {
+  (void)op;
+  return row_reduce(a, f_add, i_add);
+}
+static int ref_TROWMAX(int op, const pto_targs *a) {
+  (void)op;
+  return row_reduce(a, f_max, i_max);
+}
+static int ref_TROWMIN(int op, const pto_targs *a) {
+  (void)op;
+  return row_reduce(a, f_min, i_min);
+}
+static int ref_TCOLSUM(int op, const pto_targs *a) {
+  (void)op;
+  return col_reduce(a, f_add, i_add);
+}
+static int ref_TCOLMAX(int op, const pto_targs *a) {
+  (void)op;
+  return col_reduce(a, f_max, i_max);
+}
+static int ref_TCOLMIN(int op, const pto_targs *a) {
+  (void)op;
+  return col_reduce(a, f_min, i_min);
+}
+
+/* ---- axis: broadcasts --------------------------------------------------- */
+
+static int ref_TROWEXPAND(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    for (uint32_t c = 0; c < d->valid_cols; c++)
+      copy_elem(d, r, c, a->src[0], r, 0);
+  return PTO_OK;
+}
+
+static int ref_TCOLEXPAND(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    for (uint32_t c = 0; c < d->valid_cols; c++)
+      copy_elem(d, r, c, a->src[0], 0, c);
+  return PTO_OK;
+}
+
+/* dst[r][c] = src0[r][c] op src1[r][0]; i is NULL for f32-only ops. */
+static int row_expand(const pto_targs *a, f_binop f, i_binop i) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *x = a->src[0], *v = a->src[1];
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    for (uint32_t c = 0; c < d->valid_cols; c++)
+      if (d->dtype == PTO_I32)
+        sti(d, r, c, i(ldi(x, r, c), ldi(v, r, 0)));
+      else
+        stf(d, r, c, f(ldf(x, r, c), ldf(v, r, 0)));
+  return PTO_OK;
+}
+
+/* dst[r][c] = src0[r][c] op src1[0][c]. */
+static int col_expand(const pto_targs *a, f_binop f, i_binop i) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *x = a->src[0], *v = a->src[1];
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    for (uint32_t c = 0; c < d->valid_cols; c++)
+      if (d->dtype == PTO_I32)
+        sti(d, r, c, i(ldi(x, r, c), ldi(v, 0, c)));
+      else
+        stf(d, r, c, f(ldf(x, r, c), ldf(v, 0, c)));
+  return PTO_OK;
+}
+
+static int ref_TROWEXPANDADD(int op, const pto_targs *a) {
+  (void)op;
+  return row_expand(a, f_add, i_add);
+}
+static int ref_TROWEXPANDSUB(int op, const pto_targs *a) {
+  (void)op;
+  return row_expand(a, f_sub, i_sub);
+}
+static int ref_TROWEXPANDMUL(int op, const pto_targs *a) {
+  (void)op;
+  return row_expand(a, f_mul, i_mul);
+}
+static int ref_TROWEXPANDDIV(int op, const pto_targs *a) {
+  (void)op;
+  return row_expand(a, f_div, i_div);
+}
+static int ref_TROWEXPANDMAX(int op, const pto_targs *a) {
+  (void)op;
+  return row_expand(a, f_max, i_max);
+}
+static int ref_TROWEXPANDEXPDIF(int op, const pto_targs *a) {
+  (void)op;
+  return row_expand(a, f_expdif, NULL);
+}
+static int ref_TCOLEXPANDADD(int op, const pto_targs *a) {
+  (void)op;
+  return col_expand(a, f_add, i_add);
+}
+static int ref_TCOLEXPANDSUB(int op, const pto_targs *a) {
+  (void)op;
+  return col_expand(a, f_sub, i_sub);
+}
+static int ref_TCOLEXPANDMUL(int op, const pto_targs *a) {
+  (void)op;
+  return col_expand(a, f_mul, i_mul);
+}
+static int ref_TCOLEXPANDDIV(int op, const pto_targs *a) {
+  (void)op;
+  return col_expand(a, f_div, i_div);
+}
+
+/* ---- matmul ------------------------------------------------------------- */
+
+/* dst[m][n] = (acc ? dst[m][n] : 0) + sum_k A[m][k] * B[k][n], in f32, k in
+ * order, each product rounded to f32. */
+static int matmul(const pto_targs *a, int acc) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *A = a->src[0], *B = a->src[1];
+  int ta = (a->flags & PTO_TF_TRANS_A) != 0,
+      tb = (a->flags & PTO_TF_TRANS_B) != 0;
+  uint32_t K = ta ? A->valid_rows : A->valid_cols;
+  for (uint32_t m = 0; m < d->valid_rows; m++)
+    for (uint32_t n = 0; n < d->valid_cols; n++) {
+      float sum = acc ? ldf(d, m, n) : 0.0f;
+      for (uint32_t k = 0; k < K; k++) {
+        float x = pto__to_f32(A->dtype, ta ? elem(A, k, m) : elem(A, m, k));
+        float y = pto__to_f32(B->dtype, tb ? elem(B, n, k) : elem(B, k, n));
+        float p = x * y;
+        sum += p;
+      }
+      stf(d, m, n, sum);
+    }
+  return PTO_OK;
+}
+
+static int ref_TMATMUL(int op, const pto_targs *a) {
+  (void)op;
+  return matmul(a, 0);
+}
+static int ref_TMATMUL_ACC(int op, const pto_targs *a) {
+  (void)op;
+  return matmul(a, 1);
+}
+
+/* ---- move --------------------------------------------------------------- */
+
+static int ref_TMOV(int op, const pto_targs *a) {
+  (void)op;
+  return convert_tile(a, (a->flags & PTO_TF_RELU) != 0);
+}
+
+static int ref_TEXTRACT(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  uint32_t r0 = (uint32_t)a->imm[0], c0 = (uint32_t)a->imm[1];
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    for (uint32_t c = 0; c < d->valid_cols; c++)
+      copy_elem(d, r, c, a->src[0], r + r0, c + c0);
+  return PTO_OK;
+}
+
+static int ref_TINSERT(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  const pto_tile *s = a->src[0];
+  uint32_t r0 = (uint32_t)a->imm[0], c0 = (uint32_t)a->imm[1];
+  for (uint32_t r = 0; r < s->valid_rows; r++)
+    for (uint32_t c = 0; c < s->valid_cols; c++)
+      copy_elem(d, r + r0, c + c0, s, r, c);
+  return PTO_OK;
+}
+
+static int ref_TTRANS(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    for (uint32_t c = 0; c < d->valid_cols; c++)
+      copy_elem(d, r, c, a->src[0], c, r);
+  return PTO_OK;
+}
+
+static int ref_TFILLPAD(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  const pto_tile *s = a->src[0];
+  /* s may be d itself: take its valid region before d's changes. */
+  uint32_t vr = s->valid_rows, vc = s->valid_cols;
+  unsigned char pad[4];
+  scalar_as(d->dtype, a->s, pad);
+  for (uint32_t r = 0; r < d->rows; r++)
+    for (uint32_t c = 0; c < d->cols; c++)
+      if (r < vr && c < vc)
+        copy_elem(d, r, c, s, r, c);
+      else
+        memcpy(elem(d, r, c), pad, pto_dtype_size(d->dtype));
+  d->valid_rows = d->rows;
+  d->valid_cols = d->cols;
+  return PTO_OK;
+}
+
+/* ---- memory ------------------------------------------------------------- */
+
+static int ref_TLOAD(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    for (uint32_t c = 0; c < d->valid_cols; c++)
+      pto__convert(d->dtype, elem(d, r, c), a->g.dtype, gelem(&a->g, r, c));
+  return PTO_OK;
+}
+
+static int ref_TSTORE(int op, const pto_targs *a) {
+  (void)op;
+  const pto_tile *s = a->src[0];
+  const pto_gview *g = &a->g;
+  for (uint32_t r = 0; r < s->valid_rows; r++)
+    for (uint32_t c = 0; c < s->valid_cols; c++) {
+      void *ge = gelem(g, r, c);
+      if (!(a->flags & PTO_TF_ACC)) {
+        pto__convert(g->dtype, ge, s->dtype, elem(s, r, c));
+      } else if (g->dtype == PTO_I32 && s->dtype == PTO_I32) {
+        int32_t x;
+        memcpy(&x, ge, sizeof x);
+        x = i_add(x, ldi(s, r, c));
+        memcpy(ge, &x, sizeof x);
+      } else {
+        float sum =
+            pto__to_f32(g->dtype, ge) + pto__to_f32(s->dtype, elem(s, r, c));
+        pto__from_f32(g->dtype, ge, sum);
+      }
+    }
+  return PTO_OK;
+}
+
+/* Index r of the gather: element r of src0's valid region, row-major. */
+static int32_t gather_index(const pto_tile *idx, uint32_t r) {
+  return ldi(idx, r / idx->valid_cols, r % idx->valid_cols);
+}
+
+static int ref_TGATHER(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  const pto_tile *idx = a->src[0];
+  const pto_gview *g = &a->g;
+  if (a->flags & PTO_TF_STRICT)
+    for (uint32_t r = 0; r < d->valid_rows; r++) {
+      int32_t i = gather_index(idx, r);
+      if (i < 0 || i >= g->rows)
+        return PTO_ERANGE;
+    }
+  for (uint32_t r = 0; r < d->valid_rows; r++) {
+    int32_t i = gather_index(idx, r);
+    for (uint32_t c = 0; c < d->valid_cols; c++)
+      if (i < 0 || i >= g->rows) /* a zero row: all-zero bits in every dtype */
+        memset(elem(d, r, c), 0, pto_dtype_size(d->dtype));
+      else
+        pto__convert(d->dtype, elem(d, r, c), g->dtype,
+                     gelem(g, (uint32_t)i, c));
+  }
+  return PTO_OK;
+}
+
+/* ---- complex ------------------------------------------------------------ */
+
+/* 1 when (v0, i0) sorts before (v1, i1): numbers before NaN, value
+ * descending (-0 == +0), then index ascending. */
+static int sorts_before(float v0, int32_t i0, float v1, int32_t i1) {
+  int n0 = isnan(v0) != 0, n1 = isnan(v1) != 0;
+  if (n0 != n1)
+    return n1;
+  if (!n0 && v0 != v1)
+    return v0 > v1;
+  return i0 < i1;
+}
+
+static int ref_TSORT32(int op, const pto_targs *a) {
+  (void)op;
+  const pto_tile *sv = a->src[0], *si = a->src[1];
+  pto_tile *dv = a->dst[0], *di = a->dst[1];
+  for (uint32_t r = 0; r < dv->valid_rows; r++)
+    for (uint32_t b = 0; b < dv->valid_cols; b += 32) {
+      uint32_t n = dv->valid_cols - b < 32 ? dv->valid_cols - b : 32;
+      float v[32];
+      int32_t ix[32];
+      for (uint32_t k = 0; k < n; k++) { /* read the block before writing */
+        v[k] = ldf(sv, r, b + k);
+        ix[k] = ldi(si, r, b + k);
+      }
+      for (uint32_t k = 1; k < n; k++) { /* insertion sort: stable */
+        float kv = v[k];
+        int32_t ki = ix[k];
+        uint32_t j = k;
+        for (; j > 0 && sorts_before(kv, ki, v[j - 1], ix[j - 1]); j--) {
+          v[j] = v[j - 1];
+          ix[j] = ix[j - 1];
+        }
+        v[j] = kv;
+        ix[j] = ki;
+      }
+      for (uint32_t k = 0; k < n; k++) {
+        stf(dv, r, b + k, v[k]);
+        sti(di, r, b + k, ix[k]);
+      }
+    }
+  return PTO_OK;
+}
+
+static int ref_TMRGSORT(int op, const pto_targs *a) {
+  (void)op;
+  const pto_tile *sv = a->src[0], *si = a->src[1];
+  pto_tile *dv = a->dst[0], *di = a->dst[1];
+  uint64_t run = (uint64_t)a->imm[0], ways = (uint64_t)a->imm[1];
+  uint64_t vc = dv->valid_cols;
+  for (uint32_t r = 0; r < dv->valid_rows; r++)
+    for (uint64_t g0 = 0; g0 < vc; g0 += run * ways) {
+      /* The runs of this group: [head[k], end[k]), possibly short or empty. */
+      uint64_t head[4], end[4];
+      for (uint64_t k = 0; k < ways; k++) {
+        uint64_t lo = g0 + k * run, hi = lo + run;
+        head[k] = lo < vc ? lo : vc;
+        end[k] = hi < vc ? hi : vc;
+      }
+      uint64_t out = g0;
+      for (;;) { /* take the best head; on a tie the earlier run */
+        int best = -1;
+        for (uint64_t k = 0; k < ways; k++) {
+          if (head[k] == end[k])
+            continue;
+          if (best < 0 || sorts_before(ldf(sv, r, (uint32_t)head[k]),
+                                       ldi(si, r, (uint32_t)head[k]),
+                                       ldf(sv, r, (uint32_t)head[best]),
+                                       ldi(si, r, (uint32_t)head[best])))
+            best = (int)k;
+        }
+        if (best < 0)
+          break;
+        stf(dv, r, (uint32_t)out, ldf(sv, r, (uint32_t)head[best]));
+        sti(di, r, (uint32_t)out, ldi(si, r, (uint32_t)head[best]));
+        out++;
+        head[best]++;
+      }
+    }
+  return PTO_OK;
+}
+
+static int ref_TCI(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    for (uint32_t c = 0; c < d->valid_cols; c++) {
+      int64_t v = (int64_t)a->imm[0] + c;
+      if (d->dtype == PTO_I32)
+        sti(d, r, c, wrap((uint32_t)v));
+      else
+        stf(d, r, c, (float)v);
+    }
+  return PTO_OK;
+}
+
+static int ref_TTRI(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    for (uint32_t c = 0; c < d->valid_cols; c++) {
+      int one = (int64_t)c <= (int64_t)r + a->imm[0];
+      if (d->dtype == PTO_I32)
+        sti(d, r, c, one);
+      else
+        stf(d, r, c, (float)one);
+    }
+  return PTO_OK;
+}
+
+/* ---- the table ---------------------------------------------------------- */
+
+/* Generated from the instruction list: an instruction without a ref_<NAME>
+ * function does not compile. */
+/* clang-format off */
+const pto_isa_table pto__isa_scalar = {
+    .name = "scalar",
+    .fn = {
+#define PTO_INSN(name, fam, core, nsrc, ndst, flags) [PTO_OP_##name] = ref_##name,
+#include "core/isa.def"
+#undef PTO_INSN
+    },
+};
+/* clang-format on */

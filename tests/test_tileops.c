@@ -1,0 +1,2295 @@
+/* tileops: the tile instructions, through pto__tileop_run on the active table.
+ *
+ * Every instruction in core/isa.def gets a generated test (Test(tileops,
+ * TADD) ...) that runs it on random operands (fixed seeds) over several
+ * shapes, tail tiles included (13x37 valid in a 16x48 tile), for f32 and for
+ * i32 where the instruction has PTO_IF_INT, and for bf16/f16 where it
+ * converts (TLOAD TSTORE TGATHER TCVT TMOV TMATMUL*; moves also on bf16/f16),
+ * and checks it against an independent plain-C oracle in this file (cases[]
+ * below; nothing here calls tileops/ref.c or core/convert.h, except the tests
+ * of convert.h itself). `coverage` fails when an instruction has no oracle.
+ *
+ * Destinations start filled with a sentinel byte and every element outside
+ * the valid region (row padding included) must still hold it afterwards,
+ * except for TFILLPAD, which writes the whole capacity. Sources hold poison
+ * (huge values or NaN) outside their valid region, so reading it shows.
+ *
+ * Comparison:
+ *  - PTO_IF_EXACT instructions, and every i32 result: bit-exact, except that
+ *    any NaN matches any NaN (payloads are not part of the semantics).
+ *  - TEXP TLOG TRSQRT TROWEXPANDEXPDIF: within 2 ulp (f32 ulp at the
+ *    expected value) of the result computed in double (for EXPDIF: exp in
+ *    double of the f32 difference, since the difference is an f32 op).
+ *    expf/logf are < 1 ulp; 1/sqrtf rounds twice, which stays < 2 ulp.
+ *  - f32 TROWSUM TCOLSUM: |got - exact| <= 1e-5 * sqrt(n) * sum |x_i|.
+ *  - TMATMUL(_ACC): |got - exact| <= 1e-5 * sqrt(K) * (sum_k |a_k b_k| +
+ *    |acc|). An f32 sum in order has error <= n * 2^-24 * sum |terms|, so
+ *    these bounds hold with a wide margin for the sizes used here.
+ *  Infinite or NaN expected values must be matched exactly (NaN by NaN).
+ */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/convert.h"
+#include "core/custom.h"
+#include "core/isa.h"
+#include "tileops/tileops.h"
+
+/* ---- bookkeeping: everything a test allocates is freed by its .fini ---- */
+
+#define MAX_ALLOCS 8192
+static void *allocs[MAX_ALLOCS];
+static int n_allocs;
+
+static void *keep(void *p) {
+  cr_assert_not_null(p, "out of memory");
+  cr_assert_lt(n_allocs, MAX_ALLOCS, "too many allocations in one test");
+  allocs[n_allocs++] = p;
+  return p;
+}
+
+static void free_all(void) {
+  while (n_allocs > 0)
+    free(allocs[--n_allocs]);
+}
+
+/* ---- random numbers (splitmix64) ----------------------------------------- */
+
+typedef struct rng {
+  uint64_t s;
+} rng;
+
+static rng rng_seed(uint64_t seed) {
+  rng r = {seed * 0x9e3779b97f4a7c15ull + 0x1234567ull};
+  return r;
+}
+
+static uint64_t next(rng *r) {
+  uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static uint32_t below(rng *r, uint32_t n) {
+  return (uint32_t)(next(r) % n);
+}
+
+static double uniform(rng *r, double lo, double hi) {
+  return lo + (hi - lo) * ((double)(next(r) >> 11) * 0x1p-53);
+}
+
+/* ---- tiles --------------------------------------------------------------- */
+
+#define SENTINEL 0xa5 /* every byte of a fresh destination */
+
+static size_t dsize(pto_dtype dt) {
+  return dt == PTO_BF16 || dt == PTO_F16 ? 2 : 4;
+}
+
+static pto_tile *tile_new(pto_dtype dt, uint32_t rows, uint32_t cols,
+                          uint32_t vr, uint32_t vc, unsigned char fill) {
+  pto_tile *t = keep(calloc(1, sizeof *t));
+  size_t bytes = pto_tile_bytes(dt, rows, cols);
+  t->data = keep(aligned_alloc(PTO_TILE_ALIGN, bytes));
+  memset(t->data, fill, bytes);
+  t->dtype = dt;
+  t->rows = rows;
+  t->cols = cols;
+  t->stride = pto_tile_stride(dt, cols);
+  t->valid_rows = vr;
+  t->valid_cols = vc;
+  return t;
+}
+
+static size_t tile_size(const pto_tile *t) {
+  return pto_tile_bytes(t->dtype, t->rows, t->cols);
+}
+
+static pto_tile *tile_clone(const pto_tile *t) {
+  pto_tile *c =
+      tile_new(t->dtype, t->rows, t->cols, t->valid_rows, t->valid_cols, 0);
+  memcpy(c->data, t->data, tile_size(t));
+  return c;
+}
+
+static void *el(const pto_tile *t, uint32_t r, uint32_t c) {
+  return (unsigned char *)t->data +
+         ((size_t)r * t->stride + c) * dsize(t->dtype);
+}
+
+static float getf(const pto_tile *t, uint32_t r, uint32_t c) {
+  float v;
+  memcpy(&v, el(t, r, c), sizeof v);
+  return v;
+}
+static void setf(pto_tile *t, uint32_t r, uint32_t c, float v) {
+  memcpy(el(t, r, c), &v, sizeof v);
+}
+static int32_t geti(const pto_tile *t, uint32_t r, uint32_t c) {
+  int32_t v;
+  memcpy(&v, el(t, r, c), sizeof v);
+  return v;
+}
+static void seti(pto_tile *t, uint32_t r, uint32_t c, int32_t v) {
+  memcpy(el(t, r, c), &v, sizeof v);
+}
+
+/* ---- the oracle's number formats ----------------------------------------- */
+
+/* bf16 is, by definition, the top half of an f32. */
+static double bf16_value(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* IEEE binary16, from its fields. */
+static double f16_value(uint16_t h) {
+  int e = (h >> 10) & 31, m = h & 1023;
+  double v = e == 31  ? (m ? NAN : INFINITY)
+             : e == 0 ? ldexp(m, -24)
+                      : ldexp(m + 1024, e - 25);
+  return h & 0x8000 ? -v : v;
+}
+
+/* Element p of dtype dt, as a double (exact for every dtype). */
+static double value_of(pto_dtype dt, const void *p) {
+  switch (dt) {
+  case PTO_F32: {
+    float f;
+    memcpy(&f, p, sizeof f);
+    return f;
+  }
+  case PTO_I32: {
+    int32_t i;
+    memcpy(&i, p, sizeof i);
+    return i;
+  }
+  default: {
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return dt == PTO_BF16 ? bf16_value(h) : f16_value(h);
+  }
+  }
+}
+
+/* Magnitudes of the non-negative codes 0..top in order, where top (the
+ * infinity code) stands for the next power of two: the value a tie between
+ * the largest finite number and infinity is decided against. */
+static double bf16_mag[0x7f81], f16_mag[0x7c01];
+
+static const double *mag_table(int f16) {
+  static int built;
+  if (!built) {
+    for (uint32_t p = 0; p < 0x7f80; p++)
+      bf16_mag[p] = bf16_value((uint16_t)p);
+    bf16_mag[0x7f80] = ldexp(1, 128);
+    for (uint32_t p = 0; p < 0x7c00; p++)
+      f16_mag[p] = f16_value((uint16_t)p);
+    f16_mag[0x7c00] = 65536;
+    built = 1;
+  }
+  return f16 ? f16_mag : bf16_mag;
+}
+
+/* v rounded to the nearest bf16/f16 code, ties to the even code, found by
+ * search over the table of every value. */
+static uint16_t round_half(double v, int f16) {
+  if (isnan(v))
+    return f16 ? 0x7e00 : 0x7fc0;
+  const double *tab = mag_table(f16);
+  uint32_t top = f16 ? 0x7c00 : 0x7f80;
+  uint16_t sign = signbit(v) ? 0x8000 : 0;
+  double m = fabs(v);
+  if (m >= tab[top])
+    return (uint16_t)(sign | top);
+  uint32_t lo = 0, hi = top; /* tab[lo] <= m < tab[hi] */
+  while (hi - lo > 1) {
+    uint32_t mid = (lo + hi) / 2;
+    if (tab[mid] <= m)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  double dl = m - tab[lo], dh = tab[hi] - m;
+  uint32_t p = dl < dh ? lo : dh < dl ? hi : (lo % 2 == 0 ? lo : hi);
+  return (uint16_t)(sign | p);
+}
+
+/* Nearest integer (rint: ties to even in the default mode), saturated. */
+static int32_t round_i32(double v) {
+  if (isnan(v))
+    return 0;
+  double r = rint(v);
+  if (r >= 2147483648.0)
+    return INT32_MAX;
+  if (r < -2147483648.0)
+    return INT32_MIN;
+  return (int32_t)r;
+}
+
+/* v mod 2^32 as a two's-complement i32. */
+static int32_t wrap32(int64_t v) {
+  int64_t m = v % 4294967296LL;
+  if (m < 0)
+    m += 4294967296LL;
+  if (m >= 2147483648LL)
+    m -= 4294967296LL;
+  return (int32_t)m;
+}
+
+/* The value v stored as dtype `to`. */
+static void store_value(pto_dtype to, void *p, double v) {
+  switch (to) {
+  case PTO_F32: {
+    float f = (float)v;
+    memcpy(p, &f, sizeof f);
+    break;
+  }
+  case PTO_I32: {
+    int32_t i = round_i32(v);
+    memcpy(p, &i, sizeof i);
+    break;
+  }
+  default: {
+    uint16_t h = round_half(v, to == PTO_F16);
+    memcpy(p, &h, sizeof h);
+    break;
+  }
+  }
+}
+
+/* A value of dtype `from` converted to `to` by the spec: i32 -> bf16/f16
+ * goes through f32. */
+static void convert_value(pto_dtype to, void *p, pto_dtype from, double v) {
+  if (from == PTO_I32 && (to == PTO_BF16 || to == PTO_F16))
+    v = (float)v;
+  store_value(to, p, v);
+}
+
+/* One element converted; the same dtype copies the bits. */
+static void o_convert(pto_dtype to, void *dst, pto_dtype from,
+                      const void *src) {
+  if (to == from)
+    memcpy(dst, src, dsize(to));
+  else
+    convert_value(to, dst, from, value_of(from, src));
+}
+
+/* One f32 ulp at |v|. */
+static double ulp_f32(double v) {
+  v = fabs(v);
+  if (v < 0x1p-126)
+    return 0x1p-149;
+  int e;
+  frexp(v, &e);
+  return ldexp(1, e - 24);
+}
+
+/* ---- comparing ------------------------------------------------------------
+ */
+
+static int elem_same(pto_dtype dt, const void *a, const void *b) {
+  if (memcmp(a, b, dsize(dt)) == 0)
+    return 1;
+  return dt != PTO_I32 && isnan(value_of(dt, a)) && isnan(value_of(dt, b));
+}
+
+static const char *show(pto_dtype dt, const void *p, char *buf, size_t n) {
+  uint32_t bits = 0;
+  memcpy(&bits, p, dsize(dt)); /* little-endian: low bytes */
+  snprintf(buf, n, "%.9g (0x%0*x)", value_of(dt, p), (int)dsize(dt) * 2,
+           (unsigned)bits);
+  return buf;
+}
+
+/* got against want over the whole buffer (row padding included). Inside
+ * want's valid region, when val is not NULL, an f32 element must be within
+ * tol[i] of val[i] (i = r * stride + c); everything else must match bits. */
+static void expect_tile(const char *ctx, const pto_tile *got,
+                        const pto_tile *want, const double *val,
+                        const double *tol) {
+  char b1[64], b2[64];
+  for (uint32_t r = 0; r < got->rows; r++)
+    for (uint32_t c = 0; c < got->stride; c++) {
+      int in = r < want->valid_rows && c < want->valid_cols;
+      size_t i = (size_t)r * got->stride + c;
+      if (in && val) {
+        double x = getf(got, r, c), v = val[i];
+        int ok = isnan(v)   ? isnan(x)
+                 : isinf(v) ? x == v
+                            : fabs(x - v) <= tol[i];
+        cr_assert(ok, "%s: (%u,%u) is %.9g, expected %.9g within %.3g", ctx, r,
+                  c, x, v, tol[i]);
+      } else {
+        cr_assert(elem_same(got->dtype, el(got, r, c), el(want, r, c)),
+                  "%s: (%u,%u) is %s, expected %s%s", ctx, r, c,
+                  show(got->dtype, el(got, r, c), b1, sizeof b1),
+                  show(got->dtype, el(want, r, c), b2, sizeof b2),
+                  in ? "" : " (outside the valid region: must be untouched)");
+      }
+    }
+}
+
+/* Only the valid region of want (in-place runs, whose padding is poison). */
+static void expect_valid(const char *ctx, const pto_tile *got,
+                         const pto_tile *want) {
+  char b1[64], b2[64];
+  for (uint32_t r = 0; r < want->valid_rows; r++)
+    for (uint32_t c = 0; c < want->valid_cols; c++)
+      cr_assert(elem_same(got->dtype, el(got, r, c), el(want, r, c)),
+                "%s: (%u,%u) is %s, expected %s", ctx, r, c,
+                show(got->dtype, el(got, r, c), b1, sizeof b1),
+                show(got->dtype, el(want, r, c), b2, sizeof b2));
+}
+
+static double *dbuf(const pto_tile *t) {
+  return keep(calloc((size_t)t->rows * t->stride, sizeof(double)));
+}
+
+/* ---- operand data ---------------------------------------------------------
+ */
+
+enum gen {
+  G_F32,   /* [-8, 8], 1/16 specials */
+  G_RED,   /* [-8, 8], 1/128 specials (reductions) */
+  G_SUM,   /* [-8, 8], sometimes +-0 */
+  G_POS,   /* positive over many decades, some 0, negative, inf, NaN */
+  G_EXP,   /* [-87, 88], some specials */
+  G_SMALL, /* small integers, +-0, some NaN/inf: many ties */
+  G_DIV,   /* divisors: often 0 or -1 */
+  G_MASK,  /* i32 masks: 0, 1 or anything */
+  G_CVT,   /* conversions: ties of every target, huge, tiny, specials */
+  G_MM,    /* finite [-2, 2], rounded to the tile's dtype */
+  G_SORT,  /* [-4, 4] with many duplicates, +-0, +-inf, NaN */
+};
+
+static const float specials[] = {
+    0.0f,          -0.0f,       1.0f,      -1.0f,     0.5f,   2.5f,
+    -2.5f,         INFINITY,    -INFINITY, NAN,       1e-40f, -1e-42f,
+    3e38f,         -3e38f,      65504.0f,  65520.0f,  1e10f,  -2147483648.0f,
+    2147483520.0f, 16777217.0f, -0x1p-24f, 0x1.8p-25f};
+#define N_SPECIALS (sizeof specials / sizeof specials[0])
+
+static float gen_f32(rng *r, int g) {
+  switch (g) {
+  case G_RED:
+    return below(r, 128) == 0 ? specials[below(r, N_SPECIALS)]
+                              : (float)uniform(r, -8, 8);
+  case G_SUM:
+    return below(r, 16) == 0 ? (below(r, 2) ? 0.0f : -0.0f)
+                             : (float)uniform(r, -8, 8);
+  case G_POS: {
+    static const float s[] = {0.0f, -0.0f, -1.0f, INFINITY, NAN, 1.0f, 1e-40f};
+    return below(r, 32) == 0 ? s[below(r, 7)] : (float)exp(uniform(r, -20, 20));
+  }
+  case G_EXP: {
+    static const float s[] = {0.0f, -0.0f, -INFINITY, INFINITY, NAN, 1e-40f};
+    return below(r, 32) == 0 ? s[below(r, 6)] : (float)uniform(r, -87, 88);
+  }
+  case G_SMALL: {
+    uint32_t k = below(r, 20);
+    return k < 7     ? (float)((int)k - 3)
+           : k < 9   ? -0.0f
+           : k == 9  ? NAN
+           : k == 10 ? INFINITY
+                     : (float)((int)below(r, 5) - 2);
+  }
+  case G_DIV:
+    return below(r, 4) == 0 ? (below(r, 2) ? 0.0f : -0.0f)
+                            : (float)uniform(r, -8, 8);
+  case G_CVT: {
+    switch (below(r, 8)) {
+    case 0:
+      return specials[below(r, N_SPECIALS)];
+    case 1: /* halfway between integers, and around them */
+      return (float)((int)below(r, 2001) - 1000) + 0.5f;
+    case 2: { /* a bf16 tie: a bf16 code plus half its ulp */
+      uint32_t u = ((uint32_t)below(r, 0x7f80) << 16) | 0x8000u |
+                   (below(r, 2) ? 0x80000000u : 0);
+      float f;
+      memcpy(&f, &u, sizeof f);
+      return f;
+    }
+    case 3: { /* an f16 tie: the midpoint of two neighbouring f16 values */
+      uint16_t h = (uint16_t)below(r, 0x7bff);
+      float f = (float)((f16_value(h) + f16_value((uint16_t)(h + 1))) / 2);
+      return below(r, 2) ? f : -f;
+    }
+    case 4: /* f16 subnormal and overflow ranges */
+      return (float)(below(r, 2) ? uniform(r, -1e-4, 1e-4)
+                                 : uniform(r, 6e4, 7e4));
+    case 5: /* around the i32 limits */
+      return (float)uniform(r, -2.2e9, 2.2e9);
+    default:
+      return (float)(exp(uniform(r, -30, 30)) * (below(r, 2) ? 1 : -1));
+    }
+  }
+  case G_SORT: {
+    static const float s[] = {-2.0f, -1.0f,    0.0f,      -0.0f, 1.0f,
+                              2.0f,  INFINITY, -INFINITY, NAN};
+    return below(r, 2) ? s[below(r, 9)] : (float)uniform(r, -4, 4);
+  }
+  default: /* G_F32 */
+    return below(r, 16) == 0 ? specials[below(r, N_SPECIALS)]
+                             : (float)uniform(r, -8, 8);
+  }
+}
+
+static int32_t gen_i32(rng *r, int g) {
+  static const int32_t s[] = {0,         1,         -1,
+                              INT32_MIN, INT32_MAX, INT32_MIN + 1,
+                              16777217,  -16777217, (1 << 30) + (1 << 22) + 1};
+  switch (g) {
+  case G_SMALL:
+    return below(r, 16) == 0 ? (below(r, 2) ? INT32_MIN : INT32_MAX)
+                             : (int32_t)below(r, 7) - 3;
+  case G_MASK:
+    return below(r, 2) ? 0 : below(r, 2) ? 1 : (int32_t)next(r);
+  case G_DIV:
+    if (below(r, 4) == 0)
+      return below(r, 2) ? 0 : -1;
+    break;
+  default:
+    break;
+  }
+  uint32_t k = below(r, 8);
+  return k == 0  ? s[below(r, sizeof s / sizeof s[0])]
+         : k < 5 ? (int32_t)below(r, 2001) - 1000
+                 : (int32_t)(uint32_t)next(r);
+}
+
+/* One element of dtype dt at p. */
+static void gen_elem(rng *r, pto_dtype dt, int g, void *p) {
+  if (dt == PTO_F32) {
+    float f = gen_f32(r, g);
+    memcpy(p, &f, sizeof f);
+  } else if (dt == PTO_I32) {
+    int32_t i = gen_i32(r, g);
+    memcpy(p, &i, sizeof i);
+  } else { /* bf16/f16: any code, or a finite matmul operand */
+    uint16_t h = g == G_MM ? round_half(uniform(r, -2, 2), dt == PTO_F16)
+                           : (uint16_t)next(r);
+    memcpy(p, &h, sizeof h);
+  }
+}
+
+static void fill_valid(rng *r, pto_tile *t, int g) {
+  for (uint32_t i = 0; i < t->valid_rows; i++)
+    for (uint32_t j = 0; j < t->valid_cols; j++)
+      if (g == G_MM && t->dtype == PTO_F32)
+        setf(t, i, j, (float)uniform(r, -2, 2));
+      else
+        gen_elem(r, t->dtype, g, el(t, i, j));
+}
+
+/* A source: random valid region, poison elsewhere (0x7f..: huge values;
+ * 0xff..: NaN for floats, -1 for i32). */
+static pto_tile *src_new(rng *r, pto_dtype dt, uint32_t rows, uint32_t cols,
+                         uint32_t vr, uint32_t vc, int g) {
+  pto_tile *t = tile_new(dt, rows, cols, vr, vc, below(r, 2) ? 0x7f : 0xff);
+  fill_valid(r, t, g);
+  return t;
+}
+
+static pto_tile *dst_new(pto_dtype dt, uint32_t rows, uint32_t cols,
+                         uint32_t vr, uint32_t vc) {
+  return tile_new(dt, rows, cols, vr, vc, SENTINEL);
+}
+
+/* ---- running ------------------------------------------------------------- */
+
+static void run_ok(int op, const pto_targs *a, const char *ctx) {
+  char msg[256];
+  int st = pto__tileop_check(op, a, msg, sizeof msg);
+  cr_assert_eq(st, 0, "%s: check refused good operands: %s: %s", ctx,
+               pto_status_name(st), msg);
+  st = pto__tileop_run(op, a);
+  cr_assert_eq(st, 0, "%s: run returned %s", ctx, pto_status_name(st));
+}
+
+typedef struct shape {
+  uint32_t rows, cols, vr, vc;
+} shape;
+
+static const shape shapes[] = {{16, 48, 16, 48}, /* full */
+                               {16, 48, 13, 37}, /* tail tile */
+                               {1, 1, 1, 1},
+                               {8, 64, 8, 3},
+                               {5, 130, 4, 129}};
+#define N_SHAPES (sizeof shapes / sizeof shapes[0])
+
+static char ctxbuf[256];
+static const char *ctx_of(int op, const char *what, pto_dtype dt,
+                          const shape *s) {
+  snprintf(ctxbuf, sizeof ctxbuf, "%s %s%s%s %ux%u in %ux%u",
+           pto__insn_name(op), pto_dtype_name(dt), what[0] ? " " : "", what,
+           s->vr, s->vc, s->rows, s->cols);
+  return ctxbuf;
+}
+
+/* f32, and i32 when the instruction takes it. */
+static int op_dtypes(int op, pto_dtype dts[2]) {
+  dts[0] = PTO_F32;
+  dts[1] = PTO_I32;
+  return pto__insn_info(op)->flags & PTO_IF_INT ? 2 : 1;
+}
+
+static int op_exact(int op) {
+  return (pto__insn_info(op)->flags & PTO_IF_EXACT) != 0;
+}
+
+static uint64_t seed_of(int op, int a, int b, int c) {
+  return (uint64_t)op * 1000003u + (uint64_t)a * 10007u + (uint64_t)b * 101u +
+         (uint64_t)c;
+}
+
+/* ---- oracle functions ------------------------------------------------------
+ * f32 ops on f32 operands computed in double and rounded once to f32: exact
+ * for + - * / sqrt (double has more than 2*24+2 bits). i32 ops in int64 and
+ * wrapped. */
+
+typedef double (*o_fbin)(double, double);
+typedef int64_t (*o_ibin)(int64_t, int64_t);
+typedef double (*o_fun)(double);
+typedef int64_t (*o_iun)(int64_t);
+
+static double o_add(double x, double y) {
+  return x + y;
+}
+static double o_sub(double x, double y) {
+  return x - y;
+}
+static double o_mul(double x, double y) {
+  return x * y;
+}
+static double o_div(double x, double y) {
+  return x / y;
+}
+/* IEEE 754-2019 maximum/minimum. */
+static double o_max(double x, double y) {
+  if (isnan(x) || isnan(y))
+    return NAN;
+  if (x == 0 && y == 0)
+    return signbit(x) && signbit(y) ? -0.0 : 0.0;
+  return x > y ? x : y;
+}
+static double o_min(double x, double y) {
+  if (isnan(x) || isnan(y))
+    return NAN;
+  if (x == 0 && y == 0)
+    return signbit(x) || signbit(y) ? -0.0 : 0.0;
+  return x < y ? x : y;
+}
+static double o_expdif(double x, double y) {
+  return exp((float)(x - y));
+}
+
+static int64_t oi_add(int64_t x, int64_t y) {
+  return x + y;
+}
+static int64_t oi_sub(int64_t x, int64_t y) {
+  return x - y;
+}
+static int64_t oi_mul(int64_t x, int64_t y) {
+  return x * y;
+}
+static int64_t oi_div(int64_t x, int64_t y) {
+  return y == 0 ? 0 : x / y;
+}
+static int64_t oi_max(int64_t x, int64_t y) {
+  return x > y ? x : y;
+}
+static int64_t oi_min(int64_t x, int64_t y) {
+  return x < y ? x : y;
+}
+
+static double o_exp(double x) {
+  return exp(x);
+}
+static double o_log(double x) {
+  return log(x);
+}
+static double o_sqrt(double x) {
+  return sqrt(x);
+}
+static double o_rsqrt(double x) {
+  return 1 / sqrt(x);
+}
+static double o_recip(double x) {
+  return 1 / x;
+}
+static double o_relu(double x) {
+  return isnan(x) ? x : x > 0 ? x : 0.0;
+}
+static double o_abs(double x) {
+  return fabs(x);
+}
+static double o_neg(double x) {
+  return -x;
+}
+static int64_t oi_relu(int64_t x) {
+  return x > 0 ? x : 0;
+}
+static int64_t oi_abs(int64_t x) {
+  return x < 0 ? -x : x;
+}
+static int64_t oi_neg(int64_t x) {
+  return -x;
+}
+
+enum { R_SUM = 1, R_MAX, R_MIN };
+
+typedef struct oracle_case oracle_case;
+struct oracle_case {
+  void (*drive)(int op, const oracle_case *oc);
+  o_fbin fb; /* binary, scalar and expand ops */
+  o_ibin ib;
+  o_fun fu; /* unary ops */
+  o_iun iu;
+  int gen0, gen1; /* data of src0 and src1 */
+  int red;        /* reductions: R_SUM, R_MAX, R_MIN */
+};
+
+/* ---- drivers: element-wise ------------------------------------------------
+ */
+
+static void drive_binary(int op, const oracle_case *oc) {
+  pto_dtype dts[2];
+  int nd = op_dtypes(op, dts);
+  for (int di = 0; di < nd; di++)
+    for (int si = 0; si < (int)N_SHAPES; si++) {
+      const shape *s = &shapes[si];
+      pto_dtype dt = dts[di];
+      rng r = rng_seed(seed_of(op, di, si, 0));
+      pto_tile *x = src_new(&r, dt, s->rows, s->cols, s->vr, s->vc, oc->gen0);
+      pto_tile *y = src_new(&r, dt, s->rows, s->cols, s->vr, s->vc, oc->gen1);
+      pto_tile *d = dst_new(dt, s->rows, s->cols, s->vr, s->vc);
+      pto_tile *want = tile_clone(d);
+      for (uint32_t i = 0; i < s->vr; i++)
+        for (uint32_t j = 0; j < s->vc; j++)
+          if (dt == PTO_I32)
+            seti(want, i, j, wrap32(oc->ib(geti(x, i, j), geti(y, i, j))));
+          else
+            setf(want, i, j, (float)oc->fb(getf(x, i, j), getf(y, i, j)));
+      const char *ctx = ctx_of(op, "", dt, s);
+      pto_targs a = {0};
+      a.dst[0] = d;
+      a.src[0] = x;
+      a.src[1] = y;
+      run_ok(op, &a, ctx);
+      expect_tile(ctx, d, want, NULL, NULL);
+      /* in place: dst is src0 */
+      pto_tile *xi = tile_clone(x);
+      a.dst[0] = xi;
+      a.src[0] = xi;
+      run_ok(op, &a, ctx);
+      expect_valid(ctx, xi, want);
+    }
+}
+
+static void drive_unary(int op, const oracle_case *oc) {
+  pto_dtype dts[2];
+  int nd = op_dtypes(op, dts);
+  for (int di = 0; di < nd; di++)
+    for (int si = 0; si < (int)N_SHAPES; si++) {
+      const shape *s = &shapes[si];
+      pto_dtype dt = dts[di];
+      rng r = rng_seed(seed_of(op, di, si, 0));
+      pto_tile *x = src_new(&r, dt, s->rows, s->cols, s->vr, s->vc, oc->gen0);
+      pto_tile *d = dst_new(dt, s->rows, s->cols, s->vr, s->vc);
+      pto_tile *want = tile_clone(d);
+      double *val = op_exact(op) ? NULL : dbuf(d), *tol = val ? dbuf(d) : NULL;
+      for (uint32_t i = 0; i < s->vr; i++)
+        for (uint32_t j = 0; j < s->vc; j++)
+          if (dt == PTO_I32) {
+            seti(want, i, j, wrap32(oc->iu(geti(x, i, j))));
+          } else if (val) {
+            size_t k = (size_t)i * d->stride + j;
+            val[k] = oc->fu(getf(x, i, j));
+            tol[k] = 2 * ulp_f32(val[k]);
+          } else {
+            setf(want, i, j, (float)oc->fu(getf(x, i, j)));
+          }
+      const char *ctx = ctx_of(op, "", dt, s);
+      pto_targs a = {0};
+      a.dst[0] = d;
+      a.src[0] = x;
+      run_ok(op, &a, ctx);
+      expect_tile(ctx, d, want, dt == PTO_I32 ? NULL : val, tol);
+    }
+}
+
+static int o_compare(int mode, double x, double y) {
+  if (isnan(x) || isnan(y))
+    return mode == PTO_CMP_NE;
+  switch (mode) {
+  case PTO_CMP_EQ:
+    return !(x < y) && !(y < x);
+  case PTO_CMP_NE:
+    return x < y || y < x;
+  case PTO_CMP_LT:
+    return x < y;
+  case PTO_CMP_LE:
+    return !(y < x);
+  case PTO_CMP_GT:
+    return y < x;
+  default:
+    return !(x < y);
+  }
+}
+
+static void drive_cmp(int op, const oracle_case *oc) {
+  (void)oc;
+  pto_dtype dts[2];
+  int nd = op_dtypes(op, dts);
+  for (int di = 0; di < nd; di++)
+    for (int si = 0; si < (int)N_SHAPES; si++)
+      for (int mode = 0; mode < PTO_CMP_MODE_COUNT; mode++) {
+        const shape *s = &shapes[si];
+        pto_dtype dt = dts[di];
+        rng r = rng_seed(seed_of(op, di, si, mode));
+        pto_tile *x = src_new(&r, dt, s->rows, s->cols, s->vr, s->vc, G_SMALL);
+        pto_tile *y = src_new(&r, dt, s->rows, s->cols, s->vr, s->vc, G_SMALL);
+        pto_tile *d = dst_new(PTO_I32, s->rows, s->cols, s->vr, s->vc);
+        pto_tile *want = tile_clone(d);
+        for (uint32_t i = 0; i < s->vr; i++)
+          for (uint32_t j = 0; j < s->vc; j++)
+            seti(want, i, j,
+                 o_compare(mode, value_of(dt, el(x, i, j)),
+                           value_of(dt, el(y, i, j))));
+        char what[16];
+        snprintf(what, sizeof what, "mode %d", mode);
+        const char *ctx = ctx_of(op, what, dt, s);
+        pto_targs a = {0};
+        a.dst[0] = d;
+        a.src[0] = x;
+        a.src[1] = y;
+        a.imm[0] = mode;
+        run_ok(op, &a, ctx);
+        expect_tile(ctx, d, want, NULL, NULL);
+      }
+}
+
+static void drive_sel(int op, const oracle_case *oc) {
+  (void)oc;
+  pto_dtype dts[2];
+  int nd = op_dtypes(op, dts);
+  for (int di = 0; di < nd; di++)
+    for (int si = 0; si < (int)N_SHAPES; si++) {
+      const shape *s = &shapes[si];
+      pto_dtype dt = dts[di];
+      rng r = rng_seed(seed_of(op, di, si, 0));
+      pto_tile *m =
+          src_new(&r, PTO_I32, s->rows, s->cols, s->vr, s->vc, G_MASK);
+      pto_tile *x = src_new(&r, dt, s->rows, s->cols, s->vr, s->vc, G_F32);
+      pto_tile *y = src_new(&r, dt, s->rows, s->cols, s->vr, s->vc, G_F32);
+      pto_tile *d = dst_new(dt, s->rows, s->cols, s->vr, s->vc);
+      pto_tile *want = tile_clone(d);
+      for (uint32_t i = 0; i < s->vr; i++)
+        for (uint32_t j = 0; j < s->vc; j++)
+          memcpy(el(want, i, j), el(geti(m, i, j) ? x : y, i, j), 4);
+      const char *ctx = ctx_of(op, "", dt, s);
+      pto_targs a = {0};
+      a.dst[0] = d;
+      a.src[0] = m;
+      a.src[1] = x;
+      a.src[2] = y;
+      run_ok(op, &a, ctx);
+      expect_tile(ctx, d, want, NULL, NULL);
+    }
+}
+
+static int gen_for(pto_dtype dt) {
+  return dt == PTO_F32 ? G_CVT : G_F32; /* i32: general; halves: any code */
+}
+
+/* TCVT, and TMOV with and without PTO_TF_RELU. */
+static void drive_convert(int op, const oracle_case *oc) {
+  (void)oc;
+  static const int shape_ix[] = {1, 4};
+  int n_relu = op == PTO_OP_TMOV ? 2 : 1;
+  for (int from = 0; from < PTO_DTYPE_COUNT; from++)
+    for (int to = 0; to < PTO_DTYPE_COUNT; to++)
+      for (int relu = 0; relu < n_relu; relu++)
+        for (int k = 0; k < 2; k++) {
+          const shape *s = &shapes[shape_ix[k]];
+          rng r = rng_seed(seed_of(op, from * 4 + to, relu, k));
+          pto_tile *x = src_new(&r, (pto_dtype)from, s->rows, s->cols, s->vr,
+                                s->vc, gen_for((pto_dtype)from));
+          pto_tile *d = dst_new((pto_dtype)to, s->rows, s->cols, s->vr, s->vc);
+          pto_tile *want = tile_clone(d);
+          for (uint32_t i = 0; i < s->vr; i++)
+            for (uint32_t j = 0; j < s->vc; j++) {
+              if (!relu) {
+                o_convert((pto_dtype)to, el(want, i, j), (pto_dtype)from,
+                          el(x, i, j));
+                continue;
+              }
+              double v = value_of((pto_dtype)from, el(x, i, j));
+              v = isnan(v) ? v : v > 0 ? v : 0.0;
+              convert_value((pto_dtype)to, el(want, i, j), (pto_dtype)from, v);
+            }
+          char what[64];
+          snprintf(what, sizeof what, "-> %s%s", pto_dtype_name((pto_dtype)to),
+                   relu ? " relu" : "");
+          const char *ctx = ctx_of(op, what, (pto_dtype)from, s);
+          pto_targs a = {0};
+          a.dst[0] = d;
+          a.src[0] = x;
+          a.flags = relu ? PTO_TF_RELU : 0;
+          run_ok(op, &a, ctx);
+          expect_tile(ctx, d, want, NULL, NULL);
+        }
+}
+
+/* ---- drivers: tile-scalar and fills ----------------------------------------
+ */
+
+static const double scalars[] = {2.5, -3.25, 0.0, 1e10, 7.0, -0.5};
+#define N_SCALARS (sizeof scalars / sizeof scalars[0])
+
+static void drive_scalar(int op, const oracle_case *oc) {
+  pto_dtype dts[2];
+  int nd = op_dtypes(op, dts);
+  for (int di = 0; di < nd; di++)
+    for (int si = 0; si < (int)N_SHAPES; si += 2)
+      for (int k = 0; k < (int)N_SCALARS; k++) {
+        const shape *s = &shapes[si];
+        pto_dtype dt = dts[di];
+        double sc = scalars[k];
+        rng r = rng_seed(seed_of(op, di, si, k));
+        pto_tile *x = src_new(&r, dt, s->rows, s->cols, s->vr, s->vc, oc->gen0);
+        pto_tile *d = dst_new(dt, s->rows, s->cols, s->vr, s->vc);
+        pto_tile *want = tile_clone(d);
+        for (uint32_t i = 0; i < s->vr; i++)
+          for (uint32_t j = 0; j < s->vc; j++)
+            if (dt == PTO_I32)
+              seti(want, i, j, wrap32(oc->ib(geti(x, i, j), round_i32(sc))));
+            else
+              setf(want, i, j, (float)oc->fb(getf(x, i, j), (float)sc));
+        char what[32];
+        snprintf(what, sizeof what, "s=%g", sc);
+        const char *ctx = ctx_of(op, what, dt, s);
+        pto_targs a = {0};
+        a.dst[0] = d;
+        a.src[0] = x;
+        a.s = sc;
+        run_ok(op, &a, ctx);
+        expect_tile(ctx, d, want, NULL, NULL);
+      }
+}
+
+/* TEXPANDS, TCI, TTRI: dst only. */
+static void drive_fill(int op, const oracle_case *oc) {
+  (void)oc;
+  static const double ss[] = {2.5, -1e10, 3.5, NAN, -0.0};
+  static const int32_t imms[] = {0, 5, -7, 2, INT32_MAX - 3, INT32_MIN};
+  pto_dtype dts[2];
+  int nd = op_dtypes(op, dts);
+  int nk = op == PTO_OP_TEXPANDS ? 5 : 6;
+  for (int di = 0; di < nd; di++)
+    for (int si = 0; si < (int)N_SHAPES; si++)
+      for (int k = 0; k < nk; k++) {
+        const shape *s = &shapes[si];
+        pto_dtype dt = dts[di];
+        pto_tile *d = dst_new(dt, s->rows, s->cols, s->vr, s->vc);
+        pto_tile *want = tile_clone(d);
+        for (uint32_t i = 0; i < s->vr; i++)
+          for (uint32_t j = 0; j < s->vc; j++) {
+            double v;
+            if (op == PTO_OP_TEXPANDS)
+              v = dt == PTO_I32 ? round_i32(ss[k]) : (float)ss[k];
+            else if (op == PTO_OP_TCI)
+              v = (double)((int64_t)imms[k] + j);
+            else
+              v = (int64_t)j <= (int64_t)i + imms[k] ? 1 : 0;
+            if (dt == PTO_I32)
+              seti(want, i, j, wrap32((int64_t)v));
+            else
+              setf(want, i, j, (float)v);
+          }
+        char what[48];
+        snprintf(what, sizeof what, "s=%g imm=%d", ss[k % 5], (int)imms[k]);
+        const char *ctx = ctx_of(op, what, dt, s);
+        pto_targs a = {0};
+        a.dst[0] = d;
+        a.s = ss[k % 5];
+        a.imm[0] = imms[k];
+        run_ok(op, &a, ctx);
+        expect_tile(ctx, d, want, NULL, NULL);
+      }
+}
+
+/* ---- drivers: axis ----------------------------------------------------------
+ */
+
+/* TROW* (row = 1) or TCOL* (row = 0) reductions. */
+static void drive_reduce(int op, const oracle_case *oc, int row) {
+  pto_dtype dts[2];
+  int nd = op_dtypes(op, dts);
+  for (int di = 0; di < nd; di++)
+    for (int si = 0; si < (int)N_SHAPES; si++) {
+      const shape *s = &shapes[si];
+      pto_dtype dt = dts[di];
+      rng r = rng_seed(seed_of(op, di, si, 0));
+      pto_tile *x = src_new(&r, dt, s->rows, s->cols, s->vr, s->vc,
+                            oc->red == R_SUM ? G_SUM : G_RED);
+      pto_tile *d = row ? dst_new(dt, s->rows, 1, s->vr, 1)
+                        : dst_new(dt, 1, s->cols, 1, s->vc);
+      pto_tile *want = tile_clone(d);
+      int tolerant = dt == PTO_F32 && oc->red == R_SUM;
+      double *val = tolerant ? dbuf(d) : NULL, *tol = tolerant ? dbuf(d) : NULL;
+      uint32_t outer = row ? s->vr : s->vc, inner = row ? s->vc : s->vr;
+      for (uint32_t o = 0; o < outer; o++) {
+        double acc = 0, mag = 0;
+        int64_t iacc = 0;
+        for (uint32_t n = 0; n < inner; n++) {
+          uint32_t i = row ? o : n, j = row ? n : o;
+          double v = value_of(dt, el(x, i, j));
+          if (dt == PTO_I32)
+            iacc = n == 0             ? (int64_t)v
+                   : oc->red == R_SUM ? iacc + (int64_t)v
+                   : oc->red == R_MAX ? oi_max(iacc, (int64_t)v)
+                                      : oi_min(iacc, (int64_t)v);
+          else
+            acc = n == 0             ? v
+                  : oc->red == R_SUM ? acc + v
+                  : oc->red == R_MAX ? o_max(acc, v)
+                                     : o_min(acc, v);
+          mag += fabs(v);
+        }
+        uint32_t wi = row ? o : 0, wj = row ? 0 : o;
+        if (dt == PTO_I32) {
+          seti(want, wi, wj, wrap32(iacc));
+        } else if (tolerant) {
+          size_t k = (size_t)wi * d->stride + wj;
+          val[k] = acc;
+          tol[k] = 1e-5 * sqrt((double)inner) * mag;
+        } else {
+          setf(want, wi, wj, (float)acc);
+        }
+      }
+      const char *ctx = ctx_of(op, "", dt, s);
+      pto_targs a = {0};
+      a.dst[0] = d;
+      a.src[0] = x;
+      run_ok(op, &a, ctx);
+      expect_tile(ctx, d, want, val, tol);
+    }
+}
+
+static void drive_rowred(int op, const oracle_case *oc) {
+  drive_reduce(op, oc, 1);
+}
+static void drive_colred(int op, const oracle_case *oc) {
+  drive_reduce(op, oc, 0);
+}
+
+/* TROWEXPAND* (row = 1) and TCOLEXPAND* (row = 0); binary: src0 full and
+ * src1 the vector, else src0 the vector. */
+static void drive_expand(int op, const oracle_case *oc, int row, int binary) {
+  pto_dtype dts[2];
+  int nd = op_dtypes(op, dts);
+  for (int di = 0; di < nd; di++)
+    for (int si = 0; si < (int)N_SHAPES; si++) {
+      const shape *s = &shapes[si];
+      pto_dtype dt = dts[di];
+      rng r = rng_seed(seed_of(op, di, si, 0));
+      pto_tile *x =
+          binary ? src_new(&r, dt, s->rows, s->cols, s->vr, s->vc, oc->gen0)
+                 : NULL;
+      pto_tile *v = row ? src_new(&r, dt, s->rows, 1, s->vr, 1, oc->gen1)
+                        : src_new(&r, dt, 1, s->cols, 1, s->vc, oc->gen1);
+      pto_tile *d = dst_new(dt, s->rows, s->cols, s->vr, s->vc);
+      pto_tile *want = tile_clone(d);
+      int tolerant = !op_exact(op) && dt == PTO_F32;
+      double *val = tolerant ? dbuf(d) : NULL, *tol = tolerant ? dbuf(d) : NULL;
+      for (uint32_t i = 0; i < s->vr; i++)
+        for (uint32_t j = 0; j < s->vc; j++) {
+          uint32_t vi = row ? i : 0, vj = row ? 0 : j;
+          size_t k = (size_t)i * d->stride + j;
+          if (!binary)
+            memcpy(el(want, i, j), el(v, vi, vj), 4);
+          else if (dt == PTO_I32)
+            seti(want, i, j, wrap32(oc->ib(geti(x, i, j), geti(v, vi, vj))));
+          else if (tolerant) {
+            val[k] = oc->fb(getf(x, i, j), getf(v, vi, vj));
+            tol[k] = 2 * ulp_f32(val[k]);
+          } else
+            setf(want, i, j, (float)oc->fb(getf(x, i, j), getf(v, vi, vj)));
+        }
+      const char *ctx = ctx_of(op, "", dt, s);
+      pto_targs a = {0};
+      a.dst[0] = d;
+      a.src[0] = binary ? x : v;
+      a.src[1] = binary ? v : NULL;
+      run_ok(op, &a, ctx);
+      expect_tile(ctx, d, want, val, tol);
+    }
+}
+
+static void drive_rowexpand(int op, const oracle_case *oc) {
+  drive_expand(op, oc, 1, 0);
+}
+static void drive_colexpand(int op, const oracle_case *oc) {
+  drive_expand(op, oc, 0, 0);
+}
+static void drive_rowexpand2(int op, const oracle_case *oc) {
+  drive_expand(op, oc, 1, 1);
+}
+static void drive_colexpand2(int op, const oracle_case *oc) {
+  drive_expand(op, oc, 0, 1);
+}
+
+/* ---- drivers: matmul
+ * --------------------------------------------------------- */
+
+static void drive_matmul(int op, const oracle_case *oc) {
+  (void)oc;
+  /* M N K valid, and the capacities they sit in */
+  static const uint32_t dims[][6] = {{16, 48, 32, 16, 48, 32},
+                                     {13, 37, 29, 16, 48, 32},
+                                     {1, 1, 1, 1, 16, 16},
+                                     {5, 3, 130, 8, 16, 144}};
+  static const pto_dtype types[][2] = {{PTO_F32, PTO_F32},
+                                       {PTO_BF16, PTO_BF16},
+                                       {PTO_F16, PTO_F16},
+                                       {PTO_BF16, PTO_F32}};
+  int acc = op == PTO_OP_TMATMUL_ACC;
+  for (int ti = 0; ti < 4; ti++)
+    for (int di = 0; di < 4; di++)
+      for (int fl = 0; fl < 4; fl++) {
+        const uint32_t *D = dims[di];
+        uint32_t M = D[0], N = D[1], K = D[2], Mc = D[3], Nc = D[4], Kc = D[5];
+        int ta = fl & 1, tb = fl >> 1;
+        rng r = rng_seed(seed_of(op, ti, di, fl));
+        pto_tile *A = ta ? src_new(&r, types[ti][0], Kc, Mc, K, M, G_MM)
+                         : src_new(&r, types[ti][0], Mc, Kc, M, K, G_MM);
+        pto_tile *B = tb ? src_new(&r, types[ti][1], Nc, Kc, N, K, G_MM)
+                         : src_new(&r, types[ti][1], Kc, Nc, K, N, G_MM);
+        pto_tile *d = dst_new(PTO_F32, Mc, Nc, M, N);
+        if (acc)
+          for (uint32_t i = 0; i < M; i++)
+            for (uint32_t j = 0; j < N; j++)
+              setf(d, i, j, (float)uniform(&r, -4, 4));
+        pto_tile *want = tile_clone(d);
+        double *val = dbuf(d), *tol = dbuf(d);
+        for (uint32_t i = 0; i < M; i++)
+          for (uint32_t j = 0; j < N; j++) {
+            double sum = acc ? getf(d, i, j) : 0, mag = fabs(sum);
+            for (uint32_t k = 0; k < K; k++) {
+              double p = value_of(A->dtype, ta ? el(A, k, i) : el(A, i, k)) *
+                         value_of(B->dtype, tb ? el(B, j, k) : el(B, k, j));
+              sum += p;
+              mag += fabs(p);
+            }
+            val[(size_t)i * d->stride + j] = sum;
+            tol[(size_t)i * d->stride + j] = 1e-5 * sqrt((double)K) * mag;
+          }
+        char ctx[128];
+        snprintf(ctx, sizeof ctx, "%s %s x %s M=%u N=%u K=%u%s%s",
+                 pto__insn_name(op), pto_dtype_name(types[ti][0]),
+                 pto_dtype_name(types[ti][1]), M, N, K, ta ? " trans_a" : "",
+                 tb ? " trans_b" : "");
+        pto_targs a = {0};
+        a.dst[0] = d;
+        a.src[0] = A;
+        a.src[1] = B;
+        a.flags = (ta ? PTO_TF_TRANS_A : 0) | (tb ? PTO_TF_TRANS_B : 0);
+        run_ok(op, &a, ctx);
+        expect_tile(ctx, d, want, val, tol);
+      }
+}
+
+/* ---- drivers: move
+ * ------------------------------------------------------------ */
+
+static const pto_dtype move_dtypes[] = {PTO_F32, PTO_I32, PTO_BF16, PTO_F16};
+
+static void drive_extract(int op, const oracle_case *oc) {
+  (void)oc;
+  /* imm0 imm1, dst valid, dst capacity; src is 13x37 valid in 16x48 */
+  static const int32_t w[][6] = {{3, 20, 5, 7, 8, 16},
+                                 {0, 0, 13, 37, 16, 48},
+                                 {12, 36, 1, 1, 1, 1},
+                                 {0, 5, 13, 1, 16, 1}};
+  for (int ti = 0; ti < 4; ti++)
+    for (int wi = 0; wi < 4; wi++) {
+      pto_dtype dt = move_dtypes[ti];
+      rng r = rng_seed(seed_of(op, ti, wi, 0));
+      pto_tile *x = src_new(&r, dt, 16, 48, 13, 37, G_F32);
+      const int32_t *W = w[wi];
+      pto_tile *d = dst_new(dt, (uint32_t)W[4], (uint32_t)W[5], (uint32_t)W[2],
+                            (uint32_t)W[3]);
+      pto_tile *want = tile_clone(d);
+      for (uint32_t i = 0; i < (uint32_t)W[2]; i++)
+        for (uint32_t j = 0; j < (uint32_t)W[3]; j++)
+          memcpy(el(want, i, j), el(x, i + (uint32_t)W[0], j + (uint32_t)W[1]),
+                 dsize(dt));
+      char ctx[96];
+      snprintf(ctx, sizeof ctx, "TEXTRACT %s %dx%d at (%d, %d)",
+               pto_dtype_name(dt), W[2], W[3], W[0], W[1]);
+      pto_targs a = {0};
+      a.dst[0] = d;
+      a.src[0] = x;
+      a.imm[0] = W[0];
+      a.imm[1] = W[1];
+      run_ok(op, &a, ctx);
+      expect_tile(ctx, d, want, NULL, NULL);
+    }
+}
+
+static void drive_insert(int op, const oracle_case *oc) {
+  (void)oc;
+  /* imm0 imm1, src capacity, src valid; dst is 13x37 valid in 16x48 */
+  static const int32_t w[][6] = {{3, 20, 8, 16, 5, 7},
+                                 {0, 0, 16, 48, 13, 37},
+                                 {12, 36, 1, 1, 1, 1},
+                                 {5, 0, 8, 40, 8, 37}};
+  for (int ti = 0; ti < 4; ti++)
+    for (int wi = 0; wi < 4; wi++) {
+      pto_dtype dt = move_dtypes[ti];
+      rng r = rng_seed(seed_of(op, ti, wi, 0));
+      const int32_t *W = w[wi];
+      pto_tile *x = src_new(&r, dt, (uint32_t)W[2], (uint32_t)W[3],
+                            (uint32_t)W[4], (uint32_t)W[5], G_F32);
+      pto_tile *d = dst_new(dt, 16, 48, 13, 37);
+      fill_valid(&r, d, G_F32);
+      pto_tile *want = tile_clone(d);
+      for (uint32_t i = 0; i < (uint32_t)W[4]; i++)
+        for (uint32_t j = 0; j < (uint32_t)W[5]; j++)
+          memcpy(el(want, i + (uint32_t)W[0], j + (uint32_t)W[1]), el(x, i, j),
+                 dsize(dt));
+      char ctx[96];
+      snprintf(ctx, sizeof ctx, "TINSERT %s %dx%d at (%d, %d)",
+               pto_dtype_name(dt), W[4], W[5], W[0], W[1]);
+      pto_targs a = {0};
+      a.dst[0] = d;
+      a.src[0] = x;
+      a.imm[0] = W[0];
+      a.imm[1] = W[1];
+      run_ok(op, &a, ctx);
+      expect_tile(ctx, d, want, NULL, NULL);
+      cr_assert(d->valid_rows == 13 && d->valid_cols == 37,
+                "%s: dst valid changed", ctx);
+    }
+}
+
+static void drive_trans(int op, const oracle_case *oc) {
+  (void)oc;
+  for (int ti = 0; ti < 4; ti++)
+    for (int si = 0; si < (int)N_SHAPES; si++) {
+      const shape *s = &shapes[si];
+      pto_dtype dt = move_dtypes[ti];
+      rng r = rng_seed(seed_of(op, ti, si, 0));
+      pto_tile *x = src_new(&r, dt, s->rows, s->cols, s->vr, s->vc, G_F32);
+      pto_tile *d = dst_new(dt, s->cols, s->rows, s->vc, s->vr);
+      pto_tile *want = tile_clone(d);
+      for (uint32_t i = 0; i < s->vc; i++)
+        for (uint32_t j = 0; j < s->vr; j++)
+          memcpy(el(want, i, j), el(x, j, i), dsize(dt));
+      const char *ctx = ctx_of(op, "", dt, s);
+      pto_targs a = {0};
+      a.dst[0] = d;
+      a.src[0] = x;
+      run_ok(op, &a, ctx);
+      expect_tile(ctx, d, want, NULL, NULL);
+    }
+}
+
+static void drive_fillpad(int op, const oracle_case *oc) {
+  (void)oc;
+  static const double pads[] = {2.5, -1.0, 3.5};
+  /* src capacity and valid; dst is 16x48 */
+  static const uint32_t srcs[][4] = {
+      {16, 48, 13, 37}, {8, 16, 5, 7}, {16, 48, 16, 48}};
+  for (int ti = 0; ti < 4; ti++)
+    for (int pi = 0; pi < 3; pi++)
+      for (int si = 0; si < 4; si++) { /* si == 3: in place */
+        pto_dtype dt = move_dtypes[ti];
+        rng r = rng_seed(seed_of(op, ti, pi, si));
+        const uint32_t *S = srcs[si == 3 ? 0 : si];
+        pto_tile *x = src_new(&r, dt, S[0], S[1], S[2], S[3], G_F32);
+        pto_tile *d = si == 3 ? x : dst_new(dt, 16, 48, 1, 1);
+        pto_tile *want = tile_clone(si == 3 ? dst_new(dt, 16, 48, 1, 1) : d);
+        unsigned char pad[4];
+        if (dt == PTO_I32)
+          store_value(dt, pad, round_i32(pads[pi]));
+        else
+          convert_value(dt, pad, PTO_F32, (float)pads[pi]);
+        for (uint32_t i = 0; i < 16; i++)
+          for (uint32_t j = 0; j < 48; j++)
+            memcpy(el(want, i, j), i < S[2] && j < S[3] ? el(x, i, j) : pad,
+                   dsize(dt));
+        want->valid_rows = 16;
+        want->valid_cols = 48;
+        char ctx[96];
+        snprintf(ctx, sizeof ctx, "TFILLPAD %s %ux%u in %ux%u pad %g%s",
+                 pto_dtype_name(dt), S[2], S[3], S[0], S[1], pads[pi],
+                 si == 3 ? " in place" : "");
+        pto_targs a = {0};
+        a.dst[0] = d;
+        a.src[0] = x;
+        a.s = pads[pi];
+        run_ok(op, &a, ctx);
+        cr_assert(d->valid_rows == 16 && d->valid_cols == 48,
+                  "%s: dst valid %ux%u, expected its capacity", ctx,
+                  d->valid_rows, d->valid_cols);
+        if (si == 3)
+          expect_valid(ctx, d, want);
+        else
+          expect_tile(ctx, d, want, NULL, NULL);
+      }
+}
+
+/* ---- drivers: memory
+ * ------------------------------------------------------------ */
+
+/* A global tensor of dtype dt holding a rows x cols window: row-major with
+ * padded rows, or column-major (a transposed view), after a few leading
+ * elements. */
+typedef struct gbuf {
+  unsigned char *mem;
+  size_t n; /* elements */
+  pto_gview g;
+} gbuf;
+
+static gbuf gbuf_new(rng *r, pto_dtype dt, int64_t rows, int64_t cols,
+                     int colmajor) {
+  gbuf b;
+  int64_t lead = colmajor ? rows + 1 : cols + 5, lines = colmajor ? cols : rows;
+  b.n = (size_t)(3 + lead * lines);
+  b.mem = keep(malloc(b.n * dsize(dt)));
+  for (size_t i = 0; i < b.n; i++)
+    gen_elem(r, dt, gen_for(dt), b.mem + i * dsize(dt));
+  b.g.base = b.mem + 3 * dsize(dt);
+  b.g.dtype = dt;
+  b.g.rows = rows;
+  b.g.cols = cols;
+  b.g.row_stride = colmajor ? 1 : lead;
+  b.g.col_stride = colmajor ? lead : 1;
+  return b;
+}
+
+static void *gat(const pto_gview *g, int64_t r, int64_t c) {
+  return (unsigned char *)g->base +
+         (r * g->row_stride + c * g->col_stride) * (int64_t)dsize(g->dtype);
+}
+
+static void drive_load(int op, const oracle_case *oc) {
+  (void)oc;
+  static const int shape_ix[] = {0, 1, 4};
+  for (int gd = 0; gd < PTO_DTYPE_COUNT; gd++)
+    for (int td = 0; td < PTO_DTYPE_COUNT; td++)
+      for (int cm = 0; cm < 2; cm++)
+        for (int k = 0; k < 3; k++) {
+          const shape *s = &shapes[shape_ix[k]];
+          rng r = rng_seed(seed_of(op, gd * 4 + td, cm, k));
+          gbuf b = gbuf_new(&r, (pto_dtype)gd, s->vr + 2, s->vc + 3, cm);
+          pto_tile *d = dst_new((pto_dtype)td, s->rows, s->cols, s->vr, s->vc);
+          pto_tile *want = tile_clone(d);
+          for (uint32_t i = 0; i < s->vr; i++)
+            for (uint32_t j = 0; j < s->vc; j++)
+              o_convert((pto_dtype)td, el(want, i, j), (pto_dtype)gd,
+                        gat(&b.g, i, j));
+          char what[48];
+          snprintf(what, sizeof what, "<- %s%s", pto_dtype_name((pto_dtype)gd),
+                   cm ? " column-major" : "");
+          const char *ctx = ctx_of(op, what, (pto_dtype)td, s);
+          pto_targs a = {0};
+          a.dst[0] = d;
+          a.g = b.g;
+          run_ok(op, &a, ctx);
+          expect_tile(ctx, d, want, NULL, NULL);
+        }
+}
+
+static void drive_store(int op, const oracle_case *oc) {
+  (void)oc;
+  static const int shape_ix[] = {1, 2};
+  for (int gd = 0; gd < PTO_DTYPE_COUNT; gd++)
+    for (int td = 0; td < PTO_DTYPE_COUNT; td++)
+      for (int acc = 0; acc < 2; acc++)
+        for (int k = 0; k < 2; k++) {
+          const shape *s = &shapes[shape_ix[k]];
+          pto_dtype gdt = (pto_dtype)gd, tdt = (pto_dtype)td;
+          rng r = rng_seed(seed_of(op, gd * 4 + td, acc, k));
+          gbuf b = gbuf_new(&r, gdt, s->vr + 2, s->vc + 3, k);
+          size_t bytes = b.n * dsize(gdt);
+          unsigned char *want = keep(malloc(bytes));
+          memcpy(want, b.mem, bytes);
+          pto_tile *x =
+              src_new(&r, tdt, s->rows, s->cols, s->vr, s->vc, gen_for(tdt));
+          pto_gview wg = b.g;
+          wg.base = want + 3 * dsize(gdt);
+          for (uint32_t i = 0; i < s->vr; i++)
+            for (uint32_t j = 0; j < s->vc; j++) {
+              void *w = gat(&wg, i, j);
+              if (!acc) {
+                o_convert(gdt, w, tdt, el(x, i, j));
+              } else if (gdt == PTO_I32 && tdt == PTO_I32) {
+                int32_t v = wrap32((int64_t)value_of(gdt, w) +
+                                   (int64_t)value_of(tdt, el(x, i, j)));
+                memcpy(w, &v, sizeof v);
+              } else {
+                float gf = (float)value_of(gdt, w);
+                float sf = (float)value_of(tdt, el(x, i, j));
+                convert_value(gdt, w, PTO_F32, (float)((double)gf + sf));
+              }
+            }
+          char what[48];
+          snprintf(what, sizeof what, "-> %s%s", pto_dtype_name(gdt),
+                   acc ? " acc" : "");
+          const char *ctx = ctx_of(op, what, tdt, s);
+          pto_targs a = {0};
+          a.src[0] = x;
+          a.g = b.g;
+          a.flags = acc ? PTO_TF_ACC : 0;
+          run_ok(op, &a, ctx);
+          char b1[64], b2[64];
+          for (size_t i = 0; i < b.n; i++) {
+            const void *g = b.mem + i * dsize(gdt), *w = want + i * dsize(gdt);
+            cr_assert(elem_same(gdt, g, w),
+                      "%s: global element %zu is %s, expected %s", ctx, i,
+                      show(gdt, g, b1, sizeof b1), show(gdt, w, b2, sizeof b2));
+          }
+        }
+}
+
+static void drive_gather(int op, const oracle_case *oc) {
+  (void)oc;
+  static const pto_dtype types[][2] = {{PTO_F32, PTO_F32}, {PTO_F32, PTO_BF16},
+                                       {PTO_I32, PTO_I32}, {PTO_BF16, PTO_BF16},
+                                       {PTO_F16, PTO_F32}, {PTO_I32, PTO_F32}};
+  /* dst capacity/valid, index capacity/valid */
+  static const uint32_t geo[][8] = {{16, 48, 13, 37, 1, 16, 1, 13},
+                                    {16, 48, 13, 37, 16, 1, 13, 1},
+                                    {8, 16, 6, 5, 4, 16, 2, 3},
+                                    {1, 1, 1, 1, 1, 1, 1, 1}};
+  const int64_t N = 11;
+  for (int ti = 0; ti < 6; ti++)
+    for (int gi = 0; gi < 4; gi++)
+      for (int strict = 0; strict < 3; strict++) { /* 2: strict, bad index */
+        pto_dtype dt = types[ti][0], gdt = types[ti][1];
+        const uint32_t *G = geo[gi];
+        rng r = rng_seed(seed_of(op, ti, gi, strict));
+        gbuf b = gbuf_new(&r, gdt, N, 40, 0);
+        pto_tile *ix = src_new(&r, PTO_I32, G[4], G[5], G[6], G[7], G_F32);
+        for (uint32_t i = 0; i < G[6]; i++)
+          for (uint32_t j = 0; j < G[7]; j++) /* some outside [0, N) */
+            seti(ix, i, j,
+                 strict == 1 ? (int32_t)below(&r, N)
+                             : (int32_t)below(&r, N + 4) - 2);
+        if (strict == 2) /* make sure one is out of range */
+          seti(ix, G[6] - 1, G[7] - 1, below(&r, 2) ? -1 : (int32_t)N);
+        pto_tile *d = dst_new(dt, G[0], G[1], G[2], G[3]);
+        pto_tile *want = tile_clone(d);
+        for (uint32_t i = 0; i < G[2] && strict != 2; i++) {
+          int32_t row = geti(ix, i / G[7], i % G[7]);
+          for (uint32_t j = 0; j < G[3]; j++)
+            if (row < 0 || row >= N)
+              memset(el(want, i, j), 0, dsize(dt));
+            else
+              o_convert(dt, el(want, i, j), gdt, gat(&b.g, row, j));
+        }
+        char ctx[96];
+        snprintf(ctx, sizeof ctx, "TGATHER %s <- %s %ux%u, index %ux%u%s",
+                 pto_dtype_name(dt), pto_dtype_name(gdt), G[2], G[3], G[6],
+                 G[7],
+                 strict == 2 ? " strict, out of range"
+                 : strict    ? " strict"
+                             : "");
+        pto_targs a = {0};
+        a.dst[0] = d;
+        a.src[0] = ix;
+        a.g = b.g;
+        a.flags = strict ? PTO_TF_STRICT : 0;
+        if (strict == 2) {
+          char msg[256];
+          int st = pto__tileop_check(op, &a, msg, sizeof msg);
+          cr_assert_eq(st, 0, "%s: check: %s", ctx, msg);
+          cr_assert_eq(pto__tileop_run(op, &a), PTO_ERANGE, "%s", ctx);
+        } else {
+          run_ok(op, &a, ctx);
+        }
+        expect_tile(ctx, d, want, NULL, NULL);
+      }
+}
+
+/* ---- drivers: sorts
+ * ---------------------------------------------------------------- */
+
+typedef struct pair {
+  float v;
+  int32_t i;
+} pair;
+
+/* NaN last; larger value first (-0 == +0); then smaller index. */
+static int o_sort_cmp(const void *pa, const void *pb) {
+  const pair *a = pa, *b = pb;
+  int an = isnan(a->v) != 0, bn = isnan(b->v) != 0;
+  if (an != bn)
+    return an ? 1 : -1;
+  if (!an && a->v > b->v)
+    return -1;
+  if (!an && a->v < b->v)
+    return 1;
+  return (a->i > b->i) - (a->i < b->i);
+}
+
+/* Sorts columns [c0, c1) of row i of (v, ix) into (dv, dix). */
+static void o_sort_range(const pto_tile *v, const pto_tile *ix, pto_tile *dv,
+                         pto_tile *dix, uint32_t i, uint32_t c0, uint32_t c1) {
+  pair p[512];
+  cr_assert(c1 - c0 <= 512);
+  for (uint32_t c = c0; c < c1; c++) {
+    p[c - c0].v = getf(v, i, c);
+    p[c - c0].i = geti(ix, i, c);
+  }
+  qsort(p, c1 - c0, sizeof p[0], o_sort_cmp);
+  for (uint32_t c = c0; c < c1; c++) {
+    setf(dv, i, c, p[c - c0].v);
+    seti(dix, i, c, p[c - c0].i);
+  }
+}
+
+/* Values with many ties, and distinct indices (a shuffled row of ids). */
+static void sort_inputs(rng *r, const shape *s, pto_tile **v, pto_tile **ix) {
+  *v = src_new(r, PTO_F32, s->rows, s->cols, s->vr, s->vc, G_SORT);
+  *ix = src_new(r, PTO_I32, s->rows, s->cols, s->vr, s->vc, G_F32);
+  for (uint32_t i = 0; i < s->vr; i++) {
+    for (uint32_t j = 0; j < s->vc; j++)
+      seti(*ix, i, j, (int32_t)(i * 1000 + j) - 500);
+    for (uint32_t j = s->vc; j-- > 1;) {
+      uint32_t k = below(r, j + 1);
+      int32_t t = geti(*ix, i, j);
+      seti(*ix, i, j, geti(*ix, i, k));
+      seti(*ix, i, k, t);
+    }
+  }
+}
+
+static const shape sort_shapes[] = {{4, 100, 3, 77},
+                                    {2, 64, 2, 64},
+                                    {1, 16, 1, 5},
+                                    {16, 48, 13, 37},
+                                    {1, 1, 1, 1}};
+
+static void drive_sort32(int op, const oracle_case *oc) {
+  (void)oc;
+  for (int si = 0; si < 5; si++)
+    for (int inplace = 0; inplace < 2; inplace++) {
+      const shape *s = &sort_shapes[si];
+      rng r = rng_seed(seed_of(op, si, inplace, 0));
+      pto_tile *v, *ix;
+      sort_inputs(&r, s, &v, &ix);
+      pto_tile *dv = inplace ? tile_clone(v)
+                             : dst_new(PTO_F32, s->rows, s->cols, s->vr, s->vc);
+      pto_tile *di = inplace ? tile_clone(ix)
+                             : dst_new(PTO_I32, s->rows, s->cols, s->vr, s->vc);
+      pto_tile *wv = tile_clone(dv), *wi = tile_clone(di);
+      for (uint32_t i = 0; i < s->vr; i++)
+        for (uint32_t c = 0; c < s->vc; c += 32)
+          o_sort_range(v, ix, wv, wi, i, c, c + 32 < s->vc ? c + 32 : s->vc);
+      const char *ctx = ctx_of(op, inplace ? "in place" : "", PTO_F32, s);
+      pto_targs a = {0};
+      a.dst[0] = dv;
+      a.dst[1] = di;
+      a.src[0] = inplace ? dv : v;
+      a.src[1] = inplace ? di : ix;
+      run_ok(op, &a, ctx);
+      expect_tile(ctx, dv, wv, NULL, NULL);
+      expect_tile(ctx, di, wi, NULL, NULL);
+    }
+}
+
+static void drive_mrgsort(int op, const oracle_case *oc) {
+  (void)oc;
+  static const int32_t runs[] = {1, 5, 32};
+  for (int si = 0; si < 5; si++)
+    for (int ri = 0; ri < 3; ri++)
+      for (int ways = 2; ways <= 4; ways++) {
+        const shape *s = &sort_shapes[si];
+        int32_t run = runs[ri];
+        rng r = rng_seed(seed_of(op, si, ri, ways));
+        pto_tile *v, *ix;
+        sort_inputs(&r, s, &v, &ix);
+        /* make every run sorted (the instruction's precondition) */
+        for (uint32_t i = 0; i < s->vr; i++)
+          for (uint32_t c = 0; c < s->vc; c += (uint32_t)run)
+            o_sort_range(v, ix, v, ix, i, c,
+                         c + (uint32_t)run < s->vc ? c + (uint32_t)run : s->vc);
+        pto_tile *dv = dst_new(PTO_F32, s->rows, s->cols, s->vr, s->vc);
+        pto_tile *di = dst_new(PTO_I32, s->rows, s->cols, s->vr, s->vc);
+        pto_tile *wv = tile_clone(dv), *wi = tile_clone(di);
+        /* merging sorted runs of distinct keys = sorting the group */
+        uint32_t group = (uint32_t)run * (uint32_t)ways;
+        for (uint32_t i = 0; i < s->vr; i++)
+          for (uint32_t c = 0; c < s->vc; c += group)
+            o_sort_range(v, ix, wv, wi, i, c,
+                         c + group < s->vc ? c + group : s->vc);
+        char what[48];
+        snprintf(what, sizeof what, "runs of %d, %d-way", run, ways);
+        const char *ctx = ctx_of(op, what, PTO_F32, s);
+        pto_targs a = {0};
+        a.dst[0] = dv;
+        a.dst[1] = di;
+        a.src[0] = v;
+        a.src[1] = ix;
+        a.imm[0] = run;
+        a.imm[1] = ways;
+        run_ok(op, &a, ctx);
+        expect_tile(ctx, dv, wv, NULL, NULL);
+        expect_tile(ctx, di, wi, NULL, NULL);
+      }
+}
+
+/* ---- the oracle table: one row per instruction ------------------------------
+ */
+
+#define BIN(f, i, g1)                                                          \
+  { .drive = drive_binary, .fb = f, .ib = i, .gen0 = G_F32, .gen1 = g1 }
+#define UN(f, i, g)                                                            \
+  { .drive = drive_unary, .fu = f, .iu = i, .gen0 = g }
+#define SCAL(f, i)                                                             \
+  { .drive = drive_scalar, .fb = f, .ib = i, .gen0 = G_F32 }
+#define REXP(f, i, g1)                                                         \
+  { .drive = drive_rowexpand2, .fb = f, .ib = i, .gen0 = G_F32, .gen1 = g1 }
+#define CEXP(f, i, g1)                                                         \
+  { .drive = drive_colexpand2, .fb = f, .ib = i, .gen0 = G_F32, .gen1 = g1 }
+
+static const oracle_case cases[PTO_OP_COUNT] = {
+    [PTO_OP_TLOAD] = {.drive = drive_load},
+    [PTO_OP_TSTORE] = {.drive = drive_store},
+    [PTO_OP_TGATHER] = {.drive = drive_gather},
+    [PTO_OP_TADD] = BIN(o_add, oi_add, G_F32),
+    [PTO_OP_TSUB] = BIN(o_sub, oi_sub, G_F32),
+    [PTO_OP_TMUL] = BIN(o_mul, oi_mul, G_F32),
+    [PTO_OP_TDIV] = BIN(o_div, oi_div, G_DIV),
+    [PTO_OP_TMAX] = BIN(o_max, oi_max, G_SMALL),
+    [PTO_OP_TMIN] = BIN(o_min, oi_min, G_SMALL),
+    [PTO_OP_TEXP] = UN(o_exp, NULL, G_EXP),
+    [PTO_OP_TLOG] = UN(o_log, NULL, G_POS),
+    [PTO_OP_TSQRT] = UN(o_sqrt, NULL, G_POS),
+    [PTO_OP_TRSQRT] = UN(o_rsqrt, NULL, G_POS),
+    [PTO_OP_TRECIP] = UN(o_recip, NULL, G_F32),
+    [PTO_OP_TRELU] = UN(o_relu, oi_relu, G_SMALL),
+    [PTO_OP_TABS] = UN(o_abs, oi_abs, G_F32),
+    [PTO_OP_TNEG] = UN(o_neg, oi_neg, G_F32),
+    [PTO_OP_TCMP] = {.drive = drive_cmp},
+    [PTO_OP_TSEL] = {.drive = drive_sel},
+    [PTO_OP_TCVT] = {.drive = drive_convert},
+    [PTO_OP_TADDS] = SCAL(o_add, oi_add),
+    [PTO_OP_TSUBS] = SCAL(o_sub, oi_sub),
+    [PTO_OP_TMULS] = SCAL(o_mul, oi_mul),
+    [PTO_OP_TDIVS] = SCAL(o_div, oi_div),
+    [PTO_OP_TMAXS] = SCAL(o_max, oi_max),
+    [PTO_OP_TMINS] = SCAL(o_min, oi_min),
+    [PTO_OP_TEXPANDS] = {.drive = drive_fill},
+    [PTO_OP_TROWSUM] = {.drive = drive_rowred, .red = R_SUM},
+    [PTO_OP_TROWMAX] = {.drive = drive_rowred, .red = R_MAX},
+    [PTO_OP_TROWMIN] = {.drive = drive_rowred, .red = R_MIN},
+    [PTO_OP_TCOLSUM] = {.drive = drive_colred, .red = R_SUM},
+    [PTO_OP_TCOLMAX] = {.drive = drive_colred, .red = R_MAX},
+    [PTO_OP_TCOLMIN] = {.drive = drive_colred, .red = R_MIN},
+    [PTO_OP_TROWEXPAND] = {.drive = drive_rowexpand, .gen1 = G_F32},
+    [PTO_OP_TROWEXPANDADD] = REXP(o_add, oi_add, G_F32),
+    [PTO_OP_TROWEXPANDSUB] = REXP(o_sub, oi_sub, G_F32),
+    [PTO_OP_TROWEXPANDMUL] = REXP(o_mul, oi_mul, G_F32),
+    [PTO_OP_TROWEXPANDDIV] = REXP(o_div, oi_div, G_DIV),
+    [PTO_OP_TROWEXPANDMAX] = REXP(o_max, oi_max, G_SMALL),
+    [PTO_OP_TROWEXPANDEXPDIF] = REXP(o_expdif, NULL, G_F32),
+    [PTO_OP_TCOLEXPAND] = {.drive = drive_colexpand, .gen1 = G_F32},
+    [PTO_OP_TCOLEXPANDADD] = CEXP(o_add, oi_add, G_F32),
+    [PTO_OP_TCOLEXPANDSUB] = CEXP(o_sub, oi_sub, G_F32),
+    [PTO_OP_TCOLEXPANDMUL] = CEXP(o_mul, oi_mul, G_F32),
+    [PTO_OP_TCOLEXPANDDIV] = CEXP(o_div, oi_div, G_DIV),
+    [PTO_OP_TMATMUL] = {.drive = drive_matmul},
+    [PTO_OP_TMATMUL_ACC] = {.drive = drive_matmul},
+    [PTO_OP_TMOV] = {.drive = drive_convert},
+    [PTO_OP_TEXTRACT] = {.drive = drive_extract},
+    [PTO_OP_TINSERT] = {.drive = drive_insert},
+    [PTO_OP_TTRANS] = {.drive = drive_trans},
+    [PTO_OP_TFILLPAD] = {.drive = drive_fillpad},
+    [PTO_OP_TSORT32] = {.drive = drive_sort32},
+    [PTO_OP_TMRGSORT] = {.drive = drive_mrgsort},
+    [PTO_OP_TCI] = {.drive = drive_fill},
+    [PTO_OP_TTRI] = {.drive = drive_fill},
+};
+
+static void run_case(int op) {
+  const oracle_case *oc = &cases[op];
+  cr_assert_not_null(oc->drive, "%s has no oracle in cases[]",
+                     pto__insn_name(op));
+  oc->drive(op, oc);
+}
+
+/* One test per instruction, generated from the list. */
+#define PTO_INSN(name, fam, core, nsrc, ndst, flags)                           \
+  Test(tileops, name, .fini = free_all) {                                      \
+    run_case(PTO_OP_##name);                                                   \
+  }
+#include "core/isa.def"
+#undef PTO_INSN
+
+Test(tileops, coverage) {
+  int missing = 0;
+  for (int op = 0; op < PTO_OP_COUNT; op++)
+    if (!cases[op].drive) {
+      cr_log_error("%s has no oracle in cases[]", pto__insn_name(op));
+      missing++;
+    }
+  cr_expect_eq(missing, 0, "%d instructions have no oracle", missing);
+  for (int op = 0; op < PTO_OP_COUNT; op++)
+    cr_expect_not_null(pto__isa_scalar.fn[op], "scalar table lacks %s",
+                       pto__insn_name(op));
+}
+
+/* ---- pto__tileop_check rejects bad operands ---------------------------------
+ */
+
+/* Expects check to return status with a message naming the instruction and
+ * containing each of the (up to two) needles. */
+static void expect_reject(int op, const pto_targs *a, int status,
+                          const char *needle1, const char *needle2) {
+  char msg[256];
+  memset(msg, 'x', sizeof msg);
+  int st = pto__tileop_check(op, a, msg, sizeof msg);
+  cr_assert_eq(st, status, "%s: check returned %s, expected %s (%s)",
+               pto__insn_name(op), pto_status_name(st), pto_status_name(status),
+               st ? msg : "");
+  cr_expect(memchr(msg, '\0', sizeof msg) != NULL, "message not terminated");
+  cr_expect(strstr(msg, pto__insn_name(op)) != NULL,
+            "message '%s' does not name %s", msg, pto__insn_name(op));
+  if (needle1)
+    cr_expect(strstr(msg, needle1) != NULL, "message '%s' lacks '%s'", msg,
+              needle1);
+  if (needle2)
+    cr_expect(strstr(msg, needle2) != NULL, "message '%s' lacks '%s'", msg,
+              needle2);
+}
+
+static void expect_accept(int op, const pto_targs *a) {
+  char msg[256];
+  int st = pto__tileop_check(op, a, msg, sizeof msg);
+  cr_assert_eq(st, 0, "%s: check returned %s: %s", pto__insn_name(op),
+               pto_status_name(st), msg);
+}
+
+static pto_targs binop_args(pto_tile *d, pto_tile *x, pto_tile *y) {
+  pto_targs a = {0};
+  a.dst[0] = d;
+  a.src[0] = x;
+  a.src[1] = y;
+  return a;
+}
+
+Test(tileops, check_element_operands, .fini = free_all) {
+  pto_tile *d = dst_new(PTO_F32, 16, 48, 16, 33);
+  pto_tile *x = dst_new(PTO_F32, 16, 48, 16, 33);
+  pto_tile *y = dst_new(PTO_F32, 16, 48, 16, 32);
+  pto_targs a = binop_args(d, x, y);
+  expect_reject(PTO_OP_TADD, &a, PTO_ESHAPE, "16x32", "16x33");
+  y->valid_cols = 33;
+  expect_accept(PTO_OP_TADD, &a);
+
+  a.src[1] = NULL;
+  expect_reject(PTO_OP_TADD, &a, PTO_EINVAL, "src1", NULL);
+  a.src[1] = y;
+  a.dst[0] = NULL;
+  expect_reject(PTO_OP_TADD, &a, PTO_EINVAL, "dst", NULL);
+  a.dst[0] = d;
+
+  pto_tile *yi = dst_new(PTO_I32, 16, 48, 16, 33);
+  a.src[1] = yi;
+  expect_reject(PTO_OP_TADD, &a, PTO_EDTYPE, "i32", "f32");
+  a.src[1] = y;
+
+  pto_tile *di = dst_new(PTO_I32, 16, 48, 16, 33),
+           *xi = dst_new(PTO_I32, 16, 48, 16, 33);
+  pto_targs e = {0};
+  e.dst[0] = di;
+  e.src[0] = xi;
+  expect_reject(PTO_OP_TEXP, &e, PTO_EDTYPE, "i32", NULL);
+  expect_accept(PTO_OP_TNEG, &e);
+  pto_tile *db = dst_new(PTO_BF16, 16, 48, 16, 33),
+           *xb = dst_new(PTO_BF16, 16, 48, 16, 33);
+  e.dst[0] = db;
+  e.src[0] = xb;
+  expect_reject(PTO_OP_TNEG, &e, PTO_EDTYPE, "bf16", NULL);
+  e.src[0] = x;
+  expect_accept(PTO_OP_TCVT, &e); /* any dtype pair */
+
+  /* valid region: beyond the capacity, empty */
+  x->valid_rows = 17;
+  expect_reject(PTO_OP_TADD, &a, PTO_ESHAPE, "17x33", "16x48");
+  x->valid_rows = 0;
+  expect_reject(PTO_OP_TADD, &a, PTO_ESHAPE, "0x33", NULL);
+  x->valid_rows = 16;
+
+  /* geometry: alignment, stride */
+  void *data = x->data;
+  x->data = (unsigned char *)data + 4;
+  expect_reject(PTO_OP_TADD, &a, PTO_EINVAL, "aligned", NULL);
+  x->data = NULL;
+  expect_reject(PTO_OP_TADD, &a, PTO_EINVAL, "src0", NULL);
+  x->data = data;
+  x->stride = 40;
+  expect_reject(PTO_OP_TADD, &a, PTO_EINVAL, "stride", NULL);
+  x->stride = 56;
+  expect_reject(PTO_OP_TADD, &a, PTO_EINVAL, "stride", NULL);
+  x->stride = 48;
+  x->dtype = PTO_DTYPE_COUNT;
+  expect_reject(PTO_OP_TADD, &a, PTO_EDTYPE, "src0", NULL);
+  x->dtype = PTO_F32;
+  expect_accept(PTO_OP_TADD, &a);
+
+  /* a message buffer that is too small, or none */
+  char tiny[6];
+  cr_expect_eq(
+      pto__tileop_check(PTO_OP_TADD, &(pto_targs){0}, tiny, sizeof tiny),
+      PTO_EINVAL);
+  cr_expect_str_eq(tiny, "TADD:");
+  cr_expect_eq(pto__tileop_check(PTO_OP_TADD, &(pto_targs){0}, NULL, 0),
+               PTO_EINVAL);
+}
+
+Test(tileops, check_rejects_missing_operands) {
+  pto_targs a = {0};
+  for (int op = 0; op < PTO_OP_COUNT; op++)
+    expect_reject(op, &a, PTO_EINVAL, "NULL", NULL);
+  char msg[128];
+  cr_expect_eq(pto__tileop_check(PTO_OP_TADD, NULL, msg, sizeof msg),
+               PTO_EINVAL);
+  cr_expect(strstr(msg, "TADD") != NULL);
+  cr_expect_eq(pto__tileop_check(-1, &a, msg, sizeof msg), PTO_EINVAL);
+  cr_expect(strstr(msg, "unknown instruction -1") != NULL, "%s", msg);
+  cr_expect_eq(pto__tileop_check(PTO_OP_COUNT + 200, &a, msg, sizeof msg),
+               PTO_EINVAL);
+  cr_expect_eq(pto__tileop_run(-1, &a), PTO_EINVAL);
+  cr_expect_eq(pto__tileop_run(PTO_OP_COUNT + 200, &a), PTO_EINVAL);
+  cr_expect_eq(pto__tileop_run(PTO_OP_TADD, NULL), PTO_EINVAL);
+}
+
+Test(tileops, check_compare_select_axis, .fini = free_all) {
+  pto_tile *x = dst_new(PTO_F32, 16, 48, 13, 37),
+           *y = dst_new(PTO_F32, 16, 48, 13, 37);
+  pto_tile *m = dst_new(PTO_I32, 16, 48, 13, 37),
+           *f = dst_new(PTO_F32, 16, 48, 13, 37);
+  pto_targs a = binop_args(m, x, y);
+  a.imm[0] = PTO_CMP_GE;
+  expect_accept(PTO_OP_TCMP, &a);
+  a.imm[0] = PTO_CMP_MODE_COUNT;
+  expect_reject(PTO_OP_TCMP, &a, PTO_EINVAL, "mode", NULL);
+  a.imm[0] = -1;
+  expect_reject(PTO_OP_TCMP, &a, PTO_EINVAL, "mode", NULL);
+  a.imm[0] = 0;
+  a.dst[0] = f;
+  expect_reject(PTO_OP_TCMP, &a, PTO_EDTYPE, "dst", NULL);
+
+  pto_targs s = {0};
+  s.dst[0] = f;
+  s.src[0] = m;
+  s.src[1] = x;
+  s.src[2] = y;
+  expect_accept(PTO_OP_TSEL, &s);
+  s.src[0] = x;
+  expect_reject(PTO_OP_TSEL, &s, PTO_EDTYPE, "src0", NULL);
+
+  /* reductions and broadcasts: vector shapes */
+  pto_tile *rv = dst_new(PTO_F32, 16, 1, 13, 1),
+           *cv = dst_new(PTO_F32, 1, 48, 1, 37);
+  pto_targs r = {0};
+  r.dst[0] = rv;
+  r.src[0] = x;
+  expect_accept(PTO_OP_TROWSUM, &r);
+  expect_reject(PTO_OP_TCOLSUM, &r, PTO_ESHAPE, "13x1", "1x37");
+  rv->valid_rows = 12;
+  expect_reject(PTO_OP_TROWMAX, &r, PTO_ESHAPE, "12x1", "13x1");
+  rv->valid_rows = 13;
+  r.dst[0] = cv;
+  expect_accept(PTO_OP_TCOLMAX, &r);
+  pto_targs e = binop_args(f, x, rv);
+  expect_accept(PTO_OP_TROWEXPANDADD, &e);
+  expect_reject(PTO_OP_TCOLEXPANDADD, &e, PTO_ESHAPE, "src1", NULL);
+  e.src[1] = cv;
+  expect_accept(PTO_OP_TCOLEXPANDDIV, &e);
+  e.src[0] = cv;
+  e.src[1] = NULL;
+  expect_accept(PTO_OP_TCOLEXPAND, &e);
+  expect_reject(PTO_OP_TROWEXPAND, &e, PTO_ESHAPE, "src0", NULL);
+  pto_tile *xi = dst_new(PTO_I32, 16, 48, 13, 37),
+           *ri = dst_new(PTO_I32, 16, 1, 13, 1);
+  pto_targs ex = binop_args(xi, xi, ri);
+  expect_accept(PTO_OP_TROWEXPANDMAX, &ex);
+  expect_reject(PTO_OP_TROWEXPANDEXPDIF, &ex, PTO_EDTYPE, "i32", NULL);
+}
+
+Test(tileops, check_matmul_operands, .fini = free_all) {
+  pto_tile *A = dst_new(PTO_BF16, 16, 32, 16, 29),
+           *B = dst_new(PTO_BF16, 32, 48, 29, 37);
+  pto_tile *C = dst_new(PTO_F32, 16, 48, 16, 37);
+  pto_targs a = binop_args(C, A, B);
+  expect_accept(PTO_OP_TMATMUL, &a);
+  B->valid_rows = 28;
+  expect_reject(PTO_OP_TMATMUL, &a, PTO_ESHAPE, "28", "29");
+  B->valid_rows = 29;
+  C->valid_cols = 36;
+  expect_reject(PTO_OP_TMATMUL_ACC, &a, PTO_ESHAPE, "16x36", "16x37");
+  C->valid_cols = 37;
+  a.flags = PTO_TF_TRANS_B;
+  expect_reject(PTO_OP_TMATMUL, &a, PTO_ESHAPE, "transposed", NULL);
+  pto_tile *Bt = dst_new(PTO_F16, 48, 32, 37, 29);
+  a.src[1] = Bt;
+  expect_accept(PTO_OP_TMATMUL, &a);
+  pto_tile *At = dst_new(PTO_F32, 32, 16, 29, 16);
+  a.src[0] = At;
+  a.flags = PTO_TF_TRANS_A | PTO_TF_TRANS_B;
+  expect_accept(PTO_OP_TMATMUL, &a);
+  pto_tile *Ai = dst_new(PTO_I32, 32, 16, 29, 16);
+  a.src[0] = Ai;
+  expect_reject(PTO_OP_TMATMUL, &a, PTO_EDTYPE, "src0", "i32");
+  a.src[0] = At;
+  pto_tile *Cb = dst_new(PTO_BF16, 16, 48, 16, 37);
+  a.dst[0] = Cb;
+  expect_reject(PTO_OP_TMATMUL, &a, PTO_EDTYPE, "dst", "bf16");
+}
+
+Test(tileops, check_move_and_sort_immediates, .fini = free_all) {
+  pto_tile *x = dst_new(PTO_F32, 16, 48, 13, 37),
+           *d = dst_new(PTO_F32, 8, 16, 5, 7);
+  pto_targs a = {0};
+  a.dst[0] = d;
+  a.src[0] = x;
+  a.imm[0] = 8;
+  a.imm[1] = 30;
+  expect_accept(PTO_OP_TEXTRACT, &a);
+  a.imm[0] = 9;
+  expect_reject(PTO_OP_TEXTRACT, &a, PTO_ESHAPE, "5x7", "13x37");
+  a.imm[0] = -1;
+  expect_reject(PTO_OP_TEXTRACT, &a, PTO_ESHAPE, "(-1, 30)", NULL);
+  pto_tile *xb = dst_new(PTO_BF16, 16, 48, 13, 37);
+  a.src[0] = xb;
+  a.imm[0] = 0;
+  expect_reject(PTO_OP_TEXTRACT, &a, PTO_EDTYPE, "bf16", NULL);
+
+  /* TINSERT: src d (5x7) into x (13x37) */
+  pto_targs n = {0};
+  n.dst[0] = x;
+  n.src[0] = d;
+  n.imm[0] = 8;
+  n.imm[1] = 30;
+  expect_accept(PTO_OP_TINSERT, &n);
+  n.imm[1] = 31;
+  expect_reject(PTO_OP_TINSERT, &n, PTO_ESHAPE, "5x7", "13x37");
+
+  /* TTRANS and TFILLPAD shapes */
+  pto_tile *t = dst_new(PTO_F32, 48, 16, 37, 13);
+  pto_targs tr = {0};
+  tr.dst[0] = t;
+  tr.src[0] = x;
+  expect_accept(PTO_OP_TTRANS, &tr);
+  t->valid_rows = 13;
+  expect_reject(PTO_OP_TTRANS, &tr, PTO_ESHAPE, "13x13", "37x13");
+  pto_targs fp = {0};
+  fp.dst[0] = d;
+  fp.src[0] = x;
+  d->valid_rows = 0; /* TFILLPAD ignores dst's valid region */
+  expect_reject(PTO_OP_TFILLPAD, &fp, PTO_ESHAPE, "13x37", "8x16");
+  fp.dst[0] = x;
+  fp.src[0] = d;
+  d->valid_rows = 5;
+  x->valid_rows = 0;
+  expect_accept(PTO_OP_TFILLPAD, &fp);
+  x->valid_rows = 13;
+
+  /* sorts */
+  pto_tile *v = dst_new(PTO_F32, 4, 64, 3, 50),
+           *ix = dst_new(PTO_I32, 4, 64, 3, 50);
+  pto_tile *dv = dst_new(PTO_F32, 4, 64, 3, 50),
+           *di = dst_new(PTO_I32, 4, 64, 3, 50);
+  pto_targs s = {0};
+  s.dst[0] = dv;
+  s.dst[1] = di;
+  s.src[0] = v;
+  s.src[1] = ix;
+  s.imm[0] = 4;
+  s.imm[1] = 2;
+  expect_accept(PTO_OP_TMRGSORT, &s);
+  expect_accept(PTO_OP_TSORT32, &s);
+  s.imm[1] = 1;
+  expect_reject(PTO_OP_TMRGSORT, &s, PTO_EINVAL, "imm[1] = 1", NULL);
+  s.imm[1] = 5;
+  expect_reject(PTO_OP_TMRGSORT, &s, PTO_EINVAL, "imm[1] = 5", NULL);
+  s.imm[1] = 4;
+  s.imm[0] = 0;
+  expect_reject(PTO_OP_TMRGSORT, &s, PTO_EINVAL, "imm[0] = 0", NULL);
+  s.imm[0] = 32;
+  expect_accept(PTO_OP_TMRGSORT, &s);
+  s.src[1] = v;
+  expect_reject(PTO_OP_TSORT32, &s, PTO_EDTYPE, "src1", NULL);
+  s.src[1] = ix;
+  di->valid_cols = 49;
+  expect_reject(PTO_OP_TSORT32, &s, PTO_ESHAPE, "3x49", "3x50");
+}
+
+Test(tileops, check_memory_operands, .fini = free_all) {
+  float buf[64 * 64];
+  pto_tile *d = dst_new(PTO_F32, 16, 48, 13, 37);
+  pto_targs a = {0};
+  a.dst[0] = d;
+  a.g.base = buf;
+  a.g.dtype = PTO_F32;
+  a.g.rows = 13;
+  a.g.cols = 37;
+  a.g.row_stride = 64;
+  a.g.col_stride = 1;
+  expect_accept(PTO_OP_TLOAD, &a);
+  a.g.cols = 36;
+  expect_reject(PTO_OP_TLOAD, &a, PTO_ESHAPE, "13x36", "13x37");
+  a.g.cols = 37;
+  a.g.base = NULL;
+  expect_reject(PTO_OP_TLOAD, &a, PTO_EINVAL, "base", NULL);
+  a.g.base = buf;
+  a.g.dtype = PTO_DTYPE_COUNT;
+  expect_reject(PTO_OP_TLOAD, &a, PTO_EDTYPE, "global", NULL);
+  a.g.dtype = PTO_BF16;
+  expect_accept(PTO_OP_TLOAD, &a);
+
+  pto_targs s = {0};
+  s.src[0] = d;
+  s.g = a.g;
+  expect_accept(PTO_OP_TSTORE, &s);
+  s.g.rows = 12;
+  expect_reject(PTO_OP_TSTORE, &s, PTO_ESHAPE, "12x37", "13x37");
+
+  pto_tile *ix = dst_new(PTO_I32, 1, 16, 1, 13);
+  pto_targs g = {0};
+  g.dst[0] = d;
+  g.src[0] = ix;
+  g.g = a.g;
+  g.g.rows = 5; /* any table height */
+  expect_accept(PTO_OP_TGATHER, &g);
+  ix->valid_cols = 12;
+  expect_reject(PTO_OP_TGATHER, &g, PTO_ESHAPE, "1x12", "13");
+  ix->valid_cols = 13;
+  g.g.cols = 30;
+  expect_reject(PTO_OP_TGATHER, &g, PTO_ESHAPE, "5x30", "37");
+  g.g.cols = 37;
+  pto_tile *fx = dst_new(PTO_F32, 1, 16, 1, 13);
+  g.src[0] = fx;
+  expect_reject(PTO_OP_TGATHER, &g, PTO_EDTYPE, "src0", NULL);
+}
+
+Test(tileops, check_aliasing, .fini = free_all) {
+  pto_tile *x = dst_new(PTO_F32, 16, 48, 13, 37),
+           *y = dst_new(PTO_F32, 16, 48, 13, 37);
+  pto_targs a = binop_args(x, x, y); /* in place: allowed */
+  expect_accept(PTO_OP_TADD, &a);
+  a = binop_args(y, x, y);
+  expect_accept(PTO_OP_TMUL, &a);
+
+  /* a shifted view of the same buffer overlaps without being the same */
+  pto_tile shifted = *x;
+  shifted.data = (unsigned char *)x->data + 64 * 3;
+  a = binop_args(&shifted, x, y);
+  expect_reject(PTO_OP_TADD, &a, PTO_EINVAL, "overlaps", "src0");
+
+  pto_tile *sq = dst_new(PTO_F32, 16, 16, 16, 16);
+  pto_targs t = {0};
+  t.dst[0] = sq;
+  t.src[0] = sq;
+  expect_reject(PTO_OP_TTRANS, &t, PTO_EINVAL, "overlaps", NULL);
+
+  /* a conversion in place must keep the element size */
+  pto_tile half = *x;
+  half.dtype = PTO_BF16;
+  half.stride = 64 * 3;
+  t.dst[0] = &half;
+  t.src[0] = x;
+  expect_reject(PTO_OP_TCVT, &t, PTO_EINVAL, "overlaps", NULL);
+  pto_tile asint = *x;
+  asint.dtype = PTO_I32;
+  t.dst[0] = &asint;
+  expect_accept(PTO_OP_TCVT, &t);
+
+  pto_tile *v = dst_new(PTO_F32, 4, 64, 3, 50),
+           *ix = dst_new(PTO_I32, 4, 64, 3, 50);
+  pto_tile *dv = dst_new(PTO_F32, 4, 64, 3, 50),
+           *di = dst_new(PTO_I32, 4, 64, 3, 50);
+  pto_targs s = {0};
+  s.dst[0] = v;
+  s.dst[1] = ix;
+  s.src[0] = v;
+  s.src[1] = ix;
+  s.imm[0] = 8;
+  s.imm[1] = 2;
+  expect_accept(PTO_OP_TSORT32, &s);
+  expect_reject(PTO_OP_TMRGSORT, &s, PTO_EINVAL, "overlaps", NULL);
+  s.dst[0] = dv;
+  s.dst[1] = dv;
+  pto_tile dvi = *dv;
+  dvi.dtype = PTO_I32;
+  s.dst[1] = &dvi;
+  s.src[0] = v;
+  s.src[1] = ix;
+  expect_reject(PTO_OP_TSORT32, &s, PTO_EINVAL, "dst0 overlaps dst1", NULL);
+  s.dst[1] = di;
+  expect_accept(PTO_OP_TMRGSORT, &s);
+
+  pto_tile *A = dst_new(PTO_F32, 16, 16, 16, 16);
+  pto_targs m = binop_args(A, A, A);
+  expect_reject(PTO_OP_TMATMUL, &m, PTO_EINVAL, "overlaps", NULL);
+}
+
+/* ---- custom instructions
+ * ------------------------------------------------------ */
+
+/* dst = k * src0 (+ src1), k = *user. */
+static int custom_axpy(pto_tile *dst, const pto_tile *const *src, int n_src,
+                       void *user) {
+  float k = *(const float *)user;
+  for (uint32_t r = 0; r < dst->valid_rows; r++)
+    for (uint32_t c = 0; c < dst->valid_cols; c++)
+      setf(dst, r, c,
+           k * getf(src[0], r, c) + (n_src > 1 ? getf(src[1], r, c) : 0));
+  return 0;
+}
+
+static int custom_fails(pto_tile *dst, const pto_tile *const *src, int n_src,
+                        void *user) {
+  (void)dst, (void)src, (void)n_src, (void)user;
+  return PTO_ERANGE;
+}
+
+Test(tileops, custom_instruction_runs_through_dispatch, .fini = free_all) {
+  static float k = 3.0f;
+  pto_custom_op_desc desc = {
+      "tileops_test.axpy", PTO_CORE_VECTOR, 2, PTO_F32, 0, custom_axpy, &k};
+  int id = -1;
+  cr_assert_eq(pto_custom_op_register(&desc, &id), PTO_OK);
+  cr_assert_geq(id, PTO_OP_COUNT);
+  cr_expect_eq(pto_custom_op_find("tileops_test.axpy"), id);
+
+  rng r = rng_seed(42);
+  pto_tile *x = src_new(&r, PTO_F32, 16, 48, 13, 37, G_SUM);
+  pto_tile *y = src_new(&r, PTO_F32, 16, 48, 13, 37, G_SUM);
+  pto_tile *d = dst_new(PTO_F32, 16, 48, 13, 37);
+  pto_tile *want = tile_clone(d);
+  for (uint32_t i = 0; i < 13; i++)
+    for (uint32_t j = 0; j < 37; j++)
+      setf(want, i, j, 3.0f * getf(x, i, j) + getf(y, i, j));
+  pto_targs a = binop_args(d, x, y);
+  run_ok(id, &a, "custom axpy");
+  expect_tile("custom axpy", d, want, NULL, NULL);
+
+  /* its operand rules: the registered out dtype, sources of dst's shape */
+  pto_tile *di = dst_new(PTO_I32, 16, 48, 13, 37);
+  a.dst[0] = di;
+  expect_reject(id, &a, PTO_EDTYPE, "i32", NULL);
+  a.dst[0] = d;
+  y->valid_cols = 36;
+  expect_reject(id, &a, PTO_ESHAPE, "13x36", "13x37");
+  a.src[1] = NULL;
+  expect_reject(id, &a, PTO_EINVAL, "src1", NULL);
+
+  /* its status comes back from run */
+  pto_custom_op_desc bad = {"tileops_test.fails", PTO_CORE_CUBE, 1, PTO_F32, 0,
+                            custom_fails,         NULL};
+  int id2 = -1;
+  cr_assert_eq(pto_custom_op_register(&bad, &id2), PTO_OK);
+  cr_expect_neq(id2, id);
+  cr_expect_eq(pto__tileop_run(id2, &a), PTO_ERANGE);
+}
+
+Test(tileops, custom_instruction_registration_errors) {
+  pto_custom_op_desc desc = {
+      "tileops_test.dup", PTO_CORE_VECTOR, 1, PTO_F32, 0, custom_axpy, NULL};
+  int id = -1, id2 = -1;
+  pto_custom_op_desc d = desc;
+  d.fn = NULL;
+  cr_expect_eq(pto_custom_op_register(&d, &id), PTO_EINVAL, "NULL fn");
+  d = desc;
+  d.n_src = 0;
+  cr_expect_eq(pto_custom_op_register(&d, &id), PTO_EINVAL, "n_src 0");
+  d.n_src = 5;
+  cr_expect_eq(pto_custom_op_register(&d, &id), PTO_EINVAL, "n_src 5");
+  d = desc;
+  d.name = NULL;
+  cr_expect_eq(pto_custom_op_register(&d, &id), PTO_EINVAL, "NULL name");
+  d = desc;
+  d.core = PTO_CORE_MEMORY;
+  cr_expect_eq(pto_custom_op_register(&d, &id), PTO_EINVAL, "memory core");
+  cr_expect_eq(id, -1, "a failed registration wrote an id");
+  cr_expect_eq(pto_custom_op_find("tileops_test.dup"), -1);
+  cr_assert_eq(pto_custom_op_register(&desc, &id), PTO_OK);
+  cr_expect_eq(pto_custom_op_register(&desc, &id2), PTO_EINVAL,
+               "duplicate name");
+  cr_expect_eq(id2, -1);
+  cr_expect_eq(pto_custom_op_find("tileops_test.dup"), id);
+  cr_expect_str_eq(pto__insn_name(id), "tileops_test.dup");
+}
+
+/* ---- instruction tables
+ * ---------------------------------------------------------- */
+
+Test(tileops, isa_default_is_scalar) {
+  const pto_isa_table *t = pto__isa_active();
+  cr_assert_not_null(t);
+  cr_expect_str_eq(t->name, "scalar");
+  cr_expect_eq(t, pto__isa_active(), "chosen once");
+}
+
+Test(tileops, isa_env_forces_scalar) {
+  setenv("PTO_ISA", "scalar", 1);
+  cr_expect_eq(pto__isa_active(), &pto__isa_scalar);
+}
+
+Test(tileops, isa_env_unknown_falls_back) {
+  setenv("PTO_ISA", "avx9000", 1);
+  const pto_isa_table *t = pto__isa_active();
+  cr_assert_not_null(t);
+  cr_expect_str_eq(t->name, "scalar");
+}
+
+static int fake_add(int op, const pto_targs *a) {
+  (void)op, (void)a;
+  return PTO_ENOTSUP;
+}
+
+Test(tileops, isa_derived_table_overrides_entries) {
+  static pto_isa_table t;
+  pto__isa_table_derive(&t, "test", &pto__isa_scalar);
+  cr_expect_str_eq(t.name, "test");
+  for (int op = 0; op < PTO_OP_COUNT; op++)
+    cr_expect_eq(t.fn[op], pto__isa_scalar.fn[op]);
+  t.fn[PTO_OP_TADD] = fake_add;
+  cr_expect_eq(t.fn[PTO_OP_TADD](PTO_OP_TADD, NULL), PTO_ENOTSUP);
+  cr_expect_neq(pto__isa_scalar.fn[PTO_OP_TADD], fake_add);
+}
+
+/* ---- core/convert.h against the oracle
+ * -------------------------------------------- */
+
+Test(tileops, convert_widening_is_exact_for_every_code) {
+  for (uint32_t h = 0; h < 65536; h++) {
+    double b = bf16_value((uint16_t)h), f = f16_value((uint16_t)h);
+    float gb = pto__bf16_to_f32((uint16_t)h), gf = pto__f16_to_f32((uint16_t)h);
+    if (isnan(b))
+      cr_assert(isnan(gb), "bf16 0x%04x", h);
+    else
+      cr_assert(gb == b && !signbit(gb) == !signbit(b), "bf16 0x%04x: %g vs %g",
+                h, gb, b);
+    if (isnan(f))
+      cr_assert(isnan(gf), "f16 0x%04x", h);
+    else
+      cr_assert(gf == f && !signbit(gf) == !signbit(f), "f16 0x%04x: %g vs %g",
+                h, gf, f);
+    /* and back: every non-NaN code round-trips; NaN stays NaN */
+    uint16_t rb = pto__f32_to_bf16(gb), rf = pto__f32_to_f16(gf);
+    if (isnan(b))
+      cr_assert(isnan(bf16_value(rb)) && (rb & 0x8000) == (h & 0x8000),
+                "bf16 NaN 0x%04x -> 0x%04x", h, rb);
+    else
+      cr_assert_eq(rb, h, "bf16 0x%04x -> 0x%04x", h, rb);
+    if (isnan(f))
+      cr_assert(isnan(f16_value(rf)) && (rf & 0x8000) == (h & 0x8000),
+                "f16 NaN 0x%04x -> 0x%04x", h, rf);
+    else
+      cr_assert_eq(rf, h, "f16 0x%04x -> 0x%04x", h, rf);
+  }
+}
+
+static void check_narrowing(float x) {
+  uint16_t b = pto__f32_to_bf16(x), f = pto__f32_to_f16(x);
+  if (isnan(x)) {
+    cr_assert(isnan(bf16_value(b)) && isnan(f16_value(f)), "NaN %a", x);
+    return;
+  }
+  cr_assert_eq(b, round_half(x, 0), "bf16(%a): 0x%04x, expected 0x%04x", x, b,
+               round_half(x, 0));
+  cr_assert_eq(f, round_half(x, 1), "f16(%a): 0x%04x, expected 0x%04x", x, f,
+               round_half(x, 1));
+  cr_assert_eq(pto__f32_to_i32_sat(x), round_i32(x), "i32(%a)", x);
+}
+
+Test(tileops, convert_narrowing_rounds_to_nearest_even) {
+  /* every midpoint between neighbouring codes (the ties), and its
+   * neighbours on both sides */
+  for (uint32_t h = 0; h < 0x7f80; h++) {
+    double m =
+        (bf16_value((uint16_t)h) +
+         (h + 1 < 0x7f80 ? bf16_value((uint16_t)(h + 1)) : ldexp(1, 128))) /
+        2;
+    float mf = (float)m;
+    for (int s = 0; s < 2; s++) {
+      float v = s ? -mf : mf;
+      check_narrowing(v);
+      check_narrowing(nextafterf(v, INFINITY));
+      check_narrowing(nextafterf(v, -INFINITY));
+    }
+  }
+  for (uint32_t h = 0; h < 0x7c00; h++) {
+    double m = (f16_value((uint16_t)h) +
+                (h + 1 < 0x7c00 ? f16_value((uint16_t)(h + 1)) : 65536.0)) /
+               2;
+    float mf = (float)m;
+    for (int s = 0; s < 2; s++) {
+      float v = s ? -mf : mf;
+      check_narrowing(v);
+      check_narrowing(nextafterf(v, INFINITY));
+      check_narrowing(nextafterf(v, -INFINITY));
+    }
+  }
+  /* random bit patterns: every exponent, NaN and infinity included */
+  rng r = rng_seed(7);
+  for (int i = 0; i < (1 << 20); i++) {
+    uint32_t u = (uint32_t)next(&r);
+    float x;
+    memcpy(&x, &u, sizeof x);
+    check_narrowing(x);
+  }
+}
+
+Test(tileops, convert_to_i32_ties_and_saturation) {
+  static const struct {
+    double in;
+    int32_t out;
+  } t[] = {{0.5, 0},
+           {1.5, 2},
+           {2.5, 2},
+           {-0.5, 0},
+           {-1.5, -2},
+           {-2.5, -2},
+           {3.49999, 3},
+           {-0.0, 0},
+           {2147483520.0, 2147483520},
+           {2147483647.0, INT32_MAX},
+           {2147483647.5, INT32_MAX},
+           {2147483646.5, 2147483646},
+           {2147483648.0, INT32_MAX},
+           {1e300, INT32_MAX},
+           {-2147483648.0, INT32_MIN},
+           {-2147483648.5, INT32_MIN},
+           {-2147483647.5, -2147483648.0},
+           {-1e300, INT32_MIN},
+           {INFINITY, INT32_MAX},
+           {-INFINITY, INT32_MIN},
+           {NAN, 0}};
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    cr_expect_eq(pto__f64_to_i32_sat(t[i].in), t[i].out, "%.17g", t[i].in);
+    cr_expect_eq(pto__f64_to_i32_sat(t[i].in), round_i32(t[i].in), "%.17g",
+                 t[i].in);
+  }
+  cr_expect_eq(pto__f32_to_i32_sat(2147483648.0f), INT32_MAX);
+  cr_expect_eq(pto__f32_to_i32_sat(-2147483648.0f), INT32_MIN);
+  cr_expect_eq(pto__f32_to_i32_sat(2147483520.0f), 2147483520);
+}

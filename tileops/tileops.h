@@ -1,0 +1,106 @@
+/* tileops/tileops.h (internal): per-ISA tables of tile instructions, dispatch
+ * and operand checks.
+ *
+ * BLIS style: pto__isa_scalar (tileops/ref.c) implements every instruction of
+ * core/isa.def exactly as its header comment specifies; it is the oracle. An
+ * ISA-specific table (avx2, avx512) starts as a copy of it
+ * (pto__isa_table_derive) and overrides the entries it speeds up, and must
+ * give the same results (bit-exact for PTO_IF_EXACT instructions).
+ *
+ * Operands. pto__tileop_run does not validate: its operands must have passed
+ * pto__tileop_check, which the compiler does once per instruction. Tiles
+ * follow include/pto/tileop.h: data PTO_TILE_ALIGN-aligned, stride >= cols
+ * with 64-byte aligned rows, 1 <= valid <= capacity on both axes. A
+ * destination may share its buffer with a source only as the very same
+ * buffer (same data, stride and element size, same valid shape) and only for
+ * instructions that compute each element from the sources at the same
+ * position: ELEMENT, SCALAR, the row/col expand ops, TMOV, TFILLPAD, TSORT32.
+ * Any other overlap is rejected by the check.
+ *
+ * Semantic details isa.def leaves open, fixed here for every table:
+ *  - max/min on f32 (TMAX TMIN TMAXS TMINS TROWMAX ... TCOLMIN
+ *    TROWEXPANDMAX) are IEEE 754-2019 maximum/minimum: a NaN operand gives
+ *    that NaN, and +0 > -0. ReLU (TRELU, TMOV with PTO_TF_RELU) is
+ *    maximum(x, +0): NaN stays NaN, -0 becomes +0. i32 ReLU is max(x, 0).
+ *  - The scalar operand a.s is rounded to f32 for f32 tiles, and to i32
+ *    (nearest even, saturating, NaN -> 0) for i32 tiles. TEXPANDS and
+ *    TFILLPAD store it converted to the destination's dtype (via f32).
+ *  - Reductions fold left to right from the first element (sums in f32;
+ *    i32 sums wrap). TMATMUL accumulates, for each output, from 0 (or from
+ *    dst for TMATMUL_ACC) over k = 0..K-1 in f32, each product rounded to
+ *    f32 first (no FMA); bf16/f16 operands are widened to f32 exactly.
+ *  - Conversions (TLOAD TSTORE TGATHER TCVT TMOV) follow core/convert.h:
+ *    same dtype copies bits, otherwise through f32. TSTORE with PTO_TF_ACC
+ *    adds in i32 (wrapping) when both the tile and the global are i32, else
+ *    in f32 (g converted to f32, plus src converted to f32), then converts
+ *    the sum to g's dtype.
+ *  - TGATHER with PTO_TF_STRICT checks every index before writing, so dst is
+ *    untouched when it returns PTO_ERANGE.
+ *  - TSORT32/TMRGSORT order: NaN after every number; between numbers, value
+ *    descending with -0 == +0; ties by index ascending; equal (value, index)
+ *    keep their order (TMRGSORT: the earlier run first).
+ *  - TFILLPAD sets dst's valid region to its capacity.
+ *  - TTRI and TCI compute c <= r + imm[0] and imm[0] + c in 64 bits (TCI on
+ *    i32 wraps, on f32 rounds to nearest even).
+ *
+ * Operand rules enforced by pto__tileop_check (status in brackets):
+ *  - every src[0..n_src-1] and dst[0..n_dst-1] non-NULL, and g.base for
+ *    memory instructions [EINVAL]; tile geometry as above [EINVAL], valid
+ *    region empty or beyond capacity [ESHAPE].
+ *  - dtypes [EDTYPE]: arithmetic tiles are f32, or i32 when the instruction
+ *    has PTO_IF_INT, and all the same dtype except where stated: TCMP dst
+ *    i32; TSEL src0 i32; TCVT/TMOV any dtype to any; TEXTRACT TINSERT TTRANS
+ *    TFILLPAD any dtype, dst = src; TLOAD TSTORE TGATHER any tile dtype and
+ *    any global dtype (TGATHER src0 i32); TMATMUL* src0/src1 f32, bf16 or
+ *    f16 each, dst f32; TSORT32/TMRGSORT src0 and dst0 f32, src1 and dst1 i32.
+ *  - shapes [ESHAPE]: sources have dst's valid shape, except rowvec operands
+ *    (valid vr x 1) and colvec operands (valid 1 x vc); TROW* reductions give
+ *    vr x 1, TCOL* give 1 x vc; TTRANS dst is src transposed; TMATMUL dst is
+ *    M x N and A, B agree on K; TEXTRACT's window lies in src0's valid
+ *    region and TINSERT's in dst's valid region (offsets >= 0); TFILLPAD
+ *    src0's valid region fits dst's capacity; TLOAD/TSTORE g covers the
+ *    tile's valid region; TGATHER g.cols >= dst valid cols and src0 holds
+ *    exactly dst valid rows indices.
+ *  - immediates [EINVAL]: TCMP imm[0] < PTO_CMP_MODE_COUNT; TMRGSORT
+ *    imm[0] >= 1 and imm[1] in 2..4.
+ *  - custom instructions: dst[0] of the registered out_dtype, n_src sources
+ *    of dst's valid shape.
+ */
+#ifndef PTO_TILEOPS_TILEOPS_H
+#define PTO_TILEOPS_TILEOPS_H
+
+#include <stddef.h>
+
+#include "core/isa.h"
+
+/* One implementation of every built-in instruction, indexed by opcode. */
+typedef struct pto_isa_table {
+  const char *name; /* "scalar", "avx2", ... as PTO_ISA spells it */
+  pto_tileop_fn fn[PTO_OP_COUNT];
+} pto_isa_table;
+
+/* The reference: every entry set. */
+extern const pto_isa_table pto__isa_scalar;
+
+/* Makes t a copy of base named name, for an ISA table to override entries. */
+void pto__isa_table_derive(pto_isa_table *t, const char *name,
+                           const pto_isa_table *base);
+
+/* The table in use, chosen once: PTO_ISA=<name> forces a table this build
+ * has and this CPU runs, anything else falls back to the default (today the
+ * only table, scalar). Never NULL. Safe from any thread. */
+const pto_isa_table *pto__isa_active(void);
+
+/* Runs a built-in op through the active table, or a custom op (id >=
+ * PTO_OP_COUNT) through its registered function. Returns 0 or a negative
+ * pto_status; PTO_EINVAL for an unknown op or a NULL a. Operands must have
+ * passed pto__tileop_check. */
+int pto__tileop_run(int op, const pto_targs *a);
+
+/* Validates op's operands (rules above). Returns 0, or PTO_EINVAL,
+ * PTO_ESHAPE or PTO_EDTYPE with a message naming the instruction and the
+ * sizes in msg (when msg is not NULL and msg_size > 0), e.g.
+ * "TADD: src1 valid 16x32 differs from dst valid 16x33". Never aborts. */
+int pto__tileop_check(int op, const pto_targs *a, char *msg, size_t msg_size);
+
+#endif /* PTO_TILEOPS_TILEOPS_H */
