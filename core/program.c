@@ -262,8 +262,12 @@ pto_status pto_program_status(const pto_program *p) {
   return p ? p->err.status : PTO_EINVAL;
 }
 
+/* The build error when there is one, else the last eval's run-time error
+ * (which does not make the program unusable: the next eval clears it). */
 const char *pto_program_error(const pto_program *p) {
-  return p ? p->err.msg : "program is NULL";
+  if (!p)
+    return "program is NULL";
+  return p->err.status != PTO_OK ? p->err.msg : p->run_err.msg;
 }
 
 /* ---- scopes ------------------------------------------------------------- */
@@ -854,6 +858,10 @@ pto_tensor *pto_topk(pto_program *p, pto_tensor *a, int64_t k,
     return NULL;
   if (!indices)
     return fail(p, "topk", PTO_EINVAL, "indices must not be NULL");
+  if (a->dtype == PTO_I32)
+    return fail(p, "topk", PTO_EDTYPE,
+                "%s is i32; topk sorts floating values (cast to f32 first)",
+                D(a));
   int64_t n = a->shape[a->ndim - 1];
   if (k < 1 || k > n)
     return fail(p, "topk", PTO_ERANGE,
@@ -960,11 +968,17 @@ pto_tensor *pto_iota(pto_program *p, pto_dtype dt, int ndim,
   if (dt != PTO_I32 && dt != PTO_F32)
     return fail(p, "iota", PTO_EDTYPE, "iota makes i32 or f32, not %s",
                 pto_dtype_name(dt));
-  int64_t last = start + shape[ndim - 1] - 1;
-  if (dt == PTO_I32 && (start < INT32_MIN || last > INT32_MAX))
+  /* shape[] < 2^40 and start is checked first, so the sum cannot overflow */
+  if (dt == PTO_I32 && (start < INT32_MIN || start > INT32_MAX ||
+                        start + shape[ndim - 1] - 1 > INT32_MAX))
     return fail(p, "iota", PTO_ERANGE,
-                "values %" PRId64 "..%" PRId64 " are outside i32", start,
-                last);
+                "values from %" PRId64 " over %" PRId64
+                " columns are outside i32",
+                start, shape[ndim - 1]);
+  if (dt == PTO_F32 && (start < -(INT64_C(1) << 53) ||
+                        start > (INT64_C(1) << 53)))
+    return fail(p, "iota", PTO_ERANGE,
+                "start %" PRId64 " is not exact in f32 arithmetic", start);
   pto_node *n = new_node(p, PTO_TOP_IOTA, 0, NULL, dt, ndim, shape);
   if (n)
     n->ival = start;

@@ -75,7 +75,9 @@ struct pto_node {
 struct pto_program {
   pto_arena arena;
   const char *name;
-  pto_error err;
+  pto_error err;     /* the sticky build error */
+  pto_error run_err; /* the last eval's run-time error, cleared by each eval;
+                        pto_program_error() shows it when err is clear */
   /* growable arrays of arena-owned objects */
   pto_tensor **tensors;
   uint32_t n_tensors, cap_tensors;

@@ -37,7 +37,10 @@ PTO_API pto_program *pto_program_new(const char *name); /* NULL on ENOMEM */
 PTO_API void pto_program_free(pto_program *p);           /* NULL is a no-op */
 PTO_API const char *pto_program_name(const pto_program *p);
 
-/* The first error recorded (0 if none) and its message ("" if none). */
+/* The first build error recorded (0 if none), and a message: the build
+ * error's if there is one, else the last eval's or compile's run-time error
+ * ("" if none). A run-time error does not stick: the next eval or compile
+ * starts clean. */
 PTO_API pto_status pto_program_status(const pto_program *p);
 PTO_API const char *pto_program_error(const pto_program *p);
 
@@ -175,8 +178,9 @@ PTO_API pto_tensor *pto_matmul_acc(pto_program *p, pto_tensor *acc,
  * primitive ops above. */
 PTO_API pto_tensor *pto_softmax(pto_program *p, pto_tensor *a);
 
-/* The k largest values along the last axis, ordered by value descending and
- * then index ascending (NaN ranks below -inf), and their int32 indices.
+/* The k largest values along the last axis of a floating tensor, ordered by
+ * value descending and then index ascending (NaN ranks below -inf), and
+ * their int32 indices.
  * Returns the values; *indices receives the indices. 1 <= k <= last dim. */
 PTO_API pto_tensor *pto_topk(pto_program *p, pto_tensor *a, int64_t k,
                              pto_tensor **indices);
