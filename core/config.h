@@ -1,0 +1,46 @@
+/* core/config.h (internal): config lookups for the compiler and the tests. */
+#ifndef PTO_CORE_CONFIG_H
+#define PTO_CORE_CONFIG_H
+
+#include <stdint.h>
+
+#include "core/error.h"
+#include "pto/config.h"
+
+/* Knob k for ops labelled `label` (NULL: the global value): the longest
+ * override label that is `label` or a '.'-separated prefix of it and sets k,
+ * else the global value. A NULL config gives the knob's default. Costs one
+ * binary search per '.'-component of label; no allocation. */
+int64_t pto__config_knob(const pto_config *c, const char *label, pto_knob k);
+
+/* All knobs for `label` at once (same rules as pto__config_knob). */
+void pto__config_knobs(const pto_config *c, const char *label,
+                       int64_t out[PTO_KNOB_COUNT]);
+
+/* Tile overrides for `label`: the vector part {vec_rows, vec_cols} and the
+ * cube part {cube_m, cube_n, k} are resolved separately, each from the
+ * longest matching label that sets it; parts no label sets keep the values
+ * *shape holds on entry. Returns 1 when any part was overridden, else 0. */
+int pto__config_tile(const pto_config *c, const char *label,
+                     pto_tile_shape *shape);
+
+/* The machine (the host's for a NULL config). */
+const pto_machine *pto__config_machine(const pto_config *c);
+
+/* The default, min and max of knob k (k must be valid). */
+int64_t pto__knob_default(pto_knob k);
+int64_t pto__knob_min(pto_knob k);
+int64_t pto__knob_max(pto_knob k);
+
+/* Checks a machine description: a name of 1..31 characters, at least one
+ * worker per core type (equal counts when shared), and a non-zero capacity
+ * for every level of a core type that has workers. On failure records a
+ * PTO_ECONFIG message prefixed with `where` (e.g. "machine") in *err. */
+pto_status pto__machine_check(const pto_machine *m, pto_error *err,
+                              const char *where);
+
+/* 1 when a and b hold the same machine, knobs and label overrides (the
+ * recorded error is not compared). */
+int pto__config_equal(const pto_config *a, const pto_config *b);
+
+#endif /* PTO_CORE_CONFIG_H */
