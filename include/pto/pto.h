@@ -2,6 +2,8 @@
 #ifndef PTO_PTO_H
 #define PTO_PTO_H
 
+#include "pto/config.h"
+#include "pto/executable.h"
 #include "pto/export.h"
 #include "pto/program.h"
 #include "pto/status.h"

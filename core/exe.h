@@ -1,0 +1,117 @@
+/* core/exe.h (internal): the executable, a plain data structure. The
+ * partitioner produces it and the scheduler runs it; neither includes the
+ * other. Programs are flat instruction lists over local tiles (fixed offsets
+ * in per-level scratchpads) and global slots (base + per-task offset). */
+#ifndef PTO_CORE_EXE_H
+#define PTO_CORE_EXE_H
+
+#include <stdint.h>
+
+#include "core/isa.h"
+#include "core/tilegraph.h"
+#include "pto/config.h"
+#include "pto/executable.h"
+
+typedef struct pto_ptile { /* a local tile of a program */
+  pto_dtype dtype;
+  uint8_t level; /* pto_mem_level */
+  uint32_t rows, cols, stride, vrows, vcols;
+  uint64_t offset; /* bytes into the level's scratchpad */
+} pto_ptile;
+
+typedef struct pto_pslot { /* a global operand window of a program */
+  pto_dtype dtype;
+  int64_t rows, cols, rs, cs;
+} pto_pslot;
+
+typedef struct pto_pinst {
+  int32_t op;
+  pto_tileop_fn fn; /* resolved entry point */
+  uint8_t n_src, n_dst;
+  uint16_t src[PTO_MAX_SRC], dst[PTO_MAX_DST]; /* program tile indices */
+  int32_t slot; /* global slot, or -1 */
+  double s;
+  int32_t imm[2];
+  uint32_t flags;
+} pto_pinst;
+
+typedef struct pto_cprog {
+  pto_core_type core;
+  uint32_t n_insts, n_tiles, n_slots;
+  pto_pinst *insts;
+  pto_ptile *tiles;
+  pto_pslot *slots;
+  uint64_t mem[PTO_MEM_LEVEL_COUNT]; /* bytes used per level */
+  uint64_t hash;
+  const char *name; /* e.g. "p1:TLOAD.TMULS.TLOAD.TADD.TSTORE" */
+  uint32_t n_tasks; /* tasks that run it */
+} pto_cprog;
+
+typedef struct pto_targ { /* one slot binding of one task instance */
+  uint32_t storage;
+  int64_t offset; /* elements */
+} pto_targ;
+
+typedef struct pto_task {
+  uint32_t prog;
+  uint32_t n_inst;    /* instances (isomorphic subgraphs merged by nbuffer) */
+  uint32_t args;      /* index of the first pto_targ: n_inst * n_slots */
+  uint32_t succ;      /* index into exe->succ of the first successor */
+  uint32_t n_succ;
+  uint32_t n_pred;
+  uint32_t node;      /* tensor op of its first unit (PTO_NONE: output copy) */
+  const char *label;
+  pto_core_type core;
+  uint64_t cost;      /* estimate: bytes moved + flops/8 */
+  uint64_t path;      /* longest cost path from this task to an exit */
+} pto_task;
+
+typedef enum pto_storage_kind {
+  PTO_STORAGE_NONE, /* never materialised (fused away) */
+  PTO_STORAGE_INPUT,
+  PTO_STORAGE_OUTPUT,
+  PTO_STORAGE_WORKSPACE,
+} pto_storage_kind;
+
+typedef struct pto_storage {
+  pto_storage_kind kind;
+  uint32_t index;  /* input or output index */
+  uint64_t offset; /* workspace byte offset */
+  uint64_t bytes;
+  pto_dtype dtype;
+} pto_storage;
+
+typedef struct pto_compile_stats {
+  uint32_t tensor_ops, tile_instructions, units, subgraphs, programs, tasks,
+      edges;
+  uint64_t boundary_bytes; /* global bytes loaded and stored by all tasks */
+  uint64_t mem_peak[PTO_MEM_LEVEL_COUNT];
+  uint64_t workspace_bytes;
+  double ms_tile, ms_partition, ms_plan, ms_graph, ms_total;
+} pto_compile_stats;
+
+struct pto_executable {
+  pto_arena arena;
+  pto_error err;
+  pto_machine machine;
+  uint32_t n_inputs, n_outputs;
+  pto_cprog *progs;
+  uint32_t n_progs;
+  pto_task *tasks;
+  uint32_t n_tasks;
+  uint32_t *succ; /* successor lists, CSR */
+  uint32_t n_edges;
+  pto_targ *args;
+  pto_storage *storages;
+  uint32_t n_storages;
+  uint64_t workspace_bytes;
+  void *workspace; /* allocated once, reused by every run */
+  pto_compile_stats stats;
+  /* for dumps: the tile graph and subgraph of every unit */
+  pto_tgraph tg;
+  uint32_t *unit_subgraph;
+  uint32_t *subgraph_task;
+  uint32_t n_subgraphs;
+};
+
+#endif /* PTO_CORE_EXE_H */

@@ -1,0 +1,72 @@
+/* core/tilegraph.h (internal): the tile graph a program is tiled into.
+ *
+ * Every tensor op becomes units ("op tiles"): the instructions that compute
+ * one output tile of the op, from TLOADs of its input windows to the TSTORE
+ * of its output window. Local tile values are SSA: each is defined by one
+ * instruction. Global memory is addressed by storage id: a root tensor id
+ * (< program n_tensors), or n_tensors + j for the dense copy of output j. */
+#ifndef PTO_CORE_TILEGRAPH_H
+#define PTO_CORE_TILEGRAPH_H
+
+#include <stdint.h>
+
+#include "core/isa.h"
+#include "core/program.h"
+#include "pto/config.h"
+
+#define PTO_NONE UINT32_MAX
+
+typedef struct pto_gref {
+  uint32_t storage;
+  pto_dtype dtype; /* storage dtype */
+  int64_t offset;  /* elements */
+  int64_t rows, cols, rs, cs;
+} pto_gref;
+
+typedef struct pto_tval {
+  pto_dtype dtype;
+  uint32_t rows, cols;   /* capacity */
+  uint32_t vrows, vcols; /* valid region */
+} pto_tval;
+
+typedef struct pto_tinst {
+  int32_t op;
+  uint8_t n_src, n_dst;
+  uint32_t src[PTO_MAX_SRC], dst[PTO_MAX_DST]; /* tval ids */
+  pto_gref g;
+  double s;
+  int32_t imm[2];
+  uint32_t flags;
+} pto_tinst;
+
+typedef struct pto_unit {
+  uint32_t node; /* tensor op, or PTO_NONE for an output copy */
+  uint32_t first, count; /* instructions [first, first + count) */
+  pto_core_type core;
+} pto_unit;
+
+typedef struct pto_tgraph {
+  const pto_program *prog;
+  uint32_t n_storages; /* n_tensors + n_outputs */
+  pto_tinst *insts;
+  uint32_t n_insts, cap_insts;
+  pto_tval *vals;
+  uint32_t n_vals, cap_vals;
+  pto_unit *units;
+  uint32_t n_units, cap_units;
+  /* out_storage[j]: where output j is written (a root id or a copy). */
+  uint32_t *out_storage;
+  pto_tile_shape *node_tile; /* tile shape used per node */
+  pto_error err;
+} pto_tgraph;
+
+/* Tiles every op of p under its tile shape (config overrides by label win).
+ * Returns 0 or a status with tg->err set. */
+pto_status pto__tile(pto_tgraph *tg, const pto_program *p,
+                     const pto_config *cfg);
+void pto__tgraph_free(pto_tgraph *tg);
+
+/* Storage bytes of storage id s. */
+int64_t pto__storage_bytes(const pto_tgraph *tg, uint32_t s);
+
+#endif /* PTO_CORE_TILEGRAPH_H */

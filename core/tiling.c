@@ -1,0 +1,697 @@
+/* Tiling: every tensor op becomes units of tile instructions under its tile
+ * shape. Each unit loads the input windows it needs, computes one output
+ * tile and stores it; the partitioner later forwards stores to loads inside
+ * a subgraph and drops the boundary traffic it no longer needs. */
+#include "core/tilegraph.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/custom.h"
+
+/* A tensor view right-aligned into 4 dims: [b0, b1, rows, cols]; padded
+ * leading dims have extent 1. */
+typedef struct view4 {
+  uint32_t storage;
+  pto_dtype dtype;
+  int64_t off;
+  int64_t shape[4], stride[4];
+} view4;
+
+static view4 view_of(const pto_tensor *t) {
+  view4 v;
+  v.storage = t->root->id;
+  v.dtype = t->root->dtype;
+  v.off = t->offset;
+  int pad = 4 - t->ndim;
+  for (int d = 0; d < 4; d++) {
+    v.shape[d] = d < pad ? 1 : t->shape[d - pad];
+    v.stride[d] = d < pad ? 0 : t->stride[d - pad];
+  }
+  return v;
+}
+
+/* A tile position in an output's 4-D space. */
+typedef struct tpos {
+  int64_t b[2], r0, c0, nr, nc;
+} tpos;
+
+/* The window of v matching pos, with broadcasting: an axis of extent 1 maps
+ * every coordinate to 0 and every extent to 1. */
+static pto_gref window(const view4 *v, const tpos *p) {
+  pto_gref g;
+  g.storage = v->storage;
+  g.dtype = v->dtype;
+  g.offset = v->off;
+  for (int d = 0; d < 2; d++)
+    g.offset += (v->shape[d] == 1 ? 0 : p->b[d]) * v->stride[d];
+  int64_t r0 = v->shape[2] == 1 ? 0 : p->r0, c0 = v->shape[3] == 1 ? 0 : p->c0;
+  g.offset += r0 * v->stride[2] + c0 * v->stride[3];
+  g.rows = v->shape[2] == 1 ? 1 : p->nr;
+  g.cols = v->shape[3] == 1 ? 1 : p->nc;
+  g.rs = v->stride[2];
+  g.cs = v->stride[3];
+  return g;
+}
+
+static pto_dtype compute_dtype(pto_dtype dt) {
+  return dt == PTO_I32 ? PTO_I32 : PTO_F32;
+}
+
+static uint32_t clamp_tile(uint32_t t, int64_t extent) {
+  return t == 0 || t > extent ? (uint32_t)extent : t;
+}
+
+/* ---- emission ----------------------------------------------------------- */
+
+typedef struct tiler {
+  pto_tgraph *tg;
+  const pto_program *p;
+  int failed;
+} tiler;
+
+static uint32_t new_val(tiler *t, pto_dtype dt, uint32_t rows, uint32_t cols,
+                        int64_t vr, int64_t vc) {
+  pto_tgraph *tg = t->tg;
+  if (pto__grow((void **)&tg->vals, sizeof *tg->vals, &tg->cap_vals,
+                tg->n_vals + 1)) {
+    t->failed = 1;
+    return 0;
+  }
+  pto_tval *v = &tg->vals[tg->n_vals];
+  v->dtype = dt;
+  v->rows = rows;
+  v->cols = cols;
+  v->vrows = (uint32_t)vr;
+  v->vcols = (uint32_t)vc;
+  return tg->n_vals++;
+}
+
+static pto_tinst *emit(tiler *t, int op) {
+  pto_tgraph *tg = t->tg;
+  if (pto__grow((void **)&tg->insts, sizeof *tg->insts, &tg->cap_insts,
+                tg->n_insts + 1)) {
+    t->failed = 1;
+    static pto_tinst sink;
+    return &sink;
+  }
+  pto_tinst *in = &tg->insts[tg->n_insts++];
+  memset(in, 0, sizeof *in);
+  in->op = op;
+  const pto_insn_info *info = pto__insn_info(op);
+  in->n_src = info->n_src;
+  in->n_dst = info->n_dst;
+  return in;
+}
+
+static void unit_begin(tiler *t, uint32_t node, pto_core_type core) {
+  pto_tgraph *tg = t->tg;
+  if (pto__grow((void **)&tg->units, sizeof *tg->units, &tg->cap_units,
+                tg->n_units + 1)) {
+    t->failed = 1;
+    return;
+  }
+  pto_unit *u = &tg->units[tg->n_units++];
+  u->node = node;
+  u->first = tg->n_insts;
+  u->core = core;
+}
+
+static void unit_end(tiler *t) {
+  if (!t->failed) {
+    pto_unit *u = &t->tg->units[t->tg->n_units - 1];
+    u->count = t->tg->n_insts - u->first;
+  }
+}
+
+/* TLOAD a window into a new tile of capacity rows x cols. */
+static uint32_t load(tiler *t, const pto_gref *g, uint32_t rows,
+                     uint32_t cols) {
+  uint32_t v = new_val(t, compute_dtype(g->dtype), rows, cols, g->rows,
+                       g->cols);
+  pto_tinst *in = emit(t, PTO_OP_TLOAD);
+  in->dst[0] = v;
+  in->g = *g;
+  return v;
+}
+
+static void store(tiler *t, uint32_t v, const pto_gref *g) {
+  pto_tinst *in = emit(t, PTO_OP_TSTORE);
+  in->src[0] = v;
+  in->g = *g;
+}
+
+/* dst = op(srcs) with dst shaped like the tile value `like`. */
+static uint32_t compute(tiler *t, int op, pto_dtype dt, uint32_t like, int n,
+                        const uint32_t *src) {
+  const pto_tval *l = &t->tg->vals[like];
+  uint32_t v = new_val(t, dt, l->rows, l->cols, l->vrows, l->vcols);
+  pto_tinst *in = emit(t, op);
+  for (int i = 0; i < n; i++)
+    in->src[i] = src[i];
+  in->dst[0] = v;
+  return v;
+}
+
+static uint32_t compute1(tiler *t, int op, pto_dtype dt, uint32_t a) {
+  return compute(t, op, dt, a, 1, &a);
+}
+
+/* Visits every tile of a 4-D output space under tile rows x cols. */
+#define FOR_TILES(shape, tr, tc, pos)                                          \
+  for (int64_t b0_ = 0; b0_ < (shape)[0]; b0_++)                               \
+    for (int64_t b1_ = 0; b1_ < (shape)[1]; b1_++)                             \
+      for (int64_t r_ = 0; r_ < (shape)[2]; r_ += (tr))                        \
+        for (int64_t c_ = 0; c_ < (shape)[3]; c_ += (tc))                      \
+          for (tpos pos = {{b0_, b1_},                                         \
+                           r_,                                                 \
+                           c_,                                                 \
+                           (shape)[2] - r_ < (tr) ? (shape)[2] - r_ : (tr),    \
+                           (shape)[3] - c_ < (tc) ? (shape)[3] - c_ : (tc)},   \
+                    *once_ = &pos;                                             \
+               once_; once_ = NULL)
+
+/* Loads operand v for an output tile at pos and expands a broadcast axis to
+ * the tile, unless fused_row/fused_col say the caller consumes the narrow
+ * tile directly (set to 1 when it stays narrow). */
+static uint32_t load_operand(tiler *t, const view4 *v, const tpos *pos,
+                             uint32_t tr, uint32_t tc, int allow_narrow,
+                             int *narrow_rows, int *narrow_cols) {
+  pto_gref g = window(v, pos);
+  int bc_cols = g.cols == 1 && pos->nc > 1; /* [.., M, 1]: row vector */
+  int bc_rows = g.rows == 1 && pos->nr > 1; /* [.., 1, N]: column vector */
+  uint32_t x = load(t, &g, bc_rows ? 1 : tr, bc_cols ? 1 : tc);
+  *narrow_rows = *narrow_cols = 0;
+  if (allow_narrow && bc_cols && !bc_rows) {
+    *narrow_cols = 1;
+    return x;
+  }
+  if (allow_narrow && bc_rows && !bc_cols) {
+    *narrow_rows = 1;
+    return x;
+  }
+  pto_dtype dt = t->tg->vals[x].dtype;
+  if (bc_cols) { /* TROWEXPAND: dst[r][c] = src[r][0] */
+    uint32_t w = new_val(t, dt, bc_rows ? 1 : tr, tc, g.rows, pos->nc);
+    pto_tinst *in = emit(t, PTO_OP_TROWEXPAND);
+    in->src[0] = x;
+    in->dst[0] = w;
+    x = w;
+  }
+  if (bc_rows) { /* TCOLEXPAND: dst[r][c] = src[0][c] */
+    uint32_t w = new_val(t, dt, tr, tc, pos->nr, pos->nc);
+    pto_tinst *in = emit(t, PTO_OP_TCOLEXPAND);
+    in->src[0] = x;
+    in->dst[0] = w;
+    x = w;
+  }
+  return x;
+}
+
+static int binary_insn(pto_top op) {
+  switch (op) {
+  case PTO_TOP_ADD: return PTO_OP_TADD;
+  case PTO_TOP_SUB: return PTO_OP_TSUB;
+  case PTO_TOP_MUL: return PTO_OP_TMUL;
+  case PTO_TOP_DIV: return PTO_OP_TDIV;
+  case PTO_TOP_MAX: return PTO_OP_TMAX;
+  case PTO_TOP_MIN: return PTO_OP_TMIN;
+  case PTO_TOP_ADDS: return PTO_OP_TADDS;
+  case PTO_TOP_SUBS: return PTO_OP_TSUBS;
+  case PTO_TOP_MULS: return PTO_OP_TMULS;
+  case PTO_TOP_DIVS: return PTO_OP_TDIVS;
+  case PTO_TOP_MAXS: return PTO_OP_TMAXS;
+  case PTO_TOP_MINS: return PTO_OP_TMINS;
+  case PTO_TOP_EXP: return PTO_OP_TEXP;
+  case PTO_TOP_LOG: return PTO_OP_TLOG;
+  case PTO_TOP_SQRT: return PTO_OP_TSQRT;
+  case PTO_TOP_RSQRT: return PTO_OP_TRSQRT;
+  case PTO_TOP_RECIP: return PTO_OP_TRECIP;
+  case PTO_TOP_RELU: return PTO_OP_TRELU;
+  case PTO_TOP_ABS: return PTO_OP_TABS;
+  case PTO_TOP_NEG: return PTO_OP_TNEG;
+  case PTO_TOP_ROWSUM: return PTO_OP_TROWSUM;
+  case PTO_TOP_ROWMAX: return PTO_OP_TROWMAX;
+  case PTO_TOP_ROWMIN: return PTO_OP_TROWMIN;
+  case PTO_TOP_COLSUM: return PTO_OP_TCOLSUM;
+  case PTO_TOP_COLMAX: return PTO_OP_TCOLMAX;
+  default: return -1;
+  }
+}
+
+/* The fused row-/column-broadcast form of a binary op, or -1. */
+static int fused_bcast_insn(pto_top op, int row_vector) {
+  switch (op) {
+  case PTO_TOP_ADD: return row_vector ? PTO_OP_TROWEXPANDADD : PTO_OP_TCOLEXPANDADD;
+  case PTO_TOP_SUB: return row_vector ? PTO_OP_TROWEXPANDSUB : PTO_OP_TCOLEXPANDSUB;
+  case PTO_TOP_MUL: return row_vector ? PTO_OP_TROWEXPANDMUL : PTO_OP_TCOLEXPANDMUL;
+  case PTO_TOP_DIV: return row_vector ? PTO_OP_TROWEXPANDDIV : PTO_OP_TCOLEXPANDDIV;
+  case PTO_TOP_MAX: return row_vector ? PTO_OP_TROWEXPANDMAX : -1;
+  default: return -1;
+  }
+}
+
+/* ---- per op class ------------------------------------------------------- */
+
+/* Element-wise (binary, scalar, unary, cast, cmp, select, custom). */
+static void tile_elementwise(tiler *t, const pto_node *n, uint32_t tr,
+                             uint32_t tc) {
+  view4 out = view_of(n->out[0]);
+  view4 in[PTO_NODE_MAX_IN];
+  for (int i = 0; i < n->n_in; i++)
+    in[i] = view_of(n->in[i]);
+  pto_top_class cls = pto__top_class(n->op);
+  pto_core_type core = PTO_CORE_VECTOR;
+  int custom_op = -1;
+  if (cls == PTO_TC_CUSTOM) {
+    custom_op = (int)n->ival;
+    core = pto__custom_get(custom_op)->desc.core;
+  }
+  pto_dtype odt = compute_dtype(n->out[0]->dtype);
+  if (cls == PTO_TC_CUSTOM)
+    odt = n->out[0]->dtype;
+  tr = clamp_tile(tr, out.shape[2]);
+  tc = clamp_tile(tc, out.shape[3]);
+  FOR_TILES(out.shape, tr, tc, pos) {
+    unit_begin(t, n->id, core);
+    uint32_t src[PTO_NODE_MAX_IN] = {0};
+    int nrow[PTO_NODE_MAX_IN] = {0}, ncol[PTO_NODE_MAX_IN] = {0};
+    /* only operand b of a binary op may stay narrow (fused broadcast) */
+    for (int i = 0; i < n->n_in; i++)
+      src[i] = load_operand(t, &in[i], &pos, tr, tc,
+                            cls == PTO_TC_BINARY && i == 1 &&
+                                fused_bcast_insn(n->op, 1) >= 0,
+                            &nrow[i], &ncol[i]);
+    uint32_t like = t->failed ? 0 : src[0];
+    uint32_t r;
+    pto_tinst *ins;
+    switch (cls) {
+    case PTO_TC_BINARY:
+      if (ncol[1] || nrow[1]) {
+        int fop = fused_bcast_insn(n->op, ncol[1]);
+        if (fop < 0) { /* no fused column form: expand, then the plain op */
+          uint32_t w = new_val(t, t->tg->vals[src[1]].dtype, tr, tc, pos.nr,
+                               pos.nc);
+          ins = emit(t, PTO_OP_TCOLEXPAND);
+          ins->src[0] = src[1];
+          ins->dst[0] = w;
+          src[1] = w;
+          r = compute(t, binary_insn(n->op), odt, like, 2, src);
+        } else {
+          r = compute(t, fop, odt, like, 2, src);
+        }
+      } else {
+        r = compute(t, binary_insn(n->op), odt, like, 2, src);
+      }
+      break;
+    case PTO_TC_SCALAR:
+      r = compute1(t, binary_insn(n->op), odt, src[0]);
+      if (!t->failed)
+        t->tg->insts[t->tg->n_insts - 1].s = n->scalar;
+      break;
+    case PTO_TC_UNARY:
+      r = compute1(t, binary_insn(n->op), odt, src[0]);
+      break;
+    case PTO_TC_CAST:
+      r = src[0];
+      if (!t->failed && t->tg->vals[r].dtype != odt)
+        r = compute1(t, PTO_OP_TCVT, odt, r);
+      break;
+    case PTO_TC_CMP:
+      r = compute(t, PTO_OP_TCMP, PTO_I32, like, 2, src);
+      if (!t->failed)
+        t->tg->insts[t->tg->n_insts - 1].imm[0] = (int32_t)n->ival;
+      break;
+    case PTO_TC_SELECT:
+      r = compute(t, PTO_OP_TSEL, odt, like, 3, src);
+      break;
+    default: /* PTO_TC_CUSTOM */
+      r = compute(t, custom_op, odt, like, n->n_in, src);
+      break;
+    }
+    pto_gref g = window(&out, &pos);
+    store(t, r, &g);
+    unit_end(t);
+  }
+}
+
+static int combine_insn(pto_top op) {
+  switch (op) {
+  case PTO_TOP_ROWMAX:
+  case PTO_TOP_COLMAX: return PTO_OP_TMAX;
+  case PTO_TOP_ROWMIN: return PTO_OP_TMIN;
+  default: return PTO_OP_TADD;
+  }
+}
+
+/* Row reductions: one unit per row block, combining per-tile partials. Column
+ * reductions: one unit per column block. */
+static void tile_reduce(tiler *t, const pto_node *n, uint32_t tr,
+                        uint32_t tc) {
+  view4 in = view_of(n->in[0]), out = view_of(n->out[0]);
+  int col = n->op == PTO_TOP_COLSUM || n->op == PTO_TOP_COLMAX;
+  tr = clamp_tile(tr, in.shape[2]);
+  tc = clamp_tile(tc, in.shape[3]);
+  pto_dtype dt = compute_dtype(n->out[0]->dtype);
+  uint32_t otr = col ? 1 : tr, otc = col ? tc : 1;
+  FOR_TILES(out.shape, otr, otc, opos) {
+    unit_begin(t, n->id, PTO_CORE_VECTOR);
+    uint32_t acc = PTO_NONE;
+    int64_t steps = col ? in.shape[2] : in.shape[3];
+    int64_t step = col ? tr : tc;
+    for (int64_t s0 = 0; s0 < steps; s0 += step) {
+      tpos ip = opos;
+      int64_t len = steps - s0 < step ? steps - s0 : step;
+      if (col) {
+        ip.r0 = s0;
+        ip.nr = len;
+      } else {
+        ip.c0 = s0;
+        ip.nc = len;
+      }
+      pto_gref g = window(&in, &ip);
+      uint32_t x = load(t, &g, tr, tc);
+      uint32_t part = new_val(t, dt, otr, otc, col ? 1 : ip.nr,
+                              col ? ip.nc : 1);
+      pto_tinst *ins = emit(t, binary_insn(n->op));
+      ins->src[0] = x;
+      ins->dst[0] = part;
+      if (acc != PTO_NONE) {
+        uint32_t two[2] = {acc, part};
+        part = compute(t, combine_insn(n->op), dt, part, 2, two);
+      }
+      acc = part;
+    }
+    pto_gref g = window(&out, &opos);
+    store(t, acc, &g);
+    unit_end(t);
+  }
+}
+
+/* Matmul: one cube unit per output tile (m x n); K is split into
+ * accumulating steps of k. Transposed operands are read through strides. */
+static void tile_matmul(tiler *t, const pto_node *n, const pto_tile_shape *ts) {
+  view4 a = view_of(n->in[0]), b = view_of(n->in[1]), out = view_of(n->out[0]);
+  if (n->flags & PTO_MATMUL_TRANS_A) {
+    int64_t s = a.shape[2]; a.shape[2] = a.shape[3]; a.shape[3] = s;
+    s = a.stride[2]; a.stride[2] = a.stride[3]; a.stride[3] = s;
+  }
+  if (n->flags & PTO_MATMUL_TRANS_B) {
+    int64_t s = b.shape[2]; b.shape[2] = b.shape[3]; b.shape[3] = s;
+    s = b.stride[2]; b.stride[2] = b.stride[3]; b.stride[3] = s;
+  }
+  int64_t K = a.shape[3];
+  uint32_t tm = clamp_tile(ts->cube_m, out.shape[2]);
+  uint32_t tn = clamp_tile(ts->cube_n, out.shape[3]);
+  uint32_t tk = clamp_tile(ts->cube_k, K);
+  view4 acc_in = n->n_in > 2 ? view_of(n->in[2]) : out;
+  FOR_TILES(out.shape, tm, tn, pos) {
+    unit_begin(t, n->id, PTO_CORE_CUBE);
+    uint32_t c = PTO_NONE;
+    if (n->n_in > 2) {
+      pto_gref g = window(&acc_in, &pos);
+      c = load(t, &g, tm, tn);
+    }
+    for (int64_t k0 = 0; k0 < K; k0 += tk) {
+      int64_t kl = K - k0 < tk ? K - k0 : tk;
+      tpos pa = pos, pb = pos;
+      pa.c0 = k0;
+      pa.nc = kl;
+      pb.r0 = k0;
+      pb.nr = kl;
+      pto_gref ga = window(&a, &pa), gb = window(&b, &pb);
+      uint32_t ops[2] = {load(t, &ga, tm, tk), load(t, &gb, tk, tn)};
+      uint32_t d = new_val(t, PTO_F32, tm, tn, pos.nr, pos.nc);
+      pto_tinst *ins = emit(t, c == PTO_NONE ? PTO_OP_TMATMUL
+                                             : PTO_OP_TMATMUL_ACC);
+      ins->src[0] = ops[0];
+      ins->src[1] = ops[1];
+      ins->dst[0] = d;
+      if (c != PTO_NONE) { /* accumulates: reads c, writes d in place */
+        ins->n_src = 3;
+        ins->src[2] = c;
+      }
+      c = d;
+    }
+    pto_gref g = window(&out, &pos);
+    store(t, c, &g);
+    unit_end(t);
+  }
+}
+
+/* Top-k over the last axis: one unit per row block sorts whole rows (TSORT32
+ * runs of 32, TMRGSORT 4-way until one run) and keeps the first k. */
+static void tile_topk(tiler *t, const pto_node *n, uint32_t tr) {
+  view4 in = view_of(n->in[0]), ov = view_of(n->out[0]),
+        oi = view_of(n->out[1]);
+  int64_t N = in.shape[3], k = n->ival;
+  tr = clamp_tile(tr, in.shape[2]);
+  FOR_TILES(ov.shape, tr, (uint32_t)k, pos) {
+    unit_begin(t, n->id, PTO_CORE_VECTOR);
+    tpos ip = pos;
+    ip.c0 = 0;
+    ip.nc = N;
+    pto_gref g = window(&in, &ip);
+    uint32_t v = load(t, &g, tr, (uint32_t)N);
+    uint32_t ix = new_val(t, PTO_I32, tr, (uint32_t)N, pos.nr, N);
+    pto_tinst *ins = emit(t, PTO_OP_TCI);
+    ins->dst[0] = ix;
+    int32_t run = 32;
+    int op = PTO_OP_TSORT32;
+    for (;;) {
+      uint32_t sv = new_val(t, PTO_F32, tr, (uint32_t)N, pos.nr, N);
+      uint32_t si = new_val(t, PTO_I32, tr, (uint32_t)N, pos.nr, N);
+      ins = emit(t, op);
+      ins->src[0] = v;
+      ins->src[1] = ix;
+      ins->dst[0] = sv;
+      ins->dst[1] = si;
+      if (op == PTO_OP_TMRGSORT) {
+        ins->imm[0] = run;
+        ins->imm[1] = 4;
+        run *= 4;
+      }
+      v = sv;
+      ix = si;
+      if (run >= N)
+        break;
+      op = PTO_OP_TMRGSORT;
+    }
+    uint32_t res[2] = {v, ix};
+    const view4 *outs[2] = {&ov, &oi};
+    for (int i = 0; i < 2; i++) {
+      uint32_t e = new_val(t, i ? PTO_I32 : PTO_F32, tr, (uint32_t)k, pos.nr,
+                           k);
+      ins = emit(t, PTO_OP_TEXTRACT);
+      ins->src[0] = res[i];
+      ins->dst[0] = e;
+      pto_gref og = window(outs[i], &pos);
+      store(t, e, &og);
+    }
+    unit_end(t);
+  }
+}
+
+/* Gather: out [S..., L, D] tiles over (index rows, D columns). */
+static void tile_gather(tiler *t, const pto_node *n, uint32_t tr,
+                        uint32_t tc) {
+  const pto_tensor *table = n->in[0], *index = n->in[1];
+  view4 out = view_of(n->out[0]), tab = view_of(table);
+  /* the index as [.., 1, L] so that out row block r0.. matches its columns */
+  view4 idx = view_of(index);
+  int64_t L = idx.shape[3];
+  tr = clamp_tile(tr, L);
+  tc = clamp_tile(tc, out.shape[3]);
+  /* out is right-aligned [.., L, D]: its batch dims are index dims 0..2 */
+  int64_t shape[4] = {idx.shape[1], idx.shape[2], L, out.shape[3]};
+  FOR_TILES(shape, tr, tc, pos) {
+    unit_begin(t, n->id, PTO_CORE_VECTOR);
+    pto_gref gi;
+    gi.storage = idx.storage;
+    gi.dtype = idx.dtype;
+    gi.offset = idx.off + pos.b[0] * idx.stride[1] + pos.b[1] * idx.stride[2] +
+                pos.r0 * idx.stride[3];
+    gi.rows = 1;
+    gi.cols = pos.nr;
+    gi.rs = 0;
+    gi.cs = idx.stride[3];
+    uint32_t iv = load(t, &gi, 1, tr);
+    pto_gref gt;
+    gt.storage = tab.storage;
+    gt.dtype = tab.dtype;
+    gt.offset = tab.off + pos.c0 * tab.stride[3];
+    gt.rows = tab.shape[2];
+    gt.cols = pos.nc;
+    gt.rs = tab.stride[2];
+    gt.cs = tab.stride[3];
+    uint32_t d = new_val(t, compute_dtype(tab.dtype), tr, tc, pos.nr, pos.nc);
+    pto_tinst *ins = emit(t, PTO_OP_TGATHER);
+    ins->src[0] = iv;
+    ins->dst[0] = d;
+    ins->g = gt;
+    if (n->flags & PTO_GATHER_STRICT)
+      ins->flags |= PTO_TF_STRICT;
+    pto_gref go;
+    go.storage = out.storage;
+    go.dtype = out.dtype;
+    go.offset = out.off + pos.b[0] * out.stride[0] + pos.b[1] * out.stride[1] +
+                pos.r0 * out.stride[2] + pos.c0 * out.stride[3];
+    go.rows = pos.nr;
+    go.cols = pos.nc;
+    go.rs = out.stride[2];
+    go.cs = out.stride[3];
+    store(t, d, &go);
+    unit_end(t);
+  }
+}
+
+/* Copies src (any view) into dst of the same 4-D shape, tile by tile; dst's
+ * window is shifted by `shift` along 4-D axis `axis`. */
+static void copy_tiles(tiler *t, uint32_t node, const view4 *src,
+                       const view4 *dst, int axis, int64_t shift, uint32_t tr,
+                       uint32_t tc) {
+  tr = clamp_tile(tr, src->shape[2]);
+  tc = clamp_tile(tc, src->shape[3]);
+  FOR_TILES(src->shape, tr, tc, pos) {
+    unit_begin(t, node, PTO_CORE_VECTOR);
+    pto_gref g = window(src, &pos);
+    uint32_t x = load(t, &g, tr, tc);
+    tpos dp = pos;
+    if (axis < 2)
+      dp.b[axis] += shift;
+    else if (axis == 2)
+      dp.r0 += shift;
+    else
+      dp.c0 += shift;
+    pto_gref go = window(dst, &dp);
+    store(t, x, &go);
+    unit_end(t);
+  }
+}
+
+static void tile_concat(tiler *t, const pto_node *n, uint32_t tr,
+                        uint32_t tc) {
+  view4 out = view_of(n->out[0]);
+  int axis = 4 - n->out[0]->ndim + (int)n->ival;
+  int64_t shift = 0;
+  for (int i = 0; i < n->n_in; i++) {
+    view4 in = view_of(n->in[i]);
+    copy_tiles(t, n->id, &in, &out, axis, shift, tr, tc);
+    shift += in.shape[axis];
+  }
+}
+
+static void tile_fill(tiler *t, const pto_node *n, uint32_t tr, uint32_t tc) {
+  view4 out = view_of(n->out[0]);
+  pto_dtype dt = compute_dtype(n->out[0]->dtype);
+  tr = clamp_tile(tr, out.shape[2]);
+  tc = clamp_tile(tc, out.shape[3]);
+  FOR_TILES(out.shape, tr, tc, pos) {
+    unit_begin(t, n->id, PTO_CORE_VECTOR);
+    uint32_t v = new_val(t, dt, tr, tc, pos.nr, pos.nc);
+    pto_tinst *ins = emit(t, n->op == PTO_TOP_FULL ? PTO_OP_TEXPANDS
+                                                   : PTO_OP_TCI);
+    ins->dst[0] = v;
+    ins->s = n->scalar;
+    ins->imm[0] = (int32_t)(n->ival + pos.c0);
+    pto_gref g = window(&out, &pos);
+    store(t, v, &g);
+    unit_end(t);
+  }
+}
+
+/* ---- driver ------------------------------------------------------------- */
+
+static pto_tile_shape node_tile(const pto_node *n, const pto_config *cfg) {
+  pto_tile_shape s = n->tile;
+  if (cfg && n->label[0])
+    pto_config_tile(cfg, n->label, &s);
+  return s;
+}
+
+pto_status pto__tile(pto_tgraph *tg, const pto_program *p,
+                     const pto_config *cfg) {
+  memset(tg, 0, sizeof *tg);
+  tg->prog = p;
+  tg->n_storages = p->n_tensors + p->n_outputs;
+  tiler t = {tg, p, 0};
+  tg->node_tile = calloc(p->n_nodes + 1, sizeof *tg->node_tile);
+  tg->out_storage = calloc(p->n_outputs + 1, sizeof *tg->out_storage);
+  if (!tg->node_tile || !tg->out_storage)
+    return pto__error_set(&tg->err, PTO_ENOMEM, "tiling: out of memory");
+  for (uint32_t i = 0; i < p->n_nodes; i++) {
+    const pto_node *n = p->nodes[i];
+    pto_tile_shape ts = node_tile(n, cfg);
+    tg->node_tile[i] = ts;
+    switch (pto__top_class(n->op)) {
+    case PTO_TC_REDUCE:
+      tile_reduce(&t, n, ts.vec_rows, ts.vec_cols);
+      break;
+    case PTO_TC_MATMUL:
+      tile_matmul(&t, n, &ts);
+      break;
+    case PTO_TC_TOPK:
+      tile_topk(&t, n, ts.vec_rows);
+      break;
+    case PTO_TC_GATHER:
+      tile_gather(&t, n, ts.vec_rows, ts.vec_cols);
+      break;
+    case PTO_TC_CONCAT:
+      tile_concat(&t, n, ts.vec_rows, ts.vec_cols);
+      break;
+    case PTO_TC_FILL:
+    case PTO_TC_IOTA:
+      tile_fill(&t, n, ts.vec_rows, ts.vec_cols);
+      break;
+    default:
+      tile_elementwise(&t, n, ts.vec_rows, ts.vec_cols);
+      break;
+    }
+    if (t.failed)
+      return pto__error_set(&tg->err, PTO_ENOMEM, "tiling: out of memory");
+  }
+  /* Outputs: a root computed by an op is written in place; anything else (an
+   * input, a view, a tensor marked twice) is copied into its own buffer. */
+  for (uint32_t j = 0; j < p->n_outputs; j++) {
+    const pto_tensor *o = p->outputs[j];
+    int direct = o->root == o && o->producer != NULL;
+    for (uint32_t i = 0; direct && i < j; i++)
+      direct = tg->out_storage[i] != o->id;
+    if (direct) {
+      tg->out_storage[j] = o->id;
+      continue;
+    }
+    tg->out_storage[j] = p->n_tensors + j;
+    view4 src = view_of(o), dst = src;
+    dst.storage = p->n_tensors + j;
+    dst.dtype = o->dtype;
+    dst.off = 0;
+    int64_t s = 1;
+    for (int d = 3; d >= 0; d--) {
+      dst.stride[d] = s;
+      s *= dst.shape[d];
+    }
+    pto_tile_shape ts = pto_tile_shape_default();
+    copy_tiles(&t, PTO_NONE, &src, &dst, 3, 0, ts.vec_rows, ts.vec_cols);
+    if (t.failed)
+      return pto__error_set(&tg->err, PTO_ENOMEM, "tiling: out of memory");
+  }
+  return PTO_OK;
+}
+
+void pto__tgraph_free(pto_tgraph *tg) {
+  free(tg->insts);
+  free(tg->vals);
+  free(tg->units);
+  free(tg->node_tile);
+  free(tg->out_storage);
+  memset(tg, 0, sizeof *tg);
+}
+
+int64_t pto__storage_bytes(const pto_tgraph *tg, uint32_t s) {
+  const pto_program *p = tg->prog;
+  const pto_tensor *t =
+      s < p->n_tensors ? p->tensors[s] : p->outputs[s - p->n_tensors];
+  return pto_tensor_numel(t) * (int64_t)pto_dtype_size(t->dtype);
+}

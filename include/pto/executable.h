@@ -1,0 +1,72 @@
+/* pto/executable.h: compiling a program into an executable (compiled
+ * programs plus the execution graph of tasks) and running it. */
+#ifndef PTO_EXECUTABLE_H
+#define PTO_EXECUTABLE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pto/config.h"
+#include "pto/export.h"
+#include "pto/program.h"
+#include "pto/status.h"
+
+PTO_EXTERN_C_BEGIN
+
+typedef struct pto_executable pto_executable;
+
+/* Tiles, partitions, plans local memory, compiles programs and builds the
+ * execution graph. cfg NULL uses pto_config_new()'s defaults. On failure
+ * *exe is NULL and pto_program_error(p) says why, e.g. "compile: rowsum
+ * 'x.sum' needs 262144 bytes of UB, the machine has 196608". */
+PTO_API pto_status pto_compile(pto_program *p, const pto_config *cfg,
+                               pto_executable **exe);
+PTO_API void pto_executable_free(pto_executable *e); /* NULL is a no-op */
+PTO_API const char *pto_executable_error(const pto_executable *e);
+
+/* Runs every task on the calling thread in a topological order. inputs and
+ * outputs are dense row-major buffers in declaration order. */
+PTO_API pto_status pto_executable_run_serial(pto_executable *e,
+                                             const void *const *inputs,
+                                             void *const *outputs);
+
+typedef struct pto_exe_stats {
+  uint32_t tensor_ops, tile_instructions, subgraphs, programs, tasks, edges;
+  uint64_t boundary_bytes;  /* global bytes moved by all tasks, one run */
+  uint64_t workspace_bytes; /* intermediates kept in global memory */
+  uint64_t mem_peak[5];     /* per pto_mem_level: the largest program's use */
+  double ms_tile, ms_partition, ms_plan, ms_graph, ms_total;
+} pto_exe_stats;
+
+PTO_API pto_status pto_executable_stats(const pto_executable *e,
+                                        pto_exe_stats *s);
+
+/* Dumps of each stage, as Graphviz DOT or JSON. */
+typedef enum pto_stage {
+  PTO_STAGE_TENSOR,
+  PTO_STAGE_TILE,
+  PTO_STAGE_SUBGRAPH,
+  PTO_STAGE_EXEC,
+  PTO_STAGE_COUNT
+} pto_stage;
+typedef enum pto_dump_format { PTO_DUMP_DOT, PTO_DUMP_JSON } pto_dump_format;
+
+PTO_API pto_status pto_executable_dump(const pto_executable *e,
+                                       pto_stage stage, pto_dump_format fmt,
+                                       FILE *out);
+
+/* Task-level queries, for tests and tools. */
+PTO_API uint32_t pto_executable_num_tasks(const pto_executable *e);
+PTO_API uint32_t pto_executable_task_program(const pto_executable *e,
+                                             uint32_t task);
+PTO_API const char *pto_executable_task_label(const pto_executable *e,
+                                              uint32_t task);
+PTO_API uint32_t pto_executable_task_succ(const pto_executable *e,
+                                          uint32_t task,
+                                          const uint32_t **succ);
+PTO_API const char *pto_executable_program_name(const pto_executable *e,
+                                                uint32_t prog);
+
+PTO_EXTERN_C_END
+
+#endif /* PTO_EXECUTABLE_H */

@@ -1,0 +1,166 @@
+/* pto_compile: program -> tiles -> subgraphs -> executable, and the
+ * executable's queries. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/exe.h"
+#include "partitioner/partition.h"
+#include "pto/executable.h"
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+void pto_executable_free(pto_executable *e) {
+  if (!e)
+    return;
+  for (uint32_t q = 0; q < e->n_progs; q++) {
+    free(e->progs[q].insts);
+    free(e->progs[q].tiles);
+    free(e->progs[q].slots);
+  }
+  free(e->progs);
+  free(e->tasks);
+  free(e->succ);
+  free(e->args);
+  free(e->storages);
+  free(e->workspace);
+  free(e->unit_subgraph);
+  free(e->subgraph_task);
+  pto__tgraph_free(&e->tg);
+  pto__arena_free(&e->arena);
+  free(e);
+}
+
+const char *pto_executable_error(const pto_executable *e) {
+  return e ? e->err.msg : "executable is NULL";
+}
+
+/* Names programs after their instructions: "p0:TLOAD.TMULS.TLOAD.TADD..." */
+static void name_programs(pto_executable *e) {
+  for (uint32_t q = 0; q < e->n_progs; q++) {
+    pto_cprog *pr = &e->progs[q];
+    char buf[160];
+    size_t n = (size_t)snprintf(buf, sizeof buf, "p%u:", q);
+    for (uint32_t i = 0; i < pr->n_insts && n < sizeof buf; i++)
+      n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? "." : "",
+                            pto__insn_name(pr->insts[i].op));
+    pr->name = pto__arena_strdup(&e->arena, buf);
+  }
+}
+
+pto_status pto_compile(pto_program *p, const pto_config *cfg,
+                       pto_executable **out) {
+  if (!out)
+    return PTO_EINVAL;
+  *out = NULL;
+  if (!p)
+    return PTO_EINVAL;
+  pto__error_clear(&p->run_err);
+  if (p->err.status != PTO_OK)
+    return p->err.status;
+  if (p->n_outputs == 0)
+    return pto__error_set(&p->run_err, PTO_EINVAL,
+                          "compile: program '%s' has no outputs", p->name);
+  pto_config *own = NULL;
+  if (!cfg) {
+    own = pto_config_new();
+    if (!own)
+      return pto__error_set(&p->run_err, PTO_ENOMEM, "compile: out of memory");
+    cfg = own;
+  }
+  pto_status st = PTO_ENOMEM;
+  pto_executable *e = calloc(1, sizeof *e);
+  if (!e)
+    goto fail_alloc;
+  pto__arena_init(&e->arena);
+  e->machine = *pto_config_machine(cfg);
+  e->n_inputs = p->n_inputs;
+  e->n_outputs = p->n_outputs;
+  double t0 = now_ms();
+  st = pto__tile(&e->tg, p, cfg);
+  if (st) {
+    pto__error_set(&p->run_err, st, "%s", e->tg.err.msg);
+    goto fail_compile;
+  }
+  double t1 = now_ms();
+  e->stats.ms_tile = t1 - t0;
+  st = pto__partition(e, cfg, &e->machine);
+  if (st) {
+    pto__error_set(&p->run_err, st, "%s", e->err.msg);
+    goto fail_compile;
+  }
+  name_programs(e);
+  if (e->workspace_bytes) {
+    e->workspace = aligned_alloc(64, (e->workspace_bytes + 63) & ~63ull);
+    if (!e->workspace) {
+      st = pto__error_set(&p->run_err, PTO_ENOMEM,
+                          "compile: cannot allocate a %llu-byte workspace",
+                          (unsigned long long)e->workspace_bytes);
+      goto fail_compile;
+    }
+  }
+  e->stats.ms_total = now_ms() - t0;
+  pto_config_free(own);
+  *out = e;
+  return PTO_OK;
+
+fail_compile:
+  pto_executable_free(e);
+fail_alloc:
+  if (st == PTO_ENOMEM && p->run_err.status == PTO_OK)
+    pto__error_set(&p->run_err, st, "compile: out of memory");
+  pto_config_free(own);
+  return st;
+}
+
+pto_status pto_executable_stats(const pto_executable *e, pto_exe_stats *s) {
+  if (!e || !s)
+    return PTO_EINVAL;
+  const pto_compile_stats *c = &e->stats;
+  memset(s, 0, sizeof *s);
+  s->tensor_ops = c->tensor_ops;
+  s->tile_instructions = c->tile_instructions;
+  s->subgraphs = c->subgraphs;
+  s->programs = c->programs;
+  s->tasks = c->tasks;
+  s->edges = c->edges;
+  s->boundary_bytes = c->boundary_bytes;
+  s->workspace_bytes = c->workspace_bytes;
+  for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++)
+    s->mem_peak[l] = c->mem_peak[l];
+  s->ms_tile = c->ms_tile;
+  s->ms_partition = c->ms_partition;
+  s->ms_plan = c->ms_plan;
+  s->ms_graph = c->ms_graph;
+  s->ms_total = c->ms_total;
+  return PTO_OK;
+}
+
+uint32_t pto_executable_num_tasks(const pto_executable *e) {
+  return e ? e->n_tasks : 0;
+}
+uint32_t pto_executable_task_program(const pto_executable *e, uint32_t t) {
+  return e && t < e->n_tasks ? e->tasks[t].prog : UINT32_MAX;
+}
+const char *pto_executable_task_label(const pto_executable *e, uint32_t t) {
+  return e && t < e->n_tasks ? e->tasks[t].label : "";
+}
+uint32_t pto_executable_task_succ(const pto_executable *e, uint32_t t,
+                                  const uint32_t **succ) {
+  if (!e || t >= e->n_tasks) {
+    if (succ)
+      *succ = NULL;
+    return 0;
+  }
+  if (succ)
+    *succ = e->succ + e->tasks[t].succ;
+  return e->tasks[t].n_succ;
+}
+const char *pto_executable_program_name(const pto_executable *e,
+                                        uint32_t q) {
+  return e && q < e->n_progs ? e->progs[q].name : "";
+}

@@ -1,0 +1,12 @@
+/* partitioner/partition.h (internal): tile graph -> executable. */
+#ifndef PTO_PARTITIONER_PARTITION_H
+#define PTO_PARTITIONER_PARTITION_H
+
+#include "core/exe.h"
+
+/* Partitions e->tg (already tiled) for machine m under cfg and fills e.
+ * Returns 0 or a status with e->err set. */
+pto_status pto__partition(pto_executable *e, const pto_config *cfg,
+                          const pto_machine *m);
+
+#endif /* PTO_PARTITIONER_PARTITION_H */

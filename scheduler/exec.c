@@ -1,0 +1,114 @@
+/* Running a task: its program's instructions over the worker's scratchpads
+ * and the task's global windows. */
+#include "scheduler/exec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+pto_status pto__scratch_init(pto_scratch *s, const pto_executable *e) {
+  memset(s, 0, sizeof *s);
+  for (uint32_t q = 0; q < e->n_progs; q++) {
+    for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++)
+      if (e->progs[q].mem[l] > s->size[l])
+        s->size[l] = e->progs[q].mem[l];
+    if (e->progs[q].n_tiles > s->cap_tiles)
+      s->cap_tiles = e->progs[q].n_tiles;
+  }
+  for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++) {
+    if (!s->size[l])
+      continue;
+    s->level[l] = aligned_alloc(64, (s->size[l] + 63) & ~(uint64_t)63);
+    if (!s->level[l])
+      goto fail;
+  }
+  s->tiles = malloc((s->cap_tiles + 1) * sizeof *s->tiles);
+  if (!s->tiles)
+    goto fail;
+  return PTO_OK;
+fail:
+  pto__scratch_free(s);
+  return PTO_ENOMEM;
+}
+
+void pto__scratch_free(pto_scratch *s) {
+  for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++)
+    free(s->level[l]);
+  free(s->tiles);
+  memset(s, 0, sizeof *s);
+}
+
+pto_status pto__bind(const pto_executable *e, const void *const *inputs,
+                     void *const *outputs, unsigned char **base) {
+  for (uint32_t k = 0; k < e->n_storages; k++) {
+    const pto_storage *s = &e->storages[k];
+    switch (s->kind) {
+    case PTO_STORAGE_INPUT:
+      base[k] = (unsigned char *)(uintptr_t)inputs[s->index];
+      break;
+    case PTO_STORAGE_OUTPUT:
+      base[k] = outputs[s->index];
+      break;
+    case PTO_STORAGE_WORKSPACE:
+      base[k] = (unsigned char *)e->workspace + s->offset;
+      break;
+    default:
+      base[k] = NULL;
+      break;
+    }
+    if (s->kind != PTO_STORAGE_NONE && s->kind != PTO_STORAGE_WORKSPACE &&
+        !base[k])
+      return PTO_EINVAL;
+  }
+  return PTO_OK;
+}
+
+pto_status pto__task_exec(const pto_executable *e, uint32_t t, pto_scratch *s,
+                          unsigned char *const *base, pto_error *err) {
+  const pto_task *task = &e->tasks[t];
+  const pto_cprog *pr = &e->progs[task->prog];
+  pto_tile *tiles = s->tiles;
+  for (uint32_t i = 0; i < pr->n_tiles; i++) {
+    const pto_ptile *pt = &pr->tiles[i];
+    pto_tile *tl = &tiles[i];
+    tl->data = s->level[pt->level] + pt->offset;
+    tl->dtype = pt->dtype;
+    tl->rows = pt->rows;
+    tl->cols = pt->cols;
+    tl->stride = pt->stride;
+    tl->valid_rows = pt->vrows;
+    tl->valid_cols = pt->vcols;
+  }
+  for (uint32_t inst = 0; inst < task->n_inst; inst++) {
+    const pto_targ *args = e->args + task->args + inst * pr->n_slots;
+    for (uint32_t i = 0; i < pr->n_insts; i++) {
+      const pto_pinst *pi = &pr->insts[i];
+      pto_targs a;
+      for (int d = 0; d < pi->n_dst; d++)
+        a.dst[d] = &tiles[pi->dst[d]];
+      for (int r = 0; r < pi->n_src; r++)
+        a.src[r] = &tiles[pi->src[r]];
+      if (pi->slot >= 0) {
+        const pto_pslot *sl = &pr->slots[pi->slot];
+        const pto_targ *g = &args[pi->slot];
+        a.g.base = base[g->storage] + g->offset * (int64_t)pto_dtype_size(sl->dtype);
+        a.g.dtype = sl->dtype;
+        a.g.rows = sl->rows;
+        a.g.cols = sl->cols;
+        a.g.row_stride = sl->rs;
+        a.g.col_stride = sl->cs;
+      }
+      a.s = pi->s;
+      a.imm[0] = pi->imm[0];
+      a.imm[1] = pi->imm[1];
+      a.flags = pi->flags;
+      int rc = pi->fn(pi->op, &a);
+      if (rc < 0)
+        return pto__error_set(
+            err, (pto_status)rc,
+            "task %u (program %s, label '%s'): instruction %u %s failed: %s",
+            t, pr->name, task->label, i, pto__insn_name(pi->op),
+            pto_strerror(rc));
+    }
+  }
+  return PTO_OK;
+}

@@ -1,0 +1,28 @@
+/* scheduler/exec.h (internal): running one task of an executable on one
+ * worker's scratchpads. Shared by the serial runner and the workers. */
+#ifndef PTO_SCHEDULER_EXEC_H
+#define PTO_SCHEDULER_EXEC_H
+
+#include "core/exe.h"
+
+typedef struct pto_scratch {
+  unsigned char *level[PTO_MEM_LEVEL_COUNT]; /* 64-byte aligned */
+  uint64_t size[PTO_MEM_LEVEL_COUNT];
+  pto_tile *tiles; /* per-program tile descriptors, rebuilt per task */
+  uint32_t cap_tiles;
+} pto_scratch;
+
+/* Sized for the largest program of e. */
+pto_status pto__scratch_init(pto_scratch *s, const pto_executable *e);
+void pto__scratch_free(pto_scratch *s);
+
+/* base[k]: the address of storage k for this run. */
+pto_status pto__bind(const pto_executable *e, const void *const *inputs,
+                     void *const *outputs, unsigned char **base);
+
+/* Runs every instance of task t; on failure fills err naming the task, its
+ * program, label and instruction. */
+pto_status pto__task_exec(const pto_executable *e, uint32_t t, pto_scratch *s,
+                          unsigned char *const *base, pto_error *err);
+
+#endif /* PTO_SCHEDULER_EXEC_H */

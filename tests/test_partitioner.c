@@ -1,0 +1,526 @@
+/* partitioner: tiling, fusion, isomorphism, local-memory planning and the
+ * execution graph, checked end to end against the reference evaluator. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pto/pto.h"
+
+static pto_config *ascend_config(void) {
+  pto_config *c = pto_config_new();
+  cr_assert_not_null(c);
+  pto_machine m = pto_machine_ascend();
+  cr_assert_eq(pto_config_set_machine(c, &m), PTO_OK);
+  return c;
+}
+
+static pto_program *pypto_example(void) {
+  pto_program *p = pto_program_new("pypto-example");
+  const int64_t ab[2] = {64, 64}, w[2] = {64, 32};
+  pto_tensor *A = pto_input(p, "A", PTO_F32, 2, ab);
+  pto_tensor *B = pto_input(p, "B", PTO_F32, 2, ab);
+  pto_tensor *W = pto_input(p, "W", PTO_F32, 2, w);
+  pto_program_set_vec_tile(p, 32, 32);
+  pto_tensor *x = pto_add(p, pto_muls(p, A, 2.0), B);
+  pto_output(p, pto_rowsum(p, pto_matmul(p, x, W, 0)), "C");
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  return p;
+}
+
+Test(partitioner, golden_pypto_example_is_3_programs_7_tasks) {
+  pto_program *p = pypto_example();
+  pto_config *c = ascend_config();
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, c, &e), PTO_OK, "%s", pto_program_error(p));
+  pto_exe_stats s;
+  cr_assert_eq(pto_executable_stats(e, &s), PTO_OK);
+  cr_expect_eq(s.programs, 3);
+  cr_expect_eq(s.tasks, 7);
+  cr_expect_eq(s.edges, 6, "4 MulS_Add -> Matmul, Matmul -> 2 RowSum");
+  /* by hand: four MulS+Add tasks feed the matmul, which feeds two rowsums */
+  int per_prog[3] = {0};
+  uint32_t mm = UINT32_MAX;
+  for (uint32_t t = 0; t < s.tasks; t++) {
+    uint32_t q = pto_executable_task_program(e, t);
+    cr_assert_lt(q, 3);
+    per_prog[q]++;
+    if (strstr(pto_executable_program_name(e, q), "TMATMUL"))
+      mm = t;
+  }
+  cr_assert_neq(mm, UINT32_MAX);
+  int n1 = 0, n2 = 0, n4 = 0;
+  for (int q = 0; q < 3; q++) {
+    n1 += per_prog[q] == 1;
+    n2 += per_prog[q] == 2;
+    n4 += per_prog[q] == 4;
+  }
+  cr_expect(n1 == 1 && n2 == 1 && n4 == 1, "task counts per program %d %d %d",
+            per_prog[0], per_prog[1], per_prog[2]);
+  const uint32_t *succ;
+  cr_expect_eq(pto_executable_task_succ(e, mm, &succ), 2);
+  for (uint32_t t = 0; t < s.tasks; t++) {
+    const char *name =
+        pto_executable_program_name(e, pto_executable_task_program(e, t));
+    uint32_t n = pto_executable_task_succ(e, t, &succ);
+    if (strstr(name, "TMULS")) {
+      cr_expect(strstr(name, "TADD") != NULL, "MulS and Add fused: %s", name);
+      cr_expect_eq(n, 1);
+      cr_expect_eq(succ[0], mm);
+    } else if (strstr(name, "TROWSUM")) {
+      cr_expect_eq(n, 0);
+    }
+  }
+  /* and it computes what the reference evaluator computes */
+  static float A[64 * 64], B[64 * 64], W[64 * 32], C[64], R[64];
+  srand(7);
+  for (int i = 0; i < 64 * 64; i++) {
+    A[i] = (float)rand() / RAND_MAX - 0.5f;
+    B[i] = (float)rand() / RAND_MAX - 0.5f;
+  }
+  for (int i = 0; i < 64 * 32; i++)
+    W[i] = (float)rand() / RAND_MAX - 0.5f;
+  const void *in[] = {A, B, W};
+  void *out[] = {C}, *ref[] = {R};
+  cr_assert_eq(pto_executable_run_serial(e, in, out), PTO_OK, "%s",
+               pto_executable_error(e));
+  cr_assert_eq(pto_program_eval(p, in, ref), PTO_OK);
+  for (int i = 0; i < 64; i++)
+    cr_expect(fabsf(C[i] - R[i]) <= 1e-4f * (1 + fabsf(R[i])), "C[%d] %g vs %g",
+              i, C[i], R[i]);
+  pto_executable_free(e);
+  pto_config_free(c);
+  pto_program_free(p);
+}
+
+/* ---- parity with the reference evaluator -------------------------------- */
+
+typedef pto_tensor *(*build_fn)(pto_program *p, pto_tensor **in);
+
+/* Fills buffers for every input, runs the reference evaluator and the
+ * compiled program (serial executor) and compares every output: bit-exact
+ * when tol is 0, else |a - b| <= tol * (1 + |b|). */
+static void check_parity(const char *what, int n_in, const pto_dtype *dts,
+                         const int64_t (*shapes)[4], const int *ndims,
+                         build_fn build, uint32_t vr, uint32_t vc,
+                         const pto_tile_shape *cube, double tol) {
+  pto_program *p = pto_program_new(what);
+  pto_tensor *in[4];
+  char name[8];
+  for (int i = 0; i < n_in; i++) {
+    snprintf(name, sizeof name, "x%d", i);
+    in[i] = pto_input(p, name, dts[i], ndims[i], shapes[i]);
+  }
+  pto_program_set_vec_tile(p, vr, vc);
+  if (cube)
+    pto_program_set_cube_tile(p, cube->cube_m, cube->cube_n, cube->cube_k);
+  pto_tensor *o = build(p, in);
+  pto_output(p, o, "y");
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s: %s", what,
+               pto_program_error(p));
+  void *bufs[4];
+  srand(1234);
+  for (int i = 0; i < n_in; i++) {
+    int64_t n = pto_tensor_numel(in[i]);
+    bufs[i] = malloc((size_t)n * 4);
+    for (int64_t k = 0; k < n; k++) {
+      if (dts[i] == PTO_I32)
+        ((int32_t *)bufs[i])[k] = rand() % 41 - 20;
+      else
+        ((float *)bufs[i])[k] = (float)rand() / RAND_MAX * 4 - 2;
+    }
+  }
+  int64_t n_out = pto_tensor_numel(o);
+  size_t es = pto_dtype_size(pto_tensor_dtype(o));
+  void *got = calloc((size_t)n_out, es), *want = calloc((size_t)n_out, es);
+  const void *ins[4] = {bufs[0], bufs[1], bufs[2], bufs[3]};
+  void *outs[1] = {got}, *refs[1] = {want};
+  cr_assert_eq(pto_program_eval(p, ins, refs), PTO_OK, "%s: %s", what,
+               pto_program_error(p));
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s: %s", what,
+               pto_program_error(p));
+  cr_assert_eq(pto_executable_run_serial(e, ins, outs), PTO_OK, "%s: %s",
+               what, pto_executable_error(e));
+  for (int64_t k = 0; k < n_out; k++) {
+    if (pto_tensor_dtype(o) == PTO_I32) {
+      cr_assert_eq(((int32_t *)got)[k], ((int32_t *)want)[k],
+                   "%s tile %ux%u: [%ld] %d vs %d", what, vr, vc, (long)k,
+                   ((int32_t *)got)[k], ((int32_t *)want)[k]);
+    } else {
+      float g = ((float *)got)[k], w = ((float *)want)[k];
+      if (tol == 0)
+        cr_assert(memcmp(&g, &w, 4) == 0, "%s tile %ux%u: [%ld] %.9g vs %.9g",
+                  what, vr, vc, (long)k, g, w);
+      else
+        cr_assert(fabs((double)g - w) <= tol * (1 + fabs((double)w)),
+                  "%s tile %ux%u: [%ld] %.9g vs %.9g", what, vr, vc, (long)k,
+                  g, w);
+    }
+  }
+  pto_executable_free(e);
+  for (int i = 0; i < n_in; i++)
+    free(bufs[i]);
+  free(got);
+  free(want);
+  pto_program_free(p);
+}
+
+/* Tile shapes that divide [48, 96] and that leave edge tiles. */
+static const uint32_t tiles[][2] = {{16, 32}, {48, 96}, {13, 37}, {0, 0},
+                                    {1, 8}};
+#define N_TILES (sizeof tiles / sizeof tiles[0])
+
+#define UNARY_CASE(fn, body, dt, tol)                                          \
+  static pto_tensor *build_##fn(pto_program *p, pto_tensor **in) {            \
+    return body;                                                               \
+  }                                                                            \
+  Test(partitioner, parity_##fn) {                                             \
+    const pto_dtype dts[1] = {dt};                                             \
+    const int64_t shapes[1][4] = {{48, 96}};                                   \
+    const int nd[1] = {2};                                                     \
+    for (size_t i = 0; i < N_TILES; i++)                                       \
+      check_parity(#fn, 1, dts, shapes, nd, build_##fn, tiles[i][0],           \
+                   tiles[i][1], NULL, tol);                                    \
+  }
+
+UNARY_CASE(adds, pto_adds(p, in[0], 1.5), PTO_F32, 0)
+UNARY_CASE(subs, pto_subs(p, in[0], 1.5), PTO_F32, 0)
+UNARY_CASE(muls, pto_muls(p, in[0], -3.0), PTO_F32, 0)
+UNARY_CASE(divs, pto_divs(p, in[0], 7.0), PTO_F32, 0)
+UNARY_CASE(maxs, pto_maxs(p, in[0], 0.25), PTO_F32, 0)
+UNARY_CASE(mins, pto_mins(p, in[0], 0.25), PTO_F32, 0)
+UNARY_CASE(exp, pto_exp(p, in[0]), PTO_F32, 1e-6)
+UNARY_CASE(log, pto_log(p, pto_abs(p, in[0])), PTO_F32, 1e-6)
+UNARY_CASE(sqrt, pto_sqrt(p, pto_abs(p, in[0])), PTO_F32, 0)
+UNARY_CASE(rsqrt, pto_rsqrt(p, pto_adds(p, pto_abs(p, in[0]), 0.5)), PTO_F32, 1e-6)
+UNARY_CASE(recip, pto_recip(p, pto_adds(p, pto_abs(p, in[0]), 0.5)), PTO_F32, 0)
+UNARY_CASE(relu, pto_relu(p, in[0]), PTO_F32, 0)
+UNARY_CASE(neg, pto_neg(p, in[0]), PTO_F32, 0)
+UNARY_CASE(abs_i32, pto_abs(p, in[0]), PTO_I32, 0)
+UNARY_CASE(muls_i32, pto_muls(p, in[0], 3), PTO_I32, 0)
+UNARY_CASE(cast_i32, pto_cast(p, pto_muls(p, in[0], 10.0), PTO_I32), PTO_F32, 0)
+UNARY_CASE(cast_bf16, pto_cast(p, pto_cast(p, in[0], PTO_BF16), PTO_F32), PTO_F32, 0)
+UNARY_CASE(rowsum, pto_rowsum(p, in[0]), PTO_F32, 1e-5)
+UNARY_CASE(rowmax, pto_rowmax(p, in[0]), PTO_F32, 0)
+UNARY_CASE(rowmin, pto_rowmin(p, in[0]), PTO_F32, 0)
+UNARY_CASE(colsum, pto_colsum(p, in[0]), PTO_F32, 1e-5)
+UNARY_CASE(colmax, pto_colmax(p, in[0]), PTO_F32, 0)
+UNARY_CASE(softmax, pto_softmax(p, in[0]), PTO_F32, 1e-5)
+UNARY_CASE(transpose_view, pto_adds(p, pto_transpose(p, in[0], 0, 1), 1), PTO_F32, 0)
+UNARY_CASE(slice_view,
+           pto_muls(p, pto_slice(p, in[0], (int64_t[]){5, 7},
+                                 (int64_t[]){40, 90}), 2),
+           PTO_F32, 0)
+UNARY_CASE(output_is_view, pto_transpose(p, pto_adds(p, in[0], 1), 0, 1), PTO_F32, 0)
+UNARY_CASE(concat_cols, pto_concat(p, 2, (pto_tensor *[]){in[0], pto_neg(p, in[0])}, 1), PTO_F32, 0)
+UNARY_CASE(concat_rows, pto_concat(p, 2, (pto_tensor *[]){in[0], pto_neg(p, in[0])}, 0), PTO_F32, 0)
+UNARY_CASE(full_plus, pto_add(p, in[0], pto_full(p, PTO_F32, 2, (int64_t[]){48, 96}, 0.5)), PTO_F32, 0)
+UNARY_CASE(iota_plus, pto_add(p, pto_cast(p, in[0], PTO_I32), pto_iota(p, PTO_I32, 2, (int64_t[]){48, 96}, 3)), PTO_F32, 0)
+UNARY_CASE(topk_values, pto_topk(p, in[0], 20, &(pto_tensor *){NULL}), PTO_F32, 0)
+UNARY_CASE(chain, pto_exp(p, pto_muls(p, pto_adds(p, in[0], 1), 0.5)), PTO_F32, 1e-6)
+
+static pto_tensor *build_topk_idx(pto_program *p, pto_tensor **in) {
+  pto_tensor *idx = NULL;
+  pto_topk(p, in[0], 17, &idx);
+  return idx;
+}
+Test(partitioner, parity_topk_indices) {
+  const pto_dtype dts[1] = {PTO_F32};
+  const int64_t shapes[1][4] = {{48, 96}};
+  const int nd[1] = {2};
+  for (size_t i = 0; i < N_TILES; i++)
+    check_parity("topk_indices", 1, dts, shapes, nd, build_topk_idx,
+                 tiles[i][0], tiles[i][1], NULL, 0);
+}
+
+#define BINARY_CASE(fn, body, sa0, sa1, sb0, sb1, dt, tol)                     \
+  static pto_tensor *build_##fn(pto_program *p, pto_tensor **in) {            \
+    return body;                                                               \
+  }                                                                            \
+  Test(partitioner, parity_##fn) {                                             \
+    const pto_dtype dts[2] = {dt, dt};                                         \
+    const int64_t shapes[2][4] = {{sa0, sa1}, {sb0, sb1}};                     \
+    const int nd[2] = {2, 2};                                                  \
+    for (size_t i = 0; i < N_TILES; i++)                                       \
+      check_parity(#fn, 2, dts, shapes, nd, build_##fn, tiles[i][0],           \
+                   tiles[i][1], NULL, tol);                                    \
+  }
+
+BINARY_CASE(add, pto_add(p, in[0], in[1]), 48, 96, 48, 96, PTO_F32, 0)
+BINARY_CASE(sub, pto_sub(p, in[0], in[1]), 48, 96, 48, 96, PTO_F32, 0)
+BINARY_CASE(mul, pto_mul(p, in[0], in[1]), 48, 96, 48, 96, PTO_F32, 0)
+BINARY_CASE(div, pto_div(p, in[0], in[1]), 48, 96, 48, 96, PTO_F32, 0)
+BINARY_CASE(max, pto_max(p, in[0], in[1]), 48, 96, 48, 96, PTO_F32, 0)
+BINARY_CASE(min, pto_min(p, in[0], in[1]), 48, 96, 48, 96, PTO_F32, 0)
+BINARY_CASE(add_i32, pto_add(p, in[0], in[1]), 48, 96, 48, 96, PTO_I32, 0)
+BINARY_CASE(div_i32, pto_div(p, in[0], in[1]), 48, 96, 48, 96, PTO_I32, 0)
+BINARY_CASE(sub_rowvec, pto_sub(p, in[0], in[1]), 48, 96, 48, 1, PTO_F32, 0)
+BINARY_CASE(div_rowvec, pto_div(p, in[0], in[1]), 48, 96, 48, 1, PTO_F32, 0)
+BINARY_CASE(min_rowvec, pto_min(p, in[0], in[1]), 48, 96, 48, 1, PTO_F32, 0)
+BINARY_CASE(mul_colvec, pto_mul(p, in[0], in[1]), 48, 96, 1, 96, PTO_F32, 0)
+BINARY_CASE(max_colvec, pto_max(p, in[0], in[1]), 48, 96, 1, 96, PTO_F32, 0)
+BINARY_CASE(add_scalar_tensor, pto_add(p, in[0], in[1]), 48, 96, 1, 1, PTO_F32, 0)
+BINARY_CASE(rowvec_first, pto_sub(p, in[1], in[0]), 48, 96, 48, 1, PTO_F32, 0)
+BINARY_CASE(cmp_select,
+            pto_select(p, pto_cmp(p, in[0], in[1], PTO_CMP_LT), in[0], in[1]),
+            48, 96, 48, 96, PTO_F32, 0)
+BINARY_CASE(matmul, pto_matmul(p, in[0], in[1], 0), 48, 96, 96, 40, PTO_F32, 1e-5)
+BINARY_CASE(matmul_tb, pto_matmul(p, in[0], in[1], PTO_MATMUL_TRANS_B), 48, 96, 40, 96, PTO_F32, 1e-5)
+BINARY_CASE(matmul_ta, pto_matmul(p, in[0], in[1], PTO_MATMUL_TRANS_A), 96, 48, 96, 40, PTO_F32, 1e-5)
+BINARY_CASE(gather, pto_gather(p, in[0], pto_cast(p, pto_muls(p, in[1], 20), PTO_I32), 0), 48, 96, 3, 20, PTO_F32, 0)
+
+static pto_tensor *build_mm_tiled(pto_program *p, pto_tensor **in) {
+  pto_tensor *c = pto_matmul(p, in[0], in[1], 0);
+  return pto_matmul_acc(p, c, in[0], in[1], 0);
+}
+Test(partitioner, parity_matmul_cube_tiles_and_split_k) {
+  const pto_dtype dts[2] = {PTO_F32, PTO_F32};
+  const int64_t shapes[2][4] = {{48, 96}, {96, 40}};
+  const int nd[2] = {2, 2};
+  const pto_tile_shape cubes[] = {{0, 0, 16, 16, 32}, {0, 0, 13, 7, 40},
+                                  {0, 0, 48, 40, 96}, {0, 0, 0, 0, 17}};
+  for (size_t i = 0; i < sizeof cubes / sizeof cubes[0]; i++)
+    check_parity("matmul_cube", 2, dts, shapes, nd, build_mm_tiled, 16, 32,
+                 &cubes[i], 1e-5);
+}
+
+static pto_tensor *build_batched(pto_program *p, pto_tensor **in) {
+  return pto_rowmax(p, pto_matmul(p, in[0], in[1], PTO_MATMUL_TRANS_B));
+}
+Test(partitioner, parity_batched_matmul_with_broadcast) {
+  const pto_dtype dts[2] = {PTO_F32, PTO_F32};
+  const int64_t shapes[2][4] = {{3, 2, 24, 32}, {40, 32}};
+  const int nd[2] = {4, 2};
+  check_parity("batched", 2, dts, shapes, nd, build_batched, 8, 16, NULL,
+               1e-5);
+}
+
+/* ---- structure ---------------------------------------------------------- */
+
+static pto_executable *compile_ok(pto_program *p, const pto_config *c) {
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, c, &e), PTO_OK, "%s", pto_program_error(p));
+  return e;
+}
+
+Test(partitioner, isomorphic_tiles_share_one_program) {
+  pto_program *p = pto_program_new("iso");
+  const int64_t s[2] = {256, 256};
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, s);
+  pto_tensor *b = pto_input(p, "b", PTO_F32, 2, s);
+  pto_program_set_vec_tile(p, 32, 32);
+  pto_output(p, pto_add(p, a, b), "c");
+  pto_config *c = pto_config_new();
+  pto_config_set_knob(c, NULL, PTO_KNOB_NBUFFER, 1);
+  pto_executable *e = compile_ok(p, c);
+  pto_config_free(c);
+  pto_exe_stats st;
+  pto_executable_stats(e, &st);
+  cr_expect_eq(st.tasks, 64);
+  cr_expect_eq(st.programs, 1);
+  cr_expect_eq(st.edges, 0);
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
+Test(partitioner, softmax_fuses_into_one_subgraph_per_row_block) {
+  pto_program *p = pto_program_new("softmax");
+  const int64_t s[2] = {16, 64};
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, s);
+  pto_program_set_vec_tile(p, 4, 64);
+  pto_output(p, pto_softmax(p, a), "y");
+  pto_config *c = pto_config_new();
+  pto_config_set_knob(c, NULL, PTO_KNOB_NBUFFER, 1);
+  pto_executable *e = compile_ok(p, c);
+  pto_config_free(c);
+  pto_exe_stats st;
+  pto_executable_stats(e, &st);
+  cr_expect_eq(st.tasks, 4);
+  cr_expect_eq(st.programs, 1);
+  cr_expect_eq(st.workspace_bytes, 0, "no intermediate leaves local memory");
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
+Test(partitioner, fuse_knob_off_keeps_ops_apart) {
+  pto_program *p = pto_program_new("nofuse");
+  const int64_t s[2] = {16, 64};
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, s);
+  pto_program_set_vec_tile(p, 4, 64);
+  pto_output(p, pto_exp(p, pto_adds(p, a, 1)), "y");
+  pto_config *c = pto_config_new();
+  cr_assert_eq(pto_config_set_knob(c, NULL, PTO_KNOB_FUSE, 0), PTO_OK);
+  cr_assert_eq(pto_config_set_knob(c, NULL, PTO_KNOB_NBUFFER, 1), PTO_OK);
+  pto_executable *e = compile_ok(p, c);
+  pto_exe_stats st;
+  pto_executable_stats(e, &st);
+  cr_expect_eq(st.tasks, 8);
+  cr_expect_eq(st.programs, 2);
+  cr_expect_eq(st.edges, 4);
+  pto_executable_free(e);
+  pto_config_free(c);
+  pto_program_free(p);
+}
+
+Test(partitioner, working_set_too_large_is_a_clear_error) {
+  pto_program *p = pto_program_new("big");
+  const int64_t s[2] = {512, 512};
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, s);
+  pto_program_set_vec_tile(p, 512, 512); /* 1 MiB tiles; UB is 192 KiB */
+  pto_program_push_label(p, "big.sum");
+  pto_output(p, pto_rowsum(p, a), "y");
+  pto_config *c = ascend_config();
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, c, &e), PTO_ECAPACITY);
+  cr_expect_null(e);
+  const char *msg = pto_program_error(p);
+  cr_expect(strstr(msg, "rowsum") && strstr(msg, "big.sum") &&
+                strstr(msg, "UB") && strstr(msg, "196608"),
+            "message: %s", msg);
+  pto_config_free(c);
+  pto_program_free(p);
+}
+
+Test(partitioner, oversized_fusion_is_split_not_refused) {
+  /* each op alone fits in UB; fused they would not */
+  pto_program *p = pto_program_new("split");
+  const int64_t s[2] = {64, 256};
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, s);
+  pto_program_set_vec_tile(p, 64, 256); /* 64 KiB per tile, 3 fit in UB */
+  pto_tensor *x = pto_adds(p, a, 1);
+  pto_tensor *ex = pto_exp(p, x);
+  pto_tensor *y = pto_mul(p, x, ex); /* x, ex, y and z live at once: 256 KiB */
+  pto_tensor *z = pto_sub(p, x, ex);
+  pto_output(p, pto_add(p, y, z), "y");
+  pto_config *c = ascend_config();
+  pto_executable *e = compile_ok(p, c);
+  pto_exe_stats st;
+  pto_executable_stats(e, &st);
+  cr_expect_leq(st.mem_peak[PTO_MEM_UB], 196608);
+  cr_expect_gt(st.tasks, 1);
+  pto_executable_free(e);
+  pto_config_free(c);
+  pto_program_free(p);
+}
+
+Test(partitioner, compile_without_outputs_is_rejected) {
+  pto_program *p = pto_program_new("empty");
+  const int64_t s[1] = {4};
+  pto_input(p, "a", PTO_F32, 1, s);
+  pto_executable *e = (pto_executable *)1;
+  cr_expect_eq(pto_compile(p, NULL, &e), PTO_EINVAL);
+  cr_expect_null(e);
+  cr_expect(strstr(pto_program_error(p), "no outputs"));
+  pto_program_free(p);
+}
+
+/* ---- knobs -------------------------------------------------------------- */
+
+static pto_program *add_256(void) {
+  pto_program *p = pto_program_new("add");
+  const int64_t s[2] = {256, 256};
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, s);
+  pto_tensor *b = pto_input(p, "b", PTO_F32, 2, s);
+  pto_program_set_vec_tile(p, 32, 32);
+  pto_program_push_label(p, "sum");
+  pto_output(p, pto_add(p, a, b), "c");
+  pto_program_pop_label(p);
+  return p;
+}
+
+static uint32_t tasks_with(pto_program *p, const pto_machine *m,
+                           const char *label, pto_knob k, int64_t v) {
+  pto_config *c = pto_config_new();
+  if (m)
+    cr_assert_eq(pto_config_set_machine(c, m), PTO_OK);
+  cr_assert_eq(pto_config_set_knob(c, label, k, v), PTO_OK);
+  pto_executable *e = compile_ok(p, c);
+  pto_exe_stats st;
+  pto_executable_stats(e, &st);
+  pto_executable_free(e);
+  pto_config_free(c);
+  return st.tasks;
+}
+
+Test(partitioner, nbuffer_merges_isomorphic_vector_tasks) {
+  pto_program *p = add_256(); /* 64 tiles of 32x32 */
+  cr_expect_eq(tasks_with(p, NULL, NULL, PTO_KNOB_NBUFFER, 1), 64);
+  cr_expect_eq(tasks_with(p, NULL, NULL, PTO_KNOB_NBUFFER, 4), 16);
+  cr_expect_eq(tasks_with(p, NULL, NULL, PTO_KNOB_NBUFFER, 5), 13);
+  cr_expect_eq(tasks_with(p, NULL, "sum", PTO_KNOB_NBUFFER, 8), 8,
+               "per-label knob");
+  cr_expect_eq(tasks_with(p, NULL, "other", PTO_KNOB_NBUFFER, 8), 2,
+               "a knob for another label leaves auto in force");
+  /* auto: small tasks, about one per vector worker */
+  pto_machine two = pto_machine_ascend();
+  two.workers[PTO_CORE_VECTOR] = 2;
+  cr_expect_eq(tasks_with(p, &two, NULL, PTO_KNOB_NBUFFER, 0), 2);
+  pto_machine m = pto_machine_ascend(); /* 48 vector workers: 64 -> 32 */
+  cr_expect_eq(tasks_with(p, &m, NULL, PTO_KNOB_NBUFFER, 0), 32);
+  pto_program_free(p);
+}
+
+Test(partitioner, nbuffer_runs_every_instance) {
+  pto_program *p = add_256();
+  pto_config *c = pto_config_new();
+  pto_config_set_knob(c, NULL, PTO_KNOB_NBUFFER, 7);
+  pto_executable *e = compile_ok(p, c);
+  static float a[256 * 256], b[256 * 256], out[256 * 256];
+  for (int i = 0; i < 256 * 256; i++) {
+    a[i] = (float)i;
+    b[i] = 0.5f;
+  }
+  const void *in[] = {a, b};
+  void *o[] = {out};
+  cr_assert_eq(pto_executable_run_serial(e, in, o), PTO_OK);
+  for (int i = 0; i < 256 * 256; i++)
+    cr_assert_eq(out[i], (float)i + 0.5f, "[%d]", i);
+  pto_executable_free(e);
+  pto_config_free(c);
+  pto_program_free(p);
+}
+
+static pto_program *matmul_128(void) {
+  pto_program *p = pto_program_new("mm");
+  const int64_t sa[2] = {128, 64}, sb[2] = {64, 128};
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, sa);
+  pto_tensor *b = pto_input(p, "b", PTO_F32, 2, sb);
+  pto_program_set_cube_tile(p, 32, 32, 32);
+  pto_output(p, pto_matmul(p, a, b, 0), "c");
+  return p;
+}
+
+Test(partitioner, l1_reuse_merges_cube_tasks_sharing_an_operand) {
+  pto_program *p = matmul_128(); /* 4 x 4 output tiles, 2 k-steps each */
+  cr_expect_eq(tasks_with(p, NULL, NULL, PTO_KNOB_L1_REUSE, 1), 16);
+  cr_expect_eq(tasks_with(p, NULL, NULL, PTO_KNOB_L1_REUSE, 2), 8);
+  cr_expect_eq(tasks_with(p, NULL, NULL, PTO_KNOB_L1_REUSE, 4), 4);
+  cr_expect_eq(tasks_with(p, NULL, NULL, PTO_KNOB_L1_REUSE, 64), 4,
+               "at most the tiles that share the operand");
+  /* the shared window is loaded once: fewer bytes cross the boundary */
+  pto_config *c = pto_config_new();
+  pto_config_set_knob(c, NULL, PTO_KNOB_L1_REUSE, 4);
+  pto_executable *e = compile_ok(p, c);
+  pto_exe_stats st4, st1;
+  pto_executable_stats(e, &st4);
+  static float a[128 * 64], b[64 * 128], got[128 * 128], want[128 * 128];
+  for (int i = 0; i < 128 * 64; i++) {
+    a[i] = (float)(i % 7) - 3;
+    b[i] = (float)(i % 5) - 2;
+  }
+  const void *in[] = {a, b};
+  void *o[] = {got}, *r[] = {want};
+  cr_assert_eq(pto_executable_run_serial(e, in, o), PTO_OK);
+  cr_assert_eq(pto_program_eval(p, in, r), PTO_OK);
+  cr_expect(memcmp(got, want, sizeof got) == 0, "small integers are exact");
+  pto_executable_free(e);
+  pto_config_set_knob(c, NULL, PTO_KNOB_L1_REUSE, 1);
+  e = compile_ok(p, c);
+  pto_executable_stats(e, &st1);
+  cr_expect_lt(st4.boundary_bytes, st1.boundary_bytes);
+  pto_executable_free(e);
+  pto_config_free(c);
+  pto_program_free(p);
+}
