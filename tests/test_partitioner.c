@@ -118,7 +118,7 @@ static void check_parity(const char *what, int n_in, const pto_dtype *dts,
   pto_output(p, o, "y");
   cr_assert_eq(pto_program_status(p), PTO_OK, "%s: %s", what,
                pto_program_error(p));
-  void *bufs[4];
+  void *bufs[4] = {NULL, NULL, NULL, NULL};
   srand(1234);
   for (int i = 0; i < n_in; i++) {
     int64_t n = pto_tensor_numel(in[i]);

@@ -18,7 +18,9 @@ typedef struct pto_executable pto_executable;
 /* Tiles, partitions, plans local memory, compiles programs and builds the
  * execution graph. cfg NULL uses pto_config_new()'s defaults. On failure
  * *exe is NULL and pto_program_error(p) says why, e.g. "compile: rowsum
- * 'x.sum' needs 262144 bytes of UB, the machine has 196608". */
+ * 'x.sum' needs 262144 bytes of UB, the machine has 196608". The program
+ * must outlive the executable (dumps read its tensor graph); building more
+ * ops into it afterwards does not change the executable. */
 PTO_API pto_status pto_compile(pto_program *p, const pto_config *cfg,
                                pto_executable **exe);
 PTO_API void pto_executable_free(pto_executable *e); /* NULL is a no-op */
