@@ -107,6 +107,10 @@ struct pto_executable {
   uint64_t workspace_bytes;
   void *workspace; /* allocated once, reused by every run */
   pto_compile_stats stats;
+  /* the scheduler's per-executable state (job arrays, last trace), owned by
+   * the scheduler and freed through sched_free */
+  void *sched;
+  void (*sched_free)(void *sched);
   /* for dumps: the tile graph and subgraph of every unit */
   pto_tgraph tg;
   uint32_t *unit_subgraph;

@@ -16,6 +16,20 @@ pto_program *pto_example_pypto(void);
 void pto_example_pypto_ref(const float *A, const float *B, const float *W,
                            float *C);
 
+/* Row softmax of X [1024,1024] f32 (output Y), vector tile 16x1024: one
+ * row block per tile, thousands of tile instructions. Label "softmax". */
+pto_program *pto_example_softmax(void);
+
+/* A small MLP: Y = relu(X W1) W2 with X [128,256], W1 [256,512],
+ * W2 [512,128], f32; cube tile 64x64x64, vector tile 64x128. Labels
+ * "mlp.up", "mlp.act", "mlp.down". Inputs X, W1, W2; output Y. */
+pto_program *pto_example_mlp(void);
+
+/* A large element-wise sum: Y = X0 + X1 + ... + X7, each [4096,4096] f32,
+ * vector tile 32x128: 7 adds of 4096 tiles, 114 688 tile instructions, to
+ * time compilation (too large to run in a test). Label "big-add". */
+pto_program *pto_example_big_add(void);
+
 PTO_EXTERN_C_END
 
 #endif /* PTO_KERNELS_EXAMPLES_H */

@@ -22,6 +22,8 @@ void pto_executable_free(pto_executable *e) {
     free(e->progs[q].tiles);
     free(e->progs[q].slots);
   }
+  if (e->sched_free)
+    e->sched_free(e->sched);
   free(e->progs);
   free(e->tasks);
   free(e->succ);

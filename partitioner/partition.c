@@ -323,27 +323,6 @@ static int forwarded(const part *s, uint32_t i) {
   return cu != PTO_NONE && cu == unit_cluster(s, s->inst_unit[st]);
 }
 
-/* Whether every reader of storage st is in cluster c (then its stores can
- * be dropped, unless it is an output). */
-static int storage_internal(const part *s, uint32_t st, uint32_t c) {
-  if (st >= s->p->n_tensors || s->storage_is_output[st])
-    return 0;
-  const pto_tgraph *tg = s->tg;
-  for (uint32_t u = 0; u < tg->n_units; u++) {
-    const pto_unit *un = &tg->units[u];
-    for (uint32_t i = un->first; i < un->first + un->count; i++) {
-      const pto_tinst *in = &tg->insts[i];
-      if (in->op == PTO_OP_TSTORE || !(pto__insn_info(in->op)->flags &
-                                       PTO_IF_GLOBAL) ||
-          in->g.storage != st)
-        continue;
-      if (unit_cluster(s, u) != c || !forwarded(s, i))
-        return 0;
-    }
-  }
-  return 1;
-}
-
 typedef struct sgraph {
   uint32_t n_units;
   uint32_t *units; /* unit ids in order */
@@ -359,17 +338,10 @@ typedef struct cbuild {
   uint32_t *slot_inst;   /* program slot -> tile-graph instruction */
 } cbuild;
 
-static pto_mem_level level_for(pto_core_type core, int op, int role) {
-  if (core != PTO_CORE_CUBE)
-    return PTO_MEM_UB;
-  if (op == PTO_OP_TMATMUL || op == PTO_OP_TMATMUL_ACC) {
-    if (role == 0)
-      return PTO_MEM_L0A;
-    if (role == 1)
-      return PTO_MEM_L0B;
-    return PTO_MEM_L0C;
-  }
-  return PTO_MEM_L1;
+/* Where a cube or vector program's tiles live by default; matmul operands
+ * are moved to L0A/L0B/L0C once their uses are known. */
+static pto_mem_level level_for(pto_core_type core) {
+  return core == PTO_CORE_CUBE ? PTO_MEM_L1 : PTO_MEM_UB;
 }
 
 /* Resolves forwarding: the value a tile-graph value stands for. */
@@ -444,7 +416,7 @@ static pto_status build_program(part *s, const sgraph *sg, uint32_t *alias,
         pt->stride = pto_tile_stride(tv->dtype, tv->cols);
         pt->vrows = tv->vrows;
         pt->vcols = tv->vcols;
-        pt->level = (uint8_t)level_for(core, in->op, r < 2 ? r : 2);
+        pt->level = (uint8_t)level_for(core);
         iv[t].size = pto_tile_bytes(tv->dtype, tv->rows, tv->cols);
         iv[t].level = pt->level;
       }
@@ -462,6 +434,24 @@ static pto_status build_program(part *s, const sgraph *sg, uint32_t *alias,
       iv[pi->dst[0]].off = UINT64_MAX - pi->src[2];
     }
   }
+  if (pr->n_tiles > UINT16_MAX) {
+    free(iv);
+    *need = pr->n_tiles;
+    return PTO_ERANGE; /* reported by the caller */
+  }
+  /* a tile's level follows its use, not its definition: the operands of a
+   * matmul live in L0A/L0B and its accumulator in L0C, even though a TLOAD
+   * defined them */
+  for (uint32_t k = 0; core == PTO_CORE_CUBE && k < pr->n_insts; k++) {
+    const pto_pinst *pi = &pr->insts[k];
+    if (pi->op != PTO_OP_TMATMUL && pi->op != PTO_OP_TMATMUL_ACC)
+      continue;
+    pr->tiles[pi->src[0]].level = PTO_MEM_L0A;
+    pr->tiles[pi->src[1]].level = PTO_MEM_L0B;
+    pr->tiles[pi->dst[0]].level = PTO_MEM_L0C;
+  }
+  for (uint32_t t = 0; t < pr->n_tiles; t++)
+    iv[t].level = pr->tiles[t].level;
   /* liveness-based placement: first fit among the offsets of tiles dead
    * before this instruction */
   uint32_t *live = malloc((pr->n_tiles + 1) * sizeof *live);
@@ -688,28 +678,34 @@ static pto_status form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
     alias[tg->insts[i].dst[0]] = tg->insts[s->match[i]].src[0];
     drop[i] = 1;
   }
-  /* stores whose tensor never leaves its cluster */
-  uint8_t *internal = calloc(s->p->n_tensors + 1, 1);
-  uint8_t *known = calloc(s->p->n_tensors + 1, 1);
-  if (!internal || !known) {
-    free(internal);
-    free(known);
+  /* stores whose tensor never leaves its cluster: one pass over every read,
+   * clearing the tensors some reader outside its producer's cluster (or not
+   * forwarded) still needs in global memory */
+  uint32_t nt = s->p->n_tensors;
+  uint8_t *internal = malloc(nt + 1);
+  if (!internal)
     return PTO_ENOMEM;
+  for (uint32_t st = 0; st < nt; st++)
+    internal[st] = !s->storage_is_output[st] &&
+                   s->storage_node[st] != PTO_NONE;
+  for (uint32_t i = 0; i < tg->n_insts; i++) {
+    const pto_tinst *in = &tg->insts[i];
+    uint32_t st = in->g.storage;
+    if (in->op == PTO_OP_TSTORE ||
+        !(pto__insn_info(in->op)->flags & PTO_IF_GLOBAL) || st >= nt ||
+        !internal[st])
+      continue;
+    uint32_t c = uf_find(s->cluster, s->storage_node[st]);
+    if (unit_cluster(s, s->inst_unit[i]) != c || !forwarded(s, i))
+      internal[st] = 0;
   }
   for (uint32_t i = 0; i < tg->n_insts; i++) {
     const pto_tinst *in = &tg->insts[i];
-    if (in->op != PTO_OP_TSTORE || in->g.storage >= s->p->n_tensors)
-      continue;
-    uint32_t st = in->g.storage;
-    uint32_t c = unit_cluster(s, s->inst_unit[i]);
-    if (!known[st]) {
-      known[st] = 1;
-      internal[st] = c != PTO_NONE && storage_internal(s, st, c);
-    }
-    drop[i] = internal[st];
+    if (in->op == PTO_OP_TSTORE && in->g.storage < nt &&
+        unit_cluster(s, s->inst_unit[i]) != PTO_NONE)
+      drop[i] = internal[in->g.storage];
   }
   free(internal);
-  free(known);
   if (reuse_l1(s))
     return PTO_ENOMEM;
   /* number subgraphs in order of their first unit */
@@ -829,6 +825,15 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out,
           tov[resolve(s, alias, in->dst[r])] = PTO_NONE;
       }
       builds[k].tile_of_val = NULL;
+      if (st == PTO_ERANGE) {
+        fail(s, st, "a subgraph of op %s has %" PRIu64 " local tiles; at most "
+             "%u fit a program: use larger tiles or fuse=0",
+             tg->units[sgs[k].units[0]].node == PTO_NONE
+                 ? "output copy"
+                 : pto__top_name(s->p->nodes[tg->units[sgs[k].units[0]].node]->op),
+             need, (unsigned)UINT16_MAX);
+        continue;
+      }
       if (st != PTO_ECAPACITY)
         continue;
       if (sgs[k].n_units > 1) { /* split: dissolve the fused ops */
@@ -1145,6 +1150,42 @@ static pto_status group_tasks(part *s, const sgraph *sgs, uint32_t n_sg,
   return PTO_OK;
 }
 
+/* path[t]: the largest total cost from t to any exit, t included: the
+ * critical-path scheduling priority. Kahn order, then backwards. */
+static pto_status critical_paths(pto_executable *e) {
+  uint32_t n = e->n_tasks;
+  uint32_t *order = malloc((n + 1) * sizeof *order);
+  uint32_t *pending = malloc((n + 1) * sizeof *pending);
+  if (!order || !pending) {
+    free(order);
+    free(pending);
+    return PTO_ENOMEM;
+  }
+  uint32_t head = 0, tail = 0;
+  for (uint32_t t = 0; t < n; t++) {
+    pending[t] = e->tasks[t].n_pred;
+    if (!pending[t])
+      order[tail++] = t;
+  }
+  while (head < tail) {
+    const pto_task *t = &e->tasks[order[head++]];
+    for (uint32_t k = 0; k < t->n_succ; k++)
+      if (--pending[e->succ[t->succ + k]] == 0)
+        order[tail++] = e->succ[t->succ + k];
+  }
+  for (uint32_t i = tail; i-- > 0;) {
+    pto_task *t = &e->tasks[order[i]];
+    uint64_t best = 0;
+    for (uint32_t k = 0; k < t->n_succ; k++)
+      if (e->tasks[e->succ[t->succ + k]].path > best)
+        best = e->tasks[e->succ[t->succ + k]].path;
+    t->path = best + t->cost + 1;
+  }
+  free(order);
+  free(pending);
+  return PTO_OK;
+}
+
 pto_status pto__partition(pto_executable *e, const pto_config *cfg,
                           const pto_machine *m) {
   pto_tgraph *tg = &e->tg;
@@ -1155,7 +1196,7 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
   s.cfg = cfg;
   s.m = m;
   s.tg = tg;
-  double t0 = now_ms();
+  double t0 = now_ms(), t_graph = 0;
   pto_status st = PTO_OK;
   uint32_t *alias = malloc((tg->n_vals + 1) * sizeof *alias);
   uint8_t *drop = malloc(tg->n_insts + 1);
@@ -1199,8 +1240,8 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
       fail(&s, st, "out of memory");
     goto done;
   }
-  double t2 = now_ms();
-  e->stats.ms_plan = t2 - t1;
+  t_graph = now_ms();
+  e->stats.ms_plan = t_graph - t1;
 
   /* programs: deduplicate isomorphic subgraphs */
   prog_of = malloc((n_sg + 1) * sizeof *prog_of);
@@ -1357,6 +1398,8 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
     goto done;
   }
   st = plan_storages(e, tg);
+  if (!st)
+    st = critical_paths(e);
   if (st)
     fail(&s, st, "out of memory");
   e->stats.tensor_ops = p->n_nodes;
@@ -1387,6 +1430,7 @@ done:
     free_build(&builds[k]);
   free(builds);
   free_subgraphs(sgs, n_sg);
-  e->stats.ms_graph = now_ms() - t0;
+  /* the execution graph alone: programs, tasks, edges, storages */
+  e->stats.ms_graph = t_graph ? now_ms() - t_graph : 0;
   return st;
 }
