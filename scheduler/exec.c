@@ -112,3 +112,24 @@ pto_status pto__task_exec(const pto_executable *e, uint32_t t, pto_scratch *s,
   }
   return PTO_OK;
 }
+
+pto_status pto__scratch_reserve(pto_scratch *s, const pto_cprog *pr) {
+  for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++) {
+    if (pr->mem[l] <= s->size[l])
+      continue;
+    void *p = aligned_alloc(64, (pr->mem[l] + 63) & ~(uint64_t)63);
+    if (!p)
+      return PTO_ENOMEM;
+    free(s->level[l]);
+    s->level[l] = p;
+    s->size[l] = pr->mem[l];
+  }
+  if (pr->n_tiles > s->cap_tiles) {
+    pto_tile *t = realloc(s->tiles, pr->n_tiles * sizeof *t);
+    if (!t)
+      return PTO_ENOMEM;
+    s->tiles = t;
+    s->cap_tiles = pr->n_tiles;
+  }
+  return PTO_OK;
+}

@@ -25,4 +25,8 @@ pto_status pto__bind(const pto_executable *e, const void *const *inputs,
 pto_status pto__task_exec(const pto_executable *e, uint32_t t, pto_scratch *s,
                           unsigned char *const *base, pto_error *err);
 
+/* Grows s (levels and tile descriptors) for program pr; 0 or PTO_ENOMEM.
+ * Each worker grows only its own scratch, once per larger program. */
+pto_status pto__scratch_reserve(pto_scratch *s, const pto_cprog *pr);
+
 #endif /* PTO_SCHEDULER_EXEC_H */

@@ -6,6 +6,7 @@
 #include "pto/executable.h"
 #include "pto/export.h"
 #include "pto/program.h"
+#include "pto/runtime.h"
 #include "pto/status.h"
 #include "pto/tileop.h"
 #include "pto/types.h"

@@ -1,0 +1,118 @@
+/* pto/runtime.h: the MPMD runtime. Worker threads, each pinned to one
+ * processing unit and serving the core type(s) its machine gives it, run
+ * tasks as soon as their producers are done: no barrier anywhere, different
+ * workers run different programs at the same time. */
+#ifndef PTO_RUNTIME_H
+#define PTO_RUNTIME_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pto/config.h"
+#include "pto/executable.h"
+#include "pto/export.h"
+#include "pto/status.h"
+
+PTO_EXTERN_C_BEGIN
+
+typedef struct pto_runtime pto_runtime;
+
+/* Scheduling policies (the "policy" knob). */
+typedef enum pto_policy {
+  PTO_POLICY_FIFO,          /* ready order */
+  PTO_POLICY_CRITICAL_PATH, /* longest remaining path first (default) */
+  PTO_POLICY_LOCALITY,      /* most recently readied first (depth first) */
+  PTO_POLICY_COUNT
+} pto_policy;
+
+PTO_API const char *pto_policy_name(pto_policy p);
+
+typedef struct pto_runtime_params {
+  /* Workers per core type and whether they are shared; NULL: the host's
+   * (one worker per physical core, serving both core types). A machine with
+   * more workers than this host has processing units is refused. */
+  const pto_machine *machine;
+  pto_policy policy;
+  int pin;            /* pin each worker to one processing unit (hwloc) */
+  uint32_t spin_us;   /* spin this long for work before backing off */
+  uint32_t yield_us;  /* then yield this long before sleeping */
+  int trace;          /* record a trace of every run */
+} pto_runtime_params;
+
+/* host machine, critical-path, pinned, spin 200 us, yield 2000 us, no trace.
+ * Critical path is the default because a dependency graph finishes no
+ * sooner than its longest chain: starting that chain first is what removes
+ * the tails swimlanes show (FIFO suits flat graphs of equal tasks). */
+PTO_API pto_runtime_params pto_runtime_params_default(void);
+/* The defaults with c's machine and global "policy" knob (c must outlive
+ * pto_runtime_new, which copies what it needs). */
+PTO_API pto_runtime_params pto_runtime_params_from_config(const pto_config *c);
+
+PTO_API pto_status pto_runtime_new(const pto_runtime_params *params,
+                                   pto_runtime **rt);
+/* Waits for runs in flight, then stops the workers. NULL is a no-op. */
+PTO_API void pto_runtime_free(pto_runtime *rt);
+/* The message of the last failed call on rt ("" if none). */
+PTO_API const char *pto_runtime_error(const pto_runtime *rt);
+PTO_API uint32_t pto_runtime_num_workers(const pto_runtime *rt);
+
+/* ---- runs of compiled executables -------------------------------------- */
+
+typedef struct pto_run pto_run;
+typedef void (*pto_run_cb)(pto_run *run, pto_status status, void *user);
+
+/* Runs e with the given buffers and waits. A failing task ends the run with
+ * its status; pto_executable_error(e) names the task, program and label. */
+PTO_API pto_status pto_runtime_run(pto_runtime *rt, pto_executable *e,
+                                   const void *const *inputs,
+                                   void *const *outputs);
+
+/* Starts e and returns at once. When the run ends, cb is called on the
+ * thread running `loop` (a uv_loop_t *, which must outlive the run); call
+ * this from that thread. The run handle is valid until cb returns. One run of
+ * an executable at a time: ESTATE while e is running. */
+PTO_API pto_status pto_runtime_submit(pto_runtime *rt, pto_executable *e,
+                                      const void *const *inputs,
+                                      void *const *outputs, void *loop,
+                                      pto_run_cb cb, void *user,
+                                      pto_run **run);
+/* Tasks not yet started are skipped; the run ends with PTO_ECANCELED. */
+PTO_API void pto_run_cancel(pto_run *run);
+
+/* ---- task graphs of user callbacks ------------------------------------- */
+
+/* The scheduler on its own: tasks are C callbacks with dependencies. */
+typedef struct pto_graph pto_graph;
+typedef int (*pto_task_fn)(void *arg); /* 0 or a negative status */
+
+PTO_API pto_graph *pto_graph_new(void); /* NULL on ENOMEM */
+PTO_API void pto_graph_free(pto_graph *g);
+/* Adds a task; returns its id (>= 0) or a negative status. */
+PTO_API int64_t pto_graph_add(pto_graph *g, pto_core_type core,
+                              pto_task_fn fn, void *arg);
+/* `after` runs once `before` has finished. Ids must exist and differ. */
+PTO_API pto_status pto_graph_depend(pto_graph *g, int64_t before,
+                                    int64_t after);
+/* Runs the graph and waits; a cycle is refused before anything runs. */
+PTO_API pto_status pto_runtime_run_graph(pto_runtime *rt, pto_graph *g);
+PTO_API const char *pto_graph_error(const pto_graph *g);
+
+/* ---- traces --------------------------------------------------------------- */
+
+/* With params.trace set, every run records each task's worker, start and
+ * end (libuv's high-resolution clock); the executable or graph keeps its last
+ * run's trace. Write it as Chrome trace-event JSON (Perfetto loads it: one
+ * lane per worker, one box per task with its label, program and producers)
+ * or as a text summary (makespan, busy fraction per worker and core type,
+ * time per label, critical path versus makespan). ENOTFOUND when no traced
+ * run has finished. */
+PTO_API pto_status pto_executable_write_trace(const pto_executable *e,
+                                              const char *path);
+PTO_API pto_status pto_executable_trace_summary(const pto_executable *e,
+                                                FILE *out);
+PTO_API pto_status pto_graph_write_trace(const pto_graph *g, const char *path);
+PTO_API pto_status pto_graph_trace_summary(const pto_graph *g, FILE *out);
+
+PTO_EXTERN_C_END
+
+#endif /* PTO_RUNTIME_H */

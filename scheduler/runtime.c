@@ -1,0 +1,541 @@
+/* The MPMD runtime: pinned workers, per-core-type ready queues and atomic
+ * dependency counters. A finishing worker decrements its task's consumers,
+ * keeps one newly ready task of a type it serves for itself (its data is warm
+ * in this core's cache) and queues the rest. Idle workers spin, then yield,
+ * then sleep on a semaphore; a push wakes a sleeper only when there is one,
+ * so while work flows nobody pays for a wake-up. */
+#include "scheduler/runtime.h"
+
+#include <hwloc.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+const char *pto_policy_name(pto_policy p) {
+  static const char *const names[PTO_POLICY_COUNT] = {"fifo", "critical-path",
+                                                      "locality"};
+  return (unsigned)p < PTO_POLICY_COUNT ? names[p] : "?";
+}
+
+pto_runtime_params pto_runtime_params_default(void) {
+  pto_runtime_params p;
+  memset(&p, 0, sizeof p);
+  p.policy = PTO_POLICY_CRITICAL_PATH;
+  p.pin = 1;
+  p.spin_us = 200;
+  p.yield_us = 2000;
+  return p;
+}
+
+pto_runtime_params pto_runtime_params_from_config(const pto_config *c) {
+  pto_runtime_params p = pto_runtime_params_default();
+  if (c) {
+    p.machine = pto_config_machine(c);
+    p.policy = (pto_policy)pto_config_knob(c, NULL, PTO_KNOB_POLICY);
+  }
+  return p;
+}
+
+/* ---- ready queues ------------------------------------------------------- */
+
+static void lock(pto_spinlock *l) {
+  /* acquire: the queue's contents written by the last holder are visible */
+  while (atomic_exchange_explicit(&l->v, 1, memory_order_acquire))
+    while (atomic_load_explicit(&l->v, memory_order_relaxed))
+      cpu_relax();
+}
+
+static void unlock(pto_spinlock *l) {
+  /* release: publishes this holder's writes to the next one */
+  atomic_store_explicit(&l->v, 0, memory_order_release);
+}
+
+/* A binary max-heap on prio (critical path), a ring (fifo) or a stack
+ * (locality), under one spinlock. Capacity is reserved before a run starts,
+ * so a push never allocates. */
+static int rq_reserve(pto_rq *q, uint32_t more) {
+  lock(&q->lock);
+  uint32_t need = q->reserved + more;
+  int rc = 0;
+  if (need > q->cap) {
+    uint32_t cap = q->cap ? q->cap : 1024;
+    while (cap < need)
+      cap *= 2;
+    pto_ready *items = malloc((size_t)cap * sizeof *items);
+    if (!items) {
+      rc = -1;
+    } else {
+      /* unroll the ring into the new buffer */
+      for (uint32_t i = 0; i < q->n; i++)
+        items[i] = q->items[(q->head + i) & (q->cap - 1)];
+      free(q->items);
+      q->items = items;
+      q->cap = cap;
+      q->head = 0;
+    }
+  }
+  if (!rc)
+    q->reserved = need;
+  unlock(&q->lock);
+  return rc;
+}
+
+static void rq_release(pto_rq *q, uint32_t n) {
+  lock(&q->lock);
+  q->reserved -= n;
+  unlock(&q->lock);
+}
+
+static void heap_up(pto_ready *h, uint32_t i) {
+  while (i > 0) {
+    uint32_t p = (i - 1) / 2;
+    if (h[p].prio >= h[i].prio)
+      break;
+    pto_ready t = h[p];
+    h[p] = h[i];
+    h[i] = t;
+    i = p;
+  }
+}
+
+static void heap_down(pto_ready *h, uint32_t n, uint32_t i) {
+  for (;;) {
+    uint32_t l = 2 * i + 1, r = l + 1, m = i;
+    if (l < n && h[l].prio > h[m].prio)
+      m = l;
+    if (r < n && h[r].prio > h[m].prio)
+      m = r;
+    if (m == i)
+      return;
+    pto_ready t = h[m];
+    h[m] = h[i];
+    h[i] = t;
+    i = m;
+  }
+}
+
+/* Inserts under the lock: ring tail, stack top or heap. */
+static void rq_insert_locked(pto_rq *q, pto_policy pol, pto_ready it) {
+  if (pol == PTO_POLICY_FIFO) {
+    q->items[(q->head + q->n) & (q->cap - 1)] = it;
+  } else {
+    q->items[q->n] = it;
+    if (pol == PTO_POLICY_CRITICAL_PATH)
+      heap_up(q->items, q->n);
+  }
+  q->n++;
+}
+
+static void rq_push(pto_rq *q, pto_policy pol, pto_ready it) {
+  lock(&q->lock);
+  rq_insert_locked(q, pol, it);
+  /* relaxed: a hint for idle workers' polling; the lock orders the data */
+  atomic_store_explicit(&q->size, q->n, memory_order_relaxed);
+  unlock(&q->lock);
+}
+
+/* Pushes the ready roots of a run in one critical section. */
+static void rq_push_roots(pto_rq *q, pto_policy pol, pto_run *run, int core) {
+  const pto_job *j = &run->job;
+  lock(&q->lock);
+  for (uint32_t t = 0; t < j->n_tasks; t++) {
+    if (j->n_pred[t] || j->core[t] != core)
+      continue;
+    pto_ready it = {run, t, j->prio ? j->prio[t] : 0};
+    rq_insert_locked(q, pol, it);
+  }
+  atomic_store_explicit(&q->size, q->n, memory_order_relaxed);
+  unlock(&q->lock);
+}
+
+static int rq_pop(pto_rq *q, pto_policy pol, pto_ready *out) {
+  if (!atomic_load_explicit(&q->size, memory_order_relaxed))
+    return 0;
+  lock(&q->lock);
+  int got = q->n > 0;
+  if (got) {
+    if (pol == PTO_POLICY_FIFO) {
+      *out = q->items[q->head];
+      q->head = (q->head + 1) & (q->cap - 1);
+    } else if (pol == PTO_POLICY_LOCALITY) {
+      *out = q->items[q->n - 1];
+    } else {
+      *out = q->items[0];
+      q->items[0] = q->items[q->n - 1];
+      heap_down(q->items, q->n - 1, 0);
+    }
+    q->n--;
+    atomic_store_explicit(&q->size, q->n, memory_order_relaxed);
+  }
+  unlock(&q->lock);
+  return got;
+}
+
+/* ---- waking --------------------------------------------------------------- */
+
+/* Wakes one sleeping worker that can run a task of core type c. */
+static void wake_one(pto_runtime *rt, int c) {
+  int g = rt->machine.shared ? 0 : c;
+  /* seq_cst pairs with the sleeper's increment-then-recheck: either it sees
+   * the pushed task or this sees it counted and posts */
+  int s = atomic_load(&rt->sleepers[g]);
+  while (s > 0) {
+    if (atomic_compare_exchange_weak(&rt->sleepers[g], &s, s - 1)) {
+      uv_sem_post(&rt->wake[g]);
+      return;
+    }
+  }
+}
+
+static int queues_empty(pto_runtime *rt, const pto_worker *w) {
+  for (int c = 0; c < 2; c++)
+    if (w->serves[c] && atomic_load(&rt->rq[c].size))
+      return 0;
+  return 1;
+}
+
+/* ---- completing tasks ------------------------------------------------------ */
+
+static void run_finish(pto_run *run) {
+  pto_runtime *rt = run->rt;
+  run->end_ns = uv_hrtime();
+  if (run->finish)
+    run->finish(run);
+  rq_release(&rt->rq[0], run->job.reserve[0]);
+  rq_release(&rt->rq[1], run->job.reserve[1]);
+  /* release: the run's results happen-before whoever waits on it */
+  atomic_fetch_sub_explicit(&rt->active_runs, 1, memory_order_release);
+  if (run->loop_async)
+    uv_async_send(run->loop_async);
+  else
+    uv_sem_post(&run->done);
+}
+
+static void run_fail(pto_run *run, int status, const pto_error *err) {
+  int expect = 0;
+  /* acq_rel: the first failure wins and its message is published with it */
+  if (atomic_compare_exchange_strong_explicit(&run->status, &expect, status,
+                                              memory_order_acq_rel,
+                                              memory_order_acquire))
+    run->err = *err;
+}
+
+/* Finishes task t of run: decrements its consumers; returns one newly ready
+ * task the worker may run next (or no task). */
+static int complete(pto_worker *w, pto_run *run, uint32_t t, pto_ready *keep) {
+  pto_runtime *rt = w->rt;
+  const pto_job *j = &run->job;
+  int kept = 0;
+  for (uint32_t k = j->succ_off[t]; k < j->succ_off[t + 1]; k++) {
+    uint32_t v = j->succ[k];
+    /* acq_rel: the producer's writes are visible to whoever runs v */
+    if (atomic_fetch_sub_explicit(&run->pending[v], 1, memory_order_acq_rel) !=
+        1)
+      continue;
+    pto_ready it = {run, v, j->prio ? j->prio[v] : 0};
+    int c = j->core[v];
+    if (!kept && w->serves[c]) {
+      *keep = it;
+      kept = 1;
+    } else {
+      rq_push(&rt->rq[c], rt->policy, it);
+      wake_one(rt, c);
+    }
+  }
+  /* acq_rel: the last task to finish sees every other task's effects */
+  if (atomic_fetch_sub_explicit(&run->remaining, 1, memory_order_acq_rel) ==
+      1)
+    run_finish(run);
+  return kept;
+}
+
+static void execute(pto_worker *w, pto_ready it) {
+  pto_run *run = it.run;
+  uint64_t t0 = 0;
+  int traced = run->trace_start != NULL;
+  if (traced)
+    t0 = uv_hrtime();
+  /* relaxed: a stale read only runs one more task before the skip */
+  if (!atomic_load_explicit(&run->status, memory_order_relaxed) &&
+      !atomic_load_explicit(&run->cancel, memory_order_relaxed)) {
+    pto_error err;
+    err.status = PTO_OK;
+    err.msg[0] = '\0';
+    int rc = run->job.exec(run, it.task, w, &err);
+    if (rc < 0)
+      run_fail(run, rc, &err);
+  }
+  if (traced) {
+    run->trace_start[it.task] = t0 - run->start_ns;
+    run->trace_end[it.task] = uv_hrtime() - run->start_ns;
+    run->trace_worker[it.task] = (uint16_t)w->id;
+  }
+}
+
+/* ---- workers -------------------------------------------------------------- */
+
+static int find_work(pto_runtime *rt, pto_worker *w, pto_ready *it) {
+  /* the worker's first type first: dedicated workers serve one type */
+  for (int i = 0; i < 2; i++) {
+    int c = (w->first_type + i) & 1;
+    if (w->serves[c] && rq_pop(&rt->rq[c], rt->policy, it))
+      return 1;
+  }
+  return 0;
+}
+
+static void pin(pto_runtime *rt, pto_worker *w) {
+  if (!rt->pin || !rt->topo)
+    return;
+  int n = hwloc_get_nbobjs_by_type(rt->topo, HWLOC_OBJ_PU);
+  if (n <= 0)
+    return;
+  hwloc_obj_t pu = hwloc_get_obj_by_type(rt->topo, HWLOC_OBJ_PU,
+                                         (unsigned)(w->id % (uint32_t)n));
+  if (pu && hwloc_set_cpubind(rt->topo, pu->cpuset, HWLOC_CPUBIND_THREAD) == 0)
+    w->pinned_pu = (int)pu->os_index;
+}
+
+static void worker_main(void *arg) {
+  pto_worker *w = arg;
+  pto_runtime *rt = w->rt;
+  pin(rt, w);
+  pto_ready it;
+  for (;;) {
+    int have = find_work(rt, w, &it);
+    if (!have) {
+      /* spin, then yield, then sleep */
+      uint64_t t0 = uv_hrtime();
+      uint64_t spin = (uint64_t)rt->spin_us * 1000,
+               yield = spin + (uint64_t)rt->yield_us * 1000;
+      for (uint32_t n = 0;; n++) {
+        if (atomic_load_explicit(&rt->stop, memory_order_acquire))
+          return;
+        if (!queues_empty(rt, w) && find_work(rt, w, &it)) {
+          have = 1;
+          break;
+        }
+        uint64_t dt = (n & 63) ? 0 : uv_hrtime() - t0;
+        if (dt < spin) {
+          cpu_relax();
+          continue;
+        }
+        if (dt < yield) {
+          sched_yield();
+          continue;
+        }
+        int g = w->group;
+        atomic_fetch_add(&rt->sleepers[g], 1); /* seq_cst: see wake_one */
+        if (!queues_empty(rt, w) ||
+            atomic_load_explicit(&rt->stop, memory_order_acquire)) {
+          /* work (or stop) arrived: take back the count unless a pusher
+           * already did, in which case absorb its post */
+          int s = atomic_load(&rt->sleepers[g]);
+          int undone = 0;
+          while (s > 0 && !undone)
+            undone = atomic_compare_exchange_weak(&rt->sleepers[g], &s, s - 1);
+          if (!undone)
+            uv_sem_wait(&rt->wake[g]);
+        } else {
+          uv_sem_wait(&rt->wake[g]);
+        }
+        t0 = uv_hrtime();
+        n = 0;
+      }
+    }
+    /* run it and whatever it keeps ready for us */
+    for (;;) {
+      execute(w, it);
+      pto_run *run = it.run;
+      if (!complete(w, run, it.task, &it))
+        break;
+    }
+  }
+}
+
+/* ---- runtime -------------------------------------------------------------- */
+
+pto_status pto_runtime_new(const pto_runtime_params *params,
+                           pto_runtime **out) {
+  if (!out)
+    return PTO_EINVAL;
+  *out = NULL;
+  pto_runtime_params p = params ? *params : pto_runtime_params_default();
+  if ((unsigned)p.policy >= PTO_POLICY_COUNT)
+    return PTO_EINVAL;
+  pto_runtime *rt = calloc(1, sizeof *rt);
+  if (!rt)
+    return PTO_ENOMEM;
+  pto_status st = PTO_ENOMEM;
+  if (p.machine) {
+    rt->machine = *p.machine;
+  } else if ((st = pto_machine_host(&rt->machine))) {
+    goto fail_machine;
+  }
+  rt->policy = p.policy;
+  rt->pin = p.pin;
+  rt->spin_us = p.spin_us;
+  rt->yield_us = p.yield_us;
+  rt->trace = p.trace;
+  if (hwloc_topology_init(&rt->topo) == 0 && hwloc_topology_load(rt->topo)) {
+    hwloc_topology_destroy(rt->topo);
+    rt->topo = NULL;
+  }
+  int n_pu = rt->topo ? hwloc_get_nbobjs_by_type(rt->topo, HWLOC_OBJ_PU) : 0;
+  const pto_machine *m = &rt->machine;
+  uint32_t n = m->shared ? m->workers[PTO_CORE_VECTOR]
+                         : m->workers[PTO_CORE_CUBE] + m->workers[PTO_CORE_VECTOR];
+  st = PTO_ECONFIG;
+  if (n == 0 || (m->shared && m->workers[0] != m->workers[1])) {
+    pto__error_set(&rt->err, st, "runtime: machine '%s' has no workers",
+                   m->name);
+    goto fail_workers;
+  }
+  if (n_pu > 0 && n > (uint32_t)n_pu * 4) {
+    pto__error_set(&rt->err, st,
+                   "runtime: machine '%s' wants %u workers; this host has %d "
+                   "processing units (plan for it with pto_compile instead)",
+                   m->name, n, n_pu);
+    goto fail_workers;
+  }
+  rt->n_workers = n;
+  rt->workers = calloc(n, sizeof *rt->workers);
+  st = PTO_ENOMEM;
+  if (!rt->workers || uv_sem_init(&rt->wake[0], 0))
+    goto fail_workers;
+  if (uv_sem_init(&rt->wake[1], 0)) {
+    uv_sem_destroy(&rt->wake[0]);
+    goto fail_workers;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    pto_worker *w = &rt->workers[i];
+    w->rt = rt;
+    w->id = i;
+    w->pinned_pu = -1;
+    if (m->shared) {
+      w->serves[0] = w->serves[1] = 1;
+      w->first_type = (int)(i & 1);
+      w->group = 0;
+    } else {
+      int c = i < m->workers[PTO_CORE_CUBE] ? PTO_CORE_CUBE : PTO_CORE_VECTOR;
+      w->serves[c] = 1;
+      w->first_type = c;
+      w->group = c;
+    }
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    if (uv_thread_create(&rt->workers[i].thread, worker_main,
+                         &rt->workers[i])) {
+      st = PTO_ENOMEM;
+      pto__error_set(&rt->err, st, "runtime: cannot start worker %u", i);
+      atomic_store(&rt->stop, 1);
+      for (uint32_t k = 0; k < n; k++) {
+        uv_sem_post(&rt->wake[0]);
+        uv_sem_post(&rt->wake[1]);
+      }
+      for (uint32_t k = 0; k < i; k++)
+        uv_thread_join(&rt->workers[k].thread);
+      goto fail_threads;
+    }
+  }
+  *out = rt;
+  return PTO_OK;
+
+fail_threads:
+  uv_sem_destroy(&rt->wake[0]);
+  uv_sem_destroy(&rt->wake[1]);
+fail_workers:
+  free(rt->workers);
+  if (rt->topo)
+    hwloc_topology_destroy(rt->topo);
+fail_machine:
+  free(rt);
+  return st;
+}
+
+void pto_runtime_free(pto_runtime *rt) {
+  if (!rt)
+    return;
+  /* acquire: pairs with run_finish's release */
+  while (atomic_load_explicit(&rt->active_runs, memory_order_acquire))
+    uv_sleep(1);
+  atomic_store_explicit(&rt->stop, 1, memory_order_release);
+  for (uint32_t i = 0; i < rt->n_workers; i++) {
+    uv_sem_post(&rt->wake[0]);
+    uv_sem_post(&rt->wake[1]);
+  }
+  for (uint32_t i = 0; i < rt->n_workers; i++)
+    uv_thread_join(&rt->workers[i].thread);
+  for (uint32_t i = 0; i < rt->n_workers; i++)
+    pto__scratch_free(&rt->workers[i].scratch);
+  uv_sem_destroy(&rt->wake[0]);
+  uv_sem_destroy(&rt->wake[1]);
+  for (int c = 0; c < 2; c++)
+    free(rt->rq[c].items);
+  free(rt->workers);
+  if (rt->topo)
+    hwloc_topology_destroy(rt->topo);
+  free(rt);
+}
+
+const char *pto_runtime_error(const pto_runtime *rt) {
+  return rt ? rt->err.msg : "runtime is NULL";
+}
+
+uint32_t pto_runtime_num_workers(const pto_runtime *rt) {
+  return rt ? rt->n_workers : 0;
+}
+
+/* ---- starting runs ---------------------------------------------------------- */
+
+pto_status pto__run_start(pto_runtime *rt, pto_run *run) {
+  const pto_job *j = &run->job;
+  run->rt = rt;
+  atomic_store_explicit(&run->status, 0, memory_order_relaxed);
+  atomic_store_explicit(&run->cancel, 0, memory_order_relaxed);
+  /* a type nobody serves would never run: refuse up front */
+  for (uint32_t t = 0; t < j->n_tasks; t++) {
+    int c = j->core[t];
+    int served = 0;
+    for (uint32_t i = 0; i < rt->n_workers && !served; i++)
+      served = rt->workers[i].serves[c];
+    if (!served)
+      return pto__error_set(&rt->err, PTO_ECONFIG,
+                            "runtime: task %u needs a %s worker; machine '%s' "
+                            "has none",
+                            t, pto_core_type_name((pto_core_type)c),
+                            rt->machine.name);
+  }
+  if (rq_reserve(&rt->rq[0], j->reserve[0]))
+    return PTO_ENOMEM;
+  if (rq_reserve(&rt->rq[1], j->reserve[1])) {
+    rq_release(&rt->rq[0], j->reserve[0]);
+    return PTO_ENOMEM;
+  }
+  /* relaxed: published to workers by the queue lock of the first push */
+  atomic_store_explicit(&run->remaining, j->n_tasks, memory_order_relaxed);
+  atomic_fetch_add_explicit(&rt->active_runs, 1, memory_order_relaxed);
+  run->start_ns = uv_hrtime();
+  if (j->n_tasks == 0) {
+    run_finish(run);
+    return PTO_OK;
+  }
+  for (uint32_t t = 0; t < j->n_tasks; t++)
+    atomic_store_explicit(&run->pending[t], j->n_pred[t],
+                          memory_order_relaxed);
+  for (int c = 0; c < 2; c++)
+    if (j->reserve[c])
+      rq_push_roots(&rt->rq[c], rt->policy, run, c);
+  for (uint32_t i = 0; i < rt->n_workers; i++)
+    for (int c = 0; c < 2; c++)
+      if (j->reserve[c])
+        wake_one(rt, c);
+  return PTO_OK;
+}

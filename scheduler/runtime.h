@@ -1,0 +1,104 @@
+/* scheduler/runtime.h (internal): workers, ready queues, runs and jobs. */
+#ifndef PTO_SCHEDULER_RUNTIME_H
+#define PTO_SCHEDULER_RUNTIME_H
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "core/error.h"
+#include "pto/runtime.h"
+#include "scheduler/exec.h"
+
+#define PTO_CACHE_LINE 64
+
+typedef struct pto_spinlock {
+  atomic_int v;
+} pto_spinlock;
+
+typedef struct pto_run pto_run;
+typedef struct pto_worker pto_worker;
+
+typedef struct pto_ready {
+  pto_run *run;
+  uint32_t task;
+  uint64_t prio;
+} pto_ready;
+
+/* One ready queue per core type, each on its own cache lines. */
+typedef struct pto_rq {
+  alignas(PTO_CACHE_LINE) pto_spinlock lock;
+  pto_ready *items;
+  uint32_t cap, n, head, reserved;
+  alignas(PTO_CACHE_LINE) atomic_uint size; /* polled by idle workers */
+} pto_rq;
+
+/* What the scheduler runs: tasks with a core type, successor lists (CSR),
+ * predecessor counts and optional priorities, plus how to execute one. */
+typedef struct pto_job {
+  uint32_t n_tasks;
+  const uint8_t *core;      /* pto_core_type per task (cube or vector) */
+  const uint32_t *succ_off; /* n_tasks + 1 */
+  const uint32_t *succ;
+  const uint32_t *n_pred;
+  const uint64_t *prio; /* NULL: all equal */
+  uint32_t reserve[2];  /* tasks per core type: queue room to reserve */
+  int (*exec)(pto_run *run, uint32_t task, pto_worker *w, pto_error *err);
+} pto_job;
+
+struct pto_run {
+  pto_runtime *rt;
+  pto_job job;
+  atomic_uint *pending; /* unfinished producers per task */
+  alignas(PTO_CACHE_LINE) atomic_uint remaining;
+  alignas(PTO_CACHE_LINE) atomic_int status;
+  atomic_int cancel;
+  pto_error err; /* the first failure's message */
+  uint64_t start_ns, end_ns;
+  /* trace, when the runtime records one: per task, relative to start_ns */
+  uint64_t *trace_start, *trace_end;
+  uint16_t *trace_worker;
+  /* completion: a semaphore for a waiting caller, or an async handle on the
+   * caller's loop */
+  uv_sem_t done;
+  uv_async_t *loop_async;
+  void (*finish)(pto_run *run); /* called by the last worker */
+  void *owner;                  /* the executable or graph */
+  pto_run_cb cb;
+  void *user;
+};
+
+struct pto_worker {
+  alignas(PTO_CACHE_LINE) pto_runtime *rt;
+  uint32_t id;
+  int serves[2];
+  int first_type;
+  int group; /* which sleepers[] / wake[] it uses */
+  int pinned_pu;
+  uv_thread_t thread;
+  pto_scratch scratch; /* grown by this worker only */
+};
+
+struct pto_runtime {
+  pto_machine machine;
+  pto_policy policy;
+  int pin, trace;
+  uint32_t spin_us, yield_us;
+  uint32_t n_workers;
+  pto_worker *workers;
+  pto_rq rq[2];
+  struct hwloc_topology *topo;
+  /* sleepers wait per group: one group when workers are shared, one per
+   * core type when dedicated, so a push wakes a worker that can run it */
+  uv_sem_t wake[2];
+  alignas(PTO_CACHE_LINE) atomic_int sleepers[2];
+  alignas(PTO_CACHE_LINE) atomic_int stop;
+  atomic_int active_runs;
+  pto_error err;
+};
+
+/* Starts a run whose job, pending array and completion are set up. */
+pto_status pto__run_start(pto_runtime *rt, pto_run *run);
+
+#endif /* PTO_SCHEDULER_RUNTIME_H */

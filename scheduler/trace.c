@@ -1,0 +1,240 @@
+/* Traces: taking them from runs; writing them. */
+#include "scheduler/trace.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void pto__trace_free(pto_trace *t) {
+  free(t->start);
+  free(t->end);
+  free(t->worker);
+  free(t->worker_serves);
+  memset(t, 0, sizeof *t);
+}
+
+void pto__trace_take(pto_trace *t, pto_run *run, const void *owner,
+                     const char *(*label_of)(const void *, uint32_t),
+                     const char *(*program_of)(const void *, uint32_t)) {
+  pto__trace_free(t);
+  const pto_runtime *rt = run->rt;
+  t->n_tasks = run->job.n_tasks;
+  t->n_workers = rt->n_workers;
+  t->makespan_ns = run->end_ns - run->start_ns;
+  t->start = run->trace_start;
+  t->end = run->trace_end;
+  t->worker = run->trace_worker;
+  run->trace_start = run->trace_end = NULL;
+  run->trace_worker = NULL;
+  t->worker_serves = malloc(rt->n_workers + 1);
+  for (uint32_t i = 0; t->worker_serves && i < rt->n_workers; i++)
+    t->worker_serves[i] = (uint8_t)(rt->workers[i].serves[PTO_CORE_CUBE] |
+                                    rt->workers[i].serves[PTO_CORE_VECTOR]
+                                        << 1);
+  t->core = run->job.core;
+  t->succ_off = run->job.succ_off;
+  t->succ = run->job.succ;
+  t->owner = owner;
+  t->label_of = label_of;
+  t->program_of = program_of;
+  snprintf(t->machine, sizeof t->machine, "%s", rt->machine.name);
+}
+
+pto_status pto__trace_write_path(const pto_trace *t, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f)
+    return PTO_EIO;
+  pto_status st = pto__trace_write_json(t, f);
+  if (fclose(f) && !st)
+    st = PTO_EIO;
+  return st;
+}
+
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; s && *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(f, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(f, "\\u%04x", c);
+    else
+      fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+static const char *serves_name(uint8_t bits) {
+  return bits == 3 ? "cube+vector" : bits == 1 ? "cube" : "vector";
+}
+
+/* Predecessor lists: the successor CSR inverted. */
+static int invert(const pto_trace *t, uint32_t **off, uint32_t **pred) {
+  uint32_t n = t->n_tasks, m = t->succ_off[n];
+  *off = calloc(n + 2, sizeof **off);
+  *pred = malloc((m + 1) * sizeof **pred);
+  if (!*off || !*pred) {
+    free(*off);
+    free(*pred);
+    return -1;
+  }
+  for (uint32_t k = 0; k < m; k++)
+    (*off)[t->succ[k] + 2]++;
+  for (uint32_t v = 0; v < n; v++)
+    (*off)[v + 2] += (*off)[v + 1];
+  for (uint32_t u = 0; u < n; u++)
+    for (uint32_t k = t->succ_off[u]; k < t->succ_off[u + 1]; k++)
+      (*pred)[(*off)[t->succ[k] + 1]++] = u;
+  return 0;
+}
+
+pto_status pto__trace_write_json(const pto_trace *t, FILE *f) {
+  uint32_t *off, *pred;
+  if (invert(t, &off, &pred))
+    return PTO_ENOMEM;
+  fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+  fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":"
+             "{\"name\":");
+  char pname[64];
+  snprintf(pname, sizeof pname, "pto %s", t->machine);
+  json_str(f, pname);
+  fprintf(f, "}}");
+  for (uint32_t w = 0; w < t->n_workers; w++)
+    fprintf(f,
+            ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":%u,\"name\":\"thread_name\","
+            "\"args\":{\"name\":\"worker %u (%s)\"}}",
+            w, w, serves_name(t->worker_serves ? t->worker_serves[w] : 2));
+  for (uint32_t i = 0; i < t->n_tasks; i++) {
+    fprintf(f, ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,"
+               "\"dur\":%.3f,\"name\":",
+            t->worker[i], t->start[i] / 1e3,
+            (t->end[i] - t->start[i]) / 1e3);
+    json_str(f, t->label_of(t->owner, i));
+    fprintf(f, ",\"cat\":\"%s\",\"args\":{\"task\":%u,\"program\":",
+            pto_core_type_name((pto_core_type)t->core[i]), i);
+    json_str(f, t->program_of(t->owner, i));
+    fprintf(f, ",\"producers\":[");
+    for (uint32_t k = off[i]; k < off[i + 1]; k++)
+      fprintf(f, "%s%u", k > off[i] ? "," : "", pred[k]);
+    fprintf(f, "]}}");
+  }
+  fprintf(f, "\n]}\n");
+  free(off);
+  free(pred);
+  return ferror(f) ? PTO_EIO : PTO_OK;
+}
+
+typedef struct label_time {
+  const char *label;
+  uint64_t ns;
+  uint32_t n;
+} label_time;
+
+static int by_time(const void *a, const void *b) {
+  const label_time *x = a, *y = b;
+  return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
+}
+
+pto_status pto__trace_summary(const pto_trace *t, FILE *f) {
+  uint32_t n = t->n_tasks;
+  uint64_t *busy = calloc(t->n_workers + 1, sizeof *busy);
+  uint32_t *count = calloc(t->n_workers + 1, sizeof *count);
+  uint64_t *path = malloc((n + 1) * sizeof *path);
+  label_time *labels = calloc(n + 1, sizeof *labels);
+  uint32_t n_labels = 0;
+  pto_status st = PTO_OK;
+  if (!busy || !count || !path || !labels) {
+    st = PTO_ENOMEM;
+    goto out;
+  }
+  double span = t->makespan_ns ? (double)t->makespan_ns : 1.0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint64_t d = t->end[i] - t->start[i];
+    busy[t->worker[i]] += d;
+    count[t->worker[i]]++;
+    const char *l = t->label_of(t->owner, i);
+    uint32_t k = 0;
+    while (k < n_labels && strcmp(labels[k].label, l))
+      k++;
+    if (k == n_labels)
+      labels[n_labels++].label = l;
+    labels[k].ns += d;
+    labels[k].n++;
+  }
+  /* critical path by measured durations: the longest chain of task times
+   * along the dependencies, over a Kahn order walked backwards */
+  uint32_t *order = malloc((n + 1) * sizeof *order);
+  uint32_t *pending = calloc(n + 1, sizeof *pending);
+  uint32_t head = 0, tail = 0;
+  if (!order || !pending) {
+    free(order);
+    free(pending);
+    st = PTO_ENOMEM;
+    goto out;
+  }
+  for (uint32_t u = 0; u < n; u++)
+    for (uint32_t k = t->succ_off[u]; k < t->succ_off[u + 1]; k++)
+      pending[t->succ[k]]++;
+  for (uint32_t u = 0; u < n; u++)
+    if (!pending[u])
+      order[tail++] = u;
+  while (head < tail) {
+    uint32_t u = order[head++];
+    for (uint32_t k = t->succ_off[u]; k < t->succ_off[u + 1]; k++)
+      if (--pending[t->succ[k]] == 0)
+        order[tail++] = t->succ[k];
+  }
+  uint64_t crit = 0;
+  for (uint32_t i = tail; i-- > 0;) {
+    uint32_t u = order[i];
+    uint64_t best = 0;
+    for (uint32_t k = t->succ_off[u]; k < t->succ_off[u + 1]; k++)
+      best = path[t->succ[k]] > best ? path[t->succ[k]] : best;
+    path[u] = best + (t->end[u] - t->start[u]);
+    crit = path[u] > crit ? path[u] : crit;
+  }
+  free(order);
+  free(pending);
+  fprintf(f, "trace: %u tasks on %u workers (machine %s)\n", n, t->n_workers,
+          t->machine);
+  fprintf(f, "makespan        %10.1f us\n", t->makespan_ns / 1e3);
+  fprintf(f, "critical path   %10.1f us  (%.2f of the makespan)\n",
+          crit / 1e3, crit / span);
+  fprintf(f, "\n%-28s %8s %12s %6s\n", "worker", "tasks", "busy us", "busy");
+  double type_busy[2] = {0, 0};
+  uint32_t type_workers[2] = {0, 0};
+  for (uint32_t w = 0; w < t->n_workers; w++) {
+    uint8_t sv = t->worker_serves ? t->worker_serves[w] : 2;
+    char name[40];
+    snprintf(name, sizeof name, "worker %u (%s)", w, serves_name(sv));
+    fprintf(f, "%-28s %8u %12.1f %5.1f%%\n", name, count[w], busy[w] / 1e3,
+            100.0 * busy[w] / span);
+    for (int c = 0; c < 2; c++)
+      if (sv & (1u << c)) {
+        type_busy[c] += (double)busy[w];
+        type_workers[c]++;
+      }
+  }
+  for (int c = 0; c < 2; c++)
+    if (type_workers[c])
+      fprintf(f, "%-28s %8s %12.1f %5.1f%%\n",
+              c == PTO_CORE_CUBE ? "cube workers" : "vector workers", "",
+              type_busy[c] / 1e3,
+              100.0 * type_busy[c] / (span * type_workers[c]));
+  qsort(labels, n_labels, sizeof *labels, by_time);
+  fprintf(f, "\n%-28s %8s %12s %6s\n", "label", "tasks", "time us", "share");
+  uint64_t total = 0;
+  for (uint32_t k = 0; k < n_labels; k++)
+    total += labels[k].ns;
+  for (uint32_t k = 0; k < n_labels; k++)
+    fprintf(f, "%-28s %8u %12.1f %5.1f%%\n",
+            labels[k].label[0] ? labels[k].label : "(none)", labels[k].n,
+            labels[k].ns / 1e3, total ? 100.0 * labels[k].ns / total : 0);
+  if (ferror(f))
+    st = PTO_EIO;
+out:
+  free(busy);
+  free(count);
+  free(path);
+  free(labels);
+  return st;
+}

@@ -1,0 +1,508 @@
+/* scheduler: the MPMD runtime. Random DAGs over worker counts, modes and
+ * policies (each task once, after all its producers), compiled programs
+ * equal to the serial executor bit for bit, failure and reuse, cancel and
+ * async completion on a libuv loop. Every test has a timeout. */
+#include <criterion/criterion.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "pto/pto.h"
+
+typedef struct dag {
+  uint32_t n;
+  uint32_t *pred_off, *pred; /* producers of each task */
+  atomic_int *runs;          /* times each task ran */
+  atomic_int *done;          /* set (release) when a task finishes */
+  atomic_int violations;
+} dag;
+
+typedef struct tctx {
+  dag *d;
+  uint32_t id;
+} tctx;
+
+static int check_task(void *arg) {
+  tctx *c = arg;
+  dag *d = c->d;
+  for (uint32_t k = d->pred_off[c->id]; k < d->pred_off[c->id + 1]; k++)
+    if (!atomic_load_explicit(&d->done[d->pred[k]], memory_order_acquire))
+      atomic_fetch_add(&d->violations, 1);
+  atomic_fetch_add_explicit(&d->runs[c->id], 1, memory_order_relaxed);
+  atomic_store_explicit(&d->done[c->id], 1, memory_order_release);
+  return 0;
+}
+
+/* A random DAG: each task depends on up to `fan` earlier tasks; a hub of
+ * width `hub` makes one wide fan-out and fan-in. */
+static pto_graph *random_dag(dag *d, tctx **ctx, uint32_t n, uint32_t fan,
+                             uint32_t hub, unsigned seed, int mixed) {
+  srand(seed);
+  d->n = n;
+  d->pred_off = calloc(n + 1, sizeof *d->pred_off);
+  uint32_t cap = n * (fan + 2) + 2 * hub;
+  d->pred = malloc(cap * sizeof *d->pred);
+  d->runs = calloc(n, sizeof *d->runs);
+  d->done = calloc(n, sizeof *d->done);
+  atomic_init(&d->violations, 0);
+  *ctx = malloc(n * sizeof **ctx);
+  pto_graph *g = pto_graph_new();
+  cr_assert(g && d->pred_off && d->pred && d->runs && d->done && *ctx);
+  uint32_t m = 0;
+  for (uint32_t t = 0; t < n; t++) {
+    (*ctx)[t].d = d;
+    (*ctx)[t].id = t;
+    pto_core_type core = mixed && rand() % 3 == 0 ? PTO_CORE_CUBE
+                                                  : PTO_CORE_VECTOR;
+    cr_assert_eq(pto_graph_add(g, core, check_task, &(*ctx)[t]), t);
+    d->pred_off[t] = m;
+    if (t > 0 && t <= hub) { /* fan-out from task 0 */
+      d->pred[m++] = 0;
+    } else if (t == hub + 1 && hub) { /* fan-in of the hub */
+      for (uint32_t p = 1; p <= hub; p++)
+        d->pred[m++] = p;
+    } else if (t > 0) {
+      uint32_t k = (uint32_t)rand() % (fan + 1);
+      for (uint32_t i = 0; i < k; i++) {
+        uint32_t p = (uint32_t)rand() % t;
+        int dup = 0;
+        for (uint32_t j = d->pred_off[t]; j < m; j++)
+          dup |= d->pred[j] == p;
+        if (!dup)
+          d->pred[m++] = p;
+      }
+    }
+    for (uint32_t j = d->pred_off[t]; j < m; j++)
+      cr_assert_eq(pto_graph_depend(g, d->pred[j], t), PTO_OK);
+  }
+  d->pred_off[n] = m;
+  return g;
+}
+
+static void dag_free(dag *d, tctx *ctx) {
+  free(d->pred_off);
+  free(d->pred);
+  free(d->runs);
+  free(d->done);
+  free(ctx);
+}
+
+static pto_runtime *runtime(uint32_t workers, int shared, pto_policy pol) {
+  pto_machine m;
+  cr_assert_eq(pto_machine_host(&m), PTO_OK);
+  m.shared = shared;
+  if (shared) {
+    m.workers[0] = m.workers[1] = workers;
+  } else {
+    m.workers[PTO_CORE_CUBE] = 1;
+    m.workers[PTO_CORE_VECTOR] = workers - 1;
+  }
+  pto_runtime_params p = pto_runtime_params_default();
+  p.machine = &m;
+  p.policy = pol;
+  p.spin_us = 50;
+  p.yield_us = 200;
+  pto_runtime *rt = NULL;
+  cr_assert_eq(pto_runtime_new(&p, &rt), PTO_OK, "%u workers", workers);
+  cr_assert_eq(pto_runtime_num_workers(rt), workers);
+  return rt;
+}
+
+static uint32_t scale(uint32_t n) {
+  const char *s = getenv("PTO_TEST_SCALE");
+  double f = s ? atof(s) : 1.0;
+  uint32_t v = (uint32_t)(n * (f > 0 ? f : 1.0));
+  return v ? v : 1;
+}
+
+static void run_dag_case(uint32_t workers, int shared, pto_policy pol,
+                         uint32_t n, uint32_t fan, uint32_t hub,
+                         unsigned seed) {
+  pto_runtime *rt = runtime(workers, shared, pol);
+  dag d;
+  tctx *ctx;
+  pto_graph *g = random_dag(&d, &ctx, n, fan, hub, seed, !shared);
+  cr_assert_eq(pto_runtime_run_graph(rt, g), PTO_OK, "%s",
+               pto_graph_error(g));
+  for (uint32_t t = 0; t < n; t++)
+    cr_assert_eq(atomic_load(&d.runs[t]), 1, "task %u ran %d times", t,
+                 atomic_load(&d.runs[t]));
+  cr_assert_eq(atomic_load(&d.violations), 0,
+               "a task ran before one of its producers");
+  pto_graph_free(g);
+  dag_free(&d, ctx);
+  pto_runtime_free(rt);
+}
+
+Test(scheduler, random_dags_every_worker_count_and_policy, .timeout = 120) {
+  const uint32_t workers[] = {1, 2, 3, 8};
+  for (size_t w = 0; w < 4; w++)
+    for (int pol = 0; pol < PTO_POLICY_COUNT; pol++)
+      run_dag_case(workers[w], 1, (pto_policy)pol, scale(5000), 4, 0,
+                   (unsigned)(w * 10 + pol));
+}
+
+Test(scheduler, random_dags_dedicated_cube_and_vector, .timeout = 120) {
+  for (uint32_t w = 2; w <= 3; w++)
+    for (int pol = 0; pol < PTO_POLICY_COUNT; pol++)
+      run_dag_case(w, 0, (pto_policy)pol, scale(5000), 4, 0,
+                   (unsigned)(100 + w * 10 + pol));
+}
+
+Test(scheduler, large_dag_with_wide_fan_out_and_fan_in, .timeout = 120) {
+  run_dag_case(2, 1, PTO_POLICY_CRITICAL_PATH, scale(100000), 3,
+               scale(10000), 7);
+  run_dag_case(3, 0, PTO_POLICY_FIFO, scale(20000), 2, scale(10000), 8);
+}
+
+/* ---- failures --------------------------------------------------------- */
+
+static atomic_int ran;
+static int count_task(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&ran, 1);
+  return 0;
+}
+static int failing_task(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&ran, 1);
+  return PTO_ERANGE;
+}
+
+Test(scheduler, failing_task_ends_run_and_runtime_stays_usable,
+     .timeout = 60) {
+  pto_runtime *rt = runtime(2, 1, PTO_POLICY_FIFO);
+  pto_graph *g = pto_graph_new();
+  /* a chain: 0 -> 1 (fails) -> 2 -> ... -> 99 */
+  for (int i = 0; i < 100; i++) {
+    pto_graph_add(g, PTO_CORE_VECTOR, i == 1 ? failing_task : count_task,
+                  NULL);
+    if (i)
+      pto_graph_depend(g, i - 1, i);
+  }
+  atomic_store(&ran, 0);
+  cr_assert_eq(pto_runtime_run_graph(rt, g), PTO_ERANGE);
+  cr_expect_eq(atomic_load(&ran), 2, "tasks after the failure are skipped");
+  cr_expect(strstr(pto_graph_error(g), "task 1"), "%s", pto_graph_error(g));
+  pto_graph *ok = pto_graph_new();
+  for (int i = 0; i < 50; i++)
+    pto_graph_add(ok, PTO_CORE_VECTOR, count_task, NULL);
+  atomic_store(&ran, 0);
+  cr_assert_eq(pto_runtime_run_graph(rt, ok), PTO_OK);
+  cr_expect_eq(atomic_load(&ran), 50);
+  pto_graph_free(ok);
+  pto_graph_free(g);
+  pto_runtime_free(rt);
+}
+
+Test(scheduler, bad_graphs_are_refused, .timeout = 30) {
+  pto_runtime *rt = runtime(2, 1, PTO_POLICY_FIFO);
+  pto_graph *g = pto_graph_new();
+  for (int i = 0; i < 3; i++)
+    pto_graph_add(g, PTO_CORE_VECTOR, count_task, NULL);
+  cr_expect_eq(pto_graph_depend(g, 0, 0), PTO_EINVAL);
+  cr_expect_eq(pto_graph_depend(g, 0, 3), PTO_EINVAL);
+  cr_expect_eq(pto_graph_depend(g, -1, 1), PTO_EINVAL);
+  cr_expect_lt(pto_graph_add(g, PTO_CORE_MEMORY, count_task, NULL), 0);
+  cr_expect_lt(pto_graph_add(g, PTO_CORE_VECTOR, NULL, NULL), 0);
+  pto_graph_depend(g, 0, 1);
+  pto_graph_depend(g, 1, 2);
+  pto_graph_depend(g, 2, 0);
+  atomic_store(&ran, 0);
+  cr_expect_eq(pto_runtime_run_graph(rt, g), PTO_ESTATE);
+  cr_expect_eq(atomic_load(&ran), 0, "nothing runs in a cyclic graph");
+  cr_expect(strstr(pto_graph_error(g), "cycle"), "%s", pto_graph_error(g));
+  pto_graph_free(g);
+  /* cube tasks on a machine whose workers all serve vector only */
+  pto_machine m;
+  pto_machine_host(&m);
+  m.shared = 0;
+  m.workers[PTO_CORE_CUBE] = 0;
+  m.workers[PTO_CORE_VECTOR] = 2;
+  pto_runtime_params p = pto_runtime_params_default();
+  p.machine = &m;
+  pto_runtime *vec = NULL;
+  cr_assert_eq(pto_runtime_new(&p, &vec), PTO_OK);
+  g = pto_graph_new();
+  pto_graph_add(g, PTO_CORE_CUBE, count_task, NULL);
+  cr_expect_eq(pto_runtime_run_graph(vec, g), PTO_ECONFIG);
+  cr_expect(strstr(pto_graph_error(g), "cube"), "%s", pto_graph_error(g));
+  pto_graph_free(g);
+  pto_runtime_free(vec);
+  m.workers[PTO_CORE_VECTOR] = 0;
+  pto_runtime *none = (pto_runtime *)1;
+  cr_expect_eq(pto_runtime_new(&p, &none), PTO_ECONFIG);
+  cr_expect_null(none);
+  pto_runtime_free(NULL);
+  pto_runtime_free(rt);
+}
+
+/* ---- compiled programs ----------------------------------------------------- */
+
+static pto_program *softmax_mm(void) {
+  pto_program *p = pto_program_new("softmax_mm");
+  const int64_t sa[2] = {96, 64}, sb[2] = {64, 80};
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, sa);
+  pto_tensor *b = pto_input(p, "b", PTO_F32, 2, sb);
+  pto_program_set_vec_tile(p, 16, 32);
+  pto_program_set_cube_tile(p, 32, 32, 32);
+  pto_program_push_label(p, "mm");
+  pto_tensor *c = pto_matmul(p, a, b, 0);
+  pto_program_pop_label(p);
+  pto_program_push_label(p, "softmax");
+  pto_output(p, pto_softmax(p, pto_muls(p, c, 0.125)), "y");
+  pto_program_pop_label(p);
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  return p;
+}
+
+Test(scheduler, compiled_runs_equal_serial_bit_for_bit, .timeout = 120) {
+  pto_program *p = softmax_mm();
+  static float a[96 * 64], b[64 * 80], want[96 * 80], got[96 * 80];
+  srand(3);
+  for (int i = 0; i < 96 * 64; i++)
+    a[i] = (float)rand() / RAND_MAX - 0.5f;
+  for (int i = 0; i < 64 * 80; i++)
+    b[i] = (float)rand() / RAND_MAX - 0.5f;
+  const void *in[] = {a, b};
+  void *ws[] = {want}, *gs[] = {got};
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  cr_assert_eq(pto_executable_run_serial(e, in, ws), PTO_OK);
+  const uint32_t workers[] = {1, 2, 3};
+  for (size_t w = 0; w < 3; w++)
+    for (int shared = 0; shared < 2; shared++)
+      for (int pol = 0; pol < PTO_POLICY_COUNT; pol++) {
+        if (!shared && workers[w] < 2)
+          continue;
+        pto_runtime *rt = runtime(workers[w], shared, (pto_policy)pol);
+        for (int rep = 0; rep < 3; rep++) {
+          memset(got, 0, sizeof got);
+          cr_assert_eq(pto_runtime_run(rt, e, in, gs), PTO_OK, "%s",
+                       pto_executable_error(e));
+          cr_assert(memcmp(got, want, sizeof got) == 0,
+                    "%u workers shared %d policy %s", workers[w], shared,
+                    pto_policy_name((pto_policy)pol));
+        }
+        pto_runtime_free(rt);
+      }
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
+static int fail_custom(pto_tile *dst, const pto_tile *const *src, int n,
+                       void *user) {
+  (void)dst;
+  (void)src;
+  (void)n;
+  (void)user;
+  return PTO_ERANGE;
+}
+
+Test(scheduler, failing_instruction_names_task_program_and_label,
+     .timeout = 60) {
+  int id = pto_custom_op_find("rt_fail");
+  if (id < 0) {
+    pto_custom_op_desc d = {"rt_fail", PTO_CORE_VECTOR, 1, PTO_F32, 0,
+                            fail_custom, NULL};
+    cr_assert_eq(pto_custom_op_register(&d, &id), PTO_OK);
+  }
+  pto_program *p = pto_program_new("fails");
+  const int64_t s[2] = {8, 8};
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, s);
+  pto_program_push_label(p, "bad.op");
+  pto_tensor *in[1] = {a};
+  pto_output(p, pto_custom(p, id, 1, in), "y");
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  static float x[64], y[64];
+  const void *ins[] = {x};
+  void *outs[] = {y};
+  pto_runtime *rt = runtime(2, 1, PTO_POLICY_CRITICAL_PATH);
+  cr_assert_eq(pto_runtime_run(rt, e, ins, outs), PTO_ERANGE);
+  const char *msg = pto_executable_error(e);
+  cr_expect(strstr(msg, "task") && strstr(msg, "bad.op") &&
+                strstr(msg, "rt_fail"),
+            "%s", msg);
+  /* the executable and the runtime can run again */
+  cr_assert_eq(pto_runtime_run(rt, e, ins, outs), PTO_ERANGE);
+  pto_runtime_free(rt);
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
+/* ---- async and cancel --------------------------------------------------- */
+
+typedef struct async_state {
+  int calls;
+  pto_status status;
+  uv_thread_t loop_thread;
+  int on_loop_thread;
+} async_state;
+
+static void on_done(pto_run *run, pto_status st, void *user) {
+  (void)run;
+  async_state *s = user;
+  uv_thread_t self = uv_thread_self();
+  s->calls++;
+  s->status = st;
+  s->on_loop_thread = uv_thread_equal(&self, &s->loop_thread);
+}
+
+Test(scheduler, async_runs_complete_on_the_loop_two_in_flight,
+     .timeout = 60) {
+  pto_program *p1 = softmax_mm(), *p2 = softmax_mm();
+  pto_executable *e1 = NULL, *e2 = NULL;
+  cr_assert_eq(pto_compile(p1, NULL, &e1), PTO_OK);
+  cr_assert_eq(pto_compile(p2, NULL, &e2), PTO_OK);
+  static float a[96 * 64], b[64 * 80], want[96 * 80], g1[96 * 80],
+      g2[96 * 80];
+  for (int i = 0; i < 96 * 64; i++)
+    a[i] = (float)(i % 11) / 11;
+  for (int i = 0; i < 64 * 80; i++)
+    b[i] = (float)(i % 7) / 7;
+  const void *in[] = {a, b};
+  void *ws[] = {want}, *o1[] = {g1}, *o2[] = {g2};
+  cr_assert_eq(pto_executable_run_serial(e1, in, ws), PTO_OK);
+  uv_loop_t loop;
+  cr_assert_eq(uv_loop_init(&loop), 0);
+  async_state s1 = {0}, s2 = {0};
+  s1.loop_thread = s2.loop_thread = uv_thread_self();
+  pto_runtime *rt = runtime(2, 1, PTO_POLICY_CRITICAL_PATH);
+  pto_run *r1 = NULL, *r2 = NULL;
+  cr_assert_eq(pto_runtime_submit(rt, e1, in, o1, &loop, on_done, &s1, &r1),
+               PTO_OK);
+  cr_assert_eq(pto_runtime_submit(rt, e2, in, o2, &loop, on_done, &s2, &r2),
+               PTO_OK);
+  cr_expect_eq(pto_runtime_submit(rt, e1, in, o1, &loop, on_done, &s1, NULL),
+               PTO_ESTATE, "one run of an executable at a time");
+  uv_run(&loop, UV_RUN_DEFAULT);
+  cr_expect_eq(s1.calls, 1);
+  cr_expect_eq(s2.calls, 1);
+  cr_expect_eq(s1.status, PTO_OK);
+  cr_expect_eq(s2.status, PTO_OK);
+  cr_expect(s1.on_loop_thread && s2.on_loop_thread);
+  cr_expect(memcmp(g1, want, sizeof want) == 0);
+  cr_expect(memcmp(g2, want, sizeof want) == 0);
+  cr_assert_eq(uv_loop_close(&loop), 0);
+  pto_runtime_free(rt);
+  pto_executable_free(e1);
+  pto_executable_free(e2);
+  pto_program_free(p1);
+  pto_program_free(p2);
+}
+
+Test(scheduler, cancel_skips_tasks_not_started, .timeout = 60) {
+  /* cancel is on pto_run (executables); drive it with a long executable */
+  pto_program *p = pto_program_new("long");
+  const int64_t s[2] = {2048, 2048};
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, s);
+  pto_program_set_vec_tile(p, 8, 256);
+  pto_output(p, pto_exp(p, pto_exp(p, a)), "y");
+  pto_config *c = pto_config_new();
+  pto_config_set_knob(c, NULL, PTO_KNOB_NBUFFER, 1);
+  pto_config_set_knob(c, NULL, PTO_KNOB_FUSE, 0);
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, c, &e), PTO_OK);
+  float *x = calloc(2048 * 2048, 4), *y = calloc(2048 * 2048, 4);
+  const void *in[] = {x};
+  void *out[] = {y};
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  async_state st = {0};
+  st.loop_thread = uv_thread_self();
+  pto_runtime *rt = runtime(2, 1, PTO_POLICY_FIFO);
+  pto_run *run = NULL;
+  cr_assert_eq(pto_runtime_submit(rt, e, in, out, &loop, on_done, &st, &run),
+               PTO_OK);
+  pto_run_cancel(run);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  cr_expect_eq(st.calls, 1);
+  cr_expect_eq(st.status, PTO_ECANCELED);
+  cr_expect(strstr(pto_executable_error(e), "cancel"));
+  /* usable afterwards */
+  cr_expect_eq(pto_runtime_run(rt, e, in, out), PTO_OK, "%s",
+               pto_executable_error(e));
+  uv_loop_close(&loop);
+  pto_runtime_free(rt);
+  pto_executable_free(e);
+  pto_config_free(c);
+  pto_program_free(p);
+  free(x);
+  free(y);
+}
+
+/* ---- traces --------------------------------------------------------------- */
+
+#include <jansson.h>
+
+Test(scheduler, trace_has_one_event_per_task_after_its_producers,
+     .timeout = 60) {
+  pto_machine m;
+  pto_machine_host(&m);
+  m.workers[0] = m.workers[1] = 2;
+  m.shared = 1;
+  pto_runtime_params prm = pto_runtime_params_default();
+  prm.machine = &m;
+  prm.trace = 1;
+  pto_runtime *rt = NULL;
+  cr_assert_eq(pto_runtime_new(&prm, &rt), PTO_OK);
+  dag d;
+  tctx *ctx;
+  pto_graph *g = random_dag(&d, &ctx, 300, 3, 20, 11, 0);
+  char path[] = "/tmp/pto_trace_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert(fd >= 0);
+  close(fd);
+  cr_expect_eq(pto_graph_write_trace(g, path), PTO_ENOTFOUND);
+  cr_assert_eq(pto_runtime_run_graph(rt, g), PTO_OK);
+  cr_assert_eq(pto_graph_write_trace(g, path), PTO_OK);
+  cr_expect_eq(pto_graph_write_trace(g, "/"), PTO_EIO);
+  json_error_t err;
+  json_t *root = json_load_file(path, 0, &err);
+  cr_assert_not_null(root, "%s:%d: %s", path, err.line, err.text);
+  json_t *events = json_object_get(root, "traceEvents");
+  size_t i, n_x = 0, n_meta = 0;
+  json_t *ev;
+  double *end = calloc(d.n, sizeof *end), *start = calloc(d.n, sizeof *start);
+  json_array_foreach(events, i, ev) {
+    const char *ph = json_string_value(json_object_get(ev, "ph"));
+    if (!strcmp(ph, "M")) {
+      n_meta++;
+      continue;
+    }
+    n_x++;
+    json_t *args = json_object_get(ev, "args");
+    uint32_t t = (uint32_t)json_integer_value(json_object_get(args, "task"));
+    cr_assert_lt(t, d.n);
+    start[t] = json_real_value(json_object_get(ev, "ts"));
+    end[t] = start[t] + json_real_value(json_object_get(ev, "dur"));
+    json_t *prods = json_object_get(args, "producers");
+    cr_assert_eq(json_array_size(prods), d.pred_off[t + 1] - d.pred_off[t],
+                 "task %u", t);
+  }
+  cr_expect_eq(n_x, d.n);
+  cr_expect_eq(n_meta, 1 + 2, "process name and one lane per worker");
+  for (uint32_t t = 0; t < d.n; t++)
+    for (uint32_t k = d.pred_off[t]; k < d.pred_off[t + 1]; k++)
+      cr_expect_geq(start[t] + 0.002, end[d.pred[k]], "task %u starts after %u",
+                    t, d.pred[k]);
+  json_decref(root);
+  free(start);
+  free(end);
+  unlink(path);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&buf, &len);
+  cr_assert_eq(pto_graph_trace_summary(g, mem), PTO_OK);
+  fclose(mem);
+  cr_expect(strstr(buf, "makespan") && strstr(buf, "critical path") &&
+                strstr(buf, "worker 1") && strstr(buf, "task"),
+            "%s", buf);
+  free(buf);
+  pto_graph_free(g);
+  dag_free(&d, ctx);
+  pto_runtime_free(rt);
+}
