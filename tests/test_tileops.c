@@ -2141,10 +2141,12 @@ Test(tileops, custom_instruction_registration_errors) {
 /* ---- instruction tables
  * ---------------------------------------------------------- */
 
-Test(tileops, isa_default_is_scalar) {
+Test(tileops, isa_default_is_one_of_the_tables) {
   const pto_isa_table *t = pto__isa_active();
   cr_assert_not_null(t);
-  cr_expect_str_eq(t->name, "scalar");
+  cr_expect(!strcmp(t->name, "scalar") || !strcmp(t->name, "avx2") ||
+                !strcmp(t->name, "avx512"),
+            "table %s", t->name);
   cr_expect_eq(t, pto__isa_active(), "chosen once");
 }
 
@@ -2157,7 +2159,7 @@ Test(tileops, isa_env_unknown_falls_back) {
   setenv("PTO_ISA", "avx9000", 1);
   const pto_isa_table *t = pto__isa_active();
   cr_assert_not_null(t);
-  cr_expect_str_eq(t->name, "scalar");
+  cr_expect_neq(strcmp(t->name, "avx9000"), 0);
 }
 
 static int fake_add(int op, const pto_targs *a) {

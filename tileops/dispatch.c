@@ -23,10 +23,46 @@ static const pto_isa_table *scalar_table(void) {
   return &pto__isa_scalar;
 }
 
+/* ---- what this CPU and OS run ------------------------------------------- */
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+/* XCR0: which register state the OS saves on a context switch. CPUID alone
+ * says what the CPU has; without the OS saving YMM (bits 1-2) or ZMM
+ * (bits 5-7) state, the instructions fault or corrupt registers. */
+static uint64_t xcr0(void) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE))
+    return 0;
+  uint32_t lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return ((uint64_t)hi << 32) | lo;
+}
+
+static int avx2_supported(void) {
+  unsigned a, b, c, d;
+  if ((xcr0() & 0x6) != 0x6 || !__get_cpuid(1, &a, &b, &c, &d) ||
+      !(c & bit_FMA) || !(c & bit_F16C) ||
+      !__get_cpuid_count(7, 0, &a, &b, &c, &d))
+    return 0;
+  return (b & bit_AVX2) != 0;
+}
+
+static int avx512_supported(void) {
+  unsigned a, b, c, d;
+  if ((xcr0() & 0xe6) != 0xe6 || !avx2_supported() ||
+      !__get_cpuid_count(7, 0, &a, &b, &c, &d))
+    return 0;
+  unsigned need = bit_AVX512F | bit_AVX512DQ | bit_AVX512BW | bit_AVX512VL;
+  return (b & need) == need;
+}
+#endif
+
 /* The instruction sets this build has, best first; the last one runs
- * everywhere. A later ISA adds a row: `table` builds its table once
- * (pto__isa_table_derive from the scalar one, then its overrides) and
- * `supported` says whether this CPU runs it (NULL: always). */
+ * everywhere. `table` builds its table once (pto__isa_table_derive from the
+ * scalar one, then its overrides) and `supported` says whether this CPU and
+ * OS run it (NULL: always). */
 typedef struct isa_variant {
   const char *name;
   int (*supported)(void);
@@ -34,8 +70,13 @@ typedef struct isa_variant {
 } isa_variant;
 
 static const isa_variant variants[] = {
+#if defined(__x86_64__) || defined(__i386__)
+    {"avx512", avx512_supported, pto__isa_avx512},
+    {"avx2", avx2_supported, pto__isa_avx2},
+#endif
     {"scalar", NULL, scalar_table},
 };
+
 #define N_VARIANTS (sizeof variants / sizeof variants[0])
 
 static uv_once_t active_once = UV_ONCE_INIT;

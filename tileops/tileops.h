@@ -86,6 +86,18 @@ extern const pto_isa_table pto__isa_scalar;
 void pto__isa_table_derive(pto_isa_table *t, const char *name,
                            const pto_isa_table *base);
 
+/* The x86 tables, each built once (thread-safe) by tileops/tables.c: a copy
+ * of the scalar one, then the overrides of the vector instructions
+ * (tileops/vec_<isa>.c) and of the matmul instructions (tileops/mm_<isa>.c).
+ * Each override file is the only one compiled with its ISA's flags. Call
+ * them only where the CPU runs the ISA. */
+const pto_isa_table *pto__isa_avx2(void);
+const pto_isa_table *pto__isa_avx512(void);
+void pto__vec_avx2(pto_isa_table *t);
+void pto__vec_avx512(pto_isa_table *t);
+void pto__mm_avx2(pto_isa_table *t);
+void pto__mm_avx512(pto_isa_table *t);
+
 /* The table in use, chosen once: PTO_ISA=<name> forces a table this build
  * has and this CPU runs, anything else falls back to the default (today the
  * only table, scalar). Never NULL. Safe from any thread. */

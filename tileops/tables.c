@@ -1,0 +1,30 @@
+/* Building the per-ISA tables: the scalar reference, then each ISA's
+ * overrides. Compiled without ISA flags: nothing here runs SIMD code. */
+#include <uv.h>
+
+#include "tileops/tileops.h"
+
+static pto_isa_table avx2_table, avx512_table;
+static uv_once_t avx2_once = UV_ONCE_INIT, avx512_once = UV_ONCE_INIT;
+
+static void build_avx2(void) {
+  pto__isa_table_derive(&avx2_table, "avx2", &pto__isa_scalar);
+  pto__vec_avx2(&avx2_table);
+  pto__mm_avx2(&avx2_table);
+}
+
+static void build_avx512(void) {
+  pto__isa_table_derive(&avx512_table, "avx512", &pto__isa_scalar);
+  pto__vec_avx512(&avx512_table);
+  pto__mm_avx512(&avx512_table);
+}
+
+const pto_isa_table *pto__isa_avx2(void) {
+  uv_once(&avx2_once, build_avx2);
+  return &avx2_table;
+}
+
+const pto_isa_table *pto__isa_avx512(void) {
+  uv_once(&avx512_once, build_avx512);
+  return &avx512_table;
+}
