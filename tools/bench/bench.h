@@ -1,0 +1,49 @@
+/* tools/bench/bench.h (internal to pto-bench): the subcommands and what they
+ * share: timing, medians, the machine's measured peak, progress and JSON. */
+#ifndef PTO_TOOLS_BENCH_H
+#define PTO_TOOLS_BENCH_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Options every subcommand understands (parsed by pto-bench's main). */
+typedef struct bench_opts {
+  int json;      /* --json: one JSON array on stdout, tables on stderr */
+  int quick;     /* --quick: smaller sizes and fewer repeats (CI, smoke) */
+  int repeats;   /* --repeats N: timed repeats per case (0: the default) */
+  int threads;   /* --threads N: worker threads (0: every core) */
+  int progress;  /* progress lines on stderr (off with --quiet) */
+} bench_opts;
+
+/* A subcommand: parses its own arguments (argv[0] is its name), returns the
+ * process exit status (0 ok, 1 failure, 2 usage). */
+typedef struct bench_cmd {
+  const char *name;
+  const char *summary;
+  int (*run)(const bench_opts *o, int argc, char **argv);
+  void (*usage)(FILE *f);
+} bench_cmd;
+
+extern const bench_cmd bench_runtime;
+
+/* With --json, every command appends one object per case to this array
+ * (json_array_append_new); pto-bench prints it at the end. */
+json_t *bench_results(void);
+/* Where tables go: stdout, or stderr with --json. */
+FILE *bench_out(const bench_opts *o);
+
+/* ---- shared helpers (tools/bench/util.c) --------------------------------- */
+
+uint64_t bench_now_ns(void); /* monotonic */
+/* Sorts v and returns its median. */
+double bench_median(double *v, int n);
+/* Prints "pto-bench <what>: <fmt>" on stderr when progress is on. */
+void bench_progress(const bench_opts *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The number of cores the benchmark runs on (threads option, or all). */
+int bench_cores(const bench_opts *o);
+/* Busy-waits ns nanoseconds (for synthetic tasks). */
+void bench_spin_ns(uint64_t ns);
+
+#endif /* PTO_TOOLS_BENCH_H */

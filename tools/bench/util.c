@@ -1,0 +1,61 @@
+/* What the pto-bench subcommands share. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+
+static json_t *results;
+
+json_t *bench_results(void) {
+  if (!results)
+    results = json_array();
+  return results;
+}
+
+FILE *bench_out(const bench_opts *o) {
+  return o->json ? stderr : stdout;
+}
+
+uint64_t bench_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double bench_median(double *v, int n) {
+  if (n <= 0)
+    return 0;
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void bench_progress(const bench_opts *o, const char *fmt, ...) {
+  if (!o->progress)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("pto-bench: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+int bench_cores(const bench_opts *o) {
+  if (o->threads > 0)
+    return o->threads;
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+void bench_spin_ns(uint64_t ns) {
+  uint64_t end = bench_now_ns() + ns;
+  while (bench_now_ns() < end)
+    ;
+}

@@ -1,0 +1,121 @@
+/* pto-bench: the benchmark harness. Each subcommand runs PTO and the peer a
+ * user would otherwise pick side by side in one run, and prints medians,
+ * ratios and fractions of the machine's measured peak (--json: one JSON
+ * array on stdout). With no subcommand it runs every one on its default
+ * workload. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench.h"
+
+static const bench_cmd *const cmds[] = {
+    &bench_runtime,
+};
+#define N_CMDS (sizeof cmds / sizeof cmds[0])
+
+static void usage(FILE *f) {
+  fputs("usage: pto-bench [options] [command [command options]]\n"
+        "\n"
+        "Runs PTO side by side with its peers on this machine, in one run.\n"
+        "With no command, runs every command on its default workload.\n"
+        "\n"
+        "options:\n"
+        "  --json         print results as a JSON array on stdout (the table\n"
+        "                 goes to stderr)\n"
+        "  --quick        smaller sizes and fewer repeats (smoke test)\n"
+        "  --repeats N    timed repeats per case (medians are reported)\n"
+        "  --threads N    worker threads (default: every core)\n"
+        "  --quiet        no progress lines\n"
+        "  -h, --help     this text; `pto-bench COMMAND --help` for a command\n"
+        "\n"
+        "commands:\n",
+        f);
+  for (size_t i = 0; i < N_CMDS; i++)
+    fprintf(f, "  %-12s %s\n", cmds[i]->name, cmds[i]->summary);
+}
+
+static int parse_int(const char *opt, const char *v, int lo, int *out) {
+  char *end;
+  long x = v ? strtol(v, &end, 10) : 0;
+  if (!v || *end || x < lo || x > 1000000) {
+    fprintf(stderr, "pto-bench: %s needs an integer >= %d, got '%s'\n", opt,
+            lo, v ? v : "");
+    return -1;
+  }
+  *out = (int)x;
+  return 0;
+}
+
+/* Parses the common options anywhere on the line; leaves the rest in argv
+ * (compacted) and returns the new argc, or -1 on a bad option value. */
+static int common_opts(bench_opts *o, int argc, char **argv) {
+  int k = 1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--json")) {
+      o->json = 1;
+    } else if (!strcmp(a, "--quick")) {
+      o->quick = 1;
+    } else if (!strcmp(a, "--quiet")) {
+      o->progress = 0;
+    } else if (!strcmp(a, "--repeats")) {
+      if (parse_int(a, i + 1 < argc ? argv[++i] : NULL, 1, &o->repeats))
+        return -1;
+    } else if (!strcmp(a, "--threads")) {
+      if (parse_int(a, i + 1 < argc ? argv[++i] : NULL, 1, &o->threads))
+        return -1;
+    } else {
+      argv[k++] = argv[i];
+    }
+  }
+  return k;
+}
+
+static const bench_cmd *find(const char *name) {
+  for (size_t i = 0; i < N_CMDS; i++)
+    if (!strcmp(cmds[i]->name, name))
+      return cmds[i];
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  bench_opts o = {0};
+  o.progress = 1;
+  argc = common_opts(&o, argc, argv);
+  if (argc < 0)
+    return 2;
+  if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+    usage(stdout);
+    return 0;
+  }
+  int rc = 0;
+  if (argc > 1) {
+    const bench_cmd *c = find(argv[1]);
+    if (!c) {
+      fprintf(stderr, "pto-bench: unknown command '%s'\n\n", argv[1]);
+      usage(stderr);
+      return 2;
+    }
+    for (int i = 2; i < argc; i++)
+      if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+        c->usage(stdout);
+        return 0;
+      }
+    rc = c->run(&o, argc - 1, argv + 1);
+  } else {
+    /* every command on its default workload */
+    for (size_t i = 0; i < N_CMDS; i++) {
+      char *sub[] = {(char *)cmds[i]->name, NULL};
+      int r = cmds[i]->run(&o, 1, sub);
+      if (r && !rc)
+        rc = r;
+    }
+  }
+  if (o.json) {
+    json_dumpf(bench_results(), stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
+    fputc('\n', stdout);
+  }
+  json_decref(bench_results());
+  return rc;
+}
