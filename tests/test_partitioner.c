@@ -15,6 +15,35 @@ static pto_config *ascend_config(void) {
   return c;
 }
 
+/* Runs e on the parallel runtime, with 2 shared workers and with dedicated
+ * cube and vector workers (1 + 2), and requires exactly the bytes the
+ * serial executor wrote to out[0] (n_bytes). */
+static void parallel_equals_serial(pto_executable *e, const void *const *in,
+                                   const void *serial, size_t n_bytes) {
+  void *got = malloc(n_bytes);
+  cr_assert_not_null(got);
+  for (int shared = 1; shared >= 0; shared--) {
+    pto_machine m;
+    cr_assert_eq(pto_machine_host(&m), PTO_OK);
+    m.shared = shared;
+    m.workers[PTO_CORE_CUBE] = shared ? 2 : 1;
+    m.workers[PTO_CORE_VECTOR] = 2;
+    pto_runtime_params prm = pto_runtime_params_default();
+    prm.machine = &m;
+    pto_runtime *rt = NULL;
+    cr_assert_eq(pto_runtime_new(&prm, &rt), PTO_OK);
+    memset(got, 0xa5, n_bytes);
+    void *out[1] = {got};
+    cr_assert_eq(pto_runtime_run(rt, e, in, out), PTO_OK, "%s",
+                 pto_executable_error(e));
+    cr_assert(memcmp(got, serial, n_bytes) == 0,
+              "parallel (%s workers) differs from serial",
+              shared ? "shared" : "dedicated");
+    pto_runtime_free(rt);
+  }
+  free(got);
+}
+
 static pto_program *pypto_example(void) {
   pto_program *p = pto_program_new("pypto-example");
   const int64_t ab[2] = {64, 64}, w[2] = {64, 32};
@@ -84,6 +113,7 @@ Test(partitioner, golden_pypto_example_is_3_programs_7_tasks) {
   void *out[] = {C}, *ref[] = {R};
   cr_assert_eq(pto_executable_run_serial(e, in, out), PTO_OK, "%s",
                pto_executable_error(e));
+  parallel_equals_serial(e, in, C, sizeof C);
   cr_assert_eq(pto_program_eval(p, in, ref), PTO_OK);
   for (int i = 0; i < 64; i++)
     cr_expect(fabsf(C[i] - R[i]) <= 1e-4f * (1 + fabsf(R[i])), "C[%d] %g vs %g",
@@ -142,6 +172,7 @@ static void check_parity(const char *what, int n_in, const pto_dtype *dts,
                pto_program_error(p));
   cr_assert_eq(pto_executable_run_serial(e, ins, outs), PTO_OK, "%s: %s",
                what, pto_executable_error(e));
+  parallel_equals_serial(e, ins, got, (size_t)n_out * es);
   for (int64_t k = 0; k < n_out; k++) {
     if (pto_tensor_dtype(o) == PTO_I32) {
       cr_assert_eq(((int32_t *)got)[k], ((int32_t *)want)[k],
@@ -475,6 +506,7 @@ Test(partitioner, nbuffer_runs_every_instance) {
   const void *in[] = {a, b};
   void *o[] = {out};
   cr_assert_eq(pto_executable_run_serial(e, in, o), PTO_OK);
+  parallel_equals_serial(e, in, out, sizeof out);
   for (int i = 0; i < 256 * 256; i++)
     cr_assert_eq(out[i], (float)i + 0.5f, "[%d]", i);
   pto_executable_free(e);
@@ -513,6 +545,7 @@ Test(partitioner, l1_reuse_merges_cube_tasks_sharing_an_operand) {
   const void *in[] = {a, b};
   void *o[] = {got}, *r[] = {want};
   cr_assert_eq(pto_executable_run_serial(e, in, o), PTO_OK);
+  parallel_equals_serial(e, in, got, sizeof got);
   cr_assert_eq(pto_program_eval(p, in, r), PTO_OK);
   cr_expect(memcmp(got, want, sizeof got) == 0, "small integers are exact");
   pto_executable_free(e);

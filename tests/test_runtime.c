@@ -2,7 +2,11 @@
  * policies (each task once, after all its producers), compiled programs
  * equal to the serial executor bit for bit, failure and reuse, cancel and
  * async completion on a libuv loop. Every test has a timeout. */
+#ifdef PTO_TSAN_SHIM
+#include "tests/tsan_shim.h"
+#else
 #include <criterion/criterion.h>
+#endif
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,10 +149,11 @@ Test(scheduler, random_dags_every_worker_count_and_policy, .timeout = 120) {
 }
 
 Test(scheduler, random_dags_dedicated_cube_and_vector, .timeout = 120) {
-  for (uint32_t w = 2; w <= 3; w++)
+  const uint32_t workers[] = {2, 3, 8};
+  for (size_t k = 0; k < 3; k++)
     for (int pol = 0; pol < PTO_POLICY_COUNT; pol++)
-      run_dag_case(w, 0, (pto_policy)pol, scale(5000), 4, 0,
-                   (unsigned)(100 + w * 10 + pol));
+      run_dag_case(workers[k], 0, (pto_policy)pol, scale(5000), 4, 0,
+                   (unsigned)(100 + workers[k] * 10 + pol));
 }
 
 Test(scheduler, large_dag_with_wide_fan_out_and_fan_in, .timeout = 120) {
