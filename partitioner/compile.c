@@ -7,6 +7,7 @@
 #include "core/exe.h"
 #include "partitioner/partition.h"
 #include "pto/executable.h"
+#include "tileops/tileops.h"
 
 static double now_ms(void) {
   struct timespec ts;
@@ -67,6 +68,9 @@ pto_status pto_compile(pto_program *p, const pto_config *cfg,
   if (p->n_outputs == 0)
     return pto__error_set(&p->run_err, PTO_EINVAL,
                           "compile: program '%s' has no outputs", p->name);
+  char isa_msg[256];
+  if (pto__isa_check(isa_msg, sizeof isa_msg))
+    return pto__error_set(&p->run_err, PTO_EISA, "compile: %s", isa_msg);
   pto_config *own = NULL;
   if (!cfg) {
     own = pto_config_new();

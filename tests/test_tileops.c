@@ -38,6 +38,7 @@
 #include "core/convert.h"
 #include "core/custom.h"
 #include "core/isa.h"
+#include "pto/pto.h"
 #include "tileops/tileops.h"
 
 /* ---- bookkeeping: everything a test allocates is freed by its .fini ---- */
@@ -2153,13 +2154,92 @@ Test(tileops, isa_default_is_one_of_the_tables) {
 Test(tileops, isa_env_forces_scalar) {
   setenv("PTO_ISA", "scalar", 1);
   cr_expect_eq(pto__isa_active(), &pto__isa_scalar);
+  cr_expect_str_eq(pto_isa_name(), "scalar");
+  cr_expect_eq(pto__isa_check(NULL, 0), PTO_OK);
 }
 
-Test(tileops, isa_env_unknown_falls_back) {
+/* ctest runs this suite once per ISA this CPU runs, with PTO_ISA set
+ * (tests/CMakeLists.txt): the forced table must be the one in use. */
+Test(tileops, isa_env_is_honoured) {
+  const char *want = getenv("PTO_ISA");
+  const char *best = pto_isa_supported("avx512") ? "avx512"
+                     : pto_isa_supported("avx2") ? "avx2"
+                                                 : "scalar";
+  cr_assert_not_null(pto_isa_name(), "PTO_ISA=%s", want ? want : "");
+  cr_expect_str_eq(pto_isa_name(), want && want[0] ? want : best);
+  cr_expect_str_eq(pto__isa_active()->name, pto_isa_name());
+  int overridden = 0;
+  for (int op = 0; op < PTO_OP_COUNT; op++)
+    overridden += pto__isa_active()->fn[op] != pto__isa_scalar.fn[op];
+  if (strcmp(pto_isa_name(), "scalar"))
+    cr_expect_geq(overridden, 40, "%s overrides only %d instructions",
+                  pto_isa_name(), overridden);
+  else
+    cr_expect_eq(overridden, 0);
+  cr_expect(pto_isa_supported("scalar"));
+  cr_expect(!pto_isa_supported("avx9000"));
+  cr_expect(!pto_isa_supported(NULL));
+}
+
+/* An unknown PTO_ISA is refused where instructions get resolved, with a
+ * message naming the variable, the value and what this machine runs. */
+Test(tileops, isa_env_unknown_fails_clearly) {
   setenv("PTO_ISA", "avx9000", 1);
-  const pto_isa_table *t = pto__isa_active();
-  cr_assert_not_null(t);
-  cr_expect_neq(strcmp(t->name, "avx9000"), 0);
+  char msg[256];
+  cr_assert_eq(pto__isa_check(msg, sizeof msg), PTO_EISA);
+  cr_expect(strstr(msg, "PTO_ISA=avx9000") != NULL, "%s", msg);
+  cr_expect(strstr(msg, "unknown") != NULL, "%s", msg);
+  cr_expect(strstr(msg, "scalar") != NULL, "%s", msg);
+  cr_expect_null(pto_isa_name());
+  cr_assert_not_null(pto__isa_active(), "internal users still get a table");
+
+  pto_program *p = pto_program_new("isa");
+  int64_t dims[2] = {4, 8};
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 2, dims);
+  pto_output(p, pto_exp(p, x), "y");
+  pto_executable *e = (pto_executable *)p; /* must be reset */
+  cr_expect_eq(pto_compile(p, NULL, &e), PTO_EISA);
+  cr_expect_null(e);
+  cr_expect(strstr(pto_program_error(p), "PTO_ISA=avx9000") != NULL, "%s",
+            pto_program_error(p));
+  pto_program_free(p);
+
+  pto_runtime *rt = (pto_runtime *)msg;
+  cr_expect_eq(pto_runtime_new(NULL, &rt), PTO_EISA);
+  cr_expect_null(rt);
+  cr_expect(strstr(pto_runtime_error(NULL), "PTO_ISA=avx9000") != NULL, "%s",
+            pto_runtime_error(NULL));
+}
+
+/* The choice without the CPU: a machine that lacks avx512. */
+Test(tileops, isa_resolve_unsupported_and_default) {
+  const char *runs[] = {"avx2", "scalar", NULL};
+  const char *got = "x";
+  char msg[256];
+  cr_expect_eq(pto__isa_resolve("avx512", runs, &got, msg, sizeof msg),
+               PTO_EISA);
+  cr_expect_null(got);
+  cr_expect(strstr(msg, "PTO_ISA=avx512") != NULL, "%s", msg);
+  cr_expect(strstr(msg, "does not run avx512") != NULL, "%s", msg);
+  cr_expect(strstr(msg, "avx2, scalar") != NULL, "%s", msg);
+  cr_expect_eq(pto__isa_resolve(NULL, runs, &got, msg, sizeof msg), PTO_OK);
+  cr_expect_str_eq(got, "avx2");
+  cr_expect_str_eq(msg, "");
+  cr_expect_eq(pto__isa_resolve("", runs, &got, NULL, 0), PTO_OK);
+  cr_expect_str_eq(got, "avx2");
+  cr_expect_eq(pto__isa_resolve("scalar", runs, &got, NULL, 0), PTO_OK);
+  cr_expect_str_eq(got, "scalar");
+  const char *only_scalar[] = {"scalar", NULL};
+  cr_expect_eq(pto__isa_resolve("avx2", only_scalar, &got, msg, sizeof msg),
+               PTO_EISA);
+  cr_expect(strstr(msg, "it runs: scalar)") != NULL, "%s", msg);
+  cr_expect_eq(pto__isa_resolve("AVX2", runs, &got, msg, sizeof msg),
+               PTO_EISA, "names are exact");
+  cr_expect(strstr(msg, "unknown") != NULL, "%s", msg);
+  char tiny[8];
+  cr_expect_eq(pto__isa_resolve("avx9000", runs, &got, tiny, sizeof tiny),
+               PTO_EISA);
+  cr_expect_eq(strlen(tiny), sizeof tiny - 1);
 }
 
 static int fake_add(int op, const pto_targs *a) {
