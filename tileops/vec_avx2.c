@@ -55,6 +55,13 @@ static inline vi vi_ldn(const int32_t *p, uint32_t n, vi fill) {
 static inline void vi_stn(int32_t *p, vi v, uint32_t n) {
   _mm256_maskstore_epi32((int *)p, first(n), v);
 }
+/* Non-temporal: p 32-byte aligned; store_fence orders them. */
+static inline void vi_stream(int32_t *p, vi v) {
+  _mm256_stream_si256((__m256i *)p, v);
+}
+static inline void store_fence(void) {
+  _mm_sfence();
+}
 /* 16-bit elements, zero-extended into (or truncated from) 32-bit lanes. */
 static inline __m128i ld16n(const uint16_t *p, uint32_t n) {
   if (n == VL)
@@ -169,6 +176,18 @@ static inline vi vi_or(vi a, vi b) {
 #define vi_srai(a, k) _mm256_srai_epi32(a, k)
 #define vi_srli(a, k) _mm256_srli_epi32(a, k)
 #define vi_slli(a, k) _mm256_slli_epi32(a, k)
+
+/* p * 2^n as two exact powers of two, 2^(n - n/2) then 2^(n/2): p * the
+ * first stays normal and exact, so a subnormal result is rounded once. A NaN
+ * n converts to 0 and leaves p (then NaN too) alone. */
+static inline vf vf_ldexp(vf p, vf n) {
+  const vi ni = _mm256_cvttps_epi32(n);
+  const vi n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+  const vi bias = _mm256_set1_epi32(127);
+  const vf s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+  const vf s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+  return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
 
 /* Truncating i32 division through f64 (exact: see vec_avx512.c); lanes
  * where b == 0 give 0. */

@@ -49,6 +49,13 @@ static inline vi vi_ldn(const int32_t *p, uint32_t n, vi fill) {
 static inline void vi_stn(int32_t *p, vi v, uint32_t n) {
   _mm512_mask_storeu_epi32(p, first(n), v);
 }
+/* Non-temporal: p 64-byte aligned; store_fence orders them. */
+static inline void vi_stream(int32_t *p, vi v) {
+  _mm512_stream_si512((void *)p, v);
+}
+static inline void store_fence(void) {
+  _mm_sfence();
+}
 /* 16-bit elements, zero-extended into (or truncated from) 32-bit lanes. */
 static inline vi vi_ld16n(const uint16_t *p, uint32_t n) {
   return _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(first(n), p));
@@ -103,6 +110,9 @@ static inline vf vf_minr(vf a, vf b) {
 }
 static inline vf vf_round(vf a) { /* to nearest even */
   return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+static inline vf vf_ldexp(vf p, vf n) {
+  return _mm512_scalef_ps(p, n);
 }
 static inline vf vf_and(vf a, vf b) {
   return _mm512_and_ps(a, b);

@@ -9,12 +9,16 @@
  *   VL                         32-bit lanes per vector
  *   vf vi vb                   f32 vector, i32 vector, lane booleans
  *   vf_ld vf_st vi_ld vi_st    full-vector loads and stores
+ *   vi_stream store_fence      a streaming store to a vector-aligned address,
+ *                              and the fence that orders such stores
  *   vf_ldn vi_ldn (p, n, fill) lanes [0, n) from p, the rest fill; touch
  *   vf_stn vi_stn (p, v, n)    only p[0..n-1]
  *   vi_ld16n vi_st16n          16-bit elements <-> zero-extended 32-bit lanes
  *   vf_ldhn vf_sthn            f16 <-> f32 (F16C: exact / nearest even)
  *   vf_set vf_add vf_sub vf_mul vf_div vf_sqrt vf_fma vf_maxr vf_minr
  *   vf_round vf_and vf_or vf_xor vf_bits vi_bits
+ *   vf_ldexp(p, n)             p * 2^n rounded once, for p in [0.5, 2) and
+ *                              integral n in [-151, 129] (or NaN)
  *   vi_set vi_add vi_sub vi_mul vi_div vi_max vi_min vi_abs vi_and vi_or
  *   vi_srai vi_srli vi_slli    shifts by a constant
  *   vi_to_f vf_to_i            i32 -> f32; f32 -> i32 nearest even, saturating,
@@ -136,12 +140,13 @@ static float s_min(float x, float y) {
 
 /* exp(x) = 2^n * e^r, n = round(x / ln2), r = x - n ln2 in [-ln2/2, ln2/2]
  * (Cody-Waite: ln2 split so n * LN2_HI is exact), e^r by its Taylor series
- * to r^7 (truncation < 0.1 ulp), Horner with FMA. The scale 2^n is applied
- * as two exact powers of two, 2^(n - n/2) then 2^(n/2), so results that are
- * subnormal are rounded once, and overflow gives +inf. x is clamped to
- * [-104, 88.8] first: beyond, the result is 0 or +inf anyway. */
+ * to r^7 (truncation < 0.1 ulp), Horner with FMA, then vf_ldexp (one
+ * rounding, so subnormal results are right and overflow gives +inf). x is
+ * clamped to [-104, 88.8] first (beyond, the result is 0 or +inf anyway)
+ * with the bound as the first operand of the hardware max/min, which then
+ * passes a NaN x through to the result. */
 ALWAYS_INLINE vf vf_exp(vf x) {
-  const vf xc = vf_minr(vf_maxr(x, vf_set(-104.0f)), vf_set(88.8f));
+  const vf xc = vf_minr(vf_set(88.8f), vf_maxr(vf_set(-104.0f), x));
   const vf n = vf_round(vf_mul(xc, vf_set(1.44269504088896341f)));
   vf r = vf_fma(n, vf_set(-0.693145751953125f), xc);
   r = vf_fma(n, vf_set(-1.42860682030941723e-6f), r);
@@ -153,11 +158,7 @@ ALWAYS_INLINE vf vf_exp(vf x) {
   p = vf_fma(p, r, vf_set(0.5f));
   p = vf_fma(p, r, vf_set(1.0f));
   p = vf_fma(p, r, vf_set(1.0f));
-  const vi ni = vf_to_i(n), n1 = vi_srai(ni, 1), n2 = vi_sub(ni, n1);
-  const vf s1 = vi_bits(vi_slli(vi_add(n2, vi_set(127)), 23));
-  const vf s2 = vi_bits(vi_slli(vi_add(n1, vi_set(127)), 23));
-  const vf e = vf_mul(vf_mul(p, s1), s2);
-  return vf_blend(vf_cmp(x, x, _CMP_UNORD_Q), e, vf_add(x, x));
+  return vf_ldexp(p, n);
 }
 
 /* log(x) = e ln2 + log(m), x = m 2^e with m in [sqrt(1/2), sqrt(2)) (inputs
@@ -611,6 +612,23 @@ static int vec_TLOAD(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
+/* A 32-bit row copied with streaming (non-temporal) stores where the
+ * destination is vector-aligned: plain stores up to the first aligned
+ * element and for the tail. */
+static void stream_row(void *dv, const void *sv, uint32_t vc) {
+  int32_t *restrict d = dv;
+  const int32_t *restrict s = sv;
+  uint32_t c = (uint32_t)(((0u - (uintptr_t)d) % (VL * 4)) / 4);
+  if (c > vc || ((uintptr_t)d & 3))
+    c = vc;
+  if (c)
+    cvt_fns[PTO_I32][PTO_I32](d, s, c);
+  for (; c + VL <= vc; c += VL) /* one vector per step, aligned stores */
+    vi_stream(d + c, vi_ld(s + c));
+  if (c < vc)
+    cvt_fns[PTO_I32][PTO_I32](d + c, s + c, vc - c);
+}
+
 static int vec_TSTORE(int op, const pto_targs *a) {
   const pto_gview *g = &a->g;
   if (g->col_stride != 1)
@@ -618,8 +636,15 @@ static int vec_TSTORE(int op, const pto_targs *a) {
   const pto_tile *s = a->src[0];
   row_fn f = a->flags & PTO_TF_ACC ? acc_fns[s->dtype][g->dtype]
                                    : cvt_fns[s->dtype][g->dtype];
+  const int stream = (a->flags & (PTO_TF_STREAM | PTO_TF_ACC)) ==
+                         PTO_TF_STREAM &&
+                     s->dtype == g->dtype && dt_size(s->dtype) == 4;
+  if (stream)
+    f = stream_row;
   for (uint32_t r = 0; r < s->valid_rows; r++)
     f(grow(g, r), row_of(s, r), s->valid_cols);
+  if (stream) /* order the streaming stores before the task ends */
+    store_fence();
   return PTO_OK;
 }
 
