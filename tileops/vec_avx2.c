@@ -235,6 +235,9 @@ static inline vb vb_or(vb a, vb b) {
 static inline vb vb_and(vb a, vb b) {
   return _mm256_and_si256(a, b);
 }
+static inline int vb_any(vb m) {
+  return !_mm256_testz_si256(m, m);
+}
 static inline vf vf_blend(vb m, vf f, vf t) { /* m ? t : f */
   return _mm256_blendv_ps(f, t, _mm256_castsi256_ps(m));
 }

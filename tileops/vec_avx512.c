@@ -207,6 +207,9 @@ static inline vb vb_or(vb a, vb b) {
 static inline vb vb_and(vb a, vb b) {
   return (vb)(a & b);
 }
+static inline int vb_any(vb m) {
+  return m != 0;
+}
 static inline vf vf_blend(vb m, vf f, vf t) { /* m ? t : f */
   return _mm512_mask_blend_ps(m, f, t);
 }
