@@ -50,6 +50,8 @@ enum {
   PTO_TF_TRANS_A = 1u << 2, /* TMATMUL*: src0 stored transposed */
   PTO_TF_TRANS_B = 1u << 3, /* TMATMUL*: src1 stored transposed */
   PTO_TF_RELU = 1u << 4,    /* TMOV: fused ReLU */
+  PTO_TF_STREAM = 1u << 5,  /* TSTORE: nothing reads g soon: a table may
+                               write around the caches (same results) */
 };
 
 /* A 2-D window of a global tensor: element (r, c) is at

@@ -7,6 +7,7 @@
 #include "core/exe.h"
 #include "partitioner/partition.h"
 #include "pto/executable.h"
+#include "tileops/tileops.h"
 
 static double now_ms(void) {
   struct timespec ts;
@@ -54,6 +55,95 @@ static void name_programs(pto_executable *e) {
   }
 }
 
+/* Bytes [offset, offset + rows * stride * size) of a program tile. */
+static int tiles_overlap(const pto_ptile *x, const pto_ptile *y) {
+  uint64_t xe = x->offset + (uint64_t)x->rows * x->stride * pto_dtype_size(x->dtype);
+  uint64_t ye = y->offset + (uint64_t)y->rows * y->stride * pto_dtype_size(y->dtype);
+  return x->level == y->level && x->offset < ye && y->offset < xe;
+}
+
+static int tiles_same(const pto_ptile *x, const pto_ptile *y) {
+  return x->level == y->level && x->offset == y->offset &&
+         x->stride == y->stride && x->dtype == y->dtype &&
+         x->vrows == y->vrows && x->vcols == y->vcols;
+}
+
+/* Peephole: TROWEXPANDSUB t = x - v followed by TEXP u = exp(t), t read by
+ * nothing else, becomes TROWEXPANDEXPDIF u = exp(x - v): the same values
+ * (an f32 difference, then exp) in one pass over the tile instead of two
+ * (softmax's exp(x - rowmax)). Only where u's buffer is x's own or clear of
+ * both sources, as the planner laid them out for the two-step form. */
+static void fuse_expdif(pto_executable *e) {
+  for (uint32_t q = 0; q < e->n_progs; q++) {
+    pto_cprog *pr = &e->progs[q];
+    for (uint32_t k = 0; k + 1 < pr->n_insts; k++) {
+      pto_pinst *sub = &pr->insts[k], *ex = &pr->insts[k + 1];
+      if (sub->op != PTO_OP_TROWEXPANDSUB || ex->op != PTO_OP_TEXP ||
+          ex->src[0] != sub->dst[0])
+        continue;
+      int used = 0;
+      for (uint32_t j = 0; j < pr->n_insts && !used; j++)
+        for (int i = 0; j != k + 1 && i < pr->insts[j].n_src; i++)
+          used |= pr->insts[j].src[i] == sub->dst[0];
+      const pto_ptile *u = &pr->tiles[ex->dst[0]], *x = &pr->tiles[sub->src[0]],
+                      *v = &pr->tiles[sub->src[1]];
+      if (used || tiles_overlap(u, v) ||
+          (tiles_overlap(u, x) && !tiles_same(u, x)))
+        continue;
+      ex->op = PTO_OP_TROWEXPANDEXPDIF;
+      ex->n_src = 2;
+      ex->src[0] = sub->src[0];
+      ex->src[1] = sub->src[1];
+      ex->fn = pto__isa_active()->fn[PTO_OP_TROWEXPANDEXPDIF];
+      memmove(sub, ex, (pr->n_insts - k - 1) * sizeof *sub);
+      pr->n_insts--;
+    }
+  }
+}
+
+/* Marks PTO_TF_STREAM on plain TSTOREs that write only program outputs no
+ * task reads back: that data is done with, so a SIMD table may write it
+ * around the caches (streaming stores), saving the read-for-ownership of
+ * every line and the eviction of data that is still to be used. Programs
+ * are shared by tasks, so every binding of the slot must qualify. */
+static pto_status mark_streaming_stores(pto_executable *e) {
+  uint8_t *read = calloc(e->n_storages + 1, 1);
+  uint8_t *no = calloc(e->n_progs + 1, 1); /* per program: any disqualifies */
+  if (!read || !no) {
+    free(read);
+    free(no);
+    return PTO_ENOMEM;
+  }
+  for (int pass = 0; pass < 2; pass++)
+    for (uint32_t t = 0; t < e->n_tasks; t++) {
+      const pto_task *task = &e->tasks[t];
+      const pto_cprog *pr = &e->progs[task->prog];
+      for (uint32_t k = 0; k < pr->n_insts; k++) {
+        const pto_pinst *in = &pr->insts[k];
+        if (in->slot < 0)
+          continue;
+        for (uint32_t i = 0; i < task->n_inst; i++) {
+          uint32_t st =
+              e->args[task->args + i * pr->n_slots + (uint32_t)in->slot].storage;
+          if (pass == 0 && in->op != PTO_OP_TSTORE)
+            read[st] = 1;
+          if (pass == 1 && in->op == PTO_OP_TSTORE &&
+              (read[st] || e->storages[st].kind != PTO_STORAGE_OUTPUT))
+            no[task->prog] = 1;
+        }
+      }
+    }
+  for (uint32_t q = 0; q < e->n_progs; q++)
+    for (uint32_t k = 0; k < e->progs[q].n_insts && !no[q]; k++) {
+      pto_pinst *in = &e->progs[q].insts[k];
+      if (in->op == PTO_OP_TSTORE && !(in->flags & PTO_TF_ACC))
+        in->flags |= PTO_TF_STREAM;
+    }
+  free(read);
+  free(no);
+  return PTO_OK;
+}
+
 pto_status pto_compile(pto_program *p, const pto_config *cfg,
                        pto_executable **out) {
   if (!out)
@@ -67,6 +157,9 @@ pto_status pto_compile(pto_program *p, const pto_config *cfg,
   if (p->n_outputs == 0)
     return pto__error_set(&p->run_err, PTO_EINVAL,
                           "compile: program '%s' has no outputs", p->name);
+  char isa_msg[256];
+  if (pto__isa_check(isa_msg, sizeof isa_msg))
+    return pto__error_set(&p->run_err, PTO_EISA, "compile: %s", isa_msg);
   pto_config *own = NULL;
   if (!cfg) {
     own = pto_config_new();
@@ -95,7 +188,10 @@ pto_status pto_compile(pto_program *p, const pto_config *cfg,
     pto__error_set(&p->run_err, st, "%s", e->err.msg);
     goto fail_compile;
   }
+  fuse_expdif(e);
   name_programs(e);
+  if ((st = mark_streaming_stores(e)))
+    goto fail_compile;
   if (e->workspace_bytes) {
     e->workspace = aligned_alloc(64, (e->workspace_bytes + 63) & ~63ull);
     if (!e->workspace) {

@@ -8,8 +8,11 @@
 
 #include <hwloc.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "tileops/tileops.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -362,11 +365,21 @@ static void worker_main(void *arg) {
 
 /* ---- runtime -------------------------------------------------------------- */
 
+/* The message of the calling thread's last failed pto_runtime_new, which
+ * has no runtime to keep it in (pto_runtime_error(NULL) returns it). */
+static _Thread_local char new_error[PTO_ERROR_MSG];
+
 pto_status pto_runtime_new(const pto_runtime_params *params,
                            pto_runtime **out) {
   if (!out)
     return PTO_EINVAL;
   *out = NULL;
+  new_error[0] = '\0';
+  char isa_msg[256];
+  if (pto__isa_check(isa_msg, sizeof isa_msg)) {
+    snprintf(new_error, sizeof new_error, "runtime: %s", isa_msg);
+    return PTO_EISA;
+  }
   pto_runtime_params p = params ? *params : pto_runtime_params_default();
   if ((unsigned)p.policy >= PTO_POLICY_COUNT)
     return PTO_EINVAL;
@@ -452,6 +465,7 @@ fail_threads:
   uv_sem_destroy(&rt->wake[0]);
   uv_sem_destroy(&rt->wake[1]);
 fail_workers:
+  snprintf(new_error, sizeof new_error, "%s", rt->err.msg);
   free(rt->workers);
   if (rt->topo)
     hwloc_topology_destroy(rt->topo);
@@ -486,7 +500,9 @@ void pto_runtime_free(pto_runtime *rt) {
 }
 
 const char *pto_runtime_error(const pto_runtime *rt) {
-  return rt ? rt->err.msg : "runtime is NULL";
+  if (rt)
+    return rt->err.msg;
+  return new_error[0] ? new_error : "runtime is NULL";
 }
 
 uint32_t pto_runtime_num_workers(const pto_runtime *rt) {

@@ -6,6 +6,7 @@
 
 #include "pto/executable.h"
 #include "scheduler/exec.h"
+#include "tileops/tileops.h"
 
 pto_status pto_executable_run_serial(pto_executable *e,
                                      const void *const *inputs,
@@ -13,6 +14,9 @@ pto_status pto_executable_run_serial(pto_executable *e,
   if (!e)
     return PTO_EINVAL;
   pto__error_clear(&e->err);
+  char isa_msg[256];
+  if (pto__isa_check(isa_msg, sizeof isa_msg))
+    return pto__error_set(&e->err, PTO_EISA, "run: %s", isa_msg);
   if ((!inputs && e->n_inputs) || !outputs)
     return pto__error_set(&e->err, PTO_EINVAL,
                           "run: inputs and outputs arrays are required");

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/exe.h"
 #include "pto/pto.h"
 
 static pto_config *ascend_config(void) {
@@ -372,6 +373,74 @@ Test(partitioner, softmax_fuses_into_one_subgraph_per_row_block) {
   cr_expect_eq(st.programs, 1);
   cr_expect_eq(st.workspace_bytes, 0, "no intermediate leaves local memory");
   pto_executable_free(e);
+  pto_program_free(p);
+}
+
+/* exp(x - rowmax) becomes one TROWEXPANDEXPDIF pass (parity_softmax
+ * checks the values). */
+Test(partitioner, softmax_exp_of_difference_is_one_instruction) {
+  pto_program *p = pto_program_new("softmax");
+  const int64_t s[2] = {16, 64};
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, s);
+  pto_program_set_vec_tile(p, 4, 64);
+  pto_output(p, pto_softmax(p, a), "y");
+  pto_executable *e = compile_ok(p, NULL);
+  const char *name = pto_executable_program_name(e, 0);
+  cr_expect_str_eq(name,
+                   "p0:TLOAD.TROWMAX.TROWEXPANDEXPDIF.TROWSUM.TROWEXPANDDIV."
+                   "TSTORE");
+  /* a difference read elsewhere stays: (x - max) is also an output */
+  pto_executable_free(e);
+  pto_program_free(p);
+  p = pto_program_new("keep");
+  a = pto_input(p, "a", PTO_F32, 2, s);
+  pto_program_set_vec_tile(p, 4, 64);
+  pto_tensor *d = pto_sub(p, a, pto_rowmax(p, a));
+  pto_output(p, pto_exp(p, d), "y");
+  pto_output(p, d, "d");
+  e = compile_ok(p, NULL);
+  int sub = 0;
+  for (uint32_t q = 0; q < e->n_progs; q++)
+    for (uint32_t k = 0; k < e->progs[q].n_insts; k++)
+      sub += e->progs[q].insts[k].op == PTO_OP_TROWEXPANDSUB;
+  cr_expect_gt(sub, 0, "the difference is stored: it must be computed");
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
+/* Stores of program outputs that no task reads are marked streaming;
+ * stores of intermediates are not. */
+Test(partitioner, stores_of_unread_outputs_stream) {
+  pto_program *p = pto_program_new("stream");
+  const int64_t s[2] = {16, 64};
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, s);
+  pto_program_set_vec_tile(p, 4, 64);
+  pto_output(p, pto_exp(p, pto_adds(p, a, 1)), "y");
+  pto_config *c = pto_config_new();
+  cr_assert_eq(pto_config_set_knob(c, NULL, PTO_KNOB_FUSE, 0), PTO_OK);
+  pto_executable *e = compile_ok(p, c);
+  int out_stream = 0, ws_stream = 0, ws_plain = 0;
+  for (uint32_t t = 0; t < e->n_tasks; t++) {
+    const pto_cprog *pr = &e->progs[e->tasks[t].prog];
+    for (uint32_t k = 0; k < pr->n_insts; k++) {
+      const pto_pinst *in = &pr->insts[k];
+      if (in->op != PTO_OP_TSTORE)
+        continue;
+      uint32_t st = e->args[e->tasks[t].args + (uint32_t)in->slot].storage;
+      int stream = (in->flags & PTO_TF_STREAM) != 0;
+      if (e->storages[st].kind == PTO_STORAGE_OUTPUT)
+        out_stream += stream;
+      else if (stream)
+        ws_stream++;
+      else
+        ws_plain++;
+    }
+  }
+  cr_expect_gt(out_stream, 0);
+  cr_expect_gt(ws_plain, 0);
+  cr_expect_eq(ws_stream, 0);
+  pto_executable_free(e);
+  pto_config_free(c);
   pto_program_free(p);
 }
 

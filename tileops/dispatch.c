@@ -9,6 +9,7 @@
 #include <uv.h>
 
 #include "core/custom.h"
+#include "pto/isa.h"
 #include "tileops/tileops.h"
 
 /* ---- tables ------------------------------------------------------------- */
@@ -79,35 +80,102 @@ static const isa_variant variants[] = {
 
 #define N_VARIANTS (sizeof variants / sizeof variants[0])
 
-static uv_once_t active_once = UV_ONCE_INIT;
-static const pto_isa_table *active; /* written once, under active_once */
-
 static int runs_here(const isa_variant *v) {
   return !v->supported || v->supported();
 }
 
-static void choose_active(void) {
-  /* PTO_ISA forces a table when this build has it and this CPU runs it. */
-  const char *want = getenv("PTO_ISA");
-  if (want && want[0])
-    for (size_t i = 0; i < N_VARIANTS; i++)
-      if (strcmp(variants[i].name, want) == 0 && runs_here(&variants[i])) {
-        active = variants[i].table();
-        return;
-      }
-  /* Otherwise (unset, unknown, or not runnable here): the best that runs. */
-  for (size_t i = 0; i < N_VARIANTS; i++)
-    if (runs_here(&variants[i])) {
-      active = variants[i].table();
+static const isa_variant *variant_named(const char *name) {
+  for (size_t i = 0; name && i < N_VARIANTS; i++)
+    if (strcmp(variants[i].name, name) == 0)
+      return &variants[i];
+  return NULL;
+}
+
+/* "a, b, c" from a NULL-terminated list (or this build's variants). */
+static void join_names(char *buf, size_t size, const char *const *names) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; names ? names[i] != NULL : i < N_VARIANTS; i++) {
+    int k = snprintf(buf + n, size - n, "%s%s", i ? ", " : "",
+                     names ? names[i] : variants[i].name);
+    if (k < 0 || (size_t)k >= size - n)
       return;
+    n += (size_t)k;
+  }
+}
+
+int pto__isa_resolve(const char *want, const char *const *runs,
+                     const char **chosen, char *msg, size_t msg_size) {
+  if (msg && msg_size)
+    msg[0] = '\0';
+  if (!want || !want[0]) { /* the default: the best that runs */
+    *chosen = runs[0] ? runs[0] : "scalar";
+    return PTO_OK;
+  }
+  for (size_t i = 0; runs[i]; i++)
+    if (strcmp(runs[i], want) == 0) {
+      *chosen = runs[i];
+      return PTO_OK;
     }
-  active = &pto__isa_scalar;
+  *chosen = NULL;
+  if (msg && msg_size) {
+    char have[96], run[96];
+    join_names(have, sizeof have, NULL);
+    join_names(run, sizeof run, runs);
+    if (variant_named(want))
+      snprintf(msg, msg_size,
+               "PTO_ISA=%s: this CPU/OS does not run %s (it runs: %s)", want,
+               want, run);
+    else
+      snprintf(msg, msg_size,
+               "PTO_ISA=%s: unknown instruction set (this build has: %s; "
+               "this CPU/OS runs: %s)",
+               want, have, run);
+  }
+  return PTO_EISA;
+}
+
+/* The choice, made once (uv_once orders these writes before every read). */
+static uv_once_t active_once = UV_ONCE_INIT;
+static const pto_isa_table *active;
+static int active_status;
+static char active_msg[256];
+
+static void choose_active(void) {
+  const char *runs[N_VARIANTS + 1];
+  size_t n = 0;
+  for (size_t i = 0; i < N_VARIANTS; i++)
+    if (runs_here(&variants[i]))
+      runs[n++] = variants[i].name;
+  runs[n] = NULL;
+  const char *name = NULL;
+  active_status = pto__isa_resolve(getenv("PTO_ISA"), runs, &name, active_msg,
+                                   sizeof active_msg);
+  if (active_status) /* refused: entry points report it; keep a table */
+    name = runs[0];
+  active = variant_named(name)->table();
 }
 
 const pto_isa_table *pto__isa_active(void) {
-  /* uv_once orders the write of `active` before every return from it. */
   uv_once(&active_once, choose_active);
   return active;
+}
+
+int pto__isa_check(char *msg, size_t msg_size) {
+  uv_once(&active_once, choose_active);
+  if (msg && msg_size)
+    snprintf(msg, msg_size, "%s", active_status ? active_msg : "");
+  return active_status;
+}
+
+const char *pto_isa_name(void) {
+  uv_once(&active_once, choose_active);
+  return active_status ? NULL : active->name;
+}
+
+int pto_isa_supported(const char *name) {
+  const isa_variant *v = variant_named(name);
+  return v && runs_here(v);
 }
 
 /* ---- run ---------------------------------------------------------------- */

@@ -98,10 +98,25 @@ void pto__vec_avx512(pto_isa_table *t);
 void pto__mm_avx2(pto_isa_table *t);
 void pto__mm_avx512(pto_isa_table *t);
 
-/* The table in use, chosen once: PTO_ISA=<name> forces a table this build
- * has and this CPU runs, anything else falls back to the default (today the
- * only table, scalar). Never NULL. Safe from any thread. */
+/* The table in use, chosen once: the best this CPU runs, or the one
+ * PTO_ISA names. Never NULL: when PTO_ISA cannot be honoured it is still the
+ * best table, but pto__isa_check fails, and every entry point that resolves
+ * instructions (pto_compile, pto_runtime_new, the serial runner) checks
+ * first. Safe from any thread. */
 const pto_isa_table *pto__isa_active(void);
+
+/* 0, or PTO_EISA when PTO_ISA names a table this build lacks or this CPU
+ * cannot run, with msg (when not NULL) e.g. "PTO_ISA=avx512: this CPU/OS does
+ * not run avx512 (it runs: avx2, scalar)". */
+int pto__isa_check(char *msg, size_t msg_size);
+
+/* The choice itself, without the environment or the CPU: want (NULL or ""
+ * for the default) against runs, the names of the tables this machine runs,
+ * best first, NULL-terminated. Sets *chosen to the table's name and returns
+ * 0, or returns PTO_EISA with the message above. For pto__isa_active and
+ * for tests that play a CPU without some ISA. */
+int pto__isa_resolve(const char *want, const char *const *runs,
+                     const char **chosen, char *msg, size_t msg_size);
 
 /* Runs a built-in op through the active table, or a custom op (id >=
  * PTO_OP_COUNT) through its registered function. Returns 0 or a negative

@@ -5,6 +5,7 @@
 #include "pto/config.h"
 #include "pto/executable.h"
 #include "pto/export.h"
+#include "pto/isa.h"
 #include "pto/program.h"
 #include "pto/runtime.h"
 #include "pto/status.h"

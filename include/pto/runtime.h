@@ -52,7 +52,10 @@ PTO_API pto_status pto_runtime_new(const pto_runtime_params *params,
                                    pto_runtime **rt);
 /* Waits for runs in flight, then stops the workers. NULL is a no-op. */
 PTO_API void pto_runtime_free(pto_runtime *rt);
-/* The message of the last failed call on rt ("" if none). */
+/* The message of the last failed call on rt ("" if none). With rt NULL:
+ * why the calling thread's last pto_runtime_new failed (e.g. PTO_EISA:
+ * "runtime: PTO_ISA=avx512: this CPU/OS does not run avx512 (it runs: avx2,
+ * scalar)"), or "runtime is NULL". */
 PTO_API const char *pto_runtime_error(const pto_runtime *rt);
 PTO_API uint32_t pto_runtime_num_workers(const pto_runtime *rt);
 

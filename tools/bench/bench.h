@@ -26,6 +26,7 @@ typedef struct bench_cmd {
 } bench_cmd;
 
 extern const bench_cmd bench_runtime;
+extern const bench_cmd bench_softmax;
 
 /* With --json, every command appends one object per case to this array
  * (json_array_append_new); pto-bench prints it at the end. */

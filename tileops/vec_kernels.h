@@ -1,0 +1,1194 @@
+/* tileops/vec_kernels.h (internal): the SIMD tile instructions, written once
+ * over a small set of vector primitives. Included only by
+ * tileops/vec_avx2.c and tileops/vec_avx512.c, after each defines the
+ * primitives for its ISA, so it is compiled only with that file's ISA flags;
+ * nothing here names an intrinsic. Defines vec_install(), which overrides the
+ * entries of a table derived from the scalar reference.
+ *
+ * The primitives (all static inline or macros, per ISA):
+ *   VL                         32-bit lanes per vector
+ *   vf vi vb                   f32 vector, i32 vector, lane booleans
+ *   vf_ld vf_st vi_ld vi_st    full-vector loads and stores
+ *   vi_stream store_fence      a streaming store to a vector-aligned address,
+ *                              and the fence that orders such stores
+ *   vf_ldn vi_ldn (p, n, fill) lanes [0, n) from p, the rest fill; touch
+ *   vf_stn vi_stn (p, v, n)    only p[0..n-1]
+ *   vi_ld16n vi_st16n          16-bit elements <-> zero-extended 32-bit lanes
+ *   vf_ldhn vf_sthn            f16 <-> f32 (F16C: exact / nearest even)
+ *   vf_set vf_add vf_sub vf_mul vf_div vf_sqrt vf_fma vf_maxr vf_minr
+ *   vf_round vf_and vf_or vf_xor vf_bits vi_bits
+ *   vf_ldexp(p, n)             p * 2^n rounded once, for p in [0.5, 2) and
+ *                              integral n in [-151, 129] (or NaN)
+ *   vi_set vi_add vi_sub vi_mul vi_div vi_max vi_min vi_abs vi_and vi_or
+ *   vi_srai vi_srli vi_slli    shifts by a constant
+ *   vi_to_f vf_to_i            i32 -> f32; f32 -> i32 nearest even, saturating,
+ *                              NaN -> 0
+ *   vf_cmp(a, b, _CMP_*) vi_eq vi_gt vb_not vb_or vb_and vb_any
+ *   vf_blend vi_blend (m, f, t) m ? t : f per lane;  vb_01: m ? 1 : 0
+ *   sort keys: KL, vk (KL u64 keys), vp (KL u32 payloads), kb (KL booleans),
+ *   vk_ld vk_st vk_set vk_first vk_lt vk_le vk_ge vk_eq kb_count kb_or
+ *   kb_and kb_andnot kfirst kb_low vk_blend vp_blend vp_ld vp_st vk_rev vp_rev
+ *   vk_swap vp_swap (k, D): lane l takes lane l ^ D
+ *
+ * Every kernel follows tileops/tileops.h exactly (bit-exact with the scalar
+ * reference for PTO_IF_EXACT instructions and every i32 result) and touches
+ * no element outside the valid regions: full vectors over the interior, one
+ * masked (or n-element) vector for each row's tail. Where an instruction may
+ * run in place, each vector is loaded before the same positions are stored,
+ * so `restrict` on the row pointers never reorders a store before a load of
+ * the same element (the store depends on that load). */
+#ifndef PTO_TILEOPS_VEC_KERNELS_H
+#define PTO_TILEOPS_VEC_KERNELS_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/convert.h"
+#include "tileops/tileops.h"
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* ---- row access and the column loop ------------------------------------ */
+
+static inline void *row_of(const pto_tile *t, uint32_t r) {
+  return (unsigned char *)t->data +
+         (size_t)r * t->stride * pto_dtype_size(t->dtype);
+}
+
+/* Element (r, 0) of a global view whose columns are contiguous. */
+static inline void *grow(const pto_gview *g, int64_t r) {
+  return (unsigned char *)g->base +
+         r * g->row_stride * (int64_t)pto_dtype_size(g->dtype);
+}
+
+/* STEP(c, n) for vectors at columns c < vc: n == VL over the interior, two
+ * per iteration (unrolled by 2), then one n < VL tail. */
+#define FOR_COLS(vc, STEP)                                                     \
+  do {                                                                         \
+    const uint32_t vc_ = (vc);                                                 \
+    uint32_t c_ = 0;                                                           \
+    for (; c_ + 2 * VL <= vc_; c_ += 2 * VL) {                                 \
+      STEP(c_, VL);                                                            \
+      STEP(c_ + VL, VL);                                                       \
+    }                                                                          \
+    if (c_ + VL <= vc_) {                                                      \
+      STEP(c_, VL);                                                            \
+      c_ += VL;                                                                \
+    }                                                                          \
+    if (c_ < vc_)                                                              \
+      STEP(c_, vc_ - c_);                                                      \
+  } while (0)
+
+/* n-element loads and stores that fold to full ones when n is VL. */
+ALWAYS_INLINE vf ldf(const float *p, uint32_t n) {
+  return n == VL ? vf_ld(p) : vf_ldn(p, n, vf_set(0.0f));
+}
+ALWAYS_INLINE void stf(float *p, vf v, uint32_t n) {
+  if (n == VL)
+    vf_st(p, v);
+  else
+    vf_stn(p, v, n);
+}
+ALWAYS_INLINE vi ldi(const int32_t *p, uint32_t n) {
+  return n == VL ? vi_ld(p) : vi_ldn(p, n, vi_set(0));
+}
+ALWAYS_INLINE void sti(int32_t *p, vi v, uint32_t n) {
+  if (n == VL)
+    vi_st(p, v);
+  else
+    vi_stn(p, v, n);
+}
+
+/* ---- IEEE 754-2019 maximum / minimum ------------------------------------- */
+
+/* The hardware max gives its second operand for NaN or equal inputs; fix
+ * equal lanes (+0 vs -0: AND keeps the sign only when both are -0) and
+ * unordered lanes (x + y is a NaN). */
+ALWAYS_INLINE vf vf_max(vf x, vf y) {
+  vf r = vf_blend(vf_cmp(x, y, _CMP_EQ_OQ), vf_maxr(x, y), vf_and(x, y));
+  return vf_blend(vf_cmp(x, y, _CMP_UNORD_Q), r, vf_add(x, y));
+}
+ALWAYS_INLINE vf vf_min(vf x, vf y) {
+  vf r = vf_blend(vf_cmp(x, y, _CMP_EQ_OQ), vf_minr(x, y), vf_or(x, y));
+  return vf_blend(vf_cmp(x, y, _CMP_UNORD_Q), r, vf_add(x, y));
+}
+
+static float s_max(float x, float y) { /* scalar twin, for horizontal folds */
+  if (isnan(x) || isnan(y))
+    return x + y;
+  if (x == y)
+    return signbit(x) ? y : x;
+  return x > y ? x : y;
+}
+static float s_min(float x, float y) {
+  if (isnan(x) || isnan(y))
+    return x + y;
+  if (x == y)
+    return signbit(x) ? x : y;
+  return x < y ? x : y;
+}
+
+/* ---- exp and log ------------------------------------------------------------
+ * Accuracy: both within 1 ulp of the exact result (the f32 ulp at the exact
+ * value; 2^-149 below 2^-126), subnormal results included; special values
+ * as C's expf/logf. tests/test_tileops.c (vec_exp_sweep, vec_log_sweep)
+ * asserts this over a dense sweep of f32 inputs against double precision:
+ * the largest errors seen are 0.91 ulp (exp) and 0.83 ulp (log). Results
+ * are identical on every ISA (the same operations, FMA on both). */
+
+/* exp(x) = 2^n * e^r, n = round(x / ln2), r = x - n ln2 in [-ln2/2, ln2/2]
+ * (Cody-Waite: ln2 split so n * LN2_HI is exact), e^r by its Taylor series
+ * to r^7 (truncation < 0.1 ulp), Horner with FMA, then vf_ldexp (one
+ * rounding, so subnormal results are right and overflow gives +inf). x is
+ * clamped to [-104, 88.8] first (beyond, the result is 0 or +inf anyway)
+ * with the bound as the first operand of the hardware max/min, which then
+ * passes a NaN x through to the result. */
+ALWAYS_INLINE vf vf_exp(vf x) {
+  const vf xc = vf_minr(vf_set(88.8f), vf_maxr(vf_set(-104.0f), x));
+  const vf n = vf_round(vf_mul(xc, vf_set(1.44269504088896341f)));
+  vf r = vf_fma(n, vf_set(-0.693145751953125f), xc);
+  r = vf_fma(n, vf_set(-1.42860682030941723e-6f), r);
+  vf p = vf_set(1.0f / 5040);
+  p = vf_fma(p, r, vf_set(1.0f / 720));
+  p = vf_fma(p, r, vf_set(1.0f / 120));
+  p = vf_fma(p, r, vf_set(1.0f / 24));
+  p = vf_fma(p, r, vf_set(1.0f / 6));
+  p = vf_fma(p, r, vf_set(0.5f));
+  p = vf_fma(p, r, vf_set(1.0f));
+  p = vf_fma(p, r, vf_set(1.0f));
+  return vf_ldexp(p, n);
+}
+
+/* log(x) = e ln2 + log(m), x = m 2^e with m in [sqrt(1/2), sqrt(2)) (inputs
+ * below 2^-126 are scaled by 2^23 first); with f = m - 1 (exact),
+ * s = f / (2 + f): log(m) = f - f^2/2 + s (f^2/2 + R(s^2)), R the series of
+ * 2 atanh(s) / s - 2 - ... to s^10 (truncation < 1e-9 relative). ln2 is
+ * split so e * LN2_HI is exact. Special cases as C's logf: log(+-0) = -inf,
+ * log(x < 0) = NaN, log(+inf) = +inf, NaN -> NaN. */
+ALWAYS_INLINE vf vf_log(vf x) {
+  const vb tiny = vf_cmp(x, vf_set(0x1p-126f), _CMP_LT_OQ);
+  const vf xs = vf_blend(tiny, x, vf_mul(x, vf_set(0x1p23f)));
+  const vi u = vi_sub(vf_bits(xs), vi_set(0x3f3504f3));
+  const vi e = vi_add(vi_srai(u, 23), vi_blend(tiny, vi_set(0), vi_set(-23)));
+  const vf m =
+      vi_bits(vi_add(vi_and(u, vi_set(0x007fffff)), vi_set(0x3f3504f3)));
+  const vf f = vf_sub(m, vf_set(1.0f));
+  const vf s = vf_div(f, vf_add(f, vf_set(2.0f)));
+  const vf z = vf_mul(s, s);
+  vf R = vf_set(2.0f / 11);
+  R = vf_fma(R, z, vf_set(2.0f / 9));
+  R = vf_fma(R, z, vf_set(2.0f / 7));
+  R = vf_fma(R, z, vf_set(2.0f / 5));
+  R = vf_fma(R, z, vf_set(2.0f / 3));
+  R = vf_mul(R, z);
+  const vf ef = vi_to_f(e);
+  const vf hfsq = vf_mul(vf_set(0.5f), vf_mul(f, f));
+  const vf t = vf_fma(s, vf_add(hfsq, R), vf_mul(ef, vf_set(1.42860682e-6f)));
+  const vf y = vf_sub(vf_sub(hfsq, t), f); /* -(log(m) + e LN2_LO) */
+  vf l = vf_fma(ef, vf_set(0.693145751953125f), vf_xor(y, vf_set(-0.0f)));
+  l = vf_blend(vf_cmp(x, vf_set(INFINITY), _CMP_EQ_OQ), l, vf_set(INFINITY));
+  l = vf_blend(vf_cmp(x, vf_set(0.0f), _CMP_EQ_OQ), l, vf_set(-INFINITY));
+  return vf_blend(vf_cmp(x, vf_set(0.0f), _CMP_NGE_UQ), l,
+                  vf_set(NAN)); /* x < 0 or NaN */
+}
+
+/* ---- element-wise -------------------------------------------------------- */
+
+enum { B_ADD, B_SUB, B_MUL, B_DIV, B_MAX, B_MIN, B_EXPDIF };
+
+ALWAYS_INLINE vf fbin(const int op, vf x, vf y) {
+  switch (op) {
+  case B_ADD:
+    return vf_add(x, y);
+  case B_SUB:
+    return vf_sub(x, y);
+  case B_MUL:
+    return vf_mul(x, y);
+  case B_DIV:
+    return vf_div(x, y);
+  case B_MAX:
+    return vf_max(x, y);
+  case B_MIN:
+    return vf_min(x, y);
+  default:
+    return vf_exp(vf_sub(x, y));
+  }
+}
+
+ALWAYS_INLINE vi ibin(const int op, vi x, vi y) {
+  switch (op) {
+  case B_ADD:
+    return vi_add(x, y);
+  case B_SUB:
+    return vi_sub(x, y);
+  case B_MUL:
+    return vi_mul(x, y);
+  case B_DIV:
+    return vi_div(x, y);
+  case B_MAX:
+    return vi_max(x, y);
+  default:
+    return vi_min(x, y);
+  }
+}
+
+/* Where the second operand comes from: a tile of dst's shape (ELEMENT), a
+ * scalar (SCALAR), column 0 of a rowvec (TROWEXPAND*) or row 0 of a colvec
+ * (TCOLEXPAND*). */
+enum { Y_TILE, Y_SCALAR, Y_ROWVEC, Y_COLVEC };
+
+/* dst = x op y over dst's valid region, f32 or i32. */
+ALWAYS_INLINE int binary(const pto_targs *a, const int op, const int ymode) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *x = a->src[0], *y = a->src[1];
+  const uint32_t vr = d->valid_rows, vc = d->valid_cols;
+  if (d->dtype == PTO_I32) {
+    const vi ys = vi_set(pto__f64_to_i32_sat(a->s));
+    for (uint32_t r = 0; r < vr; r++) {
+      int32_t *restrict dp = row_of(d, r);
+      const int32_t *restrict xp = row_of(x, r);
+      const int32_t *restrict yp =
+          ymode == Y_TILE || ymode == Y_ROWVEC ? row_of(y, r)
+          : ymode == Y_COLVEC                  ? row_of(y, 0)
+                                               : NULL;
+      const vi yr = ymode == Y_ROWVEC ? vi_set(yp[0]) : ys;
+#define STEP(c, n)                                                             \
+  sti(dp + c,                                                                  \
+      ibin(op, ldi(xp + c, n),                                                 \
+           ymode == Y_TILE || ymode == Y_COLVEC ? ldi(yp + c, n) : yr),        \
+      n)
+      FOR_COLS(vc, STEP);
+#undef STEP
+    }
+    return PTO_OK;
+  }
+  const vf ys = vf_set((float)a->s);
+  for (uint32_t r = 0; r < vr; r++) {
+    float *restrict dp = row_of(d, r);
+    const float *restrict xp = row_of(x, r);
+    const float *restrict yp = ymode == Y_TILE || ymode == Y_ROWVEC
+                                   ? row_of(y, r)
+                               : ymode == Y_COLVEC ? row_of(y, 0)
+                                                   : NULL;
+    const vf yr = ymode == Y_ROWVEC ? vf_set(yp[0]) : ys;
+#define STEP(c, n)                                                             \
+  stf(dp + c,                                                                  \
+      fbin(op, ldf(xp + c, n),                                                 \
+           ymode == Y_TILE || ymode == Y_COLVEC ? ldf(yp + c, n) : yr),        \
+      n)
+    FOR_COLS(vc, STEP);
+#undef STEP
+  }
+  return PTO_OK;
+}
+
+enum { U_EXP, U_LOG, U_SQRT, U_RSQRT, U_RECIP, U_RELU, U_ABS, U_NEG };
+
+ALWAYS_INLINE vf fun(const int op, vf x) {
+  switch (op) {
+  case U_EXP:
+    return vf_exp(x);
+  case U_LOG:
+    return vf_log(x);
+  case U_SQRT:
+    return vf_sqrt(x);
+  case U_RSQRT: /* 1 / sqrtf(x): two roundings, as the reference */
+    return vf_div(vf_set(1.0f), vf_sqrt(x));
+  case U_RECIP:
+    return vf_div(vf_set(1.0f), x);
+  case U_RELU: /* maximum(x, +0): -0 -> +0, NaN stays */
+    return vf_max(x, vf_set(0.0f));
+  case U_ABS:
+    return vf_and(x, vi_bits(vi_set(0x7fffffff)));
+  default:
+    return vf_xor(x, vf_set(-0.0f));
+  }
+}
+
+ALWAYS_INLINE vi iun(const int op, vi x) {
+  switch (op) {
+  case U_RELU:
+    return vi_max(x, vi_set(0));
+  case U_ABS:
+    return vi_abs(x);
+  default:
+    return vi_sub(vi_set(0), x);
+  }
+}
+
+ALWAYS_INLINE int unary(const pto_targs *a, const int op) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *x = a->src[0];
+  const uint32_t vr = d->valid_rows, vc = d->valid_cols;
+  for (uint32_t r = 0; r < vr; r++) {
+    if (d->dtype == PTO_I32) {
+      int32_t *restrict dp = row_of(d, r);
+      const int32_t *restrict xp = row_of(x, r);
+#define STEP(c, n) sti(dp + c, iun(op, ldi(xp + c, n)), n)
+      FOR_COLS(vc, STEP);
+#undef STEP
+    } else {
+      float *restrict dp = row_of(d, r);
+      const float *restrict xp = row_of(x, r);
+#define STEP(c, n) stf(dp + c, fun(op, ldf(xp + c, n)), n)
+      FOR_COLS(vc, STEP);
+#undef STEP
+    }
+  }
+  return PTO_OK;
+}
+
+/* TCMP, one mode: 1 / 0 into an i32 dst; NaN compares false except NE. */
+ALWAYS_INLINE vb fcmp(const int mode, vf x, vf y) {
+  switch (mode) {
+  case PTO_CMP_EQ:
+    return vf_cmp(x, y, _CMP_EQ_OQ);
+  case PTO_CMP_NE:
+    return vf_cmp(x, y, _CMP_NEQ_UQ);
+  case PTO_CMP_LT:
+    return vf_cmp(x, y, _CMP_LT_OQ);
+  case PTO_CMP_LE:
+    return vf_cmp(x, y, _CMP_LE_OQ);
+  case PTO_CMP_GT:
+    return vf_cmp(x, y, _CMP_GT_OQ);
+  default:
+    return vf_cmp(x, y, _CMP_GE_OQ);
+  }
+}
+
+ALWAYS_INLINE vb icmp(const int mode, vi x, vi y) {
+  switch (mode) {
+  case PTO_CMP_EQ:
+    return vi_eq(x, y);
+  case PTO_CMP_NE:
+    return vb_not(vi_eq(x, y));
+  case PTO_CMP_LT:
+    return vi_gt(y, x);
+  case PTO_CMP_LE:
+    return vb_not(vi_gt(x, y));
+  case PTO_CMP_GT:
+    return vi_gt(x, y);
+  default:
+    return vb_not(vi_gt(y, x));
+  }
+}
+
+ALWAYS_INLINE void compare_mode(const pto_targs *a, const int mode) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *x = a->src[0], *y = a->src[1];
+  const uint32_t vr = d->valid_rows, vc = d->valid_cols;
+  for (uint32_t r = 0; r < vr; r++) {
+    int32_t *restrict dp = row_of(d, r);
+    if (x->dtype == PTO_I32) {
+      const int32_t *restrict xp = row_of(x, r), *restrict yp = row_of(y, r);
+#define STEP(c, n)                                                             \
+  sti(dp + c, vb_01(icmp(mode, ldi(xp + c, n), ldi(yp + c, n))), n)
+      FOR_COLS(vc, STEP);
+#undef STEP
+    } else {
+      const float *restrict xp = row_of(x, r), *restrict yp = row_of(y, r);
+#define STEP(c, n)                                                             \
+  sti(dp + c, vb_01(fcmp(mode, ldf(xp + c, n), ldf(yp + c, n))), n)
+      FOR_COLS(vc, STEP);
+#undef STEP
+    }
+  }
+}
+
+static int vec_TCMP(int op, const pto_targs *a) {
+  (void)op;
+  switch (a->imm[0]) {
+  case PTO_CMP_EQ:
+    compare_mode(a, PTO_CMP_EQ);
+    break;
+  case PTO_CMP_NE:
+    compare_mode(a, PTO_CMP_NE);
+    break;
+  case PTO_CMP_LT:
+    compare_mode(a, PTO_CMP_LT);
+    break;
+  case PTO_CMP_LE:
+    compare_mode(a, PTO_CMP_LE);
+    break;
+  case PTO_CMP_GT:
+    compare_mode(a, PTO_CMP_GT);
+    break;
+  default:
+    compare_mode(a, PTO_CMP_GE);
+    break;
+  }
+  return PTO_OK;
+}
+
+/* dst = mask != 0 ? src1 : src2; f32 and i32 alike, as bits. */
+static int vec_TSEL(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  const pto_tile *m = a->src[0], *x = a->src[1], *y = a->src[2];
+  const uint32_t vr = d->valid_rows, vc = d->valid_cols;
+  for (uint32_t r = 0; r < vr; r++) {
+    int32_t *restrict dp = row_of(d, r);
+    const int32_t *restrict mp = row_of(m, r), *restrict xp = row_of(x, r),
+                            *restrict yp = row_of(y, r);
+#define STEP(c, n)                                                             \
+  sti(dp + c,                                                                  \
+      vi_blend(vi_eq(ldi(mp + c, n), vi_set(0)), ldi(xp + c, n),               \
+               ldi(yp + c, n)),                                                \
+      n)
+    FOR_COLS(vc, STEP);
+#undef STEP
+  }
+  return PTO_OK;
+}
+
+/* ---- conversions ------------------------------------------------------------
+ * Rows of n elements between any two dtypes (core/convert.h): the same dtype
+ * copies bits, i32 -> i32 stays integer, everything else goes through f32;
+ * with relu, maximum(x, +0) on the way (in i32 for i32 -> i32). */
+
+/* f32 -> bf16 bits, nearest even; NaN: quiet, sign and top payload kept. */
+ALWAYS_INLINE vi f32_to_bf16(vf v) {
+  const vi u = vf_bits(v);
+  const vi lsb = vi_and(vi_srli(u, 16), vi_set(1));
+  const vi rounded = vi_srli(vi_add(vi_add(u, vi_set(0x7fff)), lsb), 16);
+  const vi quiet = vi_or(vi_srli(u, 16), vi_set(0x40));
+  return vi_blend(vf_cmp(v, v, _CMP_UNORD_Q), rounded, quiet);
+}
+
+ALWAYS_INLINE vf load_f32(const int dt, const void *p, uint32_t n) {
+  switch (dt) {
+  case PTO_F32:
+    return ldf(p, n);
+  case PTO_I32:
+    return vi_to_f(ldi(p, n));
+  case PTO_BF16:
+    return vi_bits(vi_slli(vi_ld16n(p, n), 16));
+  default:
+    return vf_ldhn(p, n);
+  }
+}
+
+ALWAYS_INLINE void store_f32(const int dt, void *p, vf v, uint32_t n) {
+  switch (dt) {
+  case PTO_F32:
+    stf(p, v, n);
+    break;
+  case PTO_I32:
+    sti(p, vf_to_i(v), n);
+    break;
+  case PTO_BF16:
+    vi_st16n(p, f32_to_bf16(v), n);
+    break;
+  default:
+    vf_sthn(p, v, n);
+    break;
+  }
+}
+
+ALWAYS_INLINE size_t dt_size(const int dt) {
+  return dt == PTO_BF16 || dt == PTO_F16 ? 2 : 4;
+}
+
+typedef void (*row_fn)(void *d, const void *s, uint32_t n);
+
+ALWAYS_INLINE void cvt_row(void *dv, const void *sv, uint32_t vc, const int from,
+                           const int to, const int relu) {
+  unsigned char *restrict d = dv;
+  const unsigned char *restrict s = sv;
+  const size_t ds = dt_size(to), ss = dt_size(from);
+  if (from == to && !relu && ds == 2) {
+#define STEP(c, n)                                                             \
+  vi_st16n((uint16_t *)d + c, vi_ld16n((const uint16_t *)s + c, n), n)
+    FOR_COLS(vc, STEP);
+#undef STEP
+  } else if (from == to && !relu) {
+#define STEP(c, n) sti((int32_t *)d + c, ldi((const int32_t *)s + c, n), n)
+    FOR_COLS(vc, STEP);
+#undef STEP
+  } else if (from == PTO_I32 && to == PTO_I32) { /* relu */
+#define STEP(c, n)                                                             \
+  sti((int32_t *)d + c, vi_max(ldi((const int32_t *)s + c, n), vi_set(0)), n)
+    FOR_COLS(vc, STEP);
+#undef STEP
+  } else {
+#define STEP(c, n)                                                             \
+  do {                                                                         \
+    vf v_ = load_f32(from, s + (c) * ss, n);                                   \
+    store_f32(to, d + (c) * ds, relu ? vf_max(v_, vf_set(0.0f)) : v_, n);      \
+  } while (0)
+    FOR_COLS(vc, STEP);
+#undef STEP
+  }
+}
+
+/* g[c] += s[c] (TSTORE with PTO_TF_ACC): i32 + i32 wraps, else in f32. */
+ALWAYS_INLINE void acc_row(void *gv, const void *sv, uint32_t vc, const int sdt,
+                           const int gdt) {
+  unsigned char *restrict g = gv;
+  const unsigned char *restrict s = sv;
+  const size_t gs = dt_size(gdt), ss = dt_size(sdt);
+  if (gdt == PTO_I32 && sdt == PTO_I32) {
+#define STEP(c, n)                                                             \
+  sti((int32_t *)g + c,                                                        \
+      vi_add(ldi((const int32_t *)g + c, n), ldi((const int32_t *)s + c, n)),  \
+      n)
+    FOR_COLS(vc, STEP);
+#undef STEP
+  } else {
+#define STEP(c, n)                                                             \
+  store_f32(gdt, g + (c) * gs,                                                 \
+            vf_add(load_f32(gdt, g + (c) * gs, n),                             \
+                   load_f32(sdt, s + (c) * ss, n)),                            \
+            n)
+    FOR_COLS(vc, STEP);
+#undef STEP
+  }
+}
+
+/* One function per (from, to, relu) and per (tile, global) accumulation. */
+#define DT_PAIRS(X)                                                            \
+  X(F32, F32) X(F32, I32) X(F32, BF16) X(F32, F16) X(I32, F32) X(I32, I32)     \
+  X(I32, BF16) X(I32, F16) X(BF16, F32) X(BF16, I32) X(BF16, BF16)             \
+  X(BF16, F16) X(F16, F32) X(F16, I32) X(F16, BF16) X(F16, F16)
+
+#define DEF_ROW_FNS(F, T)                                                      \
+  static void cvt_##F##_##T(void *d, const void *s, uint32_t n) {              \
+    cvt_row(d, s, n, PTO_##F, PTO_##T, 0);                                     \
+  }                                                                            \
+  static void relu_##F##_##T(void *d, const void *s, uint32_t n) {             \
+    cvt_row(d, s, n, PTO_##F, PTO_##T, 1);                                     \
+  }                                                                            \
+  static void acc_##F##_##T(void *g, const void *s, uint32_t n) {              \
+    acc_row(g, s, n, PTO_##F, PTO_##T);                                        \
+  }
+DT_PAIRS(DEF_ROW_FNS)
+#undef DEF_ROW_FNS
+
+/* [from][to]; acc: [tile dtype][global dtype]. */
+#define CVT_ENTRY(F, T) [PTO_##F][PTO_##T] = cvt_##F##_##T,
+#define RELU_ENTRY(F, T) [PTO_##F][PTO_##T] = relu_##F##_##T,
+#define ACC_ENTRY(F, T) [PTO_##F][PTO_##T] = acc_##F##_##T,
+static const row_fn cvt_fns[4][4] = {DT_PAIRS(CVT_ENTRY)};
+static const row_fn relu_fns[4][4] = {DT_PAIRS(RELU_ENTRY)};
+static const row_fn acc_fns[4][4] = {DT_PAIRS(ACC_ENTRY)};
+#undef CVT_ENTRY
+#undef RELU_ENTRY
+#undef ACC_ENTRY
+
+/* TCVT, TMOV: row by row, through the (from, to, relu) function. */
+static int convert_tile(const pto_targs *a, int relu) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *s = a->src[0];
+  row_fn f = (relu ? relu_fns : cvt_fns)[s->dtype][d->dtype];
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    f(row_of(d, r), row_of(s, r), d->valid_cols);
+  return PTO_OK;
+}
+
+static int vec_TCVT(int op, const pto_targs *a) {
+  (void)op;
+  return convert_tile(a, 0);
+}
+
+static int vec_TMOV(int op, const pto_targs *a) {
+  (void)op;
+  return convert_tile(a, (a->flags & PTO_TF_RELU) != 0);
+}
+
+/* ---- memory -------------------------------------------------------------
+ * Global views whose columns are not contiguous (transposed views) go to
+ * the scalar reference: element-at-a-time either way. */
+
+static int vec_TLOAD(int op, const pto_targs *a) {
+  const pto_gview *g = &a->g;
+  if (g->col_stride != 1)
+    return pto__isa_scalar.fn[PTO_OP_TLOAD](op, a);
+  pto_tile *d = a->dst[0];
+  row_fn f = cvt_fns[g->dtype][d->dtype];
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    f(row_of(d, r), grow(g, r), d->valid_cols);
+  return PTO_OK;
+}
+
+/* A 32-bit row copied with streaming (non-temporal) stores where the
+ * destination is vector-aligned: plain stores up to the first aligned
+ * element and for the tail. */
+static void stream_row(void *dv, const void *sv, uint32_t vc) {
+  int32_t *restrict d = dv;
+  const int32_t *restrict s = sv;
+  uint32_t c = (uint32_t)(((0u - (uintptr_t)d) % (VL * 4)) / 4);
+  if (c > vc || ((uintptr_t)d & 3))
+    c = vc;
+  if (c)
+    cvt_fns[PTO_I32][PTO_I32](d, s, c);
+  for (; c + VL <= vc; c += VL) /* one vector per step, aligned stores */
+    vi_stream(d + c, vi_ld(s + c));
+  if (c < vc)
+    cvt_fns[PTO_I32][PTO_I32](d + c, s + c, vc - c);
+}
+
+static int vec_TSTORE(int op, const pto_targs *a) {
+  const pto_gview *g = &a->g;
+  if (g->col_stride != 1)
+    return pto__isa_scalar.fn[PTO_OP_TSTORE](op, a);
+  const pto_tile *s = a->src[0];
+  row_fn f = a->flags & PTO_TF_ACC ? acc_fns[s->dtype][g->dtype]
+                                   : cvt_fns[s->dtype][g->dtype];
+  const int stream = (a->flags & (PTO_TF_STREAM | PTO_TF_ACC)) ==
+                         PTO_TF_STREAM &&
+                     s->dtype == g->dtype && dt_size(s->dtype) == 4;
+  if (stream)
+    f = stream_row;
+  for (uint32_t r = 0; r < s->valid_rows; r++)
+    f(grow(g, r), row_of(s, r), s->valid_cols);
+  if (stream) /* order the streaming stores before the task ends */
+    store_fence();
+  return PTO_OK;
+}
+
+static int vec_TGATHER(int op, const pto_targs *a) {
+  const pto_gview *g = &a->g;
+  if (g->col_stride != 1)
+    return pto__isa_scalar.fn[PTO_OP_TGATHER](op, a);
+  pto_tile *d = a->dst[0];
+  const pto_tile *ix = a->src[0];
+  const uint32_t vr = d->valid_rows, ivc = ix->valid_cols;
+  if (a->flags & PTO_TF_STRICT) /* every index before any write */
+    for (uint32_t r = 0; r < vr; r++) {
+      int32_t i = ((const int32_t *)row_of(ix, r / ivc))[r % ivc];
+      if (i < 0 || i >= g->rows)
+        return PTO_ERANGE;
+    }
+  row_fn f = cvt_fns[g->dtype][d->dtype];
+  for (uint32_t r = 0; r < vr; r++) {
+    int32_t i = ((const int32_t *)row_of(ix, r / ivc))[r % ivc];
+    if (i < 0 || i >= g->rows) /* a zero row: all-zero bits in every dtype */
+      memset(row_of(d, r), 0, (size_t)d->valid_cols * dt_size(d->dtype));
+    else
+      f(row_of(d, r), grow(g, i), d->valid_cols);
+  }
+  return PTO_OK;
+}
+
+/* ---- fills ----------------------------------------------------------------- */
+
+static int vec_TEXPANDS(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  const int32_t bits = d->dtype == PTO_I32
+                           ? pto__f64_to_i32_sat(a->s)
+                           : (int32_t)pto__f32_bits((float)a->s);
+  const vi v = vi_set(bits);
+  for (uint32_t r = 0; r < d->valid_rows; r++) {
+    int32_t *restrict dp = row_of(d, r);
+#define STEP(c, n) sti(dp + c, v, n)
+    FOR_COLS(d->valid_cols, STEP);
+#undef STEP
+  }
+  return PTO_OK;
+}
+
+/* ---- axis: reductions -----------------------------------------------------
+ * Rows fold in 2 vector accumulators, then across lanes; max/min are
+ * associative and commutative (NaN wins, +0 > -0), so the order does not
+ * change them; sums are compared with a tolerance. Tails load the identity
+ * (-0 for sums: x + -0 = x for every x). */
+
+ALWAYS_INLINE vf fred(const int op, vf x, vf y) {
+  return op == B_ADD ? vf_add(x, y) : op == B_MAX ? vf_max(x, y) : vf_min(x, y);
+}
+ALWAYS_INLINE vi ired(const int op, vi x, vi y) {
+  return op == B_ADD ? vi_add(x, y) : op == B_MAX ? vi_max(x, y) : vi_min(x, y);
+}
+
+/* IEEE maximum (minimum) of a row, fast: the hardware max over 2
+ * accumulators, NaNs tracked apart (the hardware max drops them), and the
+ * sign of a zero result settled afterwards (the hardware max does not
+ * order +0 and -0): 3 operations per vector instead of vf_max's 5. */
+ALWAYS_INLINE float row_maxmin(const float *restrict xp, uint32_t vc,
+                               const int op) {
+  const vf id = vf_set(op == B_MAX ? -INFINITY : INFINITY);
+  vf acc0 = id, acc1 = id;
+  vb nan = vf_cmp(id, id, _CMP_UNORD_Q); /* none */
+  uint32_t c = 0;
+  for (; c + 2 * VL <= vc; c += 2 * VL) { /* 2 accumulators */
+    const vf x0 = vf_ld(xp + c), x1 = vf_ld(xp + c + VL);
+    acc0 = op == B_MAX ? vf_maxr(acc0, x0) : vf_minr(acc0, x0);
+    acc1 = op == B_MAX ? vf_maxr(acc1, x1) : vf_minr(acc1, x1);
+    nan = vb_or(nan, vf_cmp(x0, x1, _CMP_UNORD_Q));
+  }
+  for (; c < vc; c += VL) {
+    const vf x0 = vc - c >= VL ? vf_ld(xp + c) : vf_ldn(xp + c, vc - c, id);
+    acc0 = op == B_MAX ? vf_maxr(acc0, x0) : vf_minr(acc0, x0);
+    nan = vb_or(nan, vf_cmp(x0, x0, _CMP_UNORD_Q));
+  }
+  if (vb_any(nan))
+    return NAN;
+  float lanes[VL];
+  vf_st(lanes, op == B_MAX ? vf_maxr(acc0, acc1) : vf_minr(acc0, acc1));
+  float v = lanes[0];
+  for (int l = 1; l < VL; l++)
+    v = op == B_MAX ? s_max(v, lanes[l]) : s_min(v, lanes[l]);
+  if (v == 0.0f) { /* +0 if any +0 (max), -0 if any -0 (min) */
+    const uint32_t want = op == B_MAX ? 0u : 0x80000000u;
+    v = op == B_MAX ? -0.0f : 0.0f;
+    for (uint32_t k = 0; k < vc; k++)
+      if (pto__f32_bits(xp[k]) == want)
+        return op == B_MAX ? 0.0f : -0.0f;
+  }
+  return v;
+}
+
+ALWAYS_INLINE int row_reduce(const pto_targs *a, const int op) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *x = a->src[0];
+  const uint32_t vr = x->valid_rows, vc = x->valid_cols;
+  for (uint32_t r = 0; r < vr; r++) {
+    if (d->dtype == PTO_I32) {
+      const int32_t *restrict xp = row_of(x, r);
+      const int32_t id = op == B_ADD ? 0 : op == B_MAX ? INT32_MIN : INT32_MAX;
+      vi acc0 = vi_set(id), acc1 = acc0;
+      uint32_t c = 0;
+      for (; c + 2 * VL <= vc; c += 2 * VL) { /* 2 accumulators */
+        acc0 = ired(op, acc0, vi_ld(xp + c));
+        acc1 = ired(op, acc1, vi_ld(xp + c + VL));
+      }
+      for (; c < vc; c += VL)
+        acc0 = ired(op, acc0,
+                    vc - c >= VL ? vi_ld(xp + c) : vi_ldn(xp + c, vc - c,
+                                                          vi_set(id)));
+      int32_t lanes[VL];
+      vi_st(lanes, ired(op, acc0, acc1));
+      int32_t v = lanes[0];
+      for (int l = 1; l < VL; l++)
+        v = op == B_ADD   ? (int32_t)((uint32_t)v + (uint32_t)lanes[l])
+            : op == B_MAX ? (v > lanes[l] ? v : lanes[l])
+                          : (v < lanes[l] ? v : lanes[l]);
+      ((int32_t *)row_of(d, r))[0] = v;
+    } else if (op != B_ADD) {
+      ((float *)row_of(d, r))[0] = row_maxmin(row_of(x, r), vc, op);
+    } else {
+      const float *restrict xp = row_of(x, r);
+      const float id = -0.0f;
+      vf acc0 = vf_set(id), acc1 = acc0;
+      uint32_t c = 0;
+      for (; c + 2 * VL <= vc; c += 2 * VL) { /* 2 accumulators */
+        acc0 = fred(op, acc0, vf_ld(xp + c));
+        acc1 = fred(op, acc1, vf_ld(xp + c + VL));
+      }
+      for (; c < vc; c += VL)
+        acc0 = fred(op, acc0,
+                    vc - c >= VL ? vf_ld(xp + c) : vf_ldn(xp + c, vc - c,
+                                                          vf_set(id)));
+      float lanes[VL];
+      vf_st(lanes, fred(op, acc0, acc1));
+      float v = lanes[0];
+      for (int l = 1; l < VL; l++)
+        v = op == B_ADD   ? v + lanes[l]
+            : op == B_MAX ? s_max(v, lanes[l])
+                          : s_min(v, lanes[l]);
+      ((float *)row_of(d, r))[0] = v;
+    }
+  }
+  return PTO_OK;
+}
+
+/* Columns: one accumulator per lane, rows folded top to bottom (the
+ * reference's order). */
+ALWAYS_INLINE int col_reduce(const pto_targs *a, const int op) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *x = a->src[0];
+  const uint32_t vr = x->valid_rows, vc = x->valid_cols;
+  if (d->dtype == PTO_I32) {
+    int32_t *restrict dp = row_of(d, 0);
+#define STEP(c, n)                                                             \
+  do {                                                                         \
+    vi acc_ = ldi((const int32_t *)row_of(x, 0) + (c), n);                     \
+    for (uint32_t r_ = 1; r_ < vr; r_++)                                       \
+      acc_ = ired(op, acc_, ldi((const int32_t *)row_of(x, r_) + (c), n));     \
+    sti(dp + (c), acc_, n);                                                    \
+  } while (0)
+    FOR_COLS(vc, STEP);
+#undef STEP
+  } else {
+    float *restrict dp = row_of(d, 0);
+#define STEP(c, n)                                                             \
+  do {                                                                         \
+    vf acc_ = ldf((const float *)row_of(x, 0) + (c), n);                       \
+    for (uint32_t r_ = 1; r_ < vr; r_++)                                       \
+      acc_ = fred(op, acc_, ldf((const float *)row_of(x, r_) + (c), n));       \
+    stf(dp + (c), acc_, n);                                                    \
+  } while (0)
+    FOR_COLS(vc, STEP);
+#undef STEP
+  }
+  return PTO_OK;
+}
+
+/* ---- axis: broadcasts -------------------------------------------------------- */
+
+/* dst[r][c] = src0[r][0] (row = 1) or src0[0][c] (row = 0), as 32-bit bits. */
+ALWAYS_INLINE int expand(const pto_targs *a, const int row) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *s = a->src[0];
+  for (uint32_t r = 0; r < d->valid_rows; r++) {
+    int32_t *restrict dp = row_of(d, r);
+    const int32_t *restrict sp = row_of(s, row ? r : 0);
+    const vi v = vi_set(sp[0]);
+#define STEP(c, n) sti(dp + c, row ? v : ldi(sp + c, n), n)
+    FOR_COLS(d->valid_cols, STEP);
+#undef STEP
+  }
+  return PTO_OK;
+}
+
+static int vec_TROWEXPAND(int op, const pto_targs *a) {
+  (void)op;
+  return expand(a, 1);
+}
+static int vec_TCOLEXPAND(int op, const pto_targs *a) {
+  (void)op;
+  return expand(a, 0);
+}
+
+/* ---- TSORT32 and TMRGSORT -----------------------------------------------------
+ * Both sort (value, index) pairs by one unsigned 64-bit key: the value's
+ * class in the high half (descending value, -0 == +0, every NaN after every
+ * number) and the index (ascending) in the low half. Keys never reach
+ * SENTINEL, which pads short vectors. Equal keys (equal values with equal
+ * indices) are the only ties; both instructions keep those in input order. */
+
+#define SENTINEL UINT64_MAX
+
+static inline uint64_t sort_key(float v, int32_t ix) {
+  uint32_t u = pto__f32_bits(v), hi;
+  if (isnan(v)) {
+    hi = 0xfffffffeu;
+  } else {
+    if (u == 0x80000000u) /* -0 sorts as +0 */
+      u = 0;
+    /* u as an order-preserving unsigned (negatives flipped), inverted so
+     * that larger values come first: at most 0xff800000 (-inf). */
+    hi = ~(u & 0x80000000u ? ~u : u | 0x80000000u);
+  }
+  return (uint64_t)hi << 32 | ((uint32_t)ix ^ 0x80000000u);
+}
+
+/* TSORT32: each block of up to 32 is placed by rank: element i goes to the
+ * number of elements whose key is smaller, or equal and earlier. KL keys
+ * per compare, 32 / KL compares per element. */
+static int vec_TSORT32(int op, const pto_targs *a) {
+  (void)op;
+  const pto_tile *sv = a->src[0], *si = a->src[1];
+  pto_tile *dv = a->dst[0], *di = a->dst[1];
+  const uint32_t vr = dv->valid_rows, vc = dv->valid_cols;
+  for (uint32_t r = 0; r < vr; r++) {
+    const float *sp = row_of(sv, r);
+    const int32_t *xp = row_of(si, r);
+    float *restrict ov = row_of(dv, r);
+    int32_t *restrict ox = row_of(di, r);
+    for (uint32_t b = 0; b < vc; b += 32) {
+      const uint32_t n = vc - b < 32 ? vc - b : 32;
+      uint64_t key[32];
+      float v[32];
+      int32_t x[32];
+      for (uint32_t k = 0; k < 32; k++) { /* read the block before writing */
+        v[k] = k < n ? sp[b + k] : 0.0f;
+        x[k] = k < n ? xp[b + k] : 0;
+        key[k] = k < n ? sort_key(v[k], x[k]) : SENTINEL;
+      }
+      uint32_t rank[32];
+      for (uint32_t i = 0; i < n; i++) {
+        const vk ki = vk_set(key[i]);
+        unsigned cnt = 0;
+        for (uint32_t j = 0; j < 32; j += KL) {
+          const uint32_t before = i > j ? (i - j < KL ? i - j : KL) : 0;
+          const vk kj = vk_ld(key + j);
+          cnt += kb_count(kb_or(vk_lt(kj, ki),
+                                kb_and(vk_eq(kj, ki), kfirst(before))));
+        }
+        rank[i] = cnt;
+      }
+      for (uint32_t i = 0; i < n; i++) {
+        ov[b + rank[i]] = v[i];
+        ox[b + rank[i]] = x[i];
+      }
+    }
+  }
+  return PTO_OK;
+}
+
+/* TMRGSORT merges with bitonic networks over KL-key vectors, streaming
+ * (Chhugani et al., VLDB 2008): a merger holds the KL largest keys seen so
+ * far; each step merges them with the next KL keys of whichever input has
+ * the smaller head, emits the KL smallest and keeps the rest. 3 and 4 ways
+ * are a tree of 2-way mergers. Payloads are column positions, so values and
+ * indices are copied bit for bit. A group whose merged keys hold a tie is
+ * merged again by the scalar algorithm, which orders ties as the
+ * reference does. */
+
+/* Compare-exchange of lanes l and l ^ D: the lower lane takes the smaller. */
+#define MERGE_STAGE(k, p, D)                                                   \
+  do {                                                                         \
+    const vk s_ = vk_swap(k, D);                                               \
+    const vp q_ = vp_swap(p, D);                                               \
+    const kb keep_ = kb_or(kb_and(vk_le(k, s_), kb_low(D)),                    \
+                           kb_andnot(kb_low(D), vk_ge(k, s_)));                \
+    k = vk_blend(keep_, s_, k);                                                \
+    p = vp_blend(keep_, q_, p);                                                \
+  } while (0)
+
+/* Sorts a bitonic sequence of KL keys. */
+ALWAYS_INLINE void bitonic_clean(vk *k, vp *p) {
+  vk kk = *k;
+  vp pp = *p;
+#if KL == 8
+  MERGE_STAGE(kk, pp, 4);
+#endif
+  MERGE_STAGE(kk, pp, 2);
+  MERGE_STAGE(kk, pp, 1);
+  *k = kk;
+  *p = pp;
+}
+
+/* a and b ascending -> lo (KL smallest, ascending), hi (the rest). */
+ALWAYS_INLINE void merge2(vk a, vp pa, vk b, vp pb, vk *lo, vp *plo, vk *hi,
+                          vp *phi) {
+  b = vk_rev(b);
+  pb = vp_rev(pb);
+  const kb m = vk_le(a, b);
+  vk l = vk_blend(m, b, a), h = vk_blend(m, a, b);
+  vp pl = vp_blend(m, pb, pa), ph = vp_blend(m, pa, pb);
+  bitonic_clean(&l, &pl);
+  bitonic_clean(&h, &ph);
+  *lo = l;
+  *plo = pl;
+  *hi = h;
+  *phi = ph;
+}
+
+/* A stream of ascending keys, KL at a time, padded with SENTINEL forever:
+ * a run of the source row (leaf) or a merger of two streams. blk is the
+ * next block, computed ahead so that head (its first key) can be compared. */
+typedef struct kstream {
+  vk blk, hi;
+  vp pos, phi;
+  uint64_t head;
+  const float *v; /* leaf: the row, and the run's columns [at, end) */
+  const int32_t *x;
+  uint32_t at, end;
+  struct kstream *a, *b; /* merger */
+} kstream;
+
+static void ks_next(kstream *s) {
+  if (!s->a) { /* leaf */
+    uint64_t key[KL];
+    uint32_t pos[KL];
+    for (uint32_t l = 0; l < KL; l++) {
+      const uint32_t c = s->at + l;
+      key[l] = c < s->end ? sort_key(s->v[c], s->x[c]) : SENTINEL;
+      pos[l] = c;
+    }
+    s->at = s->at + KL < s->end ? s->at + KL : s->end;
+    s->blk = vk_ld(key);
+    s->pos = vp_ld(pos);
+    s->head = key[0];
+    return;
+  }
+  kstream *in = s->a->head <= s->b->head ? s->a : s->b;
+  vk lo;
+  vp plo;
+  merge2(in->blk, in->pos, s->hi, s->phi, &lo, &plo, &s->hi, &s->phi);
+  ks_next(in);
+  s->blk = lo;
+  s->pos = plo;
+  s->head = vk_first(lo);
+}
+
+static void ks_leaf(kstream *s, const float *v, const int32_t *x, uint32_t at,
+                    uint32_t end) {
+  memset(s, 0, sizeof *s);
+  s->v = v;
+  s->x = x;
+  s->at = at;
+  s->end = end;
+  ks_next(s);
+}
+
+static void ks_merger(kstream *s, kstream *a, kstream *b) {
+  memset(s, 0, sizeof *s);
+  s->a = a;
+  s->b = b;
+  vk lo;
+  vp plo;
+  merge2(a->blk, a->pos, b->blk, b->pos, &lo, &plo, &s->hi, &s->phi);
+  ks_next(a);
+  ks_next(b);
+  s->blk = lo;
+  s->pos = plo;
+  s->head = vk_first(lo);
+}
+
+/* The reference's merge of one group, for groups with tied keys: take the
+ * best head; on a tie the earlier run. */
+static void merge_scalar(const float *v, const int32_t *x, float *ov,
+                         int32_t *ox, uint32_t g0, uint32_t run, uint32_t ways,
+                         uint32_t vc) {
+  uint32_t head[4], end[4];
+  for (uint32_t k = 0; k < ways; k++) {
+    const uint64_t lo = (uint64_t)g0 + (uint64_t)k * run, hi = lo + run;
+    head[k] = (uint32_t)(lo < vc ? lo : vc);
+    end[k] = (uint32_t)(hi < vc ? hi : vc);
+  }
+  for (uint32_t out = g0;; out++) {
+    int best = -1;
+    uint64_t bk = 0;
+    for (uint32_t k = 0; k < ways; k++)
+      if (head[k] < end[k]) {
+        const uint64_t kk = sort_key(v[head[k]], x[head[k]]);
+        if (best < 0 || kk < bk) {
+          best = (int)k;
+          bk = kk;
+        }
+      }
+    if (best < 0)
+      return;
+    ov[out] = v[head[best]];
+    ox[out] = x[head[best]];
+    head[best]++;
+  }
+}
+
+static int vec_TMRGSORT(int op, const pto_targs *a) {
+  (void)op;
+  const pto_tile *sv = a->src[0], *si = a->src[1];
+  pto_tile *dv = a->dst[0], *di = a->dst[1];
+  const uint32_t vr = dv->valid_rows, vc = dv->valid_cols;
+  const uint32_t ways = (uint32_t)a->imm[1];
+  const uint64_t run = (uint64_t)a->imm[0], group = run * ways;
+  for (uint32_t r = 0; r < vr; r++) {
+    const float *v = row_of(sv, r);
+    const int32_t *x = row_of(si, r);
+    float *restrict ov = row_of(dv, r);
+    int32_t *restrict ox = row_of(di, r);
+    for (uint64_t g0 = 0; g0 < vc; g0 += group) {
+      const uint32_t n = (uint32_t)(vc - g0 < group ? vc - g0 : group);
+      kstream leaf[4], mid[3], *top;
+      for (uint32_t k = 0; k < ways; k++) {
+        const uint64_t lo = g0 + k * run, hi = lo + run;
+        ks_leaf(&leaf[k], v, x, (uint32_t)(lo < vc ? lo : vc),
+                (uint32_t)(hi < vc ? hi : vc));
+      }
+      if (ways == 2) {
+        ks_merger(&mid[0], &leaf[0], &leaf[1]);
+        top = &mid[0];
+      } else {
+        ks_merger(&mid[0], &leaf[0], &leaf[1]);
+        if (ways == 4)
+          ks_merger(&mid[1], &leaf[2], &leaf[3]);
+        ks_merger(&mid[2], &mid[0], ways == 4 ? &mid[1] : &leaf[2]);
+        top = &mid[2];
+      }
+      uint64_t prev = 0;
+      int tie = 0;
+      for (uint32_t done = 0; done < n; done += KL) {
+        uint64_t key[KL];
+        uint32_t pos[KL];
+        vk_st(key, top->blk);
+        vp_st(pos, top->pos);
+        const uint32_t m = n - done < KL ? n - done : KL;
+        for (uint32_t l = 0; l < m; l++) {
+          tie |= (done + l > 0) & (key[l] == prev);
+          prev = key[l];
+          ov[g0 + done + l] = v[pos[l]];
+          ox[g0 + done + l] = x[pos[l]];
+        }
+        if (done + KL < n)
+          ks_next(top);
+      }
+      if (tie)
+        merge_scalar(v, x, ov, ox, (uint32_t)g0, (uint32_t)run, ways, vc);
+    }
+  }
+  return PTO_OK;
+}
+
+/* ---- the table entries -------------------------------------------------- */
+
+#define BINARY_OP(NAME, OP, Y)                                                 \
+  static int vec_##NAME(int op, const pto_targs *a) {                          \
+    (void)op;                                                                  \
+    return binary(a, OP, Y);                                                   \
+  }
+BINARY_OP(TADD, B_ADD, Y_TILE)
+BINARY_OP(TSUB, B_SUB, Y_TILE)
+BINARY_OP(TMUL, B_MUL, Y_TILE)
+BINARY_OP(TDIV, B_DIV, Y_TILE)
+BINARY_OP(TMAX, B_MAX, Y_TILE)
+BINARY_OP(TMIN, B_MIN, Y_TILE)
+BINARY_OP(TADDS, B_ADD, Y_SCALAR)
+BINARY_OP(TSUBS, B_SUB, Y_SCALAR)
+BINARY_OP(TMULS, B_MUL, Y_SCALAR)
+BINARY_OP(TDIVS, B_DIV, Y_SCALAR)
+BINARY_OP(TMAXS, B_MAX, Y_SCALAR)
+BINARY_OP(TMINS, B_MIN, Y_SCALAR)
+BINARY_OP(TROWEXPANDADD, B_ADD, Y_ROWVEC)
+BINARY_OP(TROWEXPANDSUB, B_SUB, Y_ROWVEC)
+BINARY_OP(TROWEXPANDMUL, B_MUL, Y_ROWVEC)
+BINARY_OP(TROWEXPANDDIV, B_DIV, Y_ROWVEC)
+BINARY_OP(TROWEXPANDMAX, B_MAX, Y_ROWVEC)
+BINARY_OP(TROWEXPANDEXPDIF, B_EXPDIF, Y_ROWVEC)
+BINARY_OP(TCOLEXPANDADD, B_ADD, Y_COLVEC)
+BINARY_OP(TCOLEXPANDSUB, B_SUB, Y_COLVEC)
+BINARY_OP(TCOLEXPANDMUL, B_MUL, Y_COLVEC)
+BINARY_OP(TCOLEXPANDDIV, B_DIV, Y_COLVEC)
+#undef BINARY_OP
+
+#define UNARY_OP(NAME, OP)                                                     \
+  static int vec_##NAME(int op, const pto_targs *a) {                          \
+    (void)op;                                                                  \
+    return unary(a, OP);                                                       \
+  }
+UNARY_OP(TEXP, U_EXP)
+UNARY_OP(TLOG, U_LOG)
+UNARY_OP(TSQRT, U_SQRT)
+UNARY_OP(TRSQRT, U_RSQRT)
+UNARY_OP(TRECIP, U_RECIP)
+UNARY_OP(TRELU, U_RELU)
+UNARY_OP(TABS, U_ABS)
+UNARY_OP(TNEG, U_NEG)
+#undef UNARY_OP
+
+#define REDUCE_OP(NAME, FN, OP)                                                \
+  static int vec_##NAME(int op, const pto_targs *a) {                          \
+    (void)op;                                                                  \
+    return FN(a, OP);                                                          \
+  }
+REDUCE_OP(TROWSUM, row_reduce, B_ADD)
+REDUCE_OP(TROWMAX, row_reduce, B_MAX)
+REDUCE_OP(TROWMIN, row_reduce, B_MIN)
+REDUCE_OP(TCOLSUM, col_reduce, B_ADD)
+REDUCE_OP(TCOLMAX, col_reduce, B_MAX)
+REDUCE_OP(TCOLMIN, col_reduce, B_MIN)
+#undef REDUCE_OP
+
+/* Everything this header implements; the rest stays the reference's. */
+#define VEC_OPS(X)                                                             \
+  X(TLOAD) X(TSTORE) X(TGATHER) X(TADD) X(TSUB) X(TMUL) X(TDIV) X(TMAX)        \
+  X(TMIN) X(TEXP) X(TLOG) X(TSQRT) X(TRSQRT) X(TRECIP) X(TRELU) X(TABS)        \
+  X(TNEG) X(TCMP) X(TSEL) X(TCVT) X(TADDS) X(TSUBS) X(TMULS) X(TDIVS)          \
+  X(TMAXS) X(TMINS) X(TEXPANDS) X(TROWSUM) X(TROWMAX) X(TROWMIN) X(TCOLSUM)    \
+  X(TCOLMAX) X(TCOLMIN) X(TROWEXPAND) X(TROWEXPANDADD) X(TROWEXPANDSUB)       \
+  X(TROWEXPANDMUL) X(TROWEXPANDDIV) X(TROWEXPANDMAX) X(TROWEXPANDEXPDIF)       \
+  X(TCOLEXPAND) X(TCOLEXPANDADD) X(TCOLEXPANDSUB) X(TCOLEXPANDMUL)             \
+  X(TCOLEXPANDDIV) X(TMOV) X(TSORT32) X(TMRGSORT)
+
+static void vec_install(pto_isa_table *t) {
+#define SET(name) t->fn[PTO_OP_##name] = vec_##name;
+  VEC_OPS(SET)
+#undef SET
+}
+
+#endif /* PTO_TILEOPS_VEC_KERNELS_H */

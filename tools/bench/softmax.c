@@ -1,0 +1,317 @@
+/* pto-bench softmax: a row softmax of a ROWS x COLS f32 matrix through PTO
+ * (kernels/softmax.c: built with the public API, compiled with pto_compile,
+ * run on the parallel runtime with the host machine), reported as GB/s
+ * (bytes read + written = 2 * ROWS * COLS * 4 per run) against the DRAM
+ * bandwidth a STREAM-triad probe measures on the same threads in the same
+ * run, next to a plain-C single-pass softmax (kernels/softmax.c) on the same
+ * threads. PTO's result is checked against the plain-C one first.
+ *
+ * The probe is STREAM's triad a[i] = b[i] + s * c[i] over three arrays of
+ * 128 MiB (4x a 32 MiB L3), counted as STREAM counts it: 12 bytes per
+ * element, the write-allocate read of a[] not included, as softmax's own
+ * count leaves out the write-allocate read of Y. Every figure is a median
+ * over the repeats, which interleave probe, peer and PTO. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench/bench.h"
+#include "pto/pto.h"
+#include "softmax.h"
+
+#define PROBE_FLOATS (32u << 20) /* 128 MiB per array */
+
+typedef struct sm_opts {
+  int64_t rows, cols;
+  uint32_t tile_rows; /* 0: the kernel's choice */
+  int nbuffer;        /* -1: the config default */
+  const char *trace;  /* Chrome trace of the last run, or NULL */
+} sm_opts;
+
+static void usage(FILE *f) {
+  fputs("usage: pto-bench [--json] [--quick] [--repeats N] [--threads N] "
+        "softmax\n"
+        "                 [--rows N] [--cols N] [--tile-rows N] "
+        "[--nbuffer K]\n"
+        "                 [--trace FILE]\n"
+        "\n"
+        "Row softmax of a ROWS x COLS f32 matrix (default 4096 x 4096;\n"
+        "--quick 1024 x 4096) through PTO on the parallel runtime, checked\n"
+        "against a plain-C softmax, as GB/s (2 x ROWS x COLS x 4 bytes per\n"
+        "run) and as a fraction of the DRAM bandwidth a STREAM-triad probe\n"
+        "measures on the same threads in the same run. The plain-C\n"
+        "single-pass softmax on the same threads is the peer. --tile-rows\n"
+        "sets the rows per vector tile (default: the kernel's choice for\n"
+        "the host's UB), --nbuffer the knob (subgraphs per task), --trace\n"
+        "writes the last PTO run as a Chrome trace and prints its summary.\n"
+        "JSON fields: rows, cols, threads, isa, tile_rows, nbuffer, tasks,\n"
+        "pto_ms, ref_ms, dram_ms, pto_gbps, ref_gbps, dram_gbps,\n"
+        "pto_fraction_of_dram, ref_fraction_of_dram, max_rel_err.\n",
+        f);
+}
+
+static int parse_i64(const char *opt, const char *v, int64_t lo, int64_t hi,
+                     int64_t *out) {
+  char *end;
+  long long x = v ? strtoll(v, &end, 10) : 0;
+  if (!v || *end || x < lo || x > hi) {
+    fprintf(stderr, "pto-bench softmax: %s needs an integer in [%lld, %lld]\n",
+            opt, (long long)lo, (long long)hi);
+    return -1;
+  }
+  *out = x;
+  return 0;
+}
+
+static int parse(int argc, char **argv, sm_opts *s) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    int64_t x;
+    if (!strcmp(a, "--rows") || !strcmp(a, "--cols")) {
+      if (parse_i64(a, v, 1, 1 << 20, &x))
+        return -1;
+      *(a[2] == 'r' ? &s->rows : &s->cols) = x;
+    } else if (!strcmp(a, "--tile-rows")) {
+      if (parse_i64(a, v, 1, 4096, &x))
+        return -1;
+      s->tile_rows = (uint32_t)x;
+    } else if (!strcmp(a, "--nbuffer")) {
+      if (parse_i64(a, v, 0, 65536, &x))
+        return -1;
+      s->nbuffer = (int)x;
+    } else if (!strcmp(a, "--trace")) {
+      if (!v) {
+        fprintf(stderr, "pto-bench softmax: --trace needs a file\n");
+        return -1;
+      }
+      s->trace = v;
+    } else {
+      fprintf(stderr, "pto-bench softmax: unknown option '%s'\n", a);
+      return -1;
+    }
+    i++;
+  }
+  return 0;
+}
+
+static void pause_ms(int ms) { /* lets the other side's spinners sleep */
+  struct timespec ts = {0, ms * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static void *alloc(size_t bytes) {
+  return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+}
+
+/* ---- the probe and the peer (OpenMP, static rows per thread) ------------- */
+
+static void triad(float *restrict a, const float *restrict b,
+                  const float *restrict c, size_t n, int threads) {
+  const float s = 3.0f;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (size_t i = 0; i < n; i++)
+    a[i] = b[i] + s * c[i];
+}
+
+static void peer(const float *x, float *y, int64_t rows, int64_t cols,
+                 int threads) {
+#pragma omp parallel num_threads(threads)
+  {
+    int t = omp_get_thread_num(), n = omp_get_num_threads();
+    int64_t r0 = rows * t / n, r1 = rows * (t + 1) / n;
+    pto_softmax_ref(x, y, cols, r0, r1);
+  }
+}
+
+/* ---- the command ------------------------------------------------------------ */
+
+static int run(const bench_opts *o, int argc, char **argv) {
+  sm_opts s = {o->quick ? 1024 : 4096, 4096, 0, -1, NULL};
+  if (parse(argc, argv, &s))
+    return 2;
+  const int threads = bench_cores(o);
+  const int repeats = o->repeats ? o->repeats : o->quick ? 5 : 11;
+  const size_t n = (size_t)s.rows * (size_t)s.cols;
+  const double bytes = 2.0 * (double)n * sizeof(float);
+  int rc = 1;
+
+  pto_machine m;
+  pto_status st = pto_machine_host(&m);
+  if (st) {
+    fprintf(stderr, "pto-bench softmax: host machine: %s\n", pto_strerror(st));
+    return 1;
+  }
+  m.shared = 1;
+  m.workers[PTO_CORE_CUBE] = m.workers[PTO_CORE_VECTOR] = (uint32_t)threads;
+
+  float *x = alloc(n * sizeof *x), *y = alloc(n * sizeof *y),
+        *yref = alloc(n * sizeof *yref);
+  float *pa = alloc(PROBE_FLOATS * sizeof *pa),
+        *pb = alloc(PROBE_FLOATS * sizeof *pb),
+        *pc = alloc(PROBE_FLOATS * sizeof *pc);
+  double *t_pto = calloc((size_t)repeats, sizeof *t_pto),
+         *t_ref = calloc((size_t)repeats, sizeof *t_ref),
+         *t_dram = calloc((size_t)repeats, sizeof *t_dram);
+  pto_config *cfg = pto_config_new();
+  pto_program *p = NULL;
+  pto_executable *e = NULL;
+  pto_runtime *rt = NULL;
+  if (!x || !y || !yref || !pa || !pb || !pc || !t_pto || !t_ref || !t_dram ||
+      !cfg) {
+    fprintf(stderr, "pto-bench softmax: out of memory\n");
+    goto out;
+  }
+  bench_progress(o, "softmax: %lld x %lld f32, %d threads",
+                 (long long)s.rows, (long long)s.cols, threads);
+  /* first touch on the threads that use the data */
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (size_t i = 0; i < n; i++) {
+    uint64_t h = (i + 1) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+    x[i] = (float)((double)(h >> 11) * 0x1p-53 * 16.0 - 8.0);
+    y[i] = yref[i] = 0.0f;
+  }
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (size_t i = 0; i < PROBE_FLOATS; i++) {
+    pa[i] = 0.0f;
+    pb[i] = 1.0f;
+    pc[i] = 2.0f;
+  }
+
+  if ((st = pto_config_set_machine(cfg, &m)) ||
+      (s.nbuffer >= 0 &&
+       (st = pto_config_set_knob(cfg, NULL, PTO_KNOB_NBUFFER, s.nbuffer)))) {
+    fprintf(stderr, "pto-bench softmax: config: %s\n", pto_config_error(cfg));
+    goto out;
+  }
+  const uint32_t tile_rows =
+      s.tile_rows ? s.tile_rows
+                  : pto_softmax_tile_rows(s.cols, 2 * m.mem[PTO_MEM_UB]);
+  p = pto_softmax_program(s.rows, s.cols, tile_rows, 0);
+  if (!p || pto_program_status(p) != PTO_OK) {
+    fprintf(stderr, "pto-bench softmax: %s\n",
+            p ? pto_program_error(p) : "out of memory");
+    goto out;
+  }
+  if ((st = pto_compile(p, cfg, &e))) {
+    fprintf(stderr, "pto-bench softmax: compile: %s\n", pto_program_error(p));
+    goto out;
+  }
+  pto_runtime_params rp = pto_runtime_params_from_config(cfg);
+  rp.trace = s.trace != NULL;
+  if ((st = pto_runtime_new(&rp, &rt))) {
+    fprintf(stderr, "pto-bench softmax: runtime: %s\n",
+            pto_runtime_error(NULL));
+    goto out;
+  }
+  const void *in[] = {x};
+  void *outp[] = {y};
+
+  /* correctness first: PTO against the plain-C softmax */
+  peer(x, yref, s.rows, s.cols, threads);
+  if ((st = pto_runtime_run(rt, e, in, outp))) {
+    fprintf(stderr, "pto-bench softmax: run: %s\n", pto_executable_error(e));
+    goto out;
+  }
+  double max_rel = 0;
+  size_t bad = n;
+  for (size_t i = 0; i < n; i++) {
+    double err = fabs((double)y[i] - yref[i]) / (fabs((double)yref[i]) + 1e-30);
+    if (!(err <= max_rel)) { /* NaN too */
+      max_rel = isnan(err) ? INFINITY : err;
+      bad = i;
+    }
+  }
+  if (!(max_rel <= 1e-5)) {
+    fprintf(stderr,
+            "pto-bench softmax: WRONG RESULT: Y[%zu][%zu] = %.9g, the plain-C "
+            "softmax gives %.9g (relative error %.3g > 1e-5)\n",
+            bad / (size_t)s.cols, bad % (size_t)s.cols, y[bad], yref[bad],
+            max_rel);
+    goto out;
+  }
+
+  triad(pa, pb, pc, PROBE_FLOATS, threads); /* warm: pages, threads */
+  for (int r = 0; r < repeats; r++) {
+    bench_progress(o, "softmax: repeat %d of %d", r + 1, repeats);
+    pause_ms(20);
+    uint64_t t0 = bench_now_ns();
+    triad(pa, pb, pc, PROBE_FLOATS, threads);
+    t_dram[r] = (double)(bench_now_ns() - t0) * 1e-9;
+    t0 = bench_now_ns();
+    peer(x, yref, s.rows, s.cols, threads);
+    t_ref[r] = (double)(bench_now_ns() - t0) * 1e-9;
+    pause_ms(20);
+    t0 = bench_now_ns();
+    st = pto_runtime_run(rt, e, in, outp);
+    t_pto[r] = (double)(bench_now_ns() - t0) * 1e-9;
+    if (st) {
+      fprintf(stderr, "pto-bench softmax: run: %s\n", pto_executable_error(e));
+      goto out;
+    }
+  }
+  const double dram = bench_median(t_dram, repeats),
+               ref = bench_median(t_ref, repeats),
+               pto = bench_median(t_pto, repeats);
+  const double dram_gbps = 3.0 * PROBE_FLOATS * sizeof(float) / dram * 1e-9,
+               ref_gbps = bytes / ref * 1e-9, pto_gbps = bytes / pto * 1e-9;
+  pto_exe_stats es;
+  pto_executable_stats(e, &es);
+  const char *isa = pto_isa_name();
+
+  FILE *f = bench_out(o);
+  fprintf(f,
+          "softmax %lld x %lld f32, %d threads, %s tile instructions, "
+          "median of %d\n",
+          (long long)s.rows, (long long)s.cols, threads, isa, repeats);
+  fprintf(f, "  vector tile %u x %lld, %u tasks, nbuffer %d\n", tile_rows,
+          (long long)s.cols, es.tasks, s.nbuffer < 0 ? 0 : s.nbuffer);
+  fprintf(f, "  %-26s %9s %9s %9s\n", "", "ms", "GB/s", "of DRAM");
+  fprintf(f, "  %-26s %9.2f %9.1f %8.0f%%\n", "DRAM (STREAM triad probe)",
+          dram * 1e3, dram_gbps, 100.0);
+  fprintf(f, "  %-26s %9.2f %9.1f %8.0f%%\n", "PTO softmax", pto * 1e3,
+          pto_gbps, 100 * pto_gbps / dram_gbps);
+  fprintf(f, "  %-26s %9.2f %9.1f %8.0f%%\n", "plain-C softmax (peer)",
+          ref * 1e3, ref_gbps, 100 * ref_gbps / dram_gbps);
+  fprintf(f, "  PTO / plain C: %.2fx; max relative error %.2g\n", ref / pto,
+          max_rel);
+  json_t *j = json_pack(
+      "{s:I, s:I, s:i, s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, "
+      "s:f, s:f, s:f}",
+      "rows", (json_int_t)s.rows, "cols", (json_int_t)s.cols, "threads",
+      threads, "isa", isa, "tile_rows", (int)tile_rows, "nbuffer",
+      s.nbuffer < 0 ? 0 : s.nbuffer, "tasks", (int)es.tasks, "pto_ms",
+      pto * 1e3, "ref_ms", ref * 1e3, "dram_ms", dram * 1e3, "pto_gbps",
+      pto_gbps, "ref_gbps", ref_gbps, "dram_gbps", dram_gbps,
+      "pto_fraction_of_dram", pto_gbps / dram_gbps, "ref_fraction_of_dram",
+      ref_gbps / dram_gbps, "max_rel_err", max_rel);
+  json_array_append_new(bench_results(), j);
+  if (s.trace) {
+    if (pto_executable_write_trace(e, s.trace) == PTO_OK)
+      fprintf(stderr, "pto-bench softmax: trace of the last run in %s\n",
+              s.trace);
+    pto_executable_trace_summary(e, stderr);
+  }
+  rc = 0;
+out:
+  pto_runtime_free(rt);
+  pto_executable_free(e);
+  pto_program_free(p);
+  pto_config_free(cfg);
+  free(x);
+  free(y);
+  free(yref);
+  free(pa);
+  free(pb);
+  free(pc);
+  free(t_pto);
+  free(t_ref);
+  free(t_dram);
+  return rc;
+}
+
+const bench_cmd bench_softmax = {
+    "softmax", "row softmax 4096 x 4096 against the DRAM bandwidth", run,
+    usage};
