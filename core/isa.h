@@ -50,7 +50,16 @@ enum {
   PTO_TF_TRANS_A = 1u << 2, /* TMATMUL*: src0 stored transposed */
   PTO_TF_TRANS_B = 1u << 3, /* TMATMUL*: src1 stored transposed */
   PTO_TF_RELU = 1u << 4,    /* TMOV: fused ReLU */
+  /* TLOAD: pack the window as a matmul left operand, panels of imm[0] rows;
+   * TMATMUL*: src0 is so packed, panels of imm[0] rows (core/isa.def) */
+  PTO_TF_PACK_A = 1u << 5,
+  /* TLOAD: pack the window as a matmul right operand, panels of imm[0]
+   * cols; TMATMUL*: src1 is so packed, panels of imm[1] cols */
+  PTO_TF_PACK_B = 1u << 6,
 };
+
+/* Largest panel width a packed operand may have. */
+#define PTO_MM_PANEL_MAX 64
 
 /* A 2-D window of a global tensor: element (r, c) is at
  * base + (r * row_stride + c * col_stride) * dtype size. */
