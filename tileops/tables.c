@@ -34,3 +34,7 @@ void pto__mm_panel(uint32_t *mr, uint32_t *nr) {
   *mr = t->mm_mr;
   *nr = t->mm_nr;
 }
+
+void pto_matmul_panel(uint32_t *mr, uint32_t *nr) {
+  pto__mm_panel(mr, nr);
+}
