@@ -128,6 +128,10 @@ void pto__mm_avx512(pto_isa_table *t) {
   t->fn[PTO_OP_TMATMUL_ACC] = avx512_TMATMUL_ACC;
   tload_unpacked = t->fn[PTO_OP_TLOAD];
   t->fn[PTO_OP_TLOAD] = avx512_TLOAD;
+  /* results leave L0C through TSTORE: a fast copy unless the vector
+   * overrides (tileops/vec_avx512.c) already gave the table one */
+  if (t->fn[PTO_OP_TSTORE] == pto__isa_scalar.fn[PTO_OP_TSTORE])
+    t->fn[PTO_OP_TSTORE] = pto__tstore_f32;
   t->mm_mr = MR;
   t->mm_nr = NR;
 }
