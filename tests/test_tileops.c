@@ -1052,6 +1052,52 @@ static void drive_colexpand2(int op, const oracle_case *oc) {
 /* ---- drivers: matmul
  * --------------------------------------------------------- */
 
+static void *gat(const pto_gview *g, int64_t r, int64_t c);
+
+/* A matmul operand as the oracle reads it: logical element (r, c) of a
+ * global view, or of a tile (stored transposed when trans). */
+typedef struct mm_operand {
+  const pto_gview *g;
+  const pto_tile *t;
+  int trans;
+} mm_operand;
+
+static double mm_value(const mm_operand *o, uint32_t r, uint32_t c) {
+  if (o->g)
+    return value_of(o->g->dtype, gat(o->g, r, c));
+  return value_of(o->t->dtype, o->trans ? el(o->t, c, r) : el(o->t, r, c));
+}
+
+/* A matmul destination of capacity rows x cols, M x N valid: sentinel
+ * bytes, and random values to accumulate onto when acc. */
+static pto_tile *mm_dst(rng *r, int acc, uint32_t rows, uint32_t cols,
+                        uint32_t M, uint32_t N) {
+  pto_tile *d = dst_new(PTO_F32, rows, cols, M, N);
+  if (acc)
+    for (uint32_t i = 0; i < M; i++)
+      for (uint32_t j = 0; j < N; j++)
+        setf(d, i, j, (float)uniform(r, -4, 4));
+  return d;
+}
+
+/* d (as it is before the run) + A x B in double, and the tolerance
+ * 1e-5 * sqrt(K) * (sum_k |a_k b_k| + |acc|), per element of d. */
+static void mm_oracle(const pto_tile *d, int acc, uint32_t K,
+                      const mm_operand *A, const mm_operand *B, double *val,
+                      double *tol) {
+  for (uint32_t i = 0; i < d->valid_rows; i++)
+    for (uint32_t j = 0; j < d->valid_cols; j++) {
+      double sum = acc ? getf(d, i, j) : 0, mag = fabs(sum);
+      for (uint32_t k = 0; k < K; k++) {
+        double p = mm_value(A, i, k) * mm_value(B, k, j);
+        sum += p;
+        mag += fabs(p);
+      }
+      val[(size_t)i * d->stride + j] = sum;
+      tol[(size_t)i * d->stride + j] = 1e-5 * sqrt((double)K) * mag;
+    }
+}
+
 static void drive_matmul(int op, const oracle_case *oc) {
   (void)oc;
   /* M N K valid, and the capacities they sit in */
@@ -1075,25 +1121,11 @@ static void drive_matmul(int op, const oracle_case *oc) {
                          : src_new(&r, types[ti][0], Mc, Kc, M, K, G_MM);
         pto_tile *B = tb ? src_new(&r, types[ti][1], Nc, Kc, N, K, G_MM)
                          : src_new(&r, types[ti][1], Kc, Nc, K, N, G_MM);
-        pto_tile *d = dst_new(PTO_F32, Mc, Nc, M, N);
-        if (acc)
-          for (uint32_t i = 0; i < M; i++)
-            for (uint32_t j = 0; j < N; j++)
-              setf(d, i, j, (float)uniform(&r, -4, 4));
+        pto_tile *d = mm_dst(&r, acc, Mc, Nc, M, N);
         pto_tile *want = tile_clone(d);
         double *val = dbuf(d), *tol = dbuf(d);
-        for (uint32_t i = 0; i < M; i++)
-          for (uint32_t j = 0; j < N; j++) {
-            double sum = acc ? getf(d, i, j) : 0, mag = fabs(sum);
-            for (uint32_t k = 0; k < K; k++) {
-              double p = value_of(A->dtype, ta ? el(A, k, i) : el(A, i, k)) *
-                         value_of(B->dtype, tb ? el(B, j, k) : el(B, k, j));
-              sum += p;
-              mag += fabs(p);
-            }
-            val[(size_t)i * d->stride + j] = sum;
-            tol[(size_t)i * d->stride + j] = 1e-5 * sqrt((double)K) * mag;
-          }
+        const mm_operand oa = {NULL, A, ta}, ob = {NULL, B, tb};
+        mm_oracle(d, acc, K, &oa, &ob, val, tol);
         char ctx[128];
         snprintf(ctx, sizeof ctx, "%s %s x %s M=%u N=%u K=%u%s%s",
                  pto__insn_name(op), pto_dtype_name(types[ti][0]),
@@ -2018,26 +2050,12 @@ static void packed_matmul(int op) {
                                        ta, pa ? 'A' : 0, ta, mr, &ga, ctx);
             pto_tile *B = operand_tile(T, &r, types[ty][0], types[ty][1], K, N,
                                        tb, pb ? 'B' : 0, tb, nr, &gb, ctx);
-            pto_tile *d = dst_new(PTO_F32, M + 2, N + 5, M, N);
-            if (acc)
-              for (uint32_t i = 0; i < M; i++)
-                for (uint32_t j = 0; j < N; j++)
-                  setf(d, i, j, (float)uniform(&r, -4, 4));
+            pto_tile *d = mm_dst(&r, acc, M + 2, N + 5, M, N);
             pto_tile *want = tile_clone(d);
             /* every tile dtype holds the global values exactly */
             double *val = dbuf(d), *tol = dbuf(d);
-            for (uint32_t i = 0; i < M; i++)
-              for (uint32_t j = 0; j < N; j++) {
-                double sum = acc ? getf(d, i, j) : 0, mag = fabs(sum);
-                for (uint32_t k = 0; k < K; k++) {
-                  double p = value_of(ga.dtype, gat(&ga, i, k)) *
-                             value_of(gb.dtype, gat(&gb, k, j));
-                  sum += p;
-                  mag += fabs(p);
-                }
-                val[(size_t)i * d->stride + j] = sum;
-                tol[(size_t)i * d->stride + j] = 1e-5 * sqrt((double)K) * mag;
-              }
+            const mm_operand oa = {&ga, NULL, 0}, ob = {&gb, NULL, 0};
+            mm_oracle(d, acc, K, &oa, &ob, val, tol);
             pto_targs a = {0};
             a.dst[0] = d;
             a.src[0] = A;

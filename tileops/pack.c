@@ -14,6 +14,8 @@
 #include <xmmintrin.h>
 #endif
 
+#define PREFETCH_ROWS 4 /* source rows fetched ahead when copying panels */
+
 /* Source element types the fast paths read. */
 typedef enum src_kind { SRC_F32, SRC_BF16 } src_kind;
 
@@ -33,7 +35,16 @@ static inline float src_at(const void *s, src_kind kind, int64_t i) {
 static void copy_panels(float *restrict d, size_t panel, const void *restrict s,
                         src_kind kind, int64_t ks, uint32_t K, uint32_t P,
                         uint32_t w) {
+  const size_t es = kind == SRC_F32 ? 4 : 2;
   for (uint32_t k = 0; k < K; k++) {
+#if defined(__SSE__)
+    /* rows are pages apart: fetch a few rows ahead, line by line */
+    if (k + PREFETCH_ROWS < K) {
+      const char *ahead = (const char *)s + (k + PREFETCH_ROWS) * ks * (int64_t)es;
+      for (size_t b = 0; b < P * es; b += 64)
+        _mm_prefetch(ahead + b, _MM_HINT_T0);
+    }
+#endif
     for (uint32_t p0 = 0; p0 < P; p0 += w) {
       float *dk = d + (size_t)(p0 / w) * panel + (size_t)k * w;
       const uint32_t n = P - p0 < w ? P - p0 : w;
@@ -71,6 +82,9 @@ static void transpose_panel(float *restrict d, const void *restrict s,
       const float *r = f + i * is;
       uint32_t k = 0;
       for (; k + 4 <= K; k += 4) {
+        if ((k & 15) == 0) /* a line of each row, 4 lines ahead */
+          for (uint32_t j = 0; j < 4; j++)
+            _mm_prefetch((const char *)(r + j * is + k + 64), _MM_HINT_T0);
         __m128 r0 = _mm_loadu_ps(r + k), r1 = _mm_loadu_ps(r + is + k),
                r2 = _mm_loadu_ps(r + 2 * is + k),
                r3 = _mm_loadu_ps(r + 3 * is + k);
