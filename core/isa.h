@@ -52,7 +52,16 @@ enum {
   PTO_TF_RELU = 1u << 4,    /* TMOV: fused ReLU */
   PTO_TF_STREAM = 1u << 5,  /* TSTORE: nothing reads g soon: a table may
                                write around the caches (same results) */
+  /* TLOAD: pack the window as a matmul left operand, panels of imm[0] rows;
+   * TMATMUL*: src0 is so packed, panels of imm[0] rows (core/isa.def) */
+  PTO_TF_PACK_A = 1u << 6,
+  /* TLOAD: pack the window as a matmul right operand, panels of imm[0]
+   * cols; TMATMUL*: src1 is so packed, panels of imm[1] cols */
+  PTO_TF_PACK_B = 1u << 7,
 };
+
+/* Largest panel width a packed operand may have. */
+#define PTO_MM_PANEL_MAX 64
 
 /* A 2-D window of a global tensor: element (r, c) is at
  * base + (r * row_stride + c * col_stride) * dtype size. */

@@ -155,17 +155,18 @@ static json_t *jmem(const uint64_t *mem) {
   return o;
 }
 
-/* Instruction flags by name. */
+/* Instruction flags by name, in PTO_TF_* bit order (core/isa.h). */
 static json_t *jflags(uint32_t flags) {
-  static const char *const names[] = {"acc", "strict", "trans_a", "trans_b",
-                                      "relu"};
+  static const char *const names[] = {"acc",  "strict", "trans_a", "trans_b",
+                                      "relu", "stream", "pack_a",  "pack_b"};
+  const unsigned n = sizeof names / sizeof names[0];
   json_t *a = json_array();
   int bad = 0;
-  for (unsigned b = 0; b < sizeof names / sizeof names[0]; b++)
+  for (unsigned b = 0; b < n; b++)
     if (flags & (1u << b))
       bad |= japp(a, json_string(names[b]));
-  if (flags >> 5)
-    bad |= japp(a, jint(flags >> 5 << 5));
+  if (flags >> n)
+    bad |= japp(a, jint(flags >> n << n));
   if (bad) {
     json_decref(a);
     return NULL;

@@ -359,6 +359,68 @@ typedef struct interval {
   uint8_t live;
 } interval;
 
+/* Packs matmul operands (PTO_TF_PACK_A / PTO_TF_PACK_B, core/isa.def): a
+ * tile that a TLOAD defines and that only TMATMUL* instructions read, always
+ * as the same untransposed operand, is loaded packed in panels of the active
+ * table's micro-kernel widths (pto__mm_panel), and the matmuls are told so.
+ * The tile grows to whole panels: rows up to a multiple of mr for A, cols
+ * up to a multiple of nr for B; iv[t].size follows. */
+static pto_status pack_operands(pto_cprog *pr, interval *iv) {
+  enum { UNSEEN, ROLE_A, ROLE_B, NOT_PACKED };
+  uint8_t *role = calloc(pr->n_tiles + 1, 1);
+  uint32_t *def = malloc((pr->n_tiles + 1) * sizeof *def);
+  if (!role || !def) {
+    free(role);
+    free(def);
+    return PTO_ENOMEM;
+  }
+  for (uint32_t t = 0; t < pr->n_tiles; t++)
+    def[t] = PTO_NONE;
+  for (uint32_t k = 0; k < pr->n_insts; k++) {
+    const pto_pinst *pi = &pr->insts[k];
+    int mm = pi->op == PTO_OP_TMATMUL || pi->op == PTO_OP_TMATMUL_ACC;
+    if (pi->op == PTO_OP_TLOAD && def[pi->dst[0]] == PTO_NONE)
+      def[pi->dst[0]] = k;
+    for (int r = 0; r < pi->n_src; r++) {
+      uint32_t want = NOT_PACKED;
+      if (mm && r == 0 && !(pi->flags & PTO_TF_TRANS_A))
+        want = ROLE_A;
+      if (mm && r == 1 && !(pi->flags & PTO_TF_TRANS_B))
+        want = ROLE_B;
+      uint8_t *have = &role[pi->src[r]];
+      *have = *have == UNSEEN || *have == want ? (uint8_t)want : NOT_PACKED;
+    }
+  }
+  uint32_t mr, nr;
+  pto__mm_panel(&mr, &nr);
+  for (uint32_t t = 0; t < pr->n_tiles; t++) {
+    if ((role[t] != ROLE_A && role[t] != ROLE_B) || def[t] == PTO_NONE)
+      continue;
+    int is_a = role[t] == ROLE_A;
+    uint32_t w = is_a ? mr : nr, flag = is_a ? PTO_TF_PACK_A : PTO_TF_PACK_B;
+    pto_ptile *pt = &pr->tiles[t];
+    if (is_a)
+      pt->rows = (pt->rows + w - 1) / w * w;
+    else
+      pt->cols = (pt->cols + w - 1) / w * w;
+    pt->stride = pto_tile_stride(pt->dtype, pt->cols);
+    iv[t].size = pto_tile_bytes(pt->dtype, pt->rows, pt->cols);
+    pr->insts[def[t]].flags |= flag;
+    pr->insts[def[t]].imm[0] = (int32_t)w;
+    for (uint32_t k = 0; k < pr->n_insts; k++) {
+      pto_pinst *pi = &pr->insts[k];
+      if ((pi->op == PTO_OP_TMATMUL || pi->op == PTO_OP_TMATMUL_ACC) &&
+          pi->src[is_a ? 0 : 1] == t) {
+        pi->flags |= flag;
+        pi->imm[is_a ? 0 : 1] = (int32_t)w;
+      }
+    }
+  }
+  free(role);
+  free(def);
+  return PTO_OK;
+}
+
 /* Builds the program for sg: tiles, slots, instructions, and the liveness
  * based local-memory plan. Returns PTO_ECAPACITY (with *lvl and *need) when a
  * level overflows. */
@@ -438,6 +500,10 @@ static pto_status build_program(part *s, const sgraph *sg, uint32_t *alias,
     free(iv);
     *need = pr->n_tiles;
     return PTO_ERANGE; /* reported by the caller */
+  }
+  if (core == PTO_CORE_CUBE && pack_operands(pr, iv)) {
+    free(iv);
+    return PTO_ENOMEM;
   }
   /* a tile's level follows its use, not its definition: the operands of a
    * matmul live in L0A/L0B and its accumulator in L0C, even though a TLOAD
@@ -855,12 +921,20 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out,
                  pn->label[0] ? " '" : "", pn->label,
                  pn->label[0] ? "'" : "", pn->out[0]->name);
       }
+      char packed[96] = "";
+      if (node != PTO_NONE && s->p->nodes[node]->op == PTO_TOP_MATMUL) {
+        uint32_t mr, nr;
+        pto__mm_panel(&mr, &nr);
+        snprintf(packed, sizeof packed,
+                 "; operands packed in panels of %u rows (A) and %u cols (B)",
+                 mr, nr);
+      }
       fail(s, PTO_ECAPACITY,
            "%s needs %" PRIu64 " bytes of %s, the machine '%s' has %zu "
-           "(vector tile %ux%u, cube tile %ux%ux%u): use a smaller tile",
+           "(vector tile %ux%u, cube tile %ux%ux%u%s): use a smaller tile",
            what, need, pto_mem_level_name(lvl), s->m->name, s->m->mem[lvl],
            ts ? ts->vec_rows : 0, ts ? ts->vec_cols : 0, ts ? ts->cube_m : 0,
-           ts ? ts->cube_n : 0, ts ? ts->cube_k : 0);
+           ts ? ts->cube_n : 0, ts ? ts->cube_k : 0, packed);
     }
     free(tov);
     if (st == PTO_OK && retry) {

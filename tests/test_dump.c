@@ -403,3 +403,88 @@ Test(partitioner, dump_write_error_is_eio) {
     }
   release(&r);
 }
+
+static int has_flag(json_t *inst, const char *flag) {
+  json_t *f = json_object_get(inst, "flags");
+  for (size_t i = 0; i < json_array_size(f); i++)
+    if (json_is_string(json_array_get(f, i)) &&
+        !strcmp(json_string_value(json_array_get(f, i)), flag))
+      return 1;
+  return 0;
+}
+
+static json_int_t imm(json_t *inst, int i) {
+  return json_integer_value(json_array_get(json_object_get(inst, "imm"), i));
+}
+
+/* The partitioner loads each matmul operand packed for the micro-kernel:
+ * its TLOAD and the matmul carry PTO_TF_PACK_A / PTO_TF_PACK_B with the
+ * same panel widths, the tiles hold whole panels, and the accumulator's
+ * TLOAD (matmul_acc) stays plain. */
+Test(partitioner, matmul_operands_are_loaded_packed) {
+  pto_program *p = pto_program_new("packed");
+  const int64_t as[2] = {50, 40}, bs[2] = {40, 70}, cs[2] = {50, 70};
+  pto_tensor *A = pto_input(p, "A", PTO_F32, 2, as);
+  pto_tensor *B = pto_input(p, "B", PTO_F32, 2, bs);
+  pto_tensor *C = pto_input(p, "C", PTO_F32, 2, cs);
+  pto_program_set_cube_tile(p, 25, 35, 16);
+  pto_output(p, pto_matmul_acc(p, C, A, B, 0), "D");
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  json_t *j = dump_json(e, PTO_STAGE_SUBGRAPH);
+  json_t *progs = json_object_get(j, "programs");
+  int matmuls = 0;
+  for (size_t q = 0; q < json_array_size(progs); q++) {
+    json_t *pr = json_array_get(progs, q);
+    json_t *insts = json_object_get(pr, "instructions");
+    json_t *tiles = json_object_get(pr, "tiles");
+    for (size_t k = 0; k < json_array_size(insts); k++) {
+      json_t *mm = json_array_get(insts, k);
+      const char *op = json_string_value(json_object_get(mm, "op"));
+      if (strncmp(op, "TMATMUL", 7))
+        continue;
+      matmuls++;
+      cr_expect(has_flag(mm, "pack_a") && has_flag(mm, "pack_b"), "%s", op);
+      json_int_t mr = imm(mm, 0), nr = imm(mm, 1);
+      cr_assert(mr >= 1 && nr >= 1, "panel widths %lld x %lld", (long long)mr,
+                (long long)nr);
+      for (int s = 0; s < 2; s++) { /* the TLOAD defining src s */
+        json_int_t t =
+            json_integer_value(json_array_get(json_object_get(mm, "src"), s));
+        int found = 0;
+        for (size_t l = 0; l < json_array_size(insts); l++) {
+          json_t *ld = json_array_get(insts, l);
+          if (strcmp(json_string_value(json_object_get(ld, "op")), "TLOAD") ||
+              json_integer_value(json_array_get(json_object_get(ld, "dst"),
+                                                0)) != t)
+            continue;
+          found = 1;
+          cr_expect(has_flag(ld, s ? "pack_b" : "pack_a"));
+          cr_expect_eq(imm(ld, 0), s ? nr : mr);
+          json_t *shape = json_object_get(json_array_get(tiles, (size_t)t),
+                                          "shape");
+          json_int_t ext = json_integer_value(json_array_get(shape, s));
+          cr_expect_eq(ext % (s ? nr : mr), 0, "tile extent %lld",
+                       (long long)ext);
+        }
+        cr_expect(found, "src%d of %s has no TLOAD", s, op);
+      }
+    }
+    /* the accumulator's load is plain */
+    for (size_t k = 0; k < json_array_size(insts); k++) {
+      json_t *ld = json_array_get(insts, k);
+      if (strcmp(json_string_value(json_object_get(ld, "op")), "TLOAD"))
+        continue;
+      json_t *dst = json_array_get(json_object_get(ld, "dst"), 0);
+      json_t *tile = json_array_get(tiles, (size_t)json_integer_value(dst));
+      const char *lvl = json_string_value(json_object_get(tile, "level"));
+      if (!strcmp(lvl, "L0C"))
+        cr_expect(!has_flag(ld, "pack_a") && !has_flag(ld, "pack_b"));
+    }
+  }
+  cr_expect_gt(matmuls, 0);
+  json_decref(j);
+  pto_executable_free(e);
+  pto_program_free(p);
+}

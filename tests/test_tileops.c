@@ -1053,6 +1053,52 @@ static void drive_colexpand2(int op, const oracle_case *oc) {
 /* ---- drivers: matmul
  * --------------------------------------------------------- */
 
+static void *gat(const pto_gview *g, int64_t r, int64_t c);
+
+/* A matmul operand as the oracle reads it: logical element (r, c) of a
+ * global view, or of a tile (stored transposed when trans). */
+typedef struct mm_operand {
+  const pto_gview *g;
+  const pto_tile *t;
+  int trans;
+} mm_operand;
+
+static double mm_value(const mm_operand *o, uint32_t r, uint32_t c) {
+  if (o->g)
+    return value_of(o->g->dtype, gat(o->g, r, c));
+  return value_of(o->t->dtype, o->trans ? el(o->t, c, r) : el(o->t, r, c));
+}
+
+/* A matmul destination of capacity rows x cols, M x N valid: sentinel
+ * bytes, and random values to accumulate onto when acc. */
+static pto_tile *mm_dst(rng *r, int acc, uint32_t rows, uint32_t cols,
+                        uint32_t M, uint32_t N) {
+  pto_tile *d = dst_new(PTO_F32, rows, cols, M, N);
+  if (acc)
+    for (uint32_t i = 0; i < M; i++)
+      for (uint32_t j = 0; j < N; j++)
+        setf(d, i, j, (float)uniform(r, -4, 4));
+  return d;
+}
+
+/* d (as it is before the run) + A x B in double, and the tolerance
+ * 1e-5 * sqrt(K) * (sum_k |a_k b_k| + |acc|), per element of d. */
+static void mm_oracle(const pto_tile *d, int acc, uint32_t K,
+                      const mm_operand *A, const mm_operand *B, double *val,
+                      double *tol) {
+  for (uint32_t i = 0; i < d->valid_rows; i++)
+    for (uint32_t j = 0; j < d->valid_cols; j++) {
+      double sum = acc ? getf(d, i, j) : 0, mag = fabs(sum);
+      for (uint32_t k = 0; k < K; k++) {
+        double p = mm_value(A, i, k) * mm_value(B, k, j);
+        sum += p;
+        mag += fabs(p);
+      }
+      val[(size_t)i * d->stride + j] = sum;
+      tol[(size_t)i * d->stride + j] = 1e-5 * sqrt((double)K) * mag;
+    }
+}
+
 static void drive_matmul(int op, const oracle_case *oc) {
   (void)oc;
   /* M N K valid, and the capacities they sit in */
@@ -1076,25 +1122,11 @@ static void drive_matmul(int op, const oracle_case *oc) {
                          : src_new(&r, types[ti][0], Mc, Kc, M, K, G_MM);
         pto_tile *B = tb ? src_new(&r, types[ti][1], Nc, Kc, N, K, G_MM)
                          : src_new(&r, types[ti][1], Kc, Nc, K, N, G_MM);
-        pto_tile *d = dst_new(PTO_F32, Mc, Nc, M, N);
-        if (acc)
-          for (uint32_t i = 0; i < M; i++)
-            for (uint32_t j = 0; j < N; j++)
-              setf(d, i, j, (float)uniform(&r, -4, 4));
+        pto_tile *d = mm_dst(&r, acc, Mc, Nc, M, N);
         pto_tile *want = tile_clone(d);
         double *val = dbuf(d), *tol = dbuf(d);
-        for (uint32_t i = 0; i < M; i++)
-          for (uint32_t j = 0; j < N; j++) {
-            double sum = acc ? getf(d, i, j) : 0, mag = fabs(sum);
-            for (uint32_t k = 0; k < K; k++) {
-              double p = value_of(A->dtype, ta ? el(A, k, i) : el(A, i, k)) *
-                         value_of(B->dtype, tb ? el(B, j, k) : el(B, k, j));
-              sum += p;
-              mag += fabs(p);
-            }
-            val[(size_t)i * d->stride + j] = sum;
-            tol[(size_t)i * d->stride + j] = 1e-5 * sqrt((double)K) * mag;
-          }
+        const mm_operand oa = {NULL, A, ta}, ob = {NULL, B, tb};
+        mm_oracle(d, acc, K, &oa, &ob, val, tol);
         char ctx[128];
         snprintf(ctx, sizeof ctx, "%s %s x %s M=%u N=%u K=%u%s%s",
                  pto__insn_name(op), pto_dtype_name(types[ti][0]),
@@ -1263,14 +1295,19 @@ typedef struct gbuf {
   pto_gview g;
 } gbuf;
 
-static gbuf gbuf_new(rng *r, pto_dtype dt, int64_t rows, int64_t cols,
-                     int colmajor) {
+static gbuf gbuf_gen(rng *r, pto_dtype dt, int64_t rows, int64_t cols,
+                     int colmajor, int gen) {
   gbuf b;
   int64_t lead = colmajor ? rows + 1 : cols + 5, lines = colmajor ? cols : rows;
   b.n = (size_t)(3 + lead * lines);
   b.mem = keep(malloc(b.n * dsize(dt)));
   for (size_t i = 0; i < b.n; i++)
-    gen_elem(r, dt, gen_for(dt), b.mem + i * dsize(dt));
+    if (gen == G_MM && dt == PTO_F32) {
+      float f = (float)uniform(r, -2, 2);
+      memcpy(b.mem + i * dsize(dt), &f, sizeof f);
+    } else {
+      gen_elem(r, dt, gen, b.mem + i * dsize(dt));
+    }
   b.g.base = b.mem + 3 * dsize(dt);
   b.g.dtype = dt;
   b.g.rows = rows;
@@ -1278,6 +1315,11 @@ static gbuf gbuf_new(rng *r, pto_dtype dt, int64_t rows, int64_t cols,
   b.g.row_stride = colmajor ? 1 : lead;
   b.g.col_stride = colmajor ? lead : 1;
   return b;
+}
+
+static gbuf gbuf_new(rng *r, pto_dtype dt, int64_t rows, int64_t cols,
+                     int colmajor) {
+  return gbuf_gen(r, dt, rows, cols, colmajor, gen_for(dt));
 }
 
 static void *gat(const pto_gview *g, int64_t r, int64_t c) {
@@ -2407,6 +2449,212 @@ Test(tileops, check_matmul_operands, .fini = free_all) {
   pto_tile *Cb = dst_new(PTO_BF16, 16, 48, 16, 37);
   a.dst[0] = Cb;
   expect_reject(PTO_OP_TMATMUL, &a, PTO_EDTYPE, "dst", "bf16");
+}
+
+/* ---- packed matmul operands (PTO_TF_PACK_A / PTO_TF_PACK_B) -----------------
+ * On every table this CPU runs: TLOAD packs a global window (row-major or a
+ * transposed view) and its layout is checked element by element against
+ * core/isa.def's formula written out here (padding zero, the rest of the
+ * buffer untouched); then TMATMUL / TMATMUL_ACC on every combination of
+ * packed and unpacked (plain or TRANS_*) operands is checked against the
+ * double-precision product with the matmul tolerance. Panel widths: the
+ * table's own (its micro-kernel) and odd ones (5 x 7) that it must also
+ * run. */
+
+static uint32_t round_up(uint32_t v, uint32_t w) {
+  return (v + w - 1) / w * w;
+}
+
+static void run_on(const pto_isa_table *T, int op, const pto_targs *a,
+                   const char *ctx) {
+  char msg[256];
+  int st = pto__tileop_check(op, a, msg, sizeof msg);
+  cr_assert_eq(st, 0, "%s: check refused good operands: %s: %s", ctx,
+               pto_status_name(st), msg);
+  st = T->fn[op](op, a);
+  cr_assert_eq(st, 0, "%s: %s returned %s", ctx, T->name, pto_status_name(st));
+}
+
+/* A matmul operand: logical rows x cols (A: M x K, B: K x N) in a global
+ * buffer, row-major or as a transposed view (col_major), loaded by T's
+ * TLOAD into a tile: packed in panels of w along rows (pack 'A') or cols
+ * (pack 'B'), else plain, or stored transposed when trans. */
+static pto_tile *operand_tile(const pto_isa_table *T, rng *r, pto_dtype gdt,
+                              pto_dtype tdt, uint32_t rows, uint32_t cols,
+                              int col_major, char pack, int trans, uint32_t w,
+                              pto_gview *gv, const char *ctx) {
+  gbuf b = gbuf_gen(r, gdt, rows, cols, col_major, G_MM);
+  *gv = b.g;
+  pto_targs a = {0};
+  a.g = b.g;
+  pto_tile *t;
+  if (pack == 'A') {
+    t = dst_new(tdt, round_up(rows, w) + (w > 1), cols + 3, rows, cols);
+    a.flags = PTO_TF_PACK_A;
+    a.imm[0] = (int32_t)w;
+  } else if (pack == 'B') {
+    t = dst_new(tdt, rows + 1, round_up(cols, w), rows, cols);
+    a.flags = PTO_TF_PACK_B;
+    a.imm[0] = (int32_t)w;
+  } else if (trans) { /* the tile holds the transpose: load that view */
+    t = dst_new(tdt, cols + 2, rows + 3, cols, rows);
+    a.g.rows = cols;
+    a.g.cols = rows;
+    a.g.row_stride = b.g.col_stride;
+    a.g.col_stride = b.g.row_stride;
+  } else {
+    t = dst_new(tdt, rows + 2, cols + 3, rows, cols);
+  }
+  a.dst[0] = t;
+  run_on(T, PTO_OP_TLOAD, &a, ctx);
+  if (!pack)
+    return t;
+  /* the layout, from core/isa.def */
+  pto_tile *want = dst_new(tdt, t->rows, t->cols, rows, cols);
+  uint32_t pr = pack == 'A' ? round_up(rows, w) : rows;
+  uint32_t pc = pack == 'A' ? cols : round_up(cols, w);
+  for (uint32_t i = 0; i < pr; i++)
+    for (uint32_t j = 0; j < pc; j++) {
+      size_t ix = pack == 'A' ? (size_t)(i / w) * w * t->stride +
+                                    (size_t)j * w + i % w
+                              : (size_t)(j / w) * w * t->rows +
+                                    (size_t)i * w + j % w;
+      unsigned char *p = (unsigned char *)want->data + ix * dsize(tdt);
+      if (i < rows && j < cols)
+        o_convert(tdt, p, gdt, gat(&b.g, i, j));
+      else
+        memset(p, 0, dsize(tdt));
+    }
+  char b1[64], b2[64];
+  size_t n = (size_t)t->rows * t->stride;
+  for (size_t ix = 0; ix < n; ix++) {
+    const unsigned char *g = (unsigned char *)t->data + ix * dsize(tdt),
+                        *e = (unsigned char *)want->data + ix * dsize(tdt);
+    cr_assert(elem_same(tdt, g, e),
+              "%s: packed %c element %zu is %s, expected %s", ctx, pack, ix,
+              show(tdt, g, b1, sizeof b1), show(tdt, e, b2, sizeof b2));
+  }
+  return t;
+}
+
+static void packed_matmul(int op) {
+  static const uint32_t dims[][3] = {
+      {13, 37, 29}, {1, 1, 1}, {24, 64, 1}, {25, 70, 130}, {12, 32, 300}};
+  static const pto_dtype types[][2] = {/* global, tile */
+                                       {PTO_F32, PTO_F32},
+                                       {PTO_BF16, PTO_F32},
+                                       {PTO_BF16, PTO_BF16},
+                                       {PTO_F16, PTO_F32}};
+  isa_list tables = tables_here();
+  int acc = op == PTO_OP_TMATMUL_ACC;
+  for (int ti = 0; ti < tables.n; ti++) {
+    const pto_isa_table *T = tables.t[ti];
+    cr_log_info("%s: table %s, panels %ux%u", pto__insn_name(op), T->name,
+                T->mm_mr, T->mm_nr);
+    const uint32_t widths[][2] = {{T->mm_mr, T->mm_nr}, {5, 7}};
+    for (int wi = 0; wi < 2; wi++)
+      for (int di = 0; di < 5; di++)
+        for (int ty = 0; ty < 4; ty++)
+          for (int fl = 0; fl < 16; fl++) {
+            /* pack A, pack B, A transposed, B transposed: a packed operand
+             * comes from a transposed view, an unpacked one is stored
+             * transposed (TRANS_*) */
+            int pa = fl & 1, pb = (fl >> 1) & 1, ta = (fl >> 2) & 1,
+                tb = (fl >> 3) & 1;
+            if (ty > 0 && di != 0)
+              continue; /* every dtype on one shape */
+            uint32_t M = dims[di][0], N = dims[di][1], K = dims[di][2];
+            uint32_t mr = widths[wi][0], nr = widths[wi][1];
+            char ctx[200];
+            snprintf(ctx, sizeof ctx,
+                     "%s on %s: %s<-%s M=%u N=%u K=%u A %s%s B %s%s panels "
+                     "%ux%u",
+                     pto__insn_name(op), T->name,
+                     pto_dtype_name(types[ty][1]), pto_dtype_name(types[ty][0]),
+                     M, N, K, pa ? "packed" : "plain",
+                     ta ? (pa ? " from a transposed view" : " transposed") : "",
+                     pb ? "packed" : "plain",
+                     tb ? (pb ? " from a transposed view" : " transposed") : "",
+                     mr, nr);
+            rng r = rng_seed(seed_of(op, ti * 10 + wi, di * 4 + ty, fl));
+            pto_gview ga, gb;
+            pto_tile *A = operand_tile(T, &r, types[ty][0], types[ty][1], M, K,
+                                       ta, pa ? 'A' : 0, ta, mr, &ga, ctx);
+            pto_tile *B = operand_tile(T, &r, types[ty][0], types[ty][1], K, N,
+                                       tb, pb ? 'B' : 0, tb, nr, &gb, ctx);
+            pto_tile *d = mm_dst(&r, acc, M + 2, N + 5, M, N);
+            pto_tile *want = tile_clone(d);
+            /* every tile dtype holds the global values exactly */
+            double *val = dbuf(d), *tol = dbuf(d);
+            const mm_operand oa = {&ga, NULL, 0}, ob = {&gb, NULL, 0};
+            mm_oracle(d, acc, K, &oa, &ob, val, tol);
+            pto_targs a = {0};
+            a.dst[0] = d;
+            a.src[0] = A;
+            a.src[1] = B;
+            a.flags = (pa ? PTO_TF_PACK_A : ta ? PTO_TF_TRANS_A : 0) |
+                      (pb ? PTO_TF_PACK_B : tb ? PTO_TF_TRANS_B : 0);
+            a.imm[0] = pa ? (int32_t)mr : 0;
+            a.imm[1] = pb ? (int32_t)nr : 0;
+            run_on(T, op, &a, ctx);
+            expect_tile(ctx, d, want, val, tol);
+            free_all();
+          }
+  }
+}
+
+Test(tileops, packed_TMATMUL, .fini = free_all) {
+  packed_matmul(PTO_OP_TMATMUL);
+}
+
+Test(tileops, packed_TMATMUL_ACC, .fini = free_all) {
+  packed_matmul(PTO_OP_TMATMUL_ACC);
+}
+
+Test(tileops, check_packed_operands, .fini = free_all) {
+  float g[64 * 64] = {0};
+  pto_targs a = {0};
+  a.g = (pto_gview){g, PTO_F32, 64, 64, 64, 1};
+  a.dst[0] = dst_new(PTO_F32, 24, 32, 13, 29);
+  a.flags = PTO_TF_PACK_A;
+  a.imm[0] = 12;
+  expect_accept(PTO_OP_TLOAD, &a);
+  a.imm[0] = 0;
+  expect_reject(PTO_OP_TLOAD, &a, PTO_EINVAL, "PTO_TF_PACK_A", "imm[0] = 0");
+  a.imm[0] = PTO_MM_PANEL_MAX + 1;
+  expect_reject(PTO_OP_TLOAD, &a, PTO_EINVAL, "PTO_TF_PACK_A", "65");
+  a.imm[0] = 25; /* 13 rows pad to 25 > 24 */
+  expect_reject(PTO_OP_TLOAD, &a, PTO_ESHAPE, "25 rows", "24");
+  a.flags = PTO_TF_PACK_A | PTO_TF_PACK_B;
+  a.imm[0] = 4;
+  expect_reject(PTO_OP_TLOAD, &a, PTO_EINVAL, "together", NULL);
+  a.flags = PTO_TF_PACK_B;
+  a.imm[0] = 32; /* 29 cols pad to 32 = stride */
+  expect_accept(PTO_OP_TLOAD, &a);
+  a.imm[0] = 48;
+  expect_reject(PTO_OP_TLOAD, &a, PTO_ESHAPE, "48 cols", "32");
+
+  pto_tile *A = dst_new(PTO_F32, 24, 32, 13, 29),
+           *B = dst_new(PTO_F32, 32, 32, 29, 30),
+           *C = dst_new(PTO_F32, 16, 32, 13, 30);
+  pto_targs m = binop_args(C, A, B);
+  m.flags = PTO_TF_PACK_A | PTO_TF_PACK_B;
+  m.imm[0] = 12;
+  m.imm[1] = 16;
+  expect_accept(PTO_OP_TMATMUL, &m);
+  m.imm[1] = 0;
+  expect_reject(PTO_OP_TMATMUL_ACC, &m, PTO_EINVAL, "PTO_TF_PACK_B", "imm[1]");
+  m.imm[1] = 16;
+  m.imm[0] = 25;
+  expect_reject(PTO_OP_TMATMUL, &m, PTO_ESHAPE, "src0", "25 rows");
+  m.imm[0] = 12;
+  m.flags |= PTO_TF_TRANS_A;
+  expect_reject(PTO_OP_TMATMUL, &m, PTO_EINVAL, "never transposed", NULL);
+  m.flags = PTO_TF_PACK_B | PTO_TF_TRANS_B;
+  expect_reject(PTO_OP_TMATMUL, &m, PTO_EINVAL, "PTO_TF_TRANS_B", NULL);
+  m.flags = PTO_TF_PACK_B | PTO_TF_TRANS_A; /* A unpacked, transposed */
+  m.src[0] = dst_new(PTO_F32, 32, 16, 29, 13);
+  expect_accept(PTO_OP_TMATMUL, &m);
 }
 
 Test(tileops, check_move_and_sort_immediates, .fini = free_all) {

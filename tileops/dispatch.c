@@ -318,6 +318,27 @@ static int check_valid_is(const chk *k, const char *what, const pto_tile *t,
               what, t->valid_rows, t->valid_cols, rows, cols, why);
 }
 
+/* A packed matmul operand: panel width w (from imm[which]) in range, and
+ * the padded panels inside t (layout: core/isa.def, TLOAD). */
+static int check_packed(const chk *k, const char *what, const pto_tile *t,
+                        int pack_a, int32_t w, int which) {
+  const char *flag = pack_a ? "PTO_TF_PACK_A" : "PTO_TF_PACK_B";
+  if (w < 1 || w > PTO_MM_PANEL_MAX)
+    return fail(k, PTO_EINVAL,
+                "%s panel width imm[%d] = %" PRId32 " is outside 1..%d", flag,
+                which, w, PTO_MM_PANEL_MAX);
+  uint32_t v = pack_a ? t->valid_rows : t->valid_cols;
+  uint64_t padded = ((uint64_t)v + (uint32_t)w - 1) / (uint32_t)w * (uint32_t)w;
+  uint32_t room = pack_a ? t->rows : t->stride;
+  if (padded > room)
+    return fail(k, PTO_ESHAPE,
+                "%s valid %" PRIu32 "x%" PRIu32 " packed in panels of %" PRId32
+                " %s needs %" PRIu64 " %s, it has %" PRIu32,
+                what, t->valid_rows, t->valid_cols, w, pack_a ? "rows" : "cols",
+                padded, pack_a ? "rows" : "cols (stride)", room);
+  return PTO_OK;
+}
+
 /* The global view of a memory instruction. */
 static int check_gview_base(const chk *k, const pto_gview *g) {
   if (!g->base)
@@ -545,8 +566,17 @@ static int check_rules(const chk *k, op_class cl, const pto_targs *a) {
       return st;                                                               \
   } while (0)
   switch (cl) {
-  case K_LOAD:
+  case K_LOAD: {
+    int pa = (a->flags & PTO_TF_PACK_A) != 0,
+        pb = (a->flags & PTO_TF_PACK_B) != 0;
+    if (pa && pb)
+      return fail(k, PTO_EINVAL,
+                  "PTO_TF_PACK_A and PTO_TF_PACK_B together (a tile packs "
+                  "one way)");
+    if (pa || pb)
+      TRY(check_packed(k, "dst", d, pa, a->imm[0], 0));
     return check_gview(k, &a->g, "dst", d);
+  }
   case K_STORE:
     return check_gview(k, &a->g, "src0", s0);
   case K_GATHER:
@@ -637,9 +667,21 @@ static int check_rules(const chk *k, op_class cl, const pto_targs *a) {
   case K_MATMUL: {
     int ta = (a->flags & PTO_TF_TRANS_A) != 0;
     int tb = (a->flags & PTO_TF_TRANS_B) != 0;
+    int pa = (a->flags & PTO_TF_PACK_A) != 0;
+    int pb = (a->flags & PTO_TF_PACK_B) != 0;
     TRY(check_dtype_is(k, "dst", d, PTO_F32));
     TRY(check_matmul_operand(k, "src0", s0));
     TRY(check_matmul_operand(k, "src1", s1));
+    if ((pa && ta) || (pb && tb))
+      return fail(k, PTO_EINVAL,
+                  "%s with %s: a packed operand is never transposed (pack "
+                  "the transposed view instead)",
+                  pa && ta ? "PTO_TF_PACK_A" : "PTO_TF_PACK_B",
+                  pa && ta ? "PTO_TF_TRANS_A" : "PTO_TF_TRANS_B");
+    if (pa)
+      TRY(check_packed(k, "src0", s0, 1, a->imm[0], 0));
+    if (pb)
+      TRY(check_packed(k, "src1", s1, 0, a->imm[1], 1));
     uint32_t M = ta ? s0->valid_cols : s0->valid_rows;
     uint32_t K = ta ? s0->valid_rows : s0->valid_cols;
     uint32_t KB = tb ? s1->valid_cols : s1->valid_rows;

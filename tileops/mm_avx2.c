@@ -1,7 +1,76 @@
-/* avx2 overrides of the TMATMUL and TMATMUL_ACC. The only file of its
- * kind compiled with the avx2 flags (tileops/CMakeLists.txt). */
+/* avx2 overrides of TMATMUL and TMATMUL_ACC (and of TLOAD for packed
+ * operands, through the shared packer). The only file of its kind compiled
+ * with the avx2 flags (tileops/CMakeLists.txt).
+ *
+ * Same structure as tileops/mm_avx512.c with 16 ymm registers: on packed
+ * f32 operands with panels MR x NR, a 6x16 block of C stays in registers
+ * over the k loop; partial panels are zero-padded by the packing, so only
+ * the C loads and stores are masked. Everything else runs the scalar
+ * reference. */
+#include <immintrin.h>
+#include <stdint.h>
+
 #include "tileops/tileops.h"
 
+#define MR 6   /* rows of C per block: A panel width */
+#define NR 16  /* cols of C per block: B panel width, two ymm */
+#define KC 256 /* k steps per pass over a B panel: 16 KiB of it in L1 */
+
+#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+
+/* ymm lane masks for the first n (0..8) lanes. */
+static __m256i lanes(uint32_t n) {
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), idx);
+}
+
+/* C[0..rows)[0..cols) = (acc ? C : 0) + Ap x Bp over K steps (layout as in
+ * mm_avx512.c). 6x16 block: 12 ymm accumulators (6 rows x 2 vectors), two
+ * B vectors and one broadcast of A per row each k: 12 FMAs for 8 loads. */
+static void kernel_6x16(uint32_t K, const float *restrict Ap,
+                        const float *restrict Bp, float *restrict C,
+                        size_t ldc, uint32_t rows, uint32_t cols, int acc) {
+  const __m256i m0 = lanes(cols >= 8 ? 8 : cols);
+  const __m256i m1 = lanes(cols >= 16 ? 8 : cols <= 8 ? 0 : cols - 8);
+#define DECL(i) __m256 c##i##a, c##i##b;
+  ROWS(DECL)
+#undef DECL
+#define INIT(i)                                                                \
+  if (acc && (i) < rows) {                                                     \
+    c##i##a = _mm256_maskload_ps(C + (size_t)(i) * ldc, m0);                   \
+    c##i##b = _mm256_maskload_ps(C + (size_t)(i) * ldc + 8, m1);               \
+  } else {                                                                     \
+    c##i##a = _mm256_setzero_ps();                                             \
+    c##i##b = _mm256_setzero_ps();                                             \
+  }
+  ROWS(INIT)
+#undef INIT
+#pragma GCC unroll 4
+  for (uint32_t k = 0; k < K; k++) {
+    const __m256 b0 = _mm256_load_ps(Bp), b1 = _mm256_load_ps(Bp + 8);
+#define STEP(i)                                                                \
+  {                                                                            \
+    const __m256 ai = _mm256_broadcast_ss(Ap + (i));                           \
+    c##i##a = _mm256_fmadd_ps(ai, b0, c##i##a);                                \
+    c##i##b = _mm256_fmadd_ps(ai, b1, c##i##b);                                \
+  }
+    ROWS(STEP)
+#undef STEP
+    Ap += MR;
+    Bp += NR;
+  }
+#define STORE(i)                                                               \
+  if ((i) < rows) {                                                            \
+    _mm256_maskstore_ps(C + (size_t)(i) * ldc, m0, c##i##a);                   \
+    _mm256_maskstore_ps(C + (size_t)(i) * ldc + 8, m1, c##i##b);               \
+  }
+  ROWS(STORE)
+#undef STORE
+}
+
+#define KERNEL kernel_6x16
+#include "tileops/mm_loops.h"
+
 void pto__mm_avx2(pto_isa_table *t) {
-  (void)t; /* nothing overridden yet: the scalar reference runs */
+  mm_install(t);
 }

@@ -1,7 +1,77 @@
-/* avx512 overrides of the TMATMUL and TMATMUL_ACC. The only file of its
- * kind compiled with the avx512 flags (tileops/CMakeLists.txt). */
+/* avx512 overrides of TMATMUL and TMATMUL_ACC (and of TLOAD for packed
+ * operands, through the shared packer). The only file of its kind compiled
+ * with the avx512 flags (tileops/CMakeLists.txt).
+ *
+ * On packed f32 operands with this table's panel widths (MR x NR) the
+ * product runs as a BLIS-style register-blocked micro-kernel: for each NR
+ * panel of B (kept in L1 over KC steps of k), for each MR panel of A
+ * (streamed from L2), an MR x NR block of C lives in zmm registers for the
+ * whole k loop. Partial panels are zero-padded by the packing, so the
+ * kernel always computes a full block and masks only the C loads and
+ * stores. Everything else (unpacked, other widths, bf16/f16 tiles) runs the
+ * scalar reference. */
+#include <immintrin.h>
+#include <stdint.h>
+
 #include "tileops/tileops.h"
 
+#define MR 12 /* rows of C per block: A panel width */
+#define NR 32 /* cols of C per block: B panel width, two zmm */
+#define KC 128 /* k steps per pass over a B panel: 16 KiB of it in L1 */
+
+#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+/* C[0..rows)[0..cols) = (acc ? C : 0) + Ap x Bp over K steps, where
+ * Ap[k * MR + i] = A(i, k) and Bp[k * NR + j] = B(k, j). 12x32 block: 24
+ * zmm accumulators (12 rows x 2 vectors), per k two B vectors and one
+ * broadcast of A per row: 24 FMAs for 14 loads. */
+static void kernel_12x32(uint32_t K, const float *restrict Ap,
+                         const float *restrict Bp, float *restrict C,
+                         size_t ldc, uint32_t rows, uint32_t cols, int acc) {
+  const __mmask16 m0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);
+  const __mmask16 m1 = cols >= 32   ? 0xffff
+                       : cols <= 16 ? 0
+                                    : (__mmask16)((1u << (cols - 16)) - 1);
+#define DECL(i) __m512 c##i##a, c##i##b;
+  ROWS(DECL)
+#undef DECL
+#define INIT(i)                                                                \
+  if (acc && (i) < rows) {                                                     \
+    c##i##a = _mm512_maskz_loadu_ps(m0, C + (size_t)(i) * ldc);                \
+    c##i##b = _mm512_maskz_loadu_ps(m1, C + (size_t)(i) * ldc + 16);           \
+  } else {                                                                     \
+    c##i##a = _mm512_setzero_ps();                                             \
+    c##i##b = _mm512_setzero_ps();                                             \
+  }
+  ROWS(INIT)
+#undef INIT
+#pragma GCC unroll 4
+  for (uint32_t k = 0; k < K; k++) {
+    const __m512 b0 = _mm512_load_ps(Bp), b1 = _mm512_load_ps(Bp + 16);
+    _mm_prefetch((const char *)(Ap + 8 * MR), _MM_HINT_T0);
+#define STEP(i)                                                                \
+  {                                                                            \
+    const __m512 ai = _mm512_set1_ps(Ap[i]);                                   \
+    c##i##a = _mm512_fmadd_ps(ai, b0, c##i##a);                                \
+    c##i##b = _mm512_fmadd_ps(ai, b1, c##i##b);                                \
+  }
+    ROWS(STEP)
+#undef STEP
+    Ap += MR;
+    Bp += NR;
+  }
+#define STORE(i)                                                               \
+  if ((i) < rows) {                                                            \
+    _mm512_mask_storeu_ps(C + (size_t)(i) * ldc, m0, c##i##a);                 \
+    _mm512_mask_storeu_ps(C + (size_t)(i) * ldc + 16, m1, c##i##b);            \
+  }
+  ROWS(STORE)
+#undef STORE
+}
+
+#define KERNEL kernel_12x32
+#include "tileops/mm_loops.h"
+
 void pto__mm_avx512(pto_isa_table *t) {
-  (void)t; /* nothing overridden yet: the scalar reference runs */
+  mm_install(t);
 }

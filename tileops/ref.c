@@ -541,6 +541,18 @@ static int ref_TCOLEXPANDDIV(int op, const pto_targs *a) {
 
 /* ---- matmul ------------------------------------------------------------- */
 
+/* Address of logical element (r, c) of matmul operand t: packed in panels
+ * of w when packed (TLOAD's layout, core/isa.def), else stored transposed
+ * ((c, r)) when trans, else at (r, c). */
+static const void *operand(const pto_tile *t, int packed_a, int packed_b,
+                           uint32_t w, int trans, uint32_t r, uint32_t c) {
+  size_t i = packed_a   ? pto__pack_a_index(t, w, r, c)
+             : packed_b ? pto__pack_b_index(t, w, r, c)
+             : trans    ? at(t, c, r)
+                        : at(t, r, c);
+  return (const unsigned char *)t->data + i * pto_dtype_size(t->dtype);
+}
+
 /* dst[m][n] = (acc ? dst[m][n] : 0) + sum_k A[m][k] * B[k][n], in f32, k in
  * order, each product rounded to f32. */
 static int matmul(const pto_targs *a, int acc) {
@@ -548,13 +560,16 @@ static int matmul(const pto_targs *a, int acc) {
   const pto_tile *A = a->src[0], *B = a->src[1];
   int ta = (a->flags & PTO_TF_TRANS_A) != 0,
       tb = (a->flags & PTO_TF_TRANS_B) != 0;
+  int pa = (a->flags & PTO_TF_PACK_A) != 0,
+      pb = (a->flags & PTO_TF_PACK_B) != 0;
+  uint32_t mr = (uint32_t)a->imm[0], nr = (uint32_t)a->imm[1];
   uint32_t K = ta ? A->valid_rows : A->valid_cols;
   for (uint32_t m = 0; m < d->valid_rows; m++)
     for (uint32_t n = 0; n < d->valid_cols; n++) {
       float sum = acc ? ldf(d, m, n) : 0.0f;
       for (uint32_t k = 0; k < K; k++) {
-        float x = pto__to_f32(A->dtype, ta ? elem(A, k, m) : elem(A, m, k));
-        float y = pto__to_f32(B->dtype, tb ? elem(B, n, k) : elem(B, k, n));
+        float x = pto__to_f32(A->dtype, operand(A, pa, 0, mr, ta, m, k));
+        float y = pto__to_f32(B->dtype, operand(B, 0, pb, nr, tb, k, n));
         float p = x * y;
         sum += p;
       }
@@ -630,9 +645,34 @@ static int ref_TFILLPAD(int op, const pto_targs *a) {
 
 /* ---- memory ------------------------------------------------------------- */
 
+/* TLOAD packed for TMATMUL (layout: core/isa.def): every valid element at
+ * its packed position, then zeros over the padding of the last panel. */
+static int load_packed(const pto_targs *a) {
+  pto_tile *d = a->dst[0];
+  int pack_a = (a->flags & PTO_TF_PACK_A) != 0;
+  uint32_t w = (uint32_t)a->imm[0], vr = d->valid_rows, vc = d->valid_cols;
+  size_t es = pto_dtype_size(d->dtype);
+  unsigned char *data = d->data;
+  /* padded extent: rows for PACK_A, cols for PACK_B */
+  uint32_t rows = pack_a ? (vr + w - 1) / w * w : vr;
+  uint32_t cols = pack_a ? vc : (vc + w - 1) / w * w;
+  for (uint32_t r = 0; r < rows; r++)
+    for (uint32_t c = 0; c < cols; c++) {
+      size_t i = pack_a ? pto__pack_a_index(d, w, r, c)
+                        : pto__pack_b_index(d, w, r, c);
+      if (r < vr && c < vc)
+        pto__convert(d->dtype, data + i * es, a->g.dtype, gelem(&a->g, r, c));
+      else
+        memset(data + i * es, 0, es); /* zero in every dtype */
+    }
+  return PTO_OK;
+}
+
 static int ref_TLOAD(int op, const pto_targs *a) {
   (void)op;
   pto_tile *d = a->dst[0];
+  if (a->flags & (PTO_TF_PACK_A | PTO_TF_PACK_B))
+    return load_packed(a);
   for (uint32_t r = 0; r < d->valid_rows; r++)
     for (uint32_t c = 0; c < d->valid_cols; c++)
       pto__convert(d->dtype, elem(d, r, c), a->g.dtype, gelem(&a->g, r, c));
@@ -808,6 +848,8 @@ static int ref_TTRI(int op, const pto_targs *a) {
 /* clang-format off */
 const pto_isa_table pto__isa_scalar = {
     .name = "scalar",
+    .mm_mr = 4, /* any width runs; these keep padding small */
+    .mm_nr = 16,
     .fn = {
 #define PTO_INSN(name, fam, core, nsrc, ndst, flags) [PTO_OP_##name] = ref_##name,
 #include "core/isa.def"

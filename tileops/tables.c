@@ -28,3 +28,13 @@ const pto_isa_table *pto__isa_avx512(void) {
   uv_once(&avx512_once, build_avx512);
   return &avx512_table;
 }
+
+void pto__mm_panel(uint32_t *mr, uint32_t *nr) {
+  const pto_isa_table *t = pto__isa_active();
+  *mr = t->mm_mr;
+  *nr = t->mm_nr;
+}
+
+void pto_matmul_panel(uint32_t *mr, uint32_t *nr) {
+  pto__mm_panel(mr, nr);
+}

@@ -29,6 +29,9 @@
  *    i32 sums wrap). TMATMUL accumulates, for each output, from 0 (or from
  *    dst for TMATMUL_ACC) over k = 0..K-1 in f32, each product rounded to
  *    f32 first (no FMA); bf16/f16 operands are widened to f32 exactly.
+ *    That is the reference's order: SIMD tables fuse multiply-adds and sum
+ *    in their own order, which is why TMATMUL is PTO_IF_REDUCE (compared
+ *    with a tolerance, not bit for bit).
  *  - Conversions (TLOAD TSTORE TGATHER TCVT TMOV) follow core/convert.h:
  *    same dtype copies bits, otherwise through f32. TSTORE with PTO_TF_ACC
  *    adds in i32 (wrapping) when both the tile and the global are i32, else
@@ -63,6 +66,12 @@
  *    exactly dst valid rows indices.
  *  - immediates [EINVAL]: TCMP imm[0] < PTO_CMP_MODE_COUNT; TMRGSORT
  *    imm[0] >= 1 and imm[1] in 2..4.
+ *  - packed matmul operands (core/isa.def): TLOAD takes at most one of
+ *    PTO_TF_PACK_A / PTO_TF_PACK_B [EINVAL], TMATMUL* takes PACK_A without
+ *    TRANS_A and PACK_B without TRANS_B [EINVAL]; every panel width is in
+ *    1..PTO_MM_PANEL_MAX [EINVAL]; the padded panels fit the tile: PACK_A
+ *    roundup(valid_rows, w) <= rows, PACK_B roundup(valid_cols, w) <= stride
+ *    [ESHAPE].
  *  - custom instructions: dst[0] of the registered out_dtype, n_src sources
  *    of dst's valid shape.
  */
@@ -70,6 +79,7 @@
 #define PTO_TILEOPS_TILEOPS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/isa.h"
 
@@ -77,7 +87,36 @@
 typedef struct pto_isa_table {
   const char *name; /* "scalar", "avx2", ... as PTO_ISA spells it */
   pto_tileop_fn fn[PTO_OP_COUNT];
+  /* The panel widths its TMATMUL is fastest with on packed operands: rows
+   * of an A panel (mr) and cols of a B panel (nr), the micro-kernel's
+   * register block. Every table runs every width; these are a preference. */
+  uint32_t mm_mr, mm_nr;
 } pto_isa_table;
+
+/* The panel widths of the active table (pto__isa_active), for the
+ * partitioner to pack matmul operands with. */
+void pto__mm_panel(uint32_t *mr, uint32_t *nr);
+
+/* Where logical element (r, c) of a packed operand lives, in elements from
+ * its data (layout: core/isa.def, TLOAD). */
+static inline size_t pto__pack_a_index(const pto_tile *t, uint32_t w,
+                                       uint32_t r, uint32_t c) {
+  return (size_t)(r / w) * w * t->stride + (size_t)c * w + r % w;
+}
+static inline size_t pto__pack_b_index(const pto_tile *t, uint32_t w,
+                                       uint32_t r, uint32_t c) {
+  return (size_t)(c / w) * w * t->rows + (size_t)r * w + c % w;
+}
+
+/* TLOAD with PTO_TF_PACK_A or PTO_TF_PACK_B, fast where the global and the
+ * tile are f32 (and through the reference otherwise): the packing the SIMD
+ * tables share (tileops/pack.c). Same contract as a table entry. */
+int pto__tload_pack(int op, const pto_targs *a);
+/* TSTORE of an f32 tile to an f32 global with unit column stride (a matmul
+ * result leaving L0C), row by row; the reference for anything else.
+ * Bit-exact with the reference, PTO_TF_ACC included. The matmul tables
+ * install it only where their table still has the reference's TSTORE. */
+int pto__tstore_f32(int op, const pto_targs *a);
 
 /* The reference: every entry set. */
 extern const pto_isa_table pto__isa_scalar;

@@ -10,6 +10,7 @@ packages=(
   libjansson-dev  # JSON config and dumps
   libxxhash-dev   # structural hashing of subgraphs
   libcriterion-dev
+  libopenblas-dev # pto-bench gemm's peer (loaded at run time)
 )
 
 missing=()

@@ -11,6 +11,7 @@
 
 static const bench_cmd *const cmds[] = {
     &bench_runtime,
+    &bench_gemm,
     &bench_softmax,
 };
 #define N_CMDS (sizeof cmds / sizeof cmds[0])

@@ -39,6 +39,14 @@ PTO_API uint32_t pto_tile_stride(pto_dtype dt, uint32_t cols);
 /* Bytes of local memory a rows x cols tile of dt occupies. */
 PTO_API size_t pto_tile_bytes(pto_dtype dt, uint32_t rows, uint32_t cols);
 
+/* The panel widths the active instruction table packs matmul operands in:
+ * rows of an A panel (*mr) and cols of a B panel (*nr), its micro-kernel's
+ * register block (PTO_ISA chooses the table). The compiler pads a matmul's
+ * A tile to a multiple of *mr rows and its B tile to a multiple of *nr
+ * cols, so cube tiles {m, n, k} with m and n multiples of them waste no
+ * local memory. */
+PTO_API void pto_matmul_panel(uint32_t *mr, uint32_t *nr);
+
 typedef int (*pto_custom_fn)(pto_tile *dst, const pto_tile *const *src,
                              int n_src, void *user);
 

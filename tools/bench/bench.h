@@ -26,6 +26,7 @@ typedef struct bench_cmd {
 } bench_cmd;
 
 extern const bench_cmd bench_runtime;
+extern const bench_cmd bench_gemm;
 extern const bench_cmd bench_softmax;
 
 /* With --json, every command appends one object per case to this array
@@ -46,5 +47,9 @@ void bench_progress(const bench_opts *o, const char *fmt, ...)
 int bench_cores(const bench_opts *o);
 /* Busy-waits ns nanoseconds (for synthetic tasks). */
 void bench_spin_ns(uint64_t ns);
+/* The AVX-512 f32 FMA peak of `threads` threads running at once, GFLOP/s,
+ * median of `repeats` probes (tools/bench/peak_avx512.c); 0 when it cannot
+ * run. Call only where the CPU has AVX-512F. */
+double bench_peak_avx512(int threads, int repeats);
 
 #endif /* PTO_TOOLS_BENCH_H */

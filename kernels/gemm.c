@@ -1,0 +1,126 @@
+/* GEMM as a PTO program, its tile choice, and the plain-C reference. */
+#include "gemm.h"
+
+#include <stddef.h>
+
+#define F32 4u           /* bytes per element */
+#define K_SLICE_MAX 256u /* k per slice: a 32-col B panel slice is 32 KiB */
+#define ROW_ALIGN 16u    /* f32 elements per 64-byte tile row alignment */
+
+static uint64_t min_u64(uint64_t a, uint64_t b) {
+  return a < b ? a : b;
+}
+
+static uint64_t div_up(uint64_t a, uint64_t b) {
+  return (a + b - 1) / b;
+}
+
+static uint64_t round_up(uint64_t a, uint64_t w) {
+  return div_up(a, w) * w;
+}
+
+/* The tile of extent n split into `count` balanced tiles, in whole panels
+ * of w (clamped to n, as the tiler clamps it). */
+static uint64_t balanced(int64_t n, uint64_t count, uint32_t w) {
+  return min_u64(round_up(div_up((uint64_t)n, count), w), (uint64_t)n);
+}
+
+pto_status pto_gemm_tile(const pto_machine *mach, int64_t M, int64_t N,
+                         int64_t K, uint32_t workers, pto_tile_shape *tile) {
+  if (!mach || !tile || M < 1 || N < 1 || K < 1 || workers < 1)
+    return PTO_EINVAL;
+  uint32_t mr, nr;
+  pto_matmul_panel(&mr, &nr);
+  const uint64_t l0a = mach->mem[PTO_MEM_L0A] / F32,
+                 l0b = mach->mem[PTO_MEM_L0B] / F32,
+                 l0c = mach->mem[PTO_MEM_L0C] / F32;
+  uint64_t best_m = 0, best_n = 0, best_k = 0;
+  double best = 0;
+  /* every balanced split of M; for each, the fewest balanced tiles of N
+   * whose accumulator fits L0C */
+  for (uint64_t cm = 1; cm <= div_up((uint64_t)M, mr); cm++) {
+    uint64_t m = balanced(M, cm, mr);
+    if (cm > 1 && m == balanced(M, cm - 1, mr))
+      continue;
+    /* tile rows are padded to ROW_ALIGN elements (pto_tile_stride) */
+    uint64_t n = 0, cn = 1;
+    for (; cn <= div_up((uint64_t)N, nr); cn++) {
+      n = balanced(N, cn, nr);
+      if (m * round_up(n, ROW_ALIGN) <= l0c &&
+          round_up(round_up(n, nr), ROW_ALIGN) * ROW_ALIGN <= l0b)
+        break;
+    }
+    if (m * round_up(n, ROW_ALIGN) > l0c ||
+        round_up(round_up(n, nr), ROW_ALIGN) * ROW_ALIGN > l0b)
+      continue;
+    /* packed operands: A pads to whole row panels, B to whole col panels;
+     * k is a multiple of ROW_ALIGN (A's rows) unless all of K fits */
+    uint64_t k_max = min_u64(l0a / round_up(m, mr) / ROW_ALIGN * ROW_ALIGN,
+                             l0b / round_up(round_up(n, nr), ROW_ALIGN));
+    k_max = min_u64(k_max, K_SLICE_MAX) / ROW_ALIGN * ROW_ALIGN;
+    if (k_max < ROW_ALIGN)
+      continue;
+    uint64_t slices = div_up((uint64_t)K, k_max);
+    uint64_t k = div_up((uint64_t)K, slices);
+    if (slices > 1)
+      k = round_up(k, ROW_ALIGN); /* <= k_max, a multiple of it */
+    uint64_t count = div_up((uint64_t)M, m) * div_up((uint64_t)N, n);
+    /* reuse (flops per element packed) x useful fraction of the padded
+     * work x a penalty below 2 tiles per worker */
+    double score = (double)m * (double)n / (double)(m + n);
+    score *= (double)M * (double)N /
+             ((double)div_up((uint64_t)M, m) * (double)round_up(m, mr) *
+              (double)div_up((uint64_t)N, n) * (double)round_up(n, nr));
+    score *= (double)k / (double)(k + ROW_ALIGN); /* C traffic per slice */
+    if (count < 2ull * workers)
+      score *= (double)count / (double)(2ull * workers);
+    if (score > best) {
+      best = score;
+      best_m = m;
+      best_n = n;
+      best_k = k;
+    }
+  }
+  if (!best_m)
+    return PTO_ECAPACITY;
+  tile->vec_rows = tile->vec_cols = 0;
+  tile->cube_m = (uint32_t)best_m;
+  tile->cube_n = (uint32_t)best_n;
+  tile->cube_k = (uint32_t)best_k;
+  return PTO_OK;
+}
+
+pto_program *pto_gemm_program(int64_t M, int64_t N, int64_t K,
+                              const pto_tile_shape *tile) {
+  pto_program *p = pto_program_new("gemm");
+  if (!p)
+    return NULL;
+  pto_tile_shape chosen = pto_tile_shape_default();
+  if (!tile) {
+    pto_machine host;
+    if (pto_machine_host(&host) == PTO_OK &&
+        pto_gemm_tile(&host, M, N, K, host.workers[PTO_CORE_CUBE],
+                      &chosen) == PTO_OK)
+      tile = &chosen;
+  }
+  const int64_t as[2] = {M, K}, bs[2] = {K, N};
+  pto_tensor *A = pto_input(p, "A", PTO_F32, 2, as);
+  pto_tensor *B = pto_input(p, "B", PTO_F32, 2, bs);
+  if (tile)
+    pto_program_set_cube_tile(p, tile->cube_m, tile->cube_n, tile->cube_k);
+  pto_program_push_label(p, "gemm");
+  pto_output(p, pto_matmul(p, A, B, 0), "C");
+  pto_program_pop_label(p);
+  return p;
+}
+
+void pto_gemm_ref(int64_t M, int64_t N, int64_t K, const float *A,
+                  const float *B, float *C) {
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) {
+      double sum = 0;
+      for (int64_t k = 0; k < K; k++)
+        sum += (double)A[i * K + k] * B[k * N + j];
+      C[i * N + j] = (float)sum;
+    }
+}

@@ -1,0 +1,40 @@
+/* kernels/gemm.h: GEMM, C = A x B in f32 (row-major A [M,K], B [K,N],
+ * C [M,N]), built as a PTO program with the public API, and its plain-C
+ * reference. */
+#ifndef PTO_KERNELS_GEMM_H
+#define PTO_KERNELS_GEMM_H
+
+#include <stdint.h>
+
+#include "pto/pto.h"
+
+PTO_EXTERN_C_BEGIN
+
+/* The cube tile {m, n, k} for an M x N x K f32 GEMM on machine mach run by
+ * `workers` workers: the largest m x n output block whose accumulator fits
+ * L0C, with m and n whole panels of the micro-kernel (pto_matmul_panel), so
+ * that every operand is packed once per k slice and reused across the most
+ * output; k, the split of K into accumulating slices, is the longest that
+ * lets the packed A (m x k) fit L0A and B (k x n) fit L0B, at most 256 (a
+ * B panel slice stays in the L1 cache). m and n shrink while there are
+ * fewer than 2 tiles per worker. vec_rows/vec_cols are left 0. Returns
+ * PTO_EINVAL for a NULL argument, a size < 1 or 0 workers, and
+ * PTO_ECAPACITY when not even one panel fits the machine. */
+pto_status pto_gemm_tile(const pto_machine *mach, int64_t M, int64_t N,
+                         int64_t K, uint32_t workers, pto_tile_shape *tile);
+
+/* A new program "gemm" with inputs "A" f32 [M,K] and "B" f32 [K,N] and
+ * output "C" = A x B, tiled by *tile (NULL: pto_gemm_tile for the host
+ * machine and its workers), labelled "gemm". Returns NULL on ENOMEM;
+ * otherwise check pto_program_status (bad sizes are reported there, naming
+ * the op and the sizes). */
+pto_program *pto_gemm_program(int64_t M, int64_t N, int64_t K,
+                              const pto_tile_shape *tile);
+
+/* C = A x B accumulated in double, rounded once to f32. */
+void pto_gemm_ref(int64_t M, int64_t N, int64_t K, const float *A,
+                  const float *B, float *C);
+
+PTO_EXTERN_C_END
+
+#endif /* PTO_KERNELS_GEMM_H */

@@ -1,0 +1,86 @@
+/* tileops/mm_loops.h (internal): what every tileops/mm_<isa>.c shares
+ * around its micro-kernel. Included once by each of them, after it defines
+ * MR, NR (its panel widths), KC (k steps per pass over a B panel) and
+ * KERNEL(K, Ap, Bp, C, ldc, rows, cols, acc): C[0..rows)[0..cols) =
+ * (acc ? C : 0) + Ap x Bp over K steps, with Ap[k * MR + i] = A(i, k) and
+ * Bp[k * NR + j] = B(k, j), a full MR x NR block computed and only the C
+ * loads and stores masked. So the loops compile with that file's ISA flags.
+ *
+ * The loop order is BLIS's: per KC slice of k, each NR panel of B stays in
+ * L1 while the MR panels of A stream from L2 past it. */
+#ifndef PTO_TILEOPS_MM_LOOPS_H
+#define PTO_TILEOPS_MM_LOOPS_H
+
+#include <stdint.h>
+
+#include "tileops/tileops.h"
+
+/* Packed f32 operands with panels MR x NR: loops around the kernel. */
+static void matmul_packed(const pto_targs *a, int acc) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *A = a->src[0], *B = a->src[1];
+  const uint32_t M = d->valid_rows, N = d->valid_cols, K = A->valid_cols;
+  const size_t ldc = d->stride;
+  const size_t a_panel = (size_t)MR * A->stride, b_panel = (size_t)NR * B->rows;
+  const float *Ad = A->data, *Bd = B->data;
+  float *Cd = d->data;
+  for (uint32_t k0 = 0; k0 < K; k0 += KC) {
+    const uint32_t kc = K - k0 < KC ? K - k0 : KC;
+    const int acc_k = acc || k0 > 0;
+    for (uint32_t n0 = 0; n0 < N; n0 += NR) {
+      const float *Bp = Bd + (size_t)(n0 / NR) * b_panel + (size_t)k0 * NR;
+      const uint32_t cols = N - n0 < NR ? N - n0 : NR;
+      for (uint32_t m0 = 0; m0 < M; m0 += MR) {
+        const float *Ap = Ad + (size_t)(m0 / MR) * a_panel + (size_t)k0 * MR;
+        const uint32_t rows = M - m0 < MR ? M - m0 : MR;
+        KERNEL(kc, Ap, Bp, Cd + (size_t)m0 * ldc + n0, ldc, rows, cols,
+                     acc_k);
+      }
+    }
+  }
+}
+
+static int fast_path(const pto_targs *a) {
+  const uint32_t both = PTO_TF_PACK_A | PTO_TF_PACK_B;
+  return (a->flags & both) == both && a->imm[0] == MR && a->imm[1] == NR &&
+         a->src[0]->dtype == PTO_F32 && a->src[1]->dtype == PTO_F32;
+}
+
+static int mm_TMATMUL(int op, const pto_targs *a) {
+  if (!fast_path(a))
+    return pto__isa_scalar.fn[op](op, a);
+  matmul_packed(a, 0);
+  return PTO_OK;
+}
+
+static int mm_TMATMUL_ACC(int op, const pto_targs *a) {
+  if (!fast_path(a))
+    return pto__isa_scalar.fn[op](op, a);
+  matmul_packed(a, 1);
+  return PTO_OK;
+}
+
+/* TLOAD as the table had it, for everything but packing. */
+static pto_tileop_fn tload_unpacked;
+
+static int mm_TLOAD(int op, const pto_targs *a) {
+  if (a->flags & (PTO_TF_PACK_A | PTO_TF_PACK_B))
+    return pto__tload_pack(op, a);
+  return tload_unpacked(op, a);
+}
+
+/* Installs the entries above and the panel widths in t. */
+static void mm_install(pto_isa_table *t) {
+  t->fn[PTO_OP_TMATMUL] = mm_TMATMUL;
+  t->fn[PTO_OP_TMATMUL_ACC] = mm_TMATMUL_ACC;
+  tload_unpacked = t->fn[PTO_OP_TLOAD];
+  t->fn[PTO_OP_TLOAD] = mm_TLOAD;
+  /* results leave L0C through TSTORE: a fast copy unless the vector
+   * overrides (tileops/vec_<isa>.c) already gave the table one */
+  if (t->fn[PTO_OP_TSTORE] == pto__isa_scalar.fn[PTO_OP_TSTORE])
+    t->fn[PTO_OP_TSTORE] = pto__tstore_f32;
+  t->mm_mr = MR;
+  t->mm_nr = NR;
+}
+
+#endif /* PTO_TILEOPS_MM_LOOPS_H */

@@ -1,0 +1,171 @@
+/* Packing matmul operands at TLOAD time (PTO_TF_PACK_A / PTO_TF_PACK_B,
+ * layout: core/isa.def), shared by the SIMD tables: one panel at a time,
+ * along whichever axis of the global view is contiguous. The scalar
+ * reference (tileops/ref.c) packs element by element; this is the same
+ * layout, fast for f32 and bf16 globals into f32 tiles and through the
+ * reference for every other pair. Compiled without ISA flags: the 4x4
+ * transposes are baseline SSE. */
+#include <stdint.h>
+#include <string.h>
+
+#include "tileops/tileops.h"
+
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
+#define PREFETCH_ROWS 4 /* source rows fetched ahead when copying panels */
+
+/* Source element types the fast paths read. */
+typedef enum src_kind { SRC_F32, SRC_BF16 } src_kind;
+
+static inline float src_at(const void *s, src_kind kind, int64_t i) {
+  if (kind == SRC_F32)
+    return ((const float *)s)[i];
+  uint32_t u = (uint32_t)((const uint16_t *)s)[i] << 16; /* exact */
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* Lanes contiguous in the source: source row k (lanes 0..P-1, the whole
+ * width of the window) goes to row k of every panel, so the source is read
+ * in order and each panel row written whole: d_p[k * w + i] =
+ * s[k * ks + p * w + i], zeros past P in the last panel. */
+static void copy_panels(float *restrict d, size_t panel, const void *restrict s,
+                        src_kind kind, int64_t ks, uint32_t K, uint32_t P,
+                        uint32_t w) {
+  const size_t es = kind == SRC_F32 ? 4 : 2;
+  for (uint32_t k = 0; k < K; k++) {
+#if defined(__SSE__)
+    /* rows are pages apart: fetch a few rows ahead, line by line */
+    if (k + PREFETCH_ROWS < K) {
+      const char *ahead = (const char *)s + (k + PREFETCH_ROWS) * ks * (int64_t)es;
+      for (size_t b = 0; b < P * es; b += 64)
+        _mm_prefetch(ahead + b, _MM_HINT_T0);
+    }
+#endif
+    for (uint32_t p0 = 0; p0 < P; p0 += w) {
+      float *dk = d + (size_t)(p0 / w) * panel + (size_t)k * w;
+      const uint32_t n = P - p0 < w ? P - p0 : w;
+      uint32_t i = 0;
+      if (kind == SRC_F32) { /* not memcpy: a call per 100-odd bytes */
+        const float *sk = (const float *)s + k * ks + p0;
+#if defined(__SSE__)
+        for (; i + 4 <= n; i += 4)
+          _mm_storeu_ps(dk + i, _mm_loadu_ps(sk + i));
+#endif
+        for (; i < n; i++)
+          dk[i] = sk[i];
+      } else {
+        for (; i < n; i++)
+          dk[i] = src_at(s, kind, k * ks + p0 + i);
+      }
+      for (; i < w; i++)
+        dk[i] = 0.0f;
+    }
+  }
+}
+
+/* A panel whose lanes are source rows contiguous along k: for k < K,
+ * d[k * w + i] = s[i * is + k] for i < n, and 0 for n <= i < w. f32 goes
+ * through 4x4 transposes, 4 source rows at a time read in order along k
+ * (streams the prefetcher follows). */
+static void transpose_panel(float *restrict d, const void *restrict s,
+                            src_kind kind, int64_t is, uint32_t K,
+                            uint32_t n, uint32_t w) {
+  uint32_t i = 0;
+#if defined(__SSE__)
+  if (kind == SRC_F32) {
+    const float *f = s;
+    for (; i + 4 <= n; i += 4) {
+      const float *r = f + i * is;
+      uint32_t k = 0;
+      for (; k + 4 <= K; k += 4) {
+        if ((k & 15) == 0) /* a line of each row, 4 lines ahead */
+          for (uint32_t j = 0; j < 4; j++)
+            _mm_prefetch((const char *)(r + j * is + k + 64), _MM_HINT_T0);
+        __m128 r0 = _mm_loadu_ps(r + k), r1 = _mm_loadu_ps(r + is + k),
+               r2 = _mm_loadu_ps(r + 2 * is + k),
+               r3 = _mm_loadu_ps(r + 3 * is + k);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        float *dk = d + (size_t)k * w + i;
+        _mm_storeu_ps(dk, r0);
+        _mm_storeu_ps(dk + w, r1);
+        _mm_storeu_ps(dk + 2 * w, r2);
+        _mm_storeu_ps(dk + 3 * w, r3);
+      }
+      for (; k < K; k++)
+        for (uint32_t j = 0; j < 4; j++)
+          d[(size_t)k * w + i + j] = r[j * is + k];
+    }
+  }
+#endif
+  for (; i < n; i++)
+    for (uint32_t k = 0; k < K; k++)
+      d[(size_t)k * w + i] = src_at(s, kind, i * is + k);
+  for (; i < w; i++)
+    for (uint32_t k = 0; k < K; k++)
+      d[(size_t)k * w + i] = 0.0f;
+}
+
+/* Neither axis contiguous: element by element. */
+static void strided_panel(float *restrict d, const void *restrict s,
+                          src_kind kind, int64_t is, int64_t ks, uint32_t K,
+                          uint32_t n, uint32_t w) {
+  for (uint32_t k = 0; k < K; k++)
+    for (uint32_t i = 0; i < w; i++)
+      d[(size_t)k * w + i] = i < n ? src_at(s, kind, i * is + k * ks) : 0.0f;
+}
+
+int pto__tload_pack(int op, const pto_targs *a) {
+  pto_tile *d = a->dst[0];
+  const pto_gview *g = &a->g;
+  if (d->dtype != PTO_F32 || (g->dtype != PTO_F32 && g->dtype != PTO_BF16))
+    return pto__isa_scalar.fn[PTO_OP_TLOAD](op, a);
+  src_kind kind = g->dtype == PTO_F32 ? SRC_F32 : SRC_BF16;
+  size_t es = pto_dtype_size(g->dtype);
+  int pack_a = (a->flags & PTO_TF_PACK_A) != 0;
+  uint32_t w = (uint32_t)a->imm[0];
+  /* the panel axis (A: rows, B: cols) and the k axis, in the source */
+  uint32_t P = pack_a ? d->valid_rows : d->valid_cols;
+  uint32_t K = pack_a ? d->valid_cols : d->valid_rows;
+  int64_t ps = pack_a ? g->row_stride : g->col_stride;
+  int64_t ks = pack_a ? g->col_stride : g->row_stride;
+  size_t panel = (size_t)w * (pack_a ? d->stride : d->rows);
+  float *data = d->data;
+  if (ps == 1) {
+    copy_panels(data, panel, g->base, kind, ks, K, P, w);
+    return PTO_OK;
+  }
+  for (uint32_t p0 = 0; p0 < P; p0 += w) {
+    uint32_t n = P - p0 < w ? P - p0 : w;
+    float *dp = data + (size_t)(p0 / w) * panel;
+    const void *sp = (const unsigned char *)g->base + p0 * ps * (int64_t)es;
+    if (ks == 1)
+      transpose_panel(dp, sp, kind, ps, K, n, w);
+    else
+      strided_panel(dp, sp, kind, ps, ks, K, n, w);
+  }
+  return PTO_OK;
+}
+
+int pto__tstore_f32(int op, const pto_targs *a) {
+  const pto_tile *s = a->src[0];
+  const pto_gview *g = &a->g;
+  if (s->dtype != PTO_F32 || g->dtype != PTO_F32 || g->col_stride != 1)
+    return pto__isa_scalar.fn[PTO_OP_TSTORE](op, a);
+  const int acc = (a->flags & PTO_TF_ACC) != 0;
+  const uint32_t rows = s->valid_rows, cols = s->valid_cols;
+  for (uint32_t r = 0; r < rows; r++) {
+    const float *restrict src = (const float *)s->data + (size_t)r * s->stride;
+    float *restrict dst = (float *)g->base + r * g->row_stride;
+    if (acc)
+      for (uint32_t c = 0; c < cols; c++)
+        dst[c] += src[c]; /* the reference's f32 sum, bit for bit */
+    else
+      for (uint32_t c = 0; c < cols; c++)
+        dst[c] = src[c];
+  }
+  return PTO_OK;
+}
