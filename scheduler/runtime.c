@@ -158,27 +158,40 @@ static void rq_push_roots(pto_rq *q, pto_policy pol, pto_run *run, int core) {
   unlock(&q->lock);
 }
 
-static int rq_pop(pto_rq *q, pto_policy pol, pto_ready *out) {
+/* Takes one item under the lock (the queue is not empty). */
+static pto_ready rq_take_locked(pto_rq *q, pto_policy pol) {
+  pto_ready it;
+  if (pol == PTO_POLICY_FIFO) {
+    it = q->items[q->head];
+    q->head = (q->head + 1) & (q->cap - 1);
+  } else if (pol == PTO_POLICY_LOCALITY) {
+    it = q->items[q->n - 1];
+  } else {
+    it = q->items[0];
+    q->items[0] = q->items[q->n - 1];
+    heap_down(q->items, q->n - 1, 0);
+  }
+  q->n--;
+  return it;
+}
+
+/* Pops up to max items in policy order (out[0] first). More than one only
+ * while the queue holds many ready tasks per worker: one lock round trip
+ * then serves a batch, and no worker can be left idle holding a stash at
+ * the end of a run. Returns how many. */
+static uint32_t rq_pop(pto_rq *q, pto_policy pol, uint32_t workers,
+                       pto_ready *out, uint32_t max) {
   if (!atomic_load_explicit(&q->size, memory_order_relaxed))
     return 0;
   lock(&q->lock);
-  int got = q->n > 0;
-  if (got) {
-    if (pol == PTO_POLICY_FIFO) {
-      *out = q->items[q->head];
-      q->head = (q->head + 1) & (q->cap - 1);
-    } else if (pol == PTO_POLICY_LOCALITY) {
-      *out = q->items[q->n - 1];
-    } else {
-      *out = q->items[0];
-      q->items[0] = q->items[q->n - 1];
-      heap_down(q->items, q->n - 1, 0);
-    }
-    q->n--;
-    atomic_store_explicit(&q->size, q->n, memory_order_relaxed);
-  }
+  uint32_t k = q->n / (8 * workers);
+  k = k < 1 ? 1 : k > max ? max : k;
+  k = k > q->n ? q->n : k;
+  for (uint32_t i = 0; i < k; i++)
+    out[i] = rq_take_locked(q, pol);
+  atomic_store_explicit(&q->size, q->n, memory_order_relaxed);
   unlock(&q->lock);
-  return got;
+  return k;
 }
 
 /* ---- waking --------------------------------------------------------------- */
@@ -230,6 +243,23 @@ static void run_fail(pto_run *run, int status, const pto_error *err) {
     run->err = *err;
 }
 
+/* Publishes the tasks this worker finished since its last flush (all of
+ * one run). Called before it runs a task of another run and before it goes
+ * idle, so a run is never left waiting on a busy worker's count. */
+static void flush_done(pto_worker *w) {
+  uint32_t k = w->done_n;
+  if (!k)
+    return;
+  pto_run *run = w->done_run;
+  w->done_n = 0;
+  w->done_run = NULL;
+  /* acq_rel: the last flush sees every task's effects, and releases this
+   * worker's */
+  if (atomic_fetch_sub_explicit(&run->remaining, k, memory_order_acq_rel) ==
+      k)
+    run_finish(run);
+}
+
 /* Finishes task t of run: decrements its consumers; returns one newly ready
  * task the worker may run next (or no task). */
 static int complete(pto_worker *w, pto_run *run, uint32_t t, pto_ready *keep) {
@@ -252,15 +282,18 @@ static int complete(pto_worker *w, pto_run *run, uint32_t t, pto_ready *keep) {
       wake_one(rt, c);
     }
   }
-  /* acq_rel: the last task to finish sees every other task's effects */
-  if (atomic_fetch_sub_explicit(&run->remaining, 1, memory_order_acq_rel) ==
-      1)
-    run_finish(run);
+  /* counted locally: one shared decrement per batch, not per task */
+  if (w->done_run != run)
+    flush_done(w);
+  w->done_run = run;
+  w->done_n++;
   return kept;
 }
 
 static void execute(pto_worker *w, pto_ready it) {
   pto_run *run = it.run;
+  if (w->done_run != run)
+    flush_done(w);
   uint64_t t0 = 0;
   int traced = run->trace_start != NULL;
   if (traced)
@@ -285,11 +318,22 @@ static void execute(pto_worker *w, pto_ready it) {
 /* ---- workers -------------------------------------------------------------- */
 
 static int find_work(pto_runtime *rt, pto_worker *w, pto_ready *it) {
+  if (w->n_stash) { /* stashed in pop order: take from the front */
+    *it = w->stash[w->stash_head++];
+    w->n_stash--;
+    return 1;
+  }
   /* the worker's first type first: dedicated workers serve one type */
   for (int i = 0; i < 2; i++) {
     int c = (w->first_type + i) & 1;
-    if (w->serves[c] && rq_pop(&rt->rq[c], rt->policy, it))
+    uint32_t got;
+    if (w->serves[c] && (got = rq_pop(&rt->rq[c], rt->policy, rt->n_workers,
+                                      w->stash, PTO_STASH))) {
+      *it = w->stash[0];
+      w->stash_head = 1;
+      w->n_stash = got - 1;
       return 1;
+    }
   }
   return 0;
 }
@@ -314,6 +358,7 @@ static void worker_main(void *arg) {
   for (;;) {
     int have = find_work(rt, w, &it);
     if (!have) {
+      flush_done(w);
       /* spin, then yield, then sleep */
       uint64_t t0 = uv_hrtime();
       uint64_t spin = (uint64_t)rt->spin_us * 1000,
@@ -321,7 +366,7 @@ static void worker_main(void *arg) {
       for (uint32_t n = 0;; n++) {
         if (atomic_load_explicit(&rt->stop, memory_order_acquire))
           return;
-        if (!queues_empty(rt, w) && find_work(rt, w, &it)) {
+        if ((w->n_stash || !queues_empty(rt, w)) && find_work(rt, w, &it)) {
           have = 1;
           break;
         }

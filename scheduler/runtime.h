@@ -12,6 +12,7 @@
 #include "scheduler/exec.h"
 
 #define PTO_CACHE_LINE 64
+#define PTO_STASH 8 /* most ready tasks a worker takes in one pop */
 
 typedef struct pto_spinlock {
   atomic_int v;
@@ -78,6 +79,12 @@ struct pto_worker {
   int pinned_pu;
   uv_thread_t thread;
   pto_scratch scratch; /* grown by this worker only */
+  /* tasks popped in one batch, run before looking at the queues again */
+  uint32_t n_stash, stash_head;
+  /* tasks of done_run finished but not yet subtracted from its remaining */
+  pto_run *done_run;
+  uint32_t done_n;
+  pto_ready stash[PTO_STASH];
 };
 
 struct pto_runtime {
