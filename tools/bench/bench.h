@@ -45,6 +45,10 @@ void bench_progress(const bench_opts *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* The number of cores the benchmark runs on (threads option, or all). */
 int bench_cores(const bench_opts *o);
+/* A runtime of `threads` shared workers (cube and vector) on this host, or
+ * NULL after printing why on stderr, prefixed "pto-bench <cmd>: ". */
+struct pto_runtime *bench_runtime_new(const char *cmd, int threads,
+                                      int trace);
 /* Busy-waits ns nanoseconds (for synthetic tasks). */
 void bench_spin_ns(uint64_t ns);
 /* The AVX-512 f32 FMA peak of `threads` threads running at once, GFLOP/s,

@@ -229,22 +229,10 @@ static int run(const bench_opts *o, int argc, char **argv) {
   int threads = bench_cores(o);
   int repeats = o->repeats ? o->repeats : o->quick ? 3 : 7;
 
-  pto_machine m;
-  pto_status st = pto_machine_host(&m);
-  if (st) {
-    fprintf(stderr, "pto-bench runtime: %s\n", pto_strerror(st));
+  pto_runtime *rt = bench_runtime_new("runtime", threads, 0);
+  if (!rt)
     return 1;
-  }
-  m.shared = 1;
-  m.workers[PTO_CORE_CUBE] = m.workers[PTO_CORE_VECTOR] = (uint32_t)threads;
-  pto_runtime_params p = pto_runtime_params_default();
-  p.machine = &m;
-  pto_runtime *rt;
-  if ((st = pto_runtime_new(&p, &rt))) {
-    fprintf(stderr, "pto-bench runtime: cannot start %d workers: %s\n",
-            threads, pto_strerror(st));
-    return 1;
-  }
+  pto_status st;
   FILE *out = bench_out(o);
   fprintf(out,
           "runtime overhead, %d threads, median of %d (ns per task; ratio = "

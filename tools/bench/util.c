@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "pto/pto.h"
 
 static json_t *results;
 
@@ -58,4 +59,26 @@ void bench_spin_ns(uint64_t ns) {
   uint64_t end = bench_now_ns() + ns;
   while (bench_now_ns() < end)
     ;
+}
+
+pto_runtime *bench_runtime_new(const char *cmd, int threads, int trace) {
+  pto_machine m;
+  pto_status st = pto_machine_host(&m);
+  if (st) {
+    fprintf(stderr, "pto-bench %s: host machine: %s\n", cmd,
+            pto_strerror(st));
+    return NULL;
+  }
+  m.shared = 1;
+  m.workers[PTO_CORE_CUBE] = m.workers[PTO_CORE_VECTOR] = (uint32_t)threads;
+  pto_runtime_params p = pto_runtime_params_default();
+  p.machine = &m;
+  p.trace = trace;
+  pto_runtime *rt = NULL;
+  if ((st = pto_runtime_new(&p, &rt))) {
+    fprintf(stderr, "pto-bench %s: cannot start %d workers: %s\n", cmd,
+            threads, pto_runtime_error(NULL));
+    return NULL;
+  }
+  return rt;
 }
