@@ -76,12 +76,9 @@ static void gview_of(const pto_cprog *pr, const pto_pinst *pi,
   g->col_stride = sl->cs;
 }
 
-/* Fills ahead with the windows of the TLOADs that directly follow compute
- * instruction i of a cube program (the operands of the next matmul, which
- * the current one can prefetch); returns how many. */
-static uint32_t loads_ahead(const pto_cprog *pr, uint32_t i,
-                            const pto_targ *args, unsigned char *const *base,
-                            pto_gview *ahead) {
+uint32_t pto__loads_ahead(const pto_cprog *pr, uint32_t i,
+                          const pto_targ *args, unsigned char *const *base,
+                          pto_gview *ahead) {
   if (pr->core != PTO_CORE_CUBE || pr->insts[i].slot >= 0)
     return 0;
   uint32_t n = 0;
@@ -123,7 +120,7 @@ pto_status pto__task_exec(const pto_executable *e, uint32_t t, pto_scratch *s,
       if (pi->slot >= 0)
         gview_of(pr, pi, args, base, &a.g);
       a.ahead = ahead;
-      a.n_ahead = loads_ahead(pr, i, args, base, ahead);
+      a.n_ahead = pto__loads_ahead(pr, i, args, base, ahead);
       a.s = pi->s;
       a.imm[0] = pi->imm[0];
       a.imm[1] = pi->imm[1];
