@@ -128,13 +128,51 @@ static int mm_TMATMUL_ACC(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
+/* B packed in this table's NR panels from an f32 window whose rows are
+ * contiguous (the common right operand): each source row k goes whole to
+ * row k of every panel, full panel rows as fixed-size copies the compiler
+ * turns into this file's widest vectors; pto__tload_pack's layout and
+ * zero padding (core/isa.def). 0 when the window is not of that kind. */
+static int pack_b_rows(const pto_targs *a) {
+  pto_tile *d = a->dst[0];
+  const pto_gview *g = &a->g;
+  if (!(a->flags & PTO_TF_PACK_B) || a->imm[0] != NR ||
+      d->dtype != PTO_F32 || g->dtype != PTO_F32 || g->col_stride != 1)
+    return 0;
+  const uint32_t K = d->valid_rows, P = d->valid_cols, full = P / NR * NR;
+  const size_t panel = (size_t)NR * d->rows;
+  const int64_t ks = g->row_stride;
+  float *dd = d->data;
+  for (uint32_t k = 0; k < K; k++) {
+    const float *sk = (const float *)g->base + k * ks;
+    if (k + 4 < K) /* rows are far apart: fetch a few ahead, line by line */
+      for (uint32_t b = 0; b < P; b += 16)
+        _mm_prefetch((const char *)(sk + 4 * ks + b), _MM_HINT_T0);
+    float *dk = dd + (size_t)k * NR;
+    for (uint32_t p0 = 0; p0 < full; p0 += NR)
+      __builtin_memcpy(dk + (size_t)(p0 / NR) * panel, sk + p0,
+                       NR * sizeof(float));
+    if (full < P) {
+      float *dp = dk + (size_t)(full / NR) * panel;
+      uint32_t i = 0;
+      for (; i < P - full; i++)
+        dp[i] = sk[full + i];
+      for (; i < NR; i++)
+        dp[i] = 0.0f;
+    }
+  }
+  return 1;
+}
+
 /* TLOAD as the table had it, for everything but packing. */
 static pto_tileop_fn tload_unpacked;
 
 static int mm_TLOAD(int op, const pto_targs *a) {
-  if (a->flags & (PTO_TF_PACK_A | PTO_TF_PACK_B))
-    return pto__tload_pack(op, a);
-  return tload_unpacked(op, a);
+  if (!(a->flags & (PTO_TF_PACK_A | PTO_TF_PACK_B)))
+    return tload_unpacked(op, a);
+  if (pack_b_rows(a))
+    return PTO_OK;
+  return pto__tload_pack(op, a);
 }
 
 /* Installs the entries above and the panel widths in t. */
