@@ -83,7 +83,15 @@ typedef struct pto_targs {
   double s; /* scalar operand */
   int32_t imm[2];
   uint32_t flags;
+  /* the windows the task's next instructions will TLOAD, when this one
+   * computes: a hint a long instruction may use to prefetch them while it
+   * runs (n_ahead may be 0; results never depend on it) */
+  const pto_gview *ahead;
+  uint32_t n_ahead;
 } pto_targs;
+
+/* Most windows pto_targs.ahead lists. */
+#define PTO_AHEAD_MAX 4
 
 /* Returns 0 or a negative pto_status. */
 typedef int (*pto_tileop_fn)(int op, const pto_targs *a);

@@ -62,6 +62,35 @@ pto_status pto__bind(const pto_executable *e, const void *const *inputs,
   return PTO_OK;
 }
 
+/* The global window instruction pi of a task reads or writes. */
+static void gview_of(const pto_cprog *pr, const pto_pinst *pi,
+                     const pto_targ *args, unsigned char *const *base,
+                     pto_gview *g) {
+  const pto_pslot *sl = &pr->slots[pi->slot];
+  const pto_targ *ga = &args[pi->slot];
+  g->base = base[ga->storage] + ga->offset * (int64_t)pto_dtype_size(sl->dtype);
+  g->dtype = sl->dtype;
+  g->rows = sl->rows;
+  g->cols = sl->cols;
+  g->row_stride = sl->rs;
+  g->col_stride = sl->cs;
+}
+
+uint32_t pto__loads_ahead(const pto_cprog *pr, uint32_t i,
+                          const pto_targ *args, unsigned char *const *base,
+                          pto_gview *ahead) {
+  if (pr->core != PTO_CORE_CUBE || pr->insts[i].slot >= 0)
+    return 0;
+  uint32_t n = 0;
+  for (uint32_t j = i + 1; j < pr->n_insts && n < PTO_AHEAD_MAX; j++) {
+    const pto_pinst *pj = &pr->insts[j];
+    if (pj->op != PTO_OP_TLOAD || pj->slot < 0)
+      break;
+    gview_of(pr, pj, args, base, &ahead[n++]);
+  }
+  return n;
+}
+
 pto_status pto__task_exec(const pto_executable *e, uint32_t t, pto_scratch *s,
                           unsigned char *const *base, pto_error *err) {
   const pto_task *task = &e->tasks[t];
@@ -78,6 +107,7 @@ pto_status pto__task_exec(const pto_executable *e, uint32_t t, pto_scratch *s,
     tl->valid_rows = pt->vrows;
     tl->valid_cols = pt->vcols;
   }
+  pto_gview ahead[PTO_AHEAD_MAX];
   for (uint32_t inst = 0; inst < task->n_inst; inst++) {
     const pto_targ *args = e->args + task->args + inst * pr->n_slots;
     for (uint32_t i = 0; i < pr->n_insts; i++) {
@@ -87,16 +117,10 @@ pto_status pto__task_exec(const pto_executable *e, uint32_t t, pto_scratch *s,
         a.dst[d] = &tiles[pi->dst[d]];
       for (int r = 0; r < pi->n_src; r++)
         a.src[r] = &tiles[pi->src[r]];
-      if (pi->slot >= 0) {
-        const pto_pslot *sl = &pr->slots[pi->slot];
-        const pto_targ *g = &args[pi->slot];
-        a.g.base = base[g->storage] + g->offset * (int64_t)pto_dtype_size(sl->dtype);
-        a.g.dtype = sl->dtype;
-        a.g.rows = sl->rows;
-        a.g.cols = sl->cols;
-        a.g.row_stride = sl->rs;
-        a.g.col_stride = sl->cs;
-      }
+      if (pi->slot >= 0)
+        gview_of(pr, pi, args, base, &a.g);
+      a.ahead = ahead;
+      a.n_ahead = pto__loads_ahead(pr, i, args, base, ahead);
       a.s = pi->s;
       a.imm[0] = pi->imm[0];
       a.imm[1] = pi->imm[1];

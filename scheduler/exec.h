@@ -25,6 +25,15 @@ pto_status pto__bind(const pto_executable *e, const void *const *inputs,
 pto_status pto__task_exec(const pto_executable *e, uint32_t t, pto_scratch *s,
                           unsigned char *const *base, pto_error *err);
 
+/* Fills ahead (PTO_AHEAD_MAX entries) with the windows of the TLOADs that
+ * directly follow instruction i of a cube program, when i computes (the
+ * operands of the next matmul, which the current one may prefetch: its
+ * pto_targs.ahead); returns how many, 0 for loads, stores and vector
+ * programs. args and base as for pto__task_exec. */
+uint32_t pto__loads_ahead(const pto_cprog *pr, uint32_t i,
+                          const pto_targ *args, unsigned char *const *base,
+                          pto_gview *ahead);
+
 /* Grows s (levels and tile descriptors) for program pr; 0 or PTO_ENOMEM.
  * Each worker grows only its own scratch, once per larger program. */
 pto_status pto__scratch_reserve(pto_scratch *s, const pto_cprog *pr);

@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "pto/pto.h"
+#include "scheduler/exec.h"
 
 typedef struct dag {
   uint32_t n;
@@ -293,6 +294,61 @@ Test(scheduler, compiled_runs_equal_serial_bit_for_bit, .timeout = 120) {
         }
         pto_runtime_free(rt);
       }
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
+/* A matmul whose K is split into slices learns the windows of the next
+ * slice's operands (pto_targs.ahead) so it can prefetch them; the last
+ * slice's matmul, the loads and the store learn none. */
+Test(scheduler, matmul_is_told_the_next_slices_operands, .timeout = 30) {
+  enum { M = 24, N = 32, K = 256, KS = 64 };
+  pto_program *p = pto_program_new("ahead");
+  const int64_t sa[2] = {M, K}, sb[2] = {K, N};
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, sa);
+  pto_tensor *b = pto_input(p, "b", PTO_F32, 2, sb);
+  pto_program_set_cube_tile(p, M, N, KS);
+  pto_output(p, pto_matmul(p, a, b, 0), "c");
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  static float A[M * K], B[K * N], C[M * N];
+  const void *in[] = {A, B};
+  void *out[] = {C};
+  unsigned char *base[8];
+  cr_assert_lt(e->n_storages, 9);
+  cr_assert_eq(pto__bind(e, in, out, base), PTO_OK);
+  cr_assert_eq(e->n_tasks, 1);
+  const pto_cprog *pr = &e->progs[e->tasks[0].prog];
+  const pto_targ *args = e->args + e->tasks[0].args;
+  uint32_t slice = 0;
+  for (uint32_t i = 0; i < pr->n_insts; i++) {
+    pto_gview ahead[PTO_AHEAD_MAX];
+    uint32_t n = pto__loads_ahead(pr, i, args, base, ahead);
+    int mm = pr->insts[i].op == PTO_OP_TMATMUL ||
+             pr->insts[i].op == PTO_OP_TMATMUL_ACC;
+    if (!mm || slice == K / KS - 1) {
+      cr_assert_eq(n, 0, "instruction %u (%s) is told %u windows", i,
+                   pto__insn_name(pr->insts[i].op), n);
+      slice += mm;
+      continue;
+    }
+    slice++;
+    cr_assert_eq(n, 2, "matmul of slice %u is told %u windows", slice - 1, n);
+    /* A's columns and B's rows of the next slice, in either order */
+    for (uint32_t w = 0; w < 2; w++) {
+      const pto_gview *g = &ahead[w];
+      int is_a = g->base == (void *)(A + slice * KS);
+      cr_assert(is_a || g->base == (void *)(B + slice * KS * N),
+                "window %u of slice %u is neither operand's next slice", w,
+                slice - 1);
+      cr_assert_eq(g->rows, is_a ? M : KS);
+      cr_assert_eq(g->cols, is_a ? KS : N);
+      cr_assert_eq(g->row_stride, is_a ? K : N);
+      cr_assert_eq(g->col_stride, 1);
+    }
+    cr_assert(ahead[0].base != ahead[1].base);
+  }
+  cr_assert_eq(slice, K / KS, "%u matmuls", slice);
   pto_executable_free(e);
   pto_program_free(p);
 }

@@ -2596,6 +2596,15 @@ static void packed_matmul(int op) {
                       (pb ? PTO_TF_PACK_B : tb ? PTO_TF_TRANS_B : 0);
             a.imm[0] = pa ? (int32_t)mr : 0;
             a.imm[1] = pb ? (int32_t)nr : 0;
+            /* windows to prefetch (pto_targs.ahead): the operands again,
+             * one empty and one contiguous along neither axis; a hint the
+             * result must not depend on */
+            pto_gview ahead[4] = {ga, gb, ga, ga};
+            ahead[2].rows = 0;
+            ahead[3].row_stride = ahead[3].col_stride = 2;
+            ahead[3].rows = ahead[3].cols = 1;
+            a.ahead = ahead;
+            a.n_ahead = di & 1 ? 0 : 4;
             run_on(T, op, &a, ctx);
             expect_tile(ctx, d, want, val, tol);
             free_all();

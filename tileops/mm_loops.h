@@ -15,7 +15,68 @@
 
 #include "tileops/tileops.h"
 
-/* Packed f32 operands with panels MR x NR: loops around the kernel. */
+/* Prefetching the windows the task loads next (pto_targs.ahead) while the
+ * product runs, so the packer that follows reads them from L2 instead of
+ * waiting on L3 or DRAM: a cursor over their cache lines, along whichever
+ * axis is contiguous (other windows are skipped). */
+typedef struct ahead_lines {
+  const pto_gview *g;
+  uint32_t n, w;          /* windows, current window */
+  int64_t outer, o;       /* a window is outer runs of inner bytes; run o */
+  int64_t ostride, inner; /* bytes */
+} ahead_lines;
+
+static int ahead_window(ahead_lines *c) {
+  for (; c->w < c->n; c->w++) {
+    const pto_gview *g = &c->g[c->w];
+    const int64_t es = (int64_t)pto_dtype_size(g->dtype);
+    c->o = 0;
+    if (g->rows < 1 || g->cols < 1)
+      continue;
+    if (g->col_stride == 1) {
+      c->outer = g->rows;
+      c->ostride = g->row_stride * es;
+      c->inner = g->cols * es;
+      return 1;
+    }
+    if (g->row_stride == 1) {
+      c->outer = g->cols;
+      c->ostride = g->col_stride * es;
+      c->inner = g->rows * es;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Outer runs in all windows; leaves the cursor at the first. */
+static int64_t ahead_runs(ahead_lines *c) {
+  int64_t runs = 0;
+  for (c->w = 0; ahead_window(c); c->w++)
+    runs += c->outer;
+  c->w = 0;
+  ahead_window(c);
+  return runs;
+}
+
+/* Prefetches the next run into L2 (not L1, where the B panel lives). */
+static void ahead_run(ahead_lines *c) {
+  if (c->w >= c->n)
+    return;
+  const char *r = (const char *)c->g[c->w].base + c->o * c->ostride;
+  const uintptr_t first = (uintptr_t)r & ~(uintptr_t)63,
+                  last = ((uintptr_t)r + (uintptr_t)c->inner - 1) & ~(uintptr_t)63;
+  for (uintptr_t l = first; l <= last; l += 64)
+    _mm_prefetch((const char *)l, _MM_HINT_T1);
+  if (++c->o == c->outer) {
+    c->w++;
+    ahead_window(c);
+  }
+}
+
+/* Packed f32 operands with panels MR x NR: loops around the kernel. The
+ * next loads are prefetched during the last pass over k, when the first
+ * passes' parts of the operands are dead and L2 has room for them. */
 static void matmul_packed(const pto_targs *a, int acc) {
   pto_tile *d = a->dst[0];
   const pto_tile *A = a->src[0], *B = a->src[1];
@@ -24,9 +85,14 @@ static void matmul_packed(const pto_targs *a, int acc) {
   const size_t a_panel = (size_t)MR * A->stride, b_panel = (size_t)NR * B->rows;
   const float *Ad = A->data, *Bd = B->data;
   float *Cd = d->data;
+  /* the next loads' runs, spread over the blocks of the last pass */
+  ahead_lines ah = {a->ahead, a->n_ahead, 0, 0, 0, 0, 0};
+  const int64_t blocks = (int64_t)((N + NR - 1) / NR) * ((M + MR - 1) / MR);
+  const int64_t per_block = ah.n ? (ahead_runs(&ah) + blocks - 1) / blocks : 0;
   for (uint32_t k0 = 0; k0 < K; k0 += KC) {
     const uint32_t kc = K - k0 < KC ? K - k0 : KC;
     const int acc_k = acc || k0 > 0;
+    const int64_t pf = k0 + KC >= K ? per_block : 0;
     for (uint32_t n0 = 0; n0 < N; n0 += NR) {
       const float *Bp = Bd + (size_t)(n0 / NR) * b_panel + (size_t)k0 * NR;
       const uint32_t cols = N - n0 < NR ? N - n0 : NR;
@@ -35,6 +101,8 @@ static void matmul_packed(const pto_targs *a, int acc) {
         const uint32_t rows = M - m0 < MR ? M - m0 : MR;
         KERNEL(kc, Ap, Bp, Cd + (size_t)m0 * ldc + n0, ldc, rows, cols,
                      acc_k);
+        for (int64_t r = 0; r < pf; r++)
+          ahead_run(&ah);
       }
     }
   }
@@ -60,13 +128,51 @@ static int mm_TMATMUL_ACC(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
+/* B packed in this table's NR panels from an f32 window whose rows are
+ * contiguous (the common right operand): each source row k goes whole to
+ * row k of every panel, full panel rows as fixed-size copies the compiler
+ * turns into this file's widest vectors; pto__tload_pack's layout and
+ * zero padding (core/isa.def). 0 when the window is not of that kind. */
+static int pack_b_rows(const pto_targs *a) {
+  pto_tile *d = a->dst[0];
+  const pto_gview *g = &a->g;
+  if (!(a->flags & PTO_TF_PACK_B) || a->imm[0] != NR ||
+      d->dtype != PTO_F32 || g->dtype != PTO_F32 || g->col_stride != 1)
+    return 0;
+  const uint32_t K = d->valid_rows, P = d->valid_cols, full = P / NR * NR;
+  const size_t panel = (size_t)NR * d->rows;
+  const int64_t ks = g->row_stride;
+  float *dd = d->data;
+  for (uint32_t k = 0; k < K; k++) {
+    const float *sk = (const float *)g->base + k * ks;
+    if (k + 4 < K) /* rows are far apart: fetch a few ahead, line by line */
+      for (uint32_t b = 0; b < P; b += 16)
+        _mm_prefetch((const char *)(sk + 4 * ks + b), _MM_HINT_T0);
+    float *dk = dd + (size_t)k * NR;
+    for (uint32_t p0 = 0; p0 < full; p0 += NR)
+      __builtin_memcpy(dk + (size_t)(p0 / NR) * panel, sk + p0,
+                       NR * sizeof(float));
+    if (full < P) {
+      float *dp = dk + (size_t)(full / NR) * panel;
+      uint32_t i = 0;
+      for (; i < P - full; i++)
+        dp[i] = sk[full + i];
+      for (; i < NR; i++)
+        dp[i] = 0.0f;
+    }
+  }
+  return 1;
+}
+
 /* TLOAD as the table had it, for everything but packing. */
 static pto_tileop_fn tload_unpacked;
 
 static int mm_TLOAD(int op, const pto_targs *a) {
-  if (a->flags & (PTO_TF_PACK_A | PTO_TF_PACK_B))
-    return pto__tload_pack(op, a);
-  return tload_unpacked(op, a);
+  if (!(a->flags & (PTO_TF_PACK_A | PTO_TF_PACK_B)))
+    return tload_unpacked(op, a);
+  if (pack_b_rows(a))
+    return PTO_OK;
+  return pto__tload_pack(op, a);
 }
 
 /* Installs the entries above and the panel widths in t. */
