@@ -741,6 +741,17 @@ ALWAYS_INLINE float row_maxmin(const float *restrict xp, uint32_t vc,
   return v;
 }
 
+/* The f32 row sum of TROWSUM from its two accumulators (even and odd
+ * vectors, the tail in the first): lanes of their sum, left to right. */
+ALWAYS_INLINE float fold_sum(vf acc0, vf acc1) {
+  float lanes[VL];
+  vf_st(lanes, vf_add(acc0, acc1));
+  float v = lanes[0];
+  for (int l = 1; l < VL; l++)
+    v += lanes[l];
+  return v;
+}
+
 ALWAYS_INLINE int row_reduce(const pto_targs *a, const int op) {
   pto_tile *d = a->dst[0];
   const pto_tile *x = a->src[0];
@@ -775,21 +786,13 @@ ALWAYS_INLINE int row_reduce(const pto_targs *a, const int op) {
       vf acc0 = vf_set(id), acc1 = acc0;
       uint32_t c = 0;
       for (; c + 2 * VL <= vc; c += 2 * VL) { /* 2 accumulators */
-        acc0 = fred(op, acc0, vf_ld(xp + c));
-        acc1 = fred(op, acc1, vf_ld(xp + c + VL));
+        acc0 = vf_add(acc0, vf_ld(xp + c));
+        acc1 = vf_add(acc1, vf_ld(xp + c + VL));
       }
       for (; c < vc; c += VL)
-        acc0 = fred(op, acc0,
-                    vc - c >= VL ? vf_ld(xp + c) : vf_ldn(xp + c, vc - c,
-                                                          vf_set(id)));
-      float lanes[VL];
-      vf_st(lanes, fred(op, acc0, acc1));
-      float v = lanes[0];
-      for (int l = 1; l < VL; l++)
-        v = op == B_ADD   ? v + lanes[l]
-            : op == B_MAX ? s_max(v, lanes[l])
-                          : s_min(v, lanes[l]);
-      ((float *)row_of(d, r))[0] = v;
+        acc0 = vf_add(acc0, vc - c >= VL ? vf_ld(xp + c)
+                                         : vf_ldn(xp + c, vc - c, vf_set(id)));
+      ((float *)row_of(d, r))[0] = fold_sum(acc0, acc1);
     }
   }
   return PTO_OK;
@@ -1146,6 +1149,42 @@ BINARY_OP(TCOLEXPANDMUL, B_MUL, Y_COLVEC)
 BINARY_OP(TCOLEXPANDDIV, B_DIV, Y_COLVEC)
 #undef BINARY_OP
 
+/* dst0 = exp(src0 - src1[r]) and dst1[r] = the row sum of dst0, in one
+ * pass: the sum is accumulated exactly as row_reduce's TROWSUM accumulates
+ * dst0 (same accumulators, same order), so it equals TROWSUM of dst0 bit for
+ * bit and the fusion changes no value. src1[r] is read before row r is
+ * written (dst1 may be src1's buffer). */
+static int vec_TROWEXPANDEXPDIFSUM(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0], *s = a->dst[1];
+  const pto_tile *x = a->src[0], *v = a->src[1];
+  const uint32_t vr = d->valid_rows, vc = d->valid_cols;
+  for (uint32_t r = 0; r < vr; r++) {
+    const vf m = vf_set(((const float *)row_of(v, r))[0]);
+    float *restrict dp = row_of(d, r);
+    const float *restrict xp = row_of(x, r);
+    vf acc0 = vf_set(-0.0f), acc1 = acc0;
+    uint32_t c = 0;
+    for (; c + 2 * VL <= vc; c += 2 * VL) { /* 2 accumulators, as TROWSUM */
+      const vf e0 = vf_exp(vf_sub(vf_ld(xp + c), m));
+      const vf e1 = vf_exp(vf_sub(vf_ld(xp + c + VL), m));
+      vf_st(dp + c, e0);
+      vf_st(dp + c + VL, e1);
+      acc0 = vf_add(acc0, e0);
+      acc1 = vf_add(acc1, e1);
+    }
+    for (; c < vc; c += VL) {
+      const uint32_t n = vc - c >= VL ? VL : vc - c;
+      const vf e = vf_exp(vf_sub(ldf(xp + c, n), m));
+      stf(dp + c, e, n);
+      /* a short tail as TROWSUM reads it: -0 beyond the valid columns */
+      acc0 = vf_add(acc0, n == VL ? e : vf_ldn(dp + c, n, vf_set(-0.0f)));
+    }
+    ((float *)row_of(s, r))[0] = fold_sum(acc0, acc1);
+  }
+  return PTO_OK;
+}
+
 #define UNARY_OP(NAME, OP)                                                     \
   static int vec_##NAME(int op, const pto_targs *a) {                          \
     (void)op;                                                                  \
@@ -1183,7 +1222,7 @@ REDUCE_OP(TCOLMIN, col_reduce, B_MIN)
   X(TCOLMAX) X(TCOLMIN) X(TROWEXPAND) X(TROWEXPANDADD) X(TROWEXPANDSUB)       \
   X(TROWEXPANDMUL) X(TROWEXPANDDIV) X(TROWEXPANDMAX) X(TROWEXPANDEXPDIF)       \
   X(TCOLEXPAND) X(TCOLEXPANDADD) X(TCOLEXPANDSUB) X(TCOLEXPANDMUL)             \
-  X(TCOLEXPANDDIV) X(TMOV) X(TSORT32) X(TMRGSORT)
+  X(TCOLEXPANDDIV) X(TMOV) X(TSORT32) X(TMRGSORT) X(TROWEXPANDEXPDIFSUM)
 
 static void vec_install(pto_isa_table *t) {
 #define SET(name) t->fn[PTO_OP_##name] = vec_##name;
