@@ -75,6 +75,8 @@ typedef struct pto_gview {
 #define PTO_MAX_SRC 4
 #define PTO_MAX_DST 2
 
+struct pto_pf;
+
 /* Everything one tile instruction needs. */
 typedef struct pto_targs {
   pto_tile *dst[PTO_MAX_DST];
@@ -83,6 +85,9 @@ typedef struct pto_targs {
   double s; /* scalar operand */
   int32_t imm[2];
   uint32_t flags;
+  /* lines to prefetch for what runs next (core/prefetch.h), a few at a
+   * time while this instruction runs; NULL: none. Never changes results. */
+  struct pto_pf *pf;
 } pto_targs;
 
 /* Returns 0 or a negative pto_status. */

@@ -2,6 +2,8 @@
  * and the task's global windows. */
 #include "scheduler/exec.h"
 
+#include "core/prefetch.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,35 +68,18 @@ pto_status pto__bind(const pto_executable *e, const void *const *inputs,
  * order, and a worker often knows the task it runs next (a batch it popped),
  * so while instance i computes on its local tiles (when DRAM would
  * otherwise sit idle) the executor already knows the global windows the next
- * instance will TLOAD. It prefetches them into L2 a slice before each
- * instruction of instance i, so the lines arrive spread over the instance's
- * run instead of in one burst that would stall on the miss buffers. Windows
- * read along columns (col_stride != 1) are left to the TLOAD itself, and so
- * is an instance whose loads exceed PF_MAX_BYTES (they would evict the
- * scratchpads they are meant to feed). */
-#define PF_MAX_WINDOWS 8
+ * instance will TLOAD. Its lines go into a plan (core/prefetch.h) that the
+ * instructions of instance i draw from as they loop, and that the executor
+ * issues in slices before each instruction, so everything is in flight by
+ * the end of the instance. Windows read along columns (col_stride != 1) are
+ * left to the TLOAD itself, and so is an instance whose loads exceed
+ * PF_MAX_BYTES (they would evict the scratchpads they are meant to feed). */
 #define PF_MAX_BYTES (256u * 1024u)
-#define PF_LINE 64
 
-typedef struct pf_window {
-  const unsigned char *p; /* first row */
-  int64_t row_bytes, rs_bytes;
-  int64_t rows;
-} pf_window;
-
-typedef struct pf_plan {
-  pf_window w[PF_MAX_WINDOWS];
-  int n;
-  int64_t lines, done; /* lines in all windows; lines prefetched so far */
-  int cur;             /* window being prefetched, and its row and line */
-  int64_t row, line;
-} pf_plan;
-
-static void pf_init(pf_plan *pf, const pto_cprog *pr, const pto_targ *args,
+static void pf_init(pto_pf *pf, const pto_cprog *pr, const pto_targ *args,
                     unsigned char *const *base) {
-  pf->n = 0;
+  pf->n = pf->cur = 0;
   pf->lines = pf->done = pf->row = pf->line = 0;
-  pf->cur = 0;
   int64_t bytes = 0;
   for (uint32_t i = 0; i < pr->n_insts; i++) {
     const pto_pinst *pi = &pr->insts[i];
@@ -103,9 +88,9 @@ static void pf_init(pf_plan *pf, const pto_cprog *pr, const pto_targ *args,
     const pto_pslot *sl = &pr->slots[pi->slot];
     const int64_t es = (int64_t)pto_dtype_size(sl->dtype);
     if (sl->cs != 1 || sl->rows <= 0 || sl->cols <= 0 ||
-        pf->n == PF_MAX_WINDOWS)
+        pf->n == PTO_PF_WINDOWS)
       continue;
-    pf_window *w = &pf->w[pf->n++];
+    pto_pf_window *w = &pf->w[pf->n++];
     const pto_targ *g = &args[pi->slot];
     w->p = base[g->storage] + g->offset * es;
     w->row_bytes = sl->cols * es;
@@ -113,31 +98,11 @@ static void pf_init(pf_plan *pf, const pto_cprog *pr, const pto_targ *args,
     w->rows = sl->rows;
     bytes += w->rows * w->row_bytes;
     /* lines per row, counting a row that starts mid-line once per line */
-    pf->lines += w->rows * ((w->row_bytes + 2 * PF_LINE - 2) / PF_LINE);
+    pf->lines +=
+        w->rows * ((w->row_bytes + 2 * PTO_PF_LINE - 2) / PTO_PF_LINE);
   }
   if (bytes > (int64_t)PF_MAX_BYTES)
     pf->n = 0, pf->lines = 0;
-}
-
-/* Prefetches until `upto` lines of the plan have been issued. */
-static void pf_advance(pf_plan *pf, int64_t upto, pto_scratch *s) {
-  while (pf->done < upto && pf->cur < pf->n) {
-    const pf_window *w = &pf->w[pf->cur];
-    const unsigned char *row = w->p + pf->row * w->rs_bytes;
-    const uintptr_t first = (uintptr_t)row & ~(uintptr_t)(PF_LINE - 1);
-    const uintptr_t last = (uintptr_t)(row + w->row_bytes - 1);
-    const uintptr_t at = first + (uintptr_t)pf->line * PF_LINE;
-    if (at > last) {
-      pf->line = 0;
-      if (++pf->row == w->rows)
-        pf->row = 0, pf->cur++;
-      continue;
-    }
-    __builtin_prefetch((const void *)at, 0, 2);
-    pf->line++;
-    pf->done++;
-    s->prefetched++;
-  }
 }
 
 pto_status pto__task_exec(const pto_executable *e, uint32_t t, uint32_t next,
@@ -157,21 +122,23 @@ pto_status pto__task_exec(const pto_executable *e, uint32_t t, uint32_t next,
     tl->valid_rows = pt->vrows;
     tl->valid_cols = pt->vcols;
   }
-  pf_plan pf = {.n = 0};
+  pto_pf pf = {.n = 0};
   for (uint32_t inst = 0; inst < task->n_inst; inst++) {
     const pto_targ *args = e->args + task->args + inst * pr->n_slots;
+    s->prefetched += (uint64_t)pf.done;
     if (inst + 1 < task->n_inst)
       pf_init(&pf, pr, args + pr->n_slots, base);
     else if (next != PTO_NO_TASK)
       pf_init(&pf, &e->progs[e->tasks[next].prog],
               e->args + e->tasks[next].args, base);
     else
-      pf.n = 0, pf.lines = 0;
+      pf.n = 0, pf.lines = pf.done = 0;
     for (uint32_t i = 0; i < pr->n_insts; i++) {
       const pto_pinst *pi = &pr->insts[i];
-      if (pf.lines)
-        pf_advance(&pf, pf.lines * (int64_t)(i + 1) / pr->n_insts, s);
+      if (pf.done < pf.lines) /* what the instructions so far left */
+        pto__pf_advance(&pf, pf.lines * (int64_t)i / pr->n_insts);
       pto_targs a;
+      a.pf = pf.lines ? &pf : NULL;
       for (int d = 0; d < pi->n_dst; d++)
         a.dst[d] = &tiles[pi->dst[d]];
       for (int r = 0; r < pi->n_src; r++)
@@ -198,7 +165,9 @@ pto_status pto__task_exec(const pto_executable *e, uint32_t t, uint32_t next,
             t, pr->name, task->label, i, pto__insn_name(pi->op),
             pto_strerror(rc));
     }
+    pto__pf_advance(&pf, pf.lines);
   }
+  s->prefetched += (uint64_t)pf.done;
   return PTO_OK;
 }
 

@@ -39,6 +39,7 @@
 #include "core/convert.h"
 #include "core/custom.h"
 #include "core/isa.h"
+#include "core/prefetch.h"
 #include "pto/pto.h"
 #include "tileops/tileops.h"
 
@@ -1780,6 +1781,58 @@ static void run_table(const pto_isa_table *t, int op, const pto_targs *a,
   cr_assert_eq(st, 0, "%s: %s", ctx, msg);
   st = t->fn[op](op, a);
   cr_assert_eq(st, 0, "%s: %s returned %s", ctx, t->name, pto_status_name(st));
+}
+
+/* A prefetch plan (core/prefetch.h) handed to an instruction changes
+ * nothing it computes; the SIMD tables draw lines from it as they loop over
+ * long rows (the scalar reference ignores it), never beyond the plan. */
+Test(tileops, instructions_draw_prefetch_lines, .fini = free_all) {
+  const isa_list l = tables_here();
+  static const unsigned char far[64 * 1024];
+  const int ops[] = {PTO_OP_TROWMAX, PTO_OP_TROWSUM, PTO_OP_TROWEXPANDMUL,
+                     PTO_OP_TEXP, PTO_OP_TROWEXPANDEXPDIFSUM};
+  rng r = rng_seed(77);
+  pto_tile *x = src_new(&r, PTO_F32, 8, 256, 7, 250, G_F32);
+  pto_tile *v = src_new(&r, PTO_F32, 8, 1, 7, 1, G_F32);
+  for (int t = 0; t < l.n; t++)
+    for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+      const int op = ops[k];
+      const int rowvec = op == PTO_OP_TROWMAX || op == PTO_OP_TROWSUM;
+      pto_tile *d0 = dst_new(PTO_F32, 8, rowvec ? 1 : 256, 7, rowvec ? 1 : 250);
+      pto_tile *d1 = dst_new(PTO_F32, 8, 1, 7, 1);
+      pto_tile *e0 = tile_clone(d0), *e1 = tile_clone(d1);
+      pto_targs a = {0};
+      a.dst[0] = d0;
+      a.dst[1] = op == PTO_OP_TROWEXPANDEXPDIFSUM ? d1 : NULL;
+      a.src[0] = x;
+      a.src[1] = rowvec || op == PTO_OP_TEXP ? NULL : v;
+      char ctx[64];
+      snprintf(ctx, sizeof ctx, "%s %s", l.t[t]->name, pto__insn_name(op));
+      run_table(l.t[t], op, &a, ctx);
+      pto_pf pf = {.n = 1, .lines = 1000};
+      pf.w[0].p = far;
+      pf.w[0].row_bytes = 1000 * PTO_PF_LINE;
+      pf.w[0].rs_bytes = 0;
+      pf.w[0].rows = 1;
+      a.dst[0] = e0;
+      a.dst[1] = a.dst[1] ? e1 : NULL;
+      a.pf = &pf;
+      run_table(l.t[t], op, &a, ctx);
+      expect_valid(ctx, e0, d0);
+      if (a.dst[1])
+        expect_valid(ctx, e1, d1);
+      if (l.t[t] == &pto__isa_scalar)
+        cr_expect_eq(pf.done, 0, "%s: drew %lld lines", ctx,
+                     (long long)pf.done);
+      else
+        cr_expect(pf.done > 0 && pf.done <= 1000, "%s: drew %lld lines", ctx,
+                  (long long)pf.done);
+      /* an exhausted plan stays exhausted */
+      pf.lines = pf.done;
+      const int64_t done = pf.done;
+      run_table(l.t[t], op, &a, ctx);
+      cr_expect_eq(pf.done, done, "%s", ctx);
+    }
 }
 
 /* The error of got against exact, in f32 ulps at exact (below 2^-126 the

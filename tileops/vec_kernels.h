@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "core/convert.h"
+#include "core/prefetch.h"
 #include "tileops/tileops.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -64,14 +65,17 @@ static inline void *grow(const pto_gview *g, int64_t r) {
 }
 
 /* STEP(c, n) for vectors at columns c < vc: n == VL over the interior, two
- * per iteration (unrolled by 2), then one n < VL tail. */
-#define FOR_COLS(vc, STEP)                                                     \
+ * per iteration (unrolled by 2), then one n < VL tail. FOR_COLS_PF also
+ * takes one line of the prefetch plan PF (core/prefetch.h) per iteration. */
+#define FOR_COLS(vc, STEP) FOR_COLS_PF(vc, STEP, (pto_pf *)NULL)
+#define FOR_COLS_PF(vc, STEP, PF)                                              \
   do {                                                                         \
     const uint32_t vc_ = (vc);                                                 \
     uint32_t c_ = 0;                                                           \
     for (; c_ + 2 * VL <= vc_; c_ += 2 * VL) {                                 \
       STEP(c_, VL);                                                            \
       STEP(c_ + VL, VL);                                                       \
+      pto__pf_tick(PF);                                                        \
     }                                                                          \
     if (c_ + VL <= vc_) {                                                      \
       STEP(c_, VL);                                                            \
@@ -259,7 +263,7 @@ ALWAYS_INLINE int binary(const pto_targs *a, const int op, const int ymode) {
       ibin(op, ldi(xp + c, n),                                                 \
            ymode == Y_TILE || ymode == Y_COLVEC ? ldi(yp + c, n) : yr),        \
       n)
-      FOR_COLS(vc, STEP);
+      FOR_COLS_PF(vc, STEP, a->pf);
 #undef STEP
     }
     return PTO_OK;
@@ -278,7 +282,7 @@ ALWAYS_INLINE int binary(const pto_targs *a, const int op, const int ymode) {
       fbin(op, ldf(xp + c, n),                                                 \
            ymode == Y_TILE || ymode == Y_COLVEC ? ldf(yp + c, n) : yr),        \
       n)
-    FOR_COLS(vc, STEP);
+    FOR_COLS_PF(vc, STEP, a->pf);
 #undef STEP
   }
   return PTO_OK;
@@ -327,13 +331,13 @@ ALWAYS_INLINE int unary(const pto_targs *a, const int op) {
       int32_t *restrict dp = row_of(d, r);
       const int32_t *restrict xp = row_of(x, r);
 #define STEP(c, n) sti(dp + c, iun(op, ldi(xp + c, n)), n)
-      FOR_COLS(vc, STEP);
+      FOR_COLS_PF(vc, STEP, a->pf);
 #undef STEP
     } else {
       float *restrict dp = row_of(d, r);
       const float *restrict xp = row_of(x, r);
 #define STEP(c, n) stf(dp + c, fun(op, ldf(xp + c, n)), n)
-      FOR_COLS(vc, STEP);
+      FOR_COLS_PF(vc, STEP, a->pf);
 #undef STEP
     }
   }
@@ -385,13 +389,13 @@ ALWAYS_INLINE void compare_mode(const pto_targs *a, const int mode) {
       const int32_t *restrict xp = row_of(x, r), *restrict yp = row_of(y, r);
 #define STEP(c, n)                                                             \
   sti(dp + c, vb_01(icmp(mode, ldi(xp + c, n), ldi(yp + c, n))), n)
-      FOR_COLS(vc, STEP);
+      FOR_COLS_PF(vc, STEP, a->pf);
 #undef STEP
     } else {
       const float *restrict xp = row_of(x, r), *restrict yp = row_of(y, r);
 #define STEP(c, n)                                                             \
   sti(dp + c, vb_01(fcmp(mode, ldf(xp + c, n), ldf(yp + c, n))), n)
-      FOR_COLS(vc, STEP);
+      FOR_COLS_PF(vc, STEP, a->pf);
 #undef STEP
     }
   }
@@ -437,7 +441,7 @@ static int vec_TSEL(int op, const pto_targs *a) {
       vi_blend(vi_eq(ldi(mp + c, n), vi_set(0)), ldi(xp + c, n),               \
                ldi(yp + c, n)),                                                \
       n)
-    FOR_COLS(vc, STEP);
+    FOR_COLS_PF(vc, STEP, a->pf);
 #undef STEP
   }
   return PTO_OK;
@@ -708,7 +712,7 @@ ALWAYS_INLINE vi ired(const int op, vi x, vi y) {
  * sign of a zero result settled afterwards (the hardware max does not
  * order +0 and -0): 3 operations per vector instead of vf_max's 5. */
 ALWAYS_INLINE float row_maxmin(const float *restrict xp, uint32_t vc,
-                               const int op) {
+                               const int op, pto_pf *pf) {
   const vf id = vf_set(op == B_MAX ? -INFINITY : INFINITY);
   vf acc0 = id, acc1 = id;
   vb nan = vf_cmp(id, id, _CMP_UNORD_Q); /* none */
@@ -718,6 +722,7 @@ ALWAYS_INLINE float row_maxmin(const float *restrict xp, uint32_t vc,
     acc0 = op == B_MAX ? vf_maxr(acc0, x0) : vf_minr(acc0, x0);
     acc1 = op == B_MAX ? vf_maxr(acc1, x1) : vf_minr(acc1, x1);
     nan = vb_or(nan, vf_cmp(x0, x1, _CMP_UNORD_Q));
+    pto__pf_tick(pf);
   }
   for (; c < vc; c += VL) {
     const vf x0 = vc - c >= VL ? vf_ld(xp + c) : vf_ldn(xp + c, vc - c, id);
@@ -779,7 +784,7 @@ ALWAYS_INLINE int row_reduce(const pto_targs *a, const int op) {
                           : (v < lanes[l] ? v : lanes[l]);
       ((int32_t *)row_of(d, r))[0] = v;
     } else if (op != B_ADD) {
-      ((float *)row_of(d, r))[0] = row_maxmin(row_of(x, r), vc, op);
+      ((float *)row_of(d, r))[0] = row_maxmin(row_of(x, r), vc, op, a->pf);
     } else {
       const float *restrict xp = row_of(x, r);
       const float id = -0.0f;
@@ -788,6 +793,7 @@ ALWAYS_INLINE int row_reduce(const pto_targs *a, const int op) {
       for (; c + 2 * VL <= vc; c += 2 * VL) { /* 2 accumulators */
         acc0 = vf_add(acc0, vf_ld(xp + c));
         acc1 = vf_add(acc1, vf_ld(xp + c + VL));
+        pto__pf_tick(a->pf);
       }
       for (; c < vc; c += VL)
         acc0 = vf_add(acc0, vc - c >= VL ? vf_ld(xp + c)
@@ -813,7 +819,7 @@ ALWAYS_INLINE int col_reduce(const pto_targs *a, const int op) {
       acc_ = ired(op, acc_, ldi((const int32_t *)row_of(x, r_) + (c), n));     \
     sti(dp + (c), acc_, n);                                                    \
   } while (0)
-    FOR_COLS(vc, STEP);
+    FOR_COLS_PF(vc, STEP, a->pf);
 #undef STEP
   } else {
     float *restrict dp = row_of(d, 0);
@@ -824,7 +830,7 @@ ALWAYS_INLINE int col_reduce(const pto_targs *a, const int op) {
       acc_ = fred(op, acc_, ldf((const float *)row_of(x, r_) + (c), n));       \
     stf(dp + (c), acc_, n);                                                    \
   } while (0)
-    FOR_COLS(vc, STEP);
+    FOR_COLS_PF(vc, STEP, a->pf);
 #undef STEP
   }
   return PTO_OK;
@@ -1172,6 +1178,7 @@ static int vec_TROWEXPANDEXPDIFSUM(int op, const pto_targs *a) {
       vf_st(dp + c + VL, e1);
       acc0 = vf_add(acc0, e0);
       acc1 = vf_add(acc1, e1);
+      pto__pf_tick(a->pf);
     }
     for (; c < vc; c += VL) {
       const uint32_t n = vc - c >= VL ? VL : vc - c;
