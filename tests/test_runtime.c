@@ -320,7 +320,9 @@ Test(scheduler, executor_prefetches_the_next_instance_loads, .timeout = 60) {
   pto_executable *e = NULL;
   cr_assert_eq(pto_compile(p, c, &e), PTO_OK, "%s", pto_program_error(p));
   cr_assert_eq(e->n_tasks, R / TR / 2);
-  float *xs = aligned_alloc(64, R * C * sizeof(float)), y[R * C];
+  /* aligned_alloc wants a multiple of the alignment */
+  float *xs = aligned_alloc(64, (R * C * sizeof(float) + 63) & ~(size_t)63),
+        y[R * C];
   for (int i = 0; i < R * C; i++)
     xs[i] = (float)i;
   const void *in[] = {xs};
