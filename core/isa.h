@@ -75,6 +75,8 @@ typedef struct pto_gview {
 #define PTO_MAX_SRC 4
 #define PTO_MAX_DST 2
 
+struct pto_pf;
+
 /* Everything one tile instruction needs. */
 typedef struct pto_targs {
   pto_tile *dst[PTO_MAX_DST];
@@ -88,6 +90,9 @@ typedef struct pto_targs {
    * runs (n_ahead may be 0; results never depend on it) */
   const pto_gview *ahead;
   uint32_t n_ahead;
+  /* lines to prefetch for what runs next (core/prefetch.h), a few at a
+   * time while this instruction runs; NULL: none. Never changes results. */
+  struct pto_pf *pf;
 } pto_targs;
 
 /* Most windows pto_targs.ahead lists. */

@@ -68,6 +68,13 @@ static int tiles_same(const pto_ptile *x, const pto_ptile *y) {
          x->vrows == y->vrows && x->vcols == y->vcols;
 }
 
+/* Removes instruction k of pr. */
+static void drop_inst(pto_cprog *pr, uint32_t k) {
+  memmove(&pr->insts[k], &pr->insts[k + 1],
+          (pr->n_insts - k - 1) * sizeof *pr->insts);
+  pr->n_insts--;
+}
+
 /* Peephole: TROWEXPANDSUB t = x - v followed by TEXP u = exp(t), t read by
  * nothing else, becomes TROWEXPANDEXPDIF u = exp(x - v): the same values
  * (an f32 difference, then exp) in one pass over the tile instead of two
@@ -95,8 +102,35 @@ static void fuse_expdif(pto_executable *e) {
       ex->src[0] = sub->src[0];
       ex->src[1] = sub->src[1];
       ex->fn = pto__isa_active()->fn[PTO_OP_TROWEXPANDEXPDIF];
-      memmove(sub, ex, (pr->n_insts - k - 1) * sizeof *sub);
-      pr->n_insts--;
+      drop_inst(pr, k);
+    }
+  }
+}
+
+/* Peephole, after fuse_expdif: TROWEXPANDEXPDIF u = exp(x - v) followed by
+ * TROWSUM s = rowsum(u) becomes TROWEXPANDEXPDIFSUM (u, s): the sums are
+ * taken while u is written instead of in a second pass over it (softmax's
+ * exp and row sum), the same values (the fused SIMD sum is TROWSUM's, bit
+ * for bit). Only where s is clear of u and x, and of v or v itself (each
+ * row's v is read before that row's sum is written). */
+static void fuse_expdif_sum(pto_executable *e) {
+  for (uint32_t q = 0; q < e->n_progs; q++) {
+    pto_cprog *pr = &e->progs[q];
+    for (uint32_t k = 0; k + 1 < pr->n_insts; k++) {
+      pto_pinst *ex = &pr->insts[k], *sum = &pr->insts[k + 1];
+      if (ex->op != PTO_OP_TROWEXPANDEXPDIF || sum->op != PTO_OP_TROWSUM ||
+          sum->src[0] != ex->dst[0])
+        continue;
+      const pto_ptile *s = &pr->tiles[sum->dst[0]], *u = &pr->tiles[ex->dst[0]],
+                      *x = &pr->tiles[ex->src[0]], *v = &pr->tiles[ex->src[1]];
+      if (tiles_overlap(s, u) || tiles_overlap(s, x) ||
+          (tiles_overlap(s, v) && !tiles_same(s, v)))
+        continue;
+      ex->op = PTO_OP_TROWEXPANDEXPDIFSUM;
+      ex->n_dst = 2;
+      ex->dst[1] = sum->dst[0];
+      ex->fn = pto__isa_active()->fn[PTO_OP_TROWEXPANDEXPDIFSUM];
+      drop_inst(pr, k + 1);
     }
   }
 }
@@ -189,6 +223,7 @@ pto_status pto_compile(pto_program *p, const pto_config *cfg,
     goto fail_compile;
   }
   fuse_expdif(e);
+  fuse_expdif_sum(e);
   name_programs(e);
   if ((st = mark_streaming_stores(e)))
     goto fail_compile;

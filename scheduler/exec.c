@@ -2,6 +2,8 @@
  * and the task's global windows. */
 #include "scheduler/exec.h"
 
+#include "core/prefetch.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,8 +93,50 @@ uint32_t pto__loads_ahead(const pto_cprog *pr, uint32_t i,
   return n;
 }
 
-pto_status pto__task_exec(const pto_executable *e, uint32_t t, pto_scratch *s,
-                          unsigned char *const *base, pto_error *err) {
+/* Software prefetch of the next instance's loads. A task's instances run in
+ * order, and a worker often knows the task it runs next (a batch it popped),
+ * so while instance i computes on its local tiles (when DRAM would
+ * otherwise sit idle) the executor already knows the global windows the next
+ * instance will TLOAD. Its lines go into a plan (core/prefetch.h) that the
+ * instructions of instance i draw from as they loop, and that the executor
+ * issues in slices before each instruction, so everything is in flight by
+ * the end of the instance. Windows read along columns (col_stride != 1) are
+ * left to the TLOAD itself, and so is an instance whose loads exceed
+ * PF_MAX_BYTES (they would evict the scratchpads they are meant to feed). */
+#define PF_MAX_BYTES (256u * 1024u)
+
+static void pf_init(pto_pf *pf, const pto_cprog *pr, const pto_targ *args,
+                    unsigned char *const *base) {
+  pf->n = pf->cur = 0;
+  pf->lines = pf->done = pf->row = pf->line = 0;
+  int64_t bytes = 0;
+  for (uint32_t i = 0; i < pr->n_insts; i++) {
+    const pto_pinst *pi = &pr->insts[i];
+    if (pi->op != PTO_OP_TLOAD || pi->slot < 0)
+      continue;
+    const pto_pslot *sl = &pr->slots[pi->slot];
+    const int64_t es = (int64_t)pto_dtype_size(sl->dtype);
+    if (sl->cs != 1 || sl->rows <= 0 || sl->cols <= 0 ||
+        pf->n == PTO_PF_WINDOWS)
+      continue;
+    pto_pf_window *w = &pf->w[pf->n++];
+    const pto_targ *g = &args[pi->slot];
+    w->p = base[g->storage] + g->offset * es;
+    w->row_bytes = sl->cols * es;
+    w->rs_bytes = sl->rs * es;
+    w->rows = sl->rows;
+    bytes += w->rows * w->row_bytes;
+    /* lines per row, counting a row that starts mid-line once per line */
+    pf->lines +=
+        w->rows * ((w->row_bytes + 2 * PTO_PF_LINE - 2) / PTO_PF_LINE);
+  }
+  if (bytes > (int64_t)PF_MAX_BYTES)
+    pf->n = 0, pf->lines = 0;
+}
+
+pto_status pto__task_exec(const pto_executable *e, uint32_t t, uint32_t next,
+                          pto_scratch *s, unsigned char *const *base,
+                          pto_error *err) {
   const pto_task *task = &e->tasks[t];
   const pto_cprog *pr = &e->progs[task->prog];
   pto_tile *tiles = s->tiles;
@@ -108,11 +152,23 @@ pto_status pto__task_exec(const pto_executable *e, uint32_t t, pto_scratch *s,
     tl->valid_cols = pt->vcols;
   }
   pto_gview ahead[PTO_AHEAD_MAX];
+  pto_pf pf = {.n = 0};
   for (uint32_t inst = 0; inst < task->n_inst; inst++) {
     const pto_targ *args = e->args + task->args + inst * pr->n_slots;
+    s->prefetched += (uint64_t)pf.done;
+    if (inst + 1 < task->n_inst)
+      pf_init(&pf, pr, args + pr->n_slots, base);
+    else if (next != PTO_NO_TASK)
+      pf_init(&pf, &e->progs[e->tasks[next].prog],
+              e->args + e->tasks[next].args, base);
+    else
+      pf.n = 0, pf.lines = pf.done = 0;
     for (uint32_t i = 0; i < pr->n_insts; i++) {
       const pto_pinst *pi = &pr->insts[i];
+      if (pf.done < pf.lines) /* what the instructions so far left */
+        pto__pf_advance(&pf, pf.lines * (int64_t)i / pr->n_insts);
       pto_targs a;
+      a.pf = pf.lines ? &pf : NULL;
       for (int d = 0; d < pi->n_dst; d++)
         a.dst[d] = &tiles[pi->dst[d]];
       for (int r = 0; r < pi->n_src; r++)
@@ -133,7 +189,9 @@ pto_status pto__task_exec(const pto_executable *e, uint32_t t, pto_scratch *s,
             t, pr->name, task->label, i, pto__insn_name(pi->op),
             pto_strerror(rc));
     }
+    pto__pf_advance(&pf, pf.lines);
   }
+  s->prefetched += (uint64_t)pf.done;
   return PTO_OK;
 }
 

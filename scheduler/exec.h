@@ -10,6 +10,7 @@ typedef struct pto_scratch {
   uint64_t size[PTO_MEM_LEVEL_COUNT];
   pto_tile *tiles; /* per-program tile descriptors, rebuilt per task */
   uint32_t cap_tiles;
+  uint64_t prefetched; /* cache lines prefetched for next instances */
 } pto_scratch;
 
 /* Sized for the largest program of e. */
@@ -21,9 +22,13 @@ pto_status pto__bind(const pto_executable *e, const void *const *inputs,
                      void *const *outputs, unsigned char **base);
 
 /* Runs every instance of task t; on failure fills err naming the task, its
- * program, label and instruction. */
-pto_status pto__task_exec(const pto_executable *e, uint32_t t, pto_scratch *s,
-                          unsigned char *const *base, pto_error *err);
+ * program, label and instruction. next: the task this worker runs after t
+ * if known (its loads are prefetched during t's last instance), or
+ * PTO_NO_TASK. */
+#define PTO_NO_TASK UINT32_MAX
+pto_status pto__task_exec(const pto_executable *e, uint32_t t, uint32_t next,
+                          pto_scratch *s, unsigned char *const *base,
+                          pto_error *err);
 
 /* Fills ahead (PTO_AHEAD_MAX entries) with the windows of the TLOADs that
  * directly follow instruction i of a cube program, when i computes (the

@@ -79,7 +79,11 @@ static int exe_exec(pto_run *run, uint32_t t, pto_worker *w, pto_error *err) {
   if (st)
     return pto__error_set(err, st, "task %u: worker %u is out of memory", t,
                           w->id);
-  return pto__task_exec(e, t, &w->scratch, r->base, err);
+  /* the next task of the worker's batch, if it is of this run */
+  uint32_t next = PTO_NO_TASK;
+  if (w->n_stash && w->stash[w->stash_head].run == run)
+    next = w->stash[w->stash_head].task;
+  return pto__task_exec(e, t, next, &w->scratch, r->base, err);
 }
 
 static void exe_run_free(exe_run *r) {

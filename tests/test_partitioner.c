@@ -381,9 +381,9 @@ Test(partitioner, softmax_fuses_into_one_subgraph_per_row_block) {
   pto_program_free(p);
 }
 
-/* exp(x - rowmax) becomes one TROWEXPANDEXPDIF pass (parity_softmax
- * checks the values). */
-Test(partitioner, softmax_exp_of_difference_is_one_instruction) {
+/* exp(x - rowmax) and its row sum become one TROWEXPANDEXPDIFSUM pass
+ * (parity_softmax checks the values). */
+Test(partitioner, softmax_exp_of_difference_and_sum_are_one_instruction) {
   pto_program *p = pto_program_new("softmax");
   const int64_t s[2] = {16, 64};
   pto_tensor *a = pto_input(p, "a", PTO_F32, 2, s);
@@ -392,8 +392,8 @@ Test(partitioner, softmax_exp_of_difference_is_one_instruction) {
   pto_executable *e = compile_ok(p, NULL);
   const char *name = pto_executable_program_name(e, 0);
   cr_expect_str_eq(name,
-                   "p0:TLOAD.TROWMAX.TROWEXPANDEXPDIF.TROWSUM.TROWEXPANDDIV."
-                   "TSTORE");
+                   "p0:TLOAD.TROWMAX.TROWEXPANDEXPDIFSUM.TRECIP."
+                   "TROWEXPANDMUL.TSTORE");
   /* a difference read elsewhere stays: (x - max) is also an output */
   pto_executable_free(e);
   pto_program_free(p);
@@ -409,6 +409,16 @@ Test(partitioner, softmax_exp_of_difference_is_one_instruction) {
     for (uint32_t k = 0; k < e->progs[q].n_insts; k++)
       sub += e->progs[q].insts[k].op == PTO_OP_TROWEXPANDSUB;
   cr_expect_gt(sub, 0, "the difference is stored: it must be computed");
+  pto_executable_free(e);
+  pto_program_free(p);
+  /* without the sum, exp(x - max) stays one TROWEXPANDEXPDIF */
+  p = pto_program_new("nosum");
+  a = pto_input(p, "a", PTO_F32, 2, s);
+  pto_program_set_vec_tile(p, 4, 64);
+  pto_output(p, pto_exp(p, pto_sub(p, a, pto_rowmax(p, a))), "y");
+  e = compile_ok(p, NULL);
+  cr_expect_str_eq(pto_executable_program_name(e, 0),
+                   "p0:TLOAD.TROWMAX.TROWEXPANDEXPDIF.TSTORE");
   pto_executable_free(e);
   pto_program_free(p);
 }

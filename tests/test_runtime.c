@@ -353,6 +353,75 @@ Test(scheduler, matmul_is_told_the_next_slices_operands, .timeout = 30) {
   pto_program_free(p);
 }
 
+/* Lines [p, p + n) touches, counted as the prefetcher must: per row. */
+static uint64_t lines_of(uintptr_t p, uintptr_t n) {
+  return (p + n - 1) / 64 - p / 64 + 1;
+}
+
+/* While an instance computes, the executor prefetches the windows the next
+ * instance of its task (or, on its last instance, the next task it is told
+ * of) will TLOAD: every line of every row of those windows, rows 148 bytes
+ * long so they start at every offset within a line. Nothing is prefetched
+ * for the first instance run, nor after the last. */
+Test(scheduler, executor_prefetches_the_next_instance_loads, .timeout = 60) {
+  enum { R = 24, C = 37, TR = 3 };
+  pto_program *p = pto_program_new("prefetch");
+  const int64_t s[2] = {R, C};
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 2, s);
+  pto_program_set_vec_tile(p, TR, C);
+  pto_output(p, pto_muls(p, x, 2.0), "y");
+  pto_config *c = pto_config_new();
+  pto_config_set_knob(c, NULL, PTO_KNOB_NBUFFER, 2);
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, c, &e), PTO_OK, "%s", pto_program_error(p));
+  cr_assert_eq(e->n_tasks, R / TR / 2);
+  /* aligned_alloc wants a multiple of the alignment */
+  float *xs = aligned_alloc(64, (R * C * sizeof(float) + 63) & ~(size_t)63),
+        y[R * C];
+  for (int i = 0; i < R * C; i++)
+    xs[i] = (float)i;
+  const void *in[] = {xs};
+  void *out[] = {y};
+  unsigned char *base[8];
+  cr_assert(e->n_storages <= 8);
+  cr_assert_eq(pto__bind(e, in, out, base), PTO_OK);
+  uint64_t all = 0;
+  for (int r = 0; r < R; r++)
+    all += lines_of((uintptr_t)(xs + r * C), C * sizeof(float));
+  for (int hinted = 0; hinted < 2; hinted++) {
+    pto_scratch sc;
+    cr_assert_eq(pto__scratch_init(&sc, e), PTO_OK);
+    memset(y, 0, sizeof y);
+    uint64_t want = all;
+    for (uint32_t t = 0; t < e->n_tasks; t++) {
+      /* not prefetched: the first instance of each task run unhinted */
+      if (t == 0 || !hinted) {
+        const pto_cprog *pr = &e->progs[e->tasks[t].prog];
+        int64_t off = -1;
+        for (uint32_t k = 0; k < pr->n_insts; k++)
+          if (pr->insts[k].op == PTO_OP_TLOAD)
+            off = e->args[e->tasks[t].args + (uint32_t)pr->insts[k].slot].offset;
+        cr_assert(off >= 0 && off % C == 0);
+        for (int64_t r = off / C; r < off / C + TR; r++)
+          want -= lines_of((uintptr_t)(xs + r * C), C * sizeof(float));
+      }
+      pto_error err = {0};
+      uint32_t next = hinted && t + 1 < e->n_tasks ? t + 1 : PTO_NO_TASK;
+      cr_assert_eq(pto__task_exec(e, t, next, &sc, base, &err), PTO_OK);
+    }
+    cr_expect_eq(sc.prefetched, want, "hinted %d: %llu lines, want %llu",
+                 hinted, (unsigned long long)sc.prefetched,
+                 (unsigned long long)want);
+    for (int i = 0; i < R * C; i++)
+      cr_assert_eq(y[i], 2.0f * xs[i]);
+    pto__scratch_free(&sc);
+  }
+  free(xs);
+  pto_executable_free(e);
+  pto_config_free(c);
+  pto_program_free(p);
+}
+
 static int fail_custom(pto_tile *dst, const pto_tile *const *src, int n,
                        void *user) {
   (void)dst;

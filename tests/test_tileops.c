@@ -17,9 +17,10 @@
  * Comparison:
  *  - PTO_IF_EXACT instructions, and every i32 result: bit-exact, except that
  *    any NaN matches any NaN (payloads are not part of the semantics).
- *  - TEXP TLOG TRSQRT TROWEXPANDEXPDIF: within 2 ulp (f32 ulp at the
+ *  - TEXP TLOG TRSQRT TROWEXPANDEXPDIF(SUM): within 2 ulp (f32 ulp at the
  *    expected value) of the result computed in double (for EXPDIF: exp in
  *    double of the f32 difference, since the difference is an f32 op).
+ *  - TROWEXPANDEXPDIFSUM's row sums: as TROWSUM's, of those exps.
  *    expf/logf are < 1 ulp; 1/sqrtf rounds twice, which stays < 2 ulp.
  *  - f32 TROWSUM TCOLSUM: |got - exact| <= 1e-5 * sqrt(n) * sum |x_i|.
  *  - TMATMUL(_ACC): |got - exact| <= 1e-5 * sqrt(K) * (sum_k |a_k b_k| +
@@ -38,6 +39,7 @@
 #include "core/convert.h"
 #include "core/custom.h"
 #include "core/isa.h"
+#include "core/prefetch.h"
 #include "pto/pto.h"
 #include "tileops/tileops.h"
 
@@ -1050,6 +1052,61 @@ static void drive_colexpand2(int op, const oracle_case *oc) {
   drive_expand(op, oc, 0, 1);
 }
 
+/* TROWEXPANDEXPDIFSUM: dst0 within 2 ulp of exp of the f32 difference, as
+ * TROWEXPANDEXPDIF; dst1 within the TROWSUM bound of the exact sum of those
+ * exps, and equal bit for bit to what the same table's TROWSUM makes of
+ * dst0 (the fusion changes no value). Then in place: dst0 = src0 and
+ * dst1 = src1 (each row's max is read before the row is written). */
+static void drive_rowexpsum(int op, const oracle_case *oc) {
+  for (int si = 0; si < (int)N_SHAPES; si++) {
+    const shape *s = &shapes[si];
+    rng r = rng_seed(seed_of(op, 0, si, 0));
+    pto_tile *x = src_new(&r, PTO_F32, s->rows, s->cols, s->vr, s->vc, oc->gen0);
+    pto_tile *v = src_new(&r, PTO_F32, s->rows, 1, s->vr, 1, oc->gen1);
+    pto_tile *d = dst_new(PTO_F32, s->rows, s->cols, s->vr, s->vc);
+    pto_tile *sum = dst_new(PTO_F32, s->rows, 1, s->vr, 1);
+    pto_tile *want = tile_clone(d), *wsum = tile_clone(sum);
+    double *val = dbuf(d), *tol = dbuf(d), *sval = dbuf(sum), *stol = dbuf(sum);
+    for (uint32_t i = 0; i < s->vr; i++) {
+      double acc = 0, mag = 0;
+      for (uint32_t j = 0; j < s->vc; j++) {
+        size_t k = (size_t)i * d->stride + j;
+        val[k] = oc->fb(getf(x, i, j), getf(v, i, 0));
+        tol[k] = 2 * ulp_f32(val[k]);
+        acc += val[k];
+        mag += fabs(val[k]);
+      }
+      sval[(size_t)i * sum->stride] = acc;
+      stol[(size_t)i * sum->stride] = 1e-5 * sqrt((double)s->vc) * mag;
+    }
+    const char *ctx = ctx_of(op, "", PTO_F32, s);
+    pto_targs a = {0};
+    a.dst[0] = d;
+    a.dst[1] = sum;
+    a.src[0] = x;
+    a.src[1] = v;
+    run_ok(op, &a, ctx);
+    expect_tile(ctx, d, want, val, tol);
+    expect_tile(ctx, sum, wsum, sval, stol);
+    /* the same sum as TROWSUM of dst0 */
+    pto_tile *rs = dst_new(PTO_F32, s->rows, 1, s->vr, 1);
+    pto_targs b = {0};
+    b.dst[0] = rs;
+    b.src[0] = d;
+    run_ok(PTO_OP_TROWSUM, &b, ctx);
+    expect_valid(ctx, sum, rs);
+    /* in place */
+    pto_tile *xi = tile_clone(x), *vi = tile_clone(v);
+    a.dst[0] = xi;
+    a.src[0] = xi;
+    a.dst[1] = vi;
+    a.src[1] = vi;
+    run_ok(op, &a, ctx);
+    expect_valid(ctx, xi, d);
+    expect_valid(ctx, vi, sum);
+  }
+}
+
 /* ---- drivers: matmul
  * --------------------------------------------------------- */
 
@@ -1666,6 +1723,8 @@ static const oracle_case cases[PTO_OP_COUNT] = {
     [PTO_OP_TMRGSORT] = {.drive = drive_mrgsort},
     [PTO_OP_TCI] = {.drive = drive_fill},
     [PTO_OP_TTRI] = {.drive = drive_fill},
+    [PTO_OP_TROWEXPANDEXPDIFSUM] = {.drive = drive_rowexpsum, .fb = o_expdif,
+                                    .gen0 = G_F32, .gen1 = G_F32},
 };
 
 static void run_case(int op) {
@@ -1722,6 +1781,58 @@ static void run_table(const pto_isa_table *t, int op, const pto_targs *a,
   cr_assert_eq(st, 0, "%s: %s", ctx, msg);
   st = t->fn[op](op, a);
   cr_assert_eq(st, 0, "%s: %s returned %s", ctx, t->name, pto_status_name(st));
+}
+
+/* A prefetch plan (core/prefetch.h) handed to an instruction changes
+ * nothing it computes; the SIMD tables draw lines from it as they loop over
+ * long rows (the scalar reference ignores it), never beyond the plan. */
+Test(tileops, instructions_draw_prefetch_lines, .fini = free_all) {
+  const isa_list l = tables_here();
+  static const unsigned char far[64 * 1024];
+  const int ops[] = {PTO_OP_TROWMAX, PTO_OP_TROWSUM, PTO_OP_TROWEXPANDMUL,
+                     PTO_OP_TEXP, PTO_OP_TROWEXPANDEXPDIFSUM};
+  rng r = rng_seed(77);
+  pto_tile *x = src_new(&r, PTO_F32, 8, 256, 7, 250, G_F32);
+  pto_tile *v = src_new(&r, PTO_F32, 8, 1, 7, 1, G_F32);
+  for (int t = 0; t < l.n; t++)
+    for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+      const int op = ops[k];
+      const int rowvec = op == PTO_OP_TROWMAX || op == PTO_OP_TROWSUM;
+      pto_tile *d0 = dst_new(PTO_F32, 8, rowvec ? 1 : 256, 7, rowvec ? 1 : 250);
+      pto_tile *d1 = dst_new(PTO_F32, 8, 1, 7, 1);
+      pto_tile *e0 = tile_clone(d0), *e1 = tile_clone(d1);
+      pto_targs a = {0};
+      a.dst[0] = d0;
+      a.dst[1] = op == PTO_OP_TROWEXPANDEXPDIFSUM ? d1 : NULL;
+      a.src[0] = x;
+      a.src[1] = rowvec || op == PTO_OP_TEXP ? NULL : v;
+      char ctx[64];
+      snprintf(ctx, sizeof ctx, "%s %s", l.t[t]->name, pto__insn_name(op));
+      run_table(l.t[t], op, &a, ctx);
+      pto_pf pf = {.n = 1, .lines = 1000};
+      pf.w[0].p = far;
+      pf.w[0].row_bytes = 1000 * PTO_PF_LINE;
+      pf.w[0].rs_bytes = 0;
+      pf.w[0].rows = 1;
+      a.dst[0] = e0;
+      a.dst[1] = a.dst[1] ? e1 : NULL;
+      a.pf = &pf;
+      run_table(l.t[t], op, &a, ctx);
+      expect_valid(ctx, e0, d0);
+      if (a.dst[1])
+        expect_valid(ctx, e1, d1);
+      if (l.t[t] == &pto__isa_scalar)
+        cr_expect_eq(pf.done, 0, "%s: drew %lld lines", ctx,
+                     (long long)pf.done);
+      else
+        cr_expect(pf.done > 0 && pf.done <= 1000, "%s: drew %lld lines", ctx,
+                  (long long)pf.done);
+      /* an exhausted plan stays exhausted */
+      pf.lines = pf.done;
+      const int64_t done = pf.done;
+      run_table(l.t[t], op, &a, ctx);
+      cr_expect_eq(pf.done, done, "%s", ctx);
+    }
 }
 
 /* The error of got against exact, in f32 ulps at exact (below 2^-126 the
@@ -2419,6 +2530,30 @@ Test(tileops, check_compare_select_axis, .fini = free_all) {
   pto_targs ex = binop_args(xi, xi, ri);
   expect_accept(PTO_OP_TROWEXPANDMAX, &ex);
   expect_reject(PTO_OP_TROWEXPANDEXPDIF, &ex, PTO_EDTYPE, "i32", NULL);
+
+  /* exp-dif with row sums: dst1 a rowvec of f32, apart from dst0 and src0 */
+  pto_tile *sums = dst_new(PTO_F32, 16, 1, 13, 1);
+  pto_targs es = binop_args(f, x, rv);
+  es.dst[1] = sums;
+  expect_accept(PTO_OP_TROWEXPANDEXPDIFSUM, &es);
+  es.dst[1] = rv; /* the row maxima's own buffer */
+  expect_accept(PTO_OP_TROWEXPANDEXPDIFSUM, &es);
+  es.dst[1] = cv;
+  expect_reject(PTO_OP_TROWEXPANDEXPDIFSUM, &es, PTO_ESHAPE, "dst1", "1x37");
+  es.dst[1] = ri;
+  expect_reject(PTO_OP_TROWEXPANDEXPDIFSUM, &es, PTO_EDTYPE, "dst1", "i32");
+  es.dst[1] = sums;
+  es.src[1] = ri;
+  expect_reject(PTO_OP_TROWEXPANDEXPDIFSUM, &es, PTO_EDTYPE, "src1", "i32");
+  es.src[1] = rv;
+  sums->valid_rows = 12;
+  expect_reject(PTO_OP_TROWEXPANDEXPDIFSUM, &es, PTO_ESHAPE, "dst1", "12x1");
+  sums->valid_rows = 13;
+  pto_tile in_x = *sums; /* a rowvec inside src0's buffer */
+  in_x.data = x->data;
+  es.dst[1] = &in_x;
+  expect_reject(PTO_OP_TROWEXPANDEXPDIFSUM, &es, PTO_EINVAL, "dst1 overlaps",
+                "src0");
 }
 
 Test(tileops, check_matmul_operands, .fini = free_all) {

@@ -396,6 +396,7 @@ typedef enum op_class {
   K_COLRED,
   K_ROWEXPAND,  /* dst = rowvec src0 */
   K_ROWEXPAND2, /* dst = src0 op rowvec src1 */
+  K_ROWEXPSUM,  /* dst0 = src0 op rowvec src1, rowvec dst1 = row sums */
   K_COLEXPAND,
   K_COLEXPAND2,
   K_MATMUL,
@@ -469,6 +470,8 @@ static op_class class_of(pto_opcode op) {
   case PTO_OP_TROWEXPANDMAX:
   case PTO_OP_TROWEXPANDEXPDIF:
     return K_ROWEXPAND2;
+  case PTO_OP_TROWEXPANDEXPDIFSUM:
+    return K_ROWEXPSUM;
   case PTO_OP_TCOLEXPAND:
     return K_COLEXPAND;
   case PTO_OP_TCOLEXPANDADD:
@@ -511,6 +514,7 @@ static int pointwise(op_class cl) {
   case K_COLRED:
   case K_ROWEXPAND:
   case K_ROWEXPAND2:
+  case K_ROWEXPSUM:
   case K_COLEXPAND:
   case K_COLEXPAND2:
   case K_FILLPAD:
@@ -657,6 +661,16 @@ static int check_rules(const chk *k, op_class cl, const pto_targs *a) {
     TRY(check_same_valid(k, "src0", s0, "dst", d));
     return check_valid_is(k, "src1", s1, d->valid_rows, 1,
                           "a rowvec of dst's rows");
+  case K_ROWEXPSUM:
+    TRY(check_dtype_is(k, "dst0", d, PTO_F32));
+    TRY(check_dtype_is(k, "dst1", a->dst[1], PTO_F32));
+    TRY(check_dtype_is(k, "src0", s0, PTO_F32));
+    TRY(check_dtype_is(k, "src1", s1, PTO_F32));
+    TRY(check_same_valid(k, "src0", s0, "dst0", d));
+    TRY(check_valid_is(k, "src1", s1, d->valid_rows, 1,
+                       "a rowvec of dst0's rows"));
+    return check_valid_is(k, "dst1", a->dst[1], d->valid_rows, 1,
+                          "a rowvec of dst0's rows");
   case K_COLEXPAND2:
     TRY(check_numeric(k, "dst", d));
     TRY(check_same_dtype(k, "src0", s0, "dst", d));

@@ -522,6 +522,25 @@ static int ref_TROWEXPANDEXPDIF(int op, const pto_targs *a) {
   (void)op;
   return row_expand(a, f_expdif, NULL);
 }
+/* dst0 = exp(src0 - src1[r]) and dst1[r] = its row sum, folded left to
+ * right as TROWSUM folds. src1[r] is read before row r is written, so dst1
+ * may be src1's buffer. */
+static int ref_TROWEXPANDEXPDIFSUM(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0], *s = a->dst[1];
+  const pto_tile *x = a->src[0], *v = a->src[1];
+  for (uint32_t r = 0; r < d->valid_rows; r++) {
+    const float m = ldf(v, r, 0);
+    float acc = 0.0f;
+    for (uint32_t c = 0; c < d->valid_cols; c++) {
+      const float e = f_expdif(ldf(x, r, c), m);
+      stf(d, r, c, e);
+      acc = c ? acc + e : e;
+    }
+    stf(s, r, 0, acc);
+  }
+  return PTO_OK;
+}
 static int ref_TCOLEXPANDADD(int op, const pto_targs *a) {
   (void)op;
   return col_expand(a, f_add, i_add);

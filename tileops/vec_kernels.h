@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "core/convert.h"
+#include "core/prefetch.h"
 #include "tileops/tileops.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -64,14 +65,17 @@ static inline void *grow(const pto_gview *g, int64_t r) {
 }
 
 /* STEP(c, n) for vectors at columns c < vc: n == VL over the interior, two
- * per iteration (unrolled by 2), then one n < VL tail. */
-#define FOR_COLS(vc, STEP)                                                     \
+ * per iteration (unrolled by 2), then one n < VL tail. FOR_COLS_PF also
+ * takes one line of the prefetch plan PF (core/prefetch.h) per iteration. */
+#define FOR_COLS(vc, STEP) FOR_COLS_PF(vc, STEP, (pto_pf *)NULL)
+#define FOR_COLS_PF(vc, STEP, PF)                                              \
   do {                                                                         \
     const uint32_t vc_ = (vc);                                                 \
     uint32_t c_ = 0;                                                           \
     for (; c_ + 2 * VL <= vc_; c_ += 2 * VL) {                                 \
       STEP(c_, VL);                                                            \
       STEP(c_ + VL, VL);                                                       \
+      pto__pf_tick(PF);                                                        \
     }                                                                          \
     if (c_ + VL <= vc_) {                                                      \
       STEP(c_, VL);                                                            \
@@ -259,7 +263,7 @@ ALWAYS_INLINE int binary(const pto_targs *a, const int op, const int ymode) {
       ibin(op, ldi(xp + c, n),                                                 \
            ymode == Y_TILE || ymode == Y_COLVEC ? ldi(yp + c, n) : yr),        \
       n)
-      FOR_COLS(vc, STEP);
+      FOR_COLS_PF(vc, STEP, a->pf);
 #undef STEP
     }
     return PTO_OK;
@@ -278,7 +282,7 @@ ALWAYS_INLINE int binary(const pto_targs *a, const int op, const int ymode) {
       fbin(op, ldf(xp + c, n),                                                 \
            ymode == Y_TILE || ymode == Y_COLVEC ? ldf(yp + c, n) : yr),        \
       n)
-    FOR_COLS(vc, STEP);
+    FOR_COLS_PF(vc, STEP, a->pf);
 #undef STEP
   }
   return PTO_OK;
@@ -327,13 +331,13 @@ ALWAYS_INLINE int unary(const pto_targs *a, const int op) {
       int32_t *restrict dp = row_of(d, r);
       const int32_t *restrict xp = row_of(x, r);
 #define STEP(c, n) sti(dp + c, iun(op, ldi(xp + c, n)), n)
-      FOR_COLS(vc, STEP);
+      FOR_COLS_PF(vc, STEP, a->pf);
 #undef STEP
     } else {
       float *restrict dp = row_of(d, r);
       const float *restrict xp = row_of(x, r);
 #define STEP(c, n) stf(dp + c, fun(op, ldf(xp + c, n)), n)
-      FOR_COLS(vc, STEP);
+      FOR_COLS_PF(vc, STEP, a->pf);
 #undef STEP
     }
   }
@@ -385,13 +389,13 @@ ALWAYS_INLINE void compare_mode(const pto_targs *a, const int mode) {
       const int32_t *restrict xp = row_of(x, r), *restrict yp = row_of(y, r);
 #define STEP(c, n)                                                             \
   sti(dp + c, vb_01(icmp(mode, ldi(xp + c, n), ldi(yp + c, n))), n)
-      FOR_COLS(vc, STEP);
+      FOR_COLS_PF(vc, STEP, a->pf);
 #undef STEP
     } else {
       const float *restrict xp = row_of(x, r), *restrict yp = row_of(y, r);
 #define STEP(c, n)                                                             \
   sti(dp + c, vb_01(fcmp(mode, ldf(xp + c, n), ldf(yp + c, n))), n)
-      FOR_COLS(vc, STEP);
+      FOR_COLS_PF(vc, STEP, a->pf);
 #undef STEP
     }
   }
@@ -437,7 +441,7 @@ static int vec_TSEL(int op, const pto_targs *a) {
       vi_blend(vi_eq(ldi(mp + c, n), vi_set(0)), ldi(xp + c, n),               \
                ldi(yp + c, n)),                                                \
       n)
-    FOR_COLS(vc, STEP);
+    FOR_COLS_PF(vc, STEP, a->pf);
 #undef STEP
   }
   return PTO_OK;
@@ -708,7 +712,7 @@ ALWAYS_INLINE vi ired(const int op, vi x, vi y) {
  * sign of a zero result settled afterwards (the hardware max does not
  * order +0 and -0): 3 operations per vector instead of vf_max's 5. */
 ALWAYS_INLINE float row_maxmin(const float *restrict xp, uint32_t vc,
-                               const int op) {
+                               const int op, pto_pf *pf) {
   const vf id = vf_set(op == B_MAX ? -INFINITY : INFINITY);
   vf acc0 = id, acc1 = id;
   vb nan = vf_cmp(id, id, _CMP_UNORD_Q); /* none */
@@ -718,6 +722,7 @@ ALWAYS_INLINE float row_maxmin(const float *restrict xp, uint32_t vc,
     acc0 = op == B_MAX ? vf_maxr(acc0, x0) : vf_minr(acc0, x0);
     acc1 = op == B_MAX ? vf_maxr(acc1, x1) : vf_minr(acc1, x1);
     nan = vb_or(nan, vf_cmp(x0, x1, _CMP_UNORD_Q));
+    pto__pf_tick(pf);
   }
   for (; c < vc; c += VL) {
     const vf x0 = vc - c >= VL ? vf_ld(xp + c) : vf_ldn(xp + c, vc - c, id);
@@ -738,6 +743,17 @@ ALWAYS_INLINE float row_maxmin(const float *restrict xp, uint32_t vc,
       if (pto__f32_bits(xp[k]) == want)
         return op == B_MAX ? 0.0f : -0.0f;
   }
+  return v;
+}
+
+/* The f32 row sum of TROWSUM from its two accumulators (even and odd
+ * vectors, the tail in the first): lanes of their sum, left to right. */
+ALWAYS_INLINE float fold_sum(vf acc0, vf acc1) {
+  float lanes[VL];
+  vf_st(lanes, vf_add(acc0, acc1));
+  float v = lanes[0];
+  for (int l = 1; l < VL; l++)
+    v += lanes[l];
   return v;
 }
 
@@ -768,28 +784,21 @@ ALWAYS_INLINE int row_reduce(const pto_targs *a, const int op) {
                           : (v < lanes[l] ? v : lanes[l]);
       ((int32_t *)row_of(d, r))[0] = v;
     } else if (op != B_ADD) {
-      ((float *)row_of(d, r))[0] = row_maxmin(row_of(x, r), vc, op);
+      ((float *)row_of(d, r))[0] = row_maxmin(row_of(x, r), vc, op, a->pf);
     } else {
       const float *restrict xp = row_of(x, r);
       const float id = -0.0f;
       vf acc0 = vf_set(id), acc1 = acc0;
       uint32_t c = 0;
       for (; c + 2 * VL <= vc; c += 2 * VL) { /* 2 accumulators */
-        acc0 = fred(op, acc0, vf_ld(xp + c));
-        acc1 = fred(op, acc1, vf_ld(xp + c + VL));
+        acc0 = vf_add(acc0, vf_ld(xp + c));
+        acc1 = vf_add(acc1, vf_ld(xp + c + VL));
+        pto__pf_tick(a->pf);
       }
       for (; c < vc; c += VL)
-        acc0 = fred(op, acc0,
-                    vc - c >= VL ? vf_ld(xp + c) : vf_ldn(xp + c, vc - c,
-                                                          vf_set(id)));
-      float lanes[VL];
-      vf_st(lanes, fred(op, acc0, acc1));
-      float v = lanes[0];
-      for (int l = 1; l < VL; l++)
-        v = op == B_ADD   ? v + lanes[l]
-            : op == B_MAX ? s_max(v, lanes[l])
-                          : s_min(v, lanes[l]);
-      ((float *)row_of(d, r))[0] = v;
+        acc0 = vf_add(acc0, vc - c >= VL ? vf_ld(xp + c)
+                                         : vf_ldn(xp + c, vc - c, vf_set(id)));
+      ((float *)row_of(d, r))[0] = fold_sum(acc0, acc1);
     }
   }
   return PTO_OK;
@@ -810,7 +819,7 @@ ALWAYS_INLINE int col_reduce(const pto_targs *a, const int op) {
       acc_ = ired(op, acc_, ldi((const int32_t *)row_of(x, r_) + (c), n));     \
     sti(dp + (c), acc_, n);                                                    \
   } while (0)
-    FOR_COLS(vc, STEP);
+    FOR_COLS_PF(vc, STEP, a->pf);
 #undef STEP
   } else {
     float *restrict dp = row_of(d, 0);
@@ -821,7 +830,7 @@ ALWAYS_INLINE int col_reduce(const pto_targs *a, const int op) {
       acc_ = fred(op, acc_, ldf((const float *)row_of(x, r_) + (c), n));       \
     stf(dp + (c), acc_, n);                                                    \
   } while (0)
-    FOR_COLS(vc, STEP);
+    FOR_COLS_PF(vc, STEP, a->pf);
 #undef STEP
   }
   return PTO_OK;
@@ -1146,6 +1155,43 @@ BINARY_OP(TCOLEXPANDMUL, B_MUL, Y_COLVEC)
 BINARY_OP(TCOLEXPANDDIV, B_DIV, Y_COLVEC)
 #undef BINARY_OP
 
+/* dst0 = exp(src0 - src1[r]) and dst1[r] = the row sum of dst0, in one
+ * pass: the sum is accumulated exactly as row_reduce's TROWSUM accumulates
+ * dst0 (same accumulators, same order), so it equals TROWSUM of dst0 bit for
+ * bit and the fusion changes no value. src1[r] is read before row r is
+ * written (dst1 may be src1's buffer). */
+static int vec_TROWEXPANDEXPDIFSUM(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0], *s = a->dst[1];
+  const pto_tile *x = a->src[0], *v = a->src[1];
+  const uint32_t vr = d->valid_rows, vc = d->valid_cols;
+  for (uint32_t r = 0; r < vr; r++) {
+    const vf m = vf_set(((const float *)row_of(v, r))[0]);
+    float *restrict dp = row_of(d, r);
+    const float *restrict xp = row_of(x, r);
+    vf acc0 = vf_set(-0.0f), acc1 = acc0;
+    uint32_t c = 0;
+    for (; c + 2 * VL <= vc; c += 2 * VL) { /* 2 accumulators, as TROWSUM */
+      const vf e0 = vf_exp(vf_sub(vf_ld(xp + c), m));
+      const vf e1 = vf_exp(vf_sub(vf_ld(xp + c + VL), m));
+      vf_st(dp + c, e0);
+      vf_st(dp + c + VL, e1);
+      acc0 = vf_add(acc0, e0);
+      acc1 = vf_add(acc1, e1);
+      pto__pf_tick(a->pf);
+    }
+    for (; c < vc; c += VL) {
+      const uint32_t n = vc - c >= VL ? VL : vc - c;
+      const vf e = vf_exp(vf_sub(ldf(xp + c, n), m));
+      stf(dp + c, e, n);
+      /* a short tail as TROWSUM reads it: -0 beyond the valid columns */
+      acc0 = vf_add(acc0, n == VL ? e : vf_ldn(dp + c, n, vf_set(-0.0f)));
+    }
+    ((float *)row_of(s, r))[0] = fold_sum(acc0, acc1);
+  }
+  return PTO_OK;
+}
+
 #define UNARY_OP(NAME, OP)                                                     \
   static int vec_##NAME(int op, const pto_targs *a) {                          \
     (void)op;                                                                  \
@@ -1183,7 +1229,7 @@ REDUCE_OP(TCOLMIN, col_reduce, B_MIN)
   X(TCOLMAX) X(TCOLMIN) X(TROWEXPAND) X(TROWEXPANDADD) X(TROWEXPANDSUB)       \
   X(TROWEXPANDMUL) X(TROWEXPANDDIV) X(TROWEXPANDMAX) X(TROWEXPANDEXPDIF)       \
   X(TCOLEXPAND) X(TCOLEXPANDADD) X(TCOLEXPANDSUB) X(TCOLEXPANDMUL)             \
-  X(TCOLEXPANDDIV) X(TMOV) X(TSORT32) X(TMRGSORT)
+  X(TCOLEXPANDDIV) X(TMOV) X(TSORT32) X(TMRGSORT) X(TROWEXPANDEXPDIFSUM)
 
 static void vec_install(pto_isa_table *t) {
 #define SET(name) t->fn[PTO_OP_##name] = vec_##name;

@@ -174,8 +174,10 @@ PTO_API pto_tensor *pto_matmul_acc(pto_program *p, pto_tensor *acc,
 
 /* ---- composites and data movement --------------------------------------- */
 
-/* Softmax along the last axis: exp(x - rowmax) / rowsum; built from the
- * primitive ops above. */
+/* Softmax along the last axis: exp(x - rowmax) * (1 / rowsum); built from
+ * the primitive ops above (6 of them). Multiplying by the rounded reciprocal
+ * of the row sum is within 1.5 ulp of dividing by the sum (one rounding
+ * more), at the cost of one division per row instead of one per element. */
 PTO_API pto_tensor *pto_softmax(pto_program *p, pto_tensor *a);
 
 /* The k largest values along the last axis of a floating tensor, ordered by
