@@ -1,5 +1,6 @@
 /* Running compiled executables on the runtime: synchronously, or
  * asynchronously with completion on the caller's libuv loop. */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -219,6 +220,10 @@ static void async_closed(uv_handle_t *h) {
 
 static void async_done(uv_async_t *a) {
   exe_run *r = a->data;
+  /* acquire: pairs with run_finish's release (see pto_run.finished); the
+   * worker is inside uv_async_send, a few instructions from the store */
+  while (!atomic_load_explicit(&r->run.finished, memory_order_acquire))
+    sched_yield();
   pto_status st =
       (pto_status)atomic_load_explicit(&r->run.status, memory_order_acquire);
   if (r->run.cb)

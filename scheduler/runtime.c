@@ -228,8 +228,11 @@ static void run_finish(pto_run *run) {
   rq_release(&rt->rq[1], run->job.reserve[1]);
   /* release: the run's results happen-before whoever waits on it */
   atomic_fetch_sub_explicit(&rt->active_runs, 1, memory_order_release);
-  if (run->loop_async)
+  if (run->loop_async) {
     uv_async_send(run->loop_async);
+    /* release, and the last touch of run: the loop may free it now */
+    atomic_store_explicit(&run->finished, 1, memory_order_release);
+  }
   else
     uv_sem_post(&run->done);
 }

@@ -64,6 +64,13 @@ struct pto_run {
    * caller's loop */
   uv_sem_t done;
   uv_async_t *loop_async;
+  /* set (release) by the last worker once uv_async_send has returned, its
+   * last touch of the run; the loop's callback waits for it (acquire)
+   * before it frees the run and its handle. The eventfd wake-up alone does
+   * not order the worker's writes (nor is it visible to TSan), and the
+   * callback can run as soon as the handle is marked pending, before the
+   * send returns. */
+  atomic_int finished;
   void (*finish)(pto_run *run); /* called by the last worker */
   void *owner;                  /* the executable or graph */
   pto_run_cb cb;
