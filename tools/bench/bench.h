@@ -3,17 +3,18 @@
 #ifndef PTO_TOOLS_BENCH_H
 #define PTO_TOOLS_BENCH_H
 
+#include "pto/pto.h"
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 
 /* Options every subcommand understands (parsed by pto-bench's main). */
 typedef struct bench_opts {
-  int json;      /* --json: one JSON array on stdout, tables on stderr */
-  int quick;     /* --quick: smaller sizes and fewer repeats (CI, smoke) */
-  int repeats;   /* --repeats N: timed repeats per case (0: the default) */
-  int threads;   /* --threads N: worker threads (0: every core) */
-  int progress;  /* progress lines on stderr (off with --quiet) */
+  int json;     /* --json: one JSON array on stdout, tables on stderr */
+  int quick;    /* --quick: smaller sizes and fewer repeats (CI, smoke) */
+  int repeats;  /* --repeats N: timed repeats per case (0: the default) */
+  int threads;  /* --threads N: worker threads (0: every core) */
+  int progress; /* progress lines on stderr (off with --quiet) */
 } bench_opts;
 
 /* A subcommand: parses its own arguments (argv[0] is its name), returns the
@@ -45,10 +46,13 @@ void bench_progress(const bench_opts *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* The number of cores the benchmark runs on (threads option, or all). */
 int bench_cores(const bench_opts *o);
-/* A runtime of `threads` shared workers (cube and vector) on this host, or
- * NULL after printing why on stderr, prefixed "pto-bench <cmd>: ". */
-struct pto_runtime *bench_runtime_new(const char *cmd, int threads,
-                                      int trace);
+/* This host as `threads` shared workers (cube and vector): 0, or -1 after
+ * printing why on stderr, prefixed "pto-bench <cmd>: ". */
+int bench_machine(const char *cmd, int threads, pto_machine *m);
+/* A runtime on m (tracing runs when trace is set), or NULL after printing
+ * why (pto_runtime_error(NULL): PTO_ISA's refusal included). */
+pto_runtime *bench_runtime_new(const char *cmd, const pto_machine *m,
+                               int trace);
 /* Busy-waits ns nanoseconds (for synthetic tasks). */
 void bench_spin_ns(uint64_t ns);
 /* The AVX-512 f32 FMA peak of `threads` threads running at once, GFLOP/s,

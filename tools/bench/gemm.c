@@ -110,12 +110,9 @@ static int run_case(const bench_opts *o, const gcase *c, int threads,
   for (size_t i = 0; i < nb; i++)
     B[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
   pto_machine m;
-  pto_status st = pto_machine_host(&m);
-  if (!st) {
-    m.shared = 1;
-    m.workers[PTO_CORE_CUBE] = m.workers[PTO_CORE_VECTOR] = (uint32_t)threads;
-    st = pto_config_set_machine(cfg, &m);
-  }
+  if (bench_machine("gemm", threads, &m))
+    goto done;
+  pto_status st = pto_config_set_machine(cfg, &m);
   if (!st)
     st = pto_gemm_tile(&m, c->m, c->n, c->k, (uint32_t)threads, &res->tile);
   if (st) {
@@ -129,13 +126,8 @@ static int run_case(const bench_opts *o, const gcase *c, int threads,
     goto done;
   }
   res->tasks = pto_executable_num_tasks(e);
-  pto_runtime_params prm = pto_runtime_params_default();
-  prm.machine = &m;
-  if ((st = pto_runtime_new(&prm, &rt))) {
-    fprintf(stderr, "pto-bench gemm: cannot start %d workers: %s\n", threads,
-            pto_strerror(st));
+  if (!(rt = bench_runtime_new("gemm", &m, 0)))
     goto done;
-  }
   const void *in[2] = {A, B};
   void *out[1] = {C};
   pause_ms(200); /* OpenBLAS's threads from the last case go to sleep */
@@ -151,10 +143,9 @@ static int run_case(const bench_opts *o, const gcase *c, int threads,
   }
   res->pto_ms = bench_median(t, repeats);
   if (trace) { /* one more run, traced, summarised on stderr */
-    pto_runtime *trt = NULL;
-    prm.trace = 1;
     pause_ms(5);
-    if (!pto_runtime_new(&prm, &trt) && !pto_runtime_run(trt, e, in, out)) {
+    pto_runtime *trt = bench_runtime_new("gemm", &m, 1);
+    if (trt && !pto_runtime_run(trt, e, in, out)) {
       fprintf(stderr, "-- trace, %ldx%ldx%ld on %d threads:\n", (long)c->m,
               (long)c->n, (long)c->k, threads);
       pto_executable_trace_summary(e, stderr);

@@ -229,8 +229,10 @@ static int run(const bench_opts *o, int argc, char **argv) {
   int threads = bench_cores(o);
   int repeats = o->repeats ? o->repeats : o->quick ? 3 : 7;
 
-  pto_runtime *rt = bench_runtime_new("runtime", threads, 0);
-  if (!rt)
+  pto_machine m;
+  pto_runtime *rt;
+  if (bench_machine("runtime", threads, &m) ||
+      !(rt = bench_runtime_new("runtime", &m, 0)))
     return 1;
   pto_status st;
   FILE *out = bench_out(o);

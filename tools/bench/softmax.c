@@ -138,13 +138,9 @@ static int run(const bench_opts *o, int argc, char **argv) {
   int rc = 1;
 
   pto_machine m;
-  pto_status st = pto_machine_host(&m);
-  if (st) {
-    fprintf(stderr, "pto-bench softmax: host machine: %s\n", pto_strerror(st));
+  pto_status st;
+  if (bench_machine("softmax", threads, &m))
     return 1;
-  }
-  m.shared = 1;
-  m.workers[PTO_CORE_CUBE] = m.workers[PTO_CORE_VECTOR] = (uint32_t)threads;
 
   float *x = alloc(n * sizeof *x), *y = alloc(n * sizeof *y),
         *yref = alloc(n * sizeof *yref);
@@ -199,13 +195,8 @@ static int run(const bench_opts *o, int argc, char **argv) {
     fprintf(stderr, "pto-bench softmax: compile: %s\n", pto_program_error(p));
     goto out;
   }
-  pto_runtime_params rp = pto_runtime_params_from_config(cfg);
-  rp.trace = s.trace != NULL;
-  if ((st = pto_runtime_new(&rp, &rt))) {
-    fprintf(stderr, "pto-bench softmax: runtime: %s\n",
-            pto_runtime_error(NULL));
+  if (!(rt = bench_runtime_new("softmax", &m, s.trace != NULL)))
     goto out;
-  }
   const void *in[] = {x};
   void *outp[] = {y};
 

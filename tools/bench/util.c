@@ -61,23 +61,26 @@ void bench_spin_ns(uint64_t ns) {
     ;
 }
 
-pto_runtime *bench_runtime_new(const char *cmd, int threads, int trace) {
-  pto_machine m;
-  pto_status st = pto_machine_host(&m);
+int bench_machine(const char *cmd, int threads, pto_machine *m) {
+  pto_status st = pto_machine_host(m);
   if (st) {
-    fprintf(stderr, "pto-bench %s: host machine: %s\n", cmd,
-            pto_strerror(st));
-    return NULL;
+    fprintf(stderr, "pto-bench %s: host machine: %s\n", cmd, pto_strerror(st));
+    return -1;
   }
-  m.shared = 1;
-  m.workers[PTO_CORE_CUBE] = m.workers[PTO_CORE_VECTOR] = (uint32_t)threads;
+  m->shared = 1;
+  m->workers[PTO_CORE_CUBE] = m->workers[PTO_CORE_VECTOR] = (uint32_t)threads;
+  return 0;
+}
+
+pto_runtime *bench_runtime_new(const char *cmd, const pto_machine *m,
+                               int trace) {
   pto_runtime_params p = pto_runtime_params_default();
-  p.machine = &m;
+  p.machine = m;
   p.trace = trace;
   pto_runtime *rt = NULL;
-  if ((st = pto_runtime_new(&p, &rt))) {
-    fprintf(stderr, "pto-bench %s: cannot start %d workers: %s\n", cmd,
-            threads, pto_runtime_error(NULL));
+  if (pto_runtime_new(&p, &rt)) {
+    fprintf(stderr, "pto-bench %s: cannot start %u workers: %s\n", cmd,
+            m->workers[PTO_CORE_VECTOR], pto_runtime_error(NULL));
     return NULL;
   }
   return rt;
