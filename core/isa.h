@@ -106,4 +106,9 @@ const pto_insn_info *pto__insn_info(int op);
 const char *pto__insn_name(int op); /* "?" when unknown */
 const char *pto__family_name(pto_insn_family f);
 
+/* Whether op writes its global window (a.g) rather than reading it. */
+static inline int pto__insn_stores(int op) {
+  return op == PTO_OP_TSTORE || op == PTO_OP_TROWEXPANDMULSTORE;
+}
+
 #endif /* PTO_CORE_ISA_H */

@@ -135,6 +135,39 @@ static void fuse_expdif_sum(pto_executable *e) {
   }
 }
 
+/* Peephole: TROWEXPANDMUL y = x * v followed by a plain TSTORE of y, y read
+ * by nothing else, becomes TROWEXPANDMULSTORE: the products go straight to
+ * global, the same values, one pass over the tile instead of a multiply into
+ * y and a copy of y (softmax's scaling by 1 / row sum). f32 tiles and an f32
+ * global only (TSTORE would otherwise convert). */
+static void fuse_mul_store(pto_executable *e) {
+  for (uint32_t q = 0; q < e->n_progs; q++) {
+    pto_cprog *pr = &e->progs[q];
+    for (uint32_t k = 0; k + 1 < pr->n_insts; k++) {
+      pto_pinst *mul = &pr->insts[k], *st = &pr->insts[k + 1];
+      if (mul->op != PTO_OP_TROWEXPANDMUL || st->op != PTO_OP_TSTORE ||
+          st->src[0] != mul->dst[0] || (st->flags & PTO_TF_ACC) ||
+          st->slot < 0 || pr->slots[st->slot].dtype != PTO_F32)
+        continue;
+      int used = 0;
+      for (uint32_t j = 0; j < pr->n_insts && !used; j++)
+        for (int i = 0; j != k + 1 && i < pr->insts[j].n_src; i++)
+          used |= pr->insts[j].src[i] == mul->dst[0];
+      const pto_ptile *y = &pr->tiles[mul->dst[0]],
+                      *x = &pr->tiles[mul->src[0]];
+      if (used || y->dtype != PTO_F32 || x->dtype != PTO_F32 ||
+          x->vrows != y->vrows || x->vcols != y->vcols)
+        continue;
+      st->op = PTO_OP_TROWEXPANDMULSTORE;
+      st->n_src = 2;
+      st->src[0] = mul->src[0];
+      st->src[1] = mul->src[1];
+      st->fn = pto__isa_active()->fn[PTO_OP_TROWEXPANDMULSTORE];
+      drop_inst(pr, k);
+    }
+  }
+}
+
 /* Marks PTO_TF_STREAM on plain TSTOREs that write only program outputs no
  * task reads back: that data is done with, so a SIMD table may write it
  * around the caches (streaming stores), saving the read-for-ownership of
@@ -159,9 +192,9 @@ static pto_status mark_streaming_stores(pto_executable *e) {
         for (uint32_t i = 0; i < task->n_inst; i++) {
           uint32_t st =
               e->args[task->args + i * pr->n_slots + (uint32_t)in->slot].storage;
-          if (pass == 0 && in->op != PTO_OP_TSTORE)
+          if (pass == 0 && !pto__insn_stores(in->op))
             read[st] = 1;
-          if (pass == 1 && in->op == PTO_OP_TSTORE &&
+          if (pass == 1 && pto__insn_stores(in->op) &&
               (read[st] || e->storages[st].kind != PTO_STORAGE_OUTPUT))
             no[task->prog] = 1;
         }
@@ -170,7 +203,7 @@ static pto_status mark_streaming_stores(pto_executable *e) {
   for (uint32_t q = 0; q < e->n_progs; q++)
     for (uint32_t k = 0; k < e->progs[q].n_insts && !no[q]; k++) {
       pto_pinst *in = &e->progs[q].insts[k];
-      if (in->op == PTO_OP_TSTORE && !(in->flags & PTO_TF_ACC))
+      if (pto__insn_stores(in->op) && !(in->flags & PTO_TF_ACC))
         in->flags |= PTO_TF_STREAM;
     }
   free(read);
@@ -224,6 +257,7 @@ pto_status pto_compile(pto_program *p, const pto_config *cfg,
   }
   fuse_expdif(e);
   fuse_expdif_sum(e);
+  fuse_mul_store(e);
   name_programs(e);
   if ((st = mark_streaming_stores(e)))
     goto fail_compile;

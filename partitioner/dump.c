@@ -909,7 +909,7 @@ static pto_status sgmap_init(sgmap *m, const pto_executable *e) {
       const pto_targ *a =
           &e->args[t->args + m->instance[k] * pr->n_slots + (uint32_t)pi->slot];
       sacc s = make_sacc(k, a, &pr->slots[pi->slot]);
-      if (pi->op == PTO_OP_TSTORE) {
+      if (pto__insn_stores(pi->op)) {
         w[n_w++] = s;
         if (s.storage <= tg->n_storages && s.hi - s.lo > span[s.storage])
           span[s.storage] = s.hi - s.lo;
@@ -1022,7 +1022,7 @@ static json_t *jprogram(const pto_executable *e, uint32_t q,
     const pto_pslot *sl = &pr->slots[l];
     const char *access = "read";
     for (uint32_t k = 0; k < pr->n_insts; k++)
-      if (pr->insts[k].slot == (int32_t)l && pr->insts[k].op == PTO_OP_TSTORE)
+      if (pr->insts[k].slot == (int32_t)l && pto__insn_stores(pr->insts[k].op))
         access = "write";
     bad |=
         japp(slots,

@@ -393,7 +393,7 @@ Test(partitioner, softmax_exp_of_difference_and_sum_are_one_instruction) {
   const char *name = pto_executable_program_name(e, 0);
   cr_expect_str_eq(name,
                    "p0:TLOAD.TROWMAX.TROWEXPANDEXPDIFSUM.TRECIP."
-                   "TROWEXPANDMUL.TSTORE");
+                   "TROWEXPANDMULSTORE");
   /* a difference read elsewhere stays: (x - max) is also an output */
   pto_executable_free(e);
   pto_program_free(p);
@@ -419,6 +419,49 @@ Test(partitioner, softmax_exp_of_difference_and_sum_are_one_instruction) {
   e = compile_ok(p, NULL);
   cr_expect_str_eq(pto_executable_program_name(e, 0),
                    "p0:TLOAD.TROWMAX.TROWEXPANDEXPDIF.TSTORE");
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
+/* The scaling by 1 / row sum is written straight to global: TROWEXPANDMUL
+ * and the TSTORE of its product become one TROWEXPANDMULSTORE, streaming
+ * like the store it replaces (parity_softmax checks the values). A product
+ * that another instruction reads stays a tile. */
+Test(partitioner, softmax_scale_and_store_are_one_instruction) {
+  pto_program *p = pto_program_new("softmax");
+  const int64_t s[2] = {16, 64};
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, s);
+  pto_program_set_vec_tile(p, 4, 64);
+  pto_output(p, pto_softmax(p, a), "y");
+  pto_executable *e = compile_ok(p, NULL);
+  int fused = 0, muls = 0;
+  for (uint32_t q = 0; q < e->n_progs; q++)
+    for (uint32_t k = 0; k < e->progs[q].n_insts; k++) {
+      const pto_pinst *in = &e->progs[q].insts[k];
+      muls += in->op == PTO_OP_TROWEXPANDMUL;
+      if (in->op == PTO_OP_TROWEXPANDMULSTORE) {
+        fused++;
+        cr_expect(in->flags & PTO_TF_STREAM, "an unread output streams");
+        cr_expect_eq(in->n_src, 2);
+      }
+    }
+  cr_expect_gt(fused, 0);
+  cr_expect_eq(muls, 0);
+  pto_executable_free(e);
+  pto_program_free(p);
+
+  p = pto_program_new("keep");
+  a = pto_input(p, "a", PTO_F32, 2, s);
+  pto_program_set_vec_tile(p, 4, 64);
+  pto_tensor *y = pto_mul(p, a, pto_rowmax(p, a));
+  pto_output(p, y, "y");
+  pto_output(p, pto_exp(p, y), "z");
+  e = compile_ok(p, NULL);
+  muls = 0;
+  for (uint32_t q = 0; q < e->n_progs; q++)
+    for (uint32_t k = 0; k < e->progs[q].n_insts; k++)
+      muls += e->progs[q].insts[k].op == PTO_OP_TROWEXPANDMUL;
+  cr_expect_gt(muls, 0, "the product is read by TEXP: it must be a tile");
   pto_executable_free(e);
   pto_program_free(p);
 }

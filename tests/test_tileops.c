@@ -1464,6 +1464,53 @@ static void drive_store(int op, const oracle_case *oc) {
         }
 }
 
+/* TROWEXPANDMULSTORE: every global element bit for bit: the f32 product
+ * src0 * src1[r] inside the window, untouched outside it; row- and
+ * column-major views, with and without streaming stores (the view starts
+ * 3 elements into its buffer, so the streaming path has a head). */
+static void drive_mulstore(int op, const oracle_case *oc) {
+  (void)oc;
+  static const int shape_ix[] = {0, 1, 2, 4};
+  for (int stream = 0; stream < 2; stream++)
+    for (int cm = 0; cm < 2; cm++)
+      for (int k = 0; k < 4; k++) {
+        const shape *s = &shapes[shape_ix[k]];
+        rng r = rng_seed(seed_of(op, stream, cm, k));
+        gbuf b = gbuf_new(&r, PTO_F32, s->vr + 2, s->vc + 3, cm);
+        size_t bytes = b.n * sizeof(float);
+        unsigned char *want = keep(malloc(bytes));
+        memcpy(want, b.mem, bytes);
+        pto_tile *x = src_new(&r, PTO_F32, s->rows, s->cols, s->vr, s->vc,
+                              G_F32);
+        pto_tile *v = src_new(&r, PTO_F32, s->rows, 1, s->vr, 1, G_F32);
+        pto_gview wg = b.g;
+        wg.base = want + 3 * sizeof(float);
+        for (uint32_t i = 0; i < s->vr; i++)
+          for (uint32_t j = 0; j < s->vc; j++) {
+            float y = getf(x, i, j) * getf(v, i, 0);
+            memcpy(gat(&wg, i, j), &y, sizeof y);
+          }
+        char what[48];
+        snprintf(what, sizeof what, "->%s%s", cm ? " column-major" : "",
+                 stream ? " streaming" : "");
+        const char *ctx = ctx_of(op, what, PTO_F32, s);
+        pto_targs a = {0};
+        a.src[0] = x;
+        a.src[1] = v;
+        a.g = b.g;
+        a.flags = stream ? PTO_TF_STREAM : 0;
+        run_ok(op, &a, ctx);
+        char b1[64], b2[64];
+        for (size_t i = 0; i < b.n; i++) {
+          const void *g = b.mem + i * 4, *w = want + i * 4;
+          cr_assert(elem_same(PTO_F32, g, w),
+                    "%s: global element %zu is %s, expected %s", ctx, i,
+                    show(PTO_F32, g, b1, sizeof b1),
+                    show(PTO_F32, w, b2, sizeof b2));
+        }
+      }
+}
+
 static void drive_gather(int op, const oracle_case *oc) {
   (void)oc;
   static const pto_dtype types[][2] = {{PTO_F32, PTO_F32}, {PTO_F32, PTO_BF16},
@@ -1725,6 +1772,7 @@ static const oracle_case cases[PTO_OP_COUNT] = {
     [PTO_OP_TTRI] = {.drive = drive_fill},
     [PTO_OP_TROWEXPANDEXPDIFSUM] = {.drive = drive_rowexpsum, .fb = o_expdif,
                                     .gen0 = G_F32, .gen1 = G_F32},
+    [PTO_OP_TROWEXPANDMULSTORE] = {.drive = drive_mulstore},
 };
 
 static void run_case(int op) {
@@ -2908,6 +2956,28 @@ Test(tileops, check_memory_operands, .fini = free_all) {
   expect_accept(PTO_OP_TSTORE, &s);
   s.g.rows = 12;
   expect_reject(PTO_OP_TSTORE, &s, PTO_ESHAPE, "12x37", "13x37");
+
+  /* TROWEXPANDMULSTORE: f32 tiles, a rowvec of src0's rows, an f32 view */
+  pto_tile *mx = dst_new(PTO_F32, 16, 48, 13, 37);
+  pto_tile *mv = dst_new(PTO_F32, 16, 1, 13, 1);
+  float mbuf[16 * 48];
+  pto_targs ms = {0};
+  ms.src[0] = mx;
+  ms.src[1] = mv;
+  ms.g = (pto_gview){.base = mbuf, .dtype = PTO_F32, .rows = 13, .cols = 37,
+                     .row_stride = 48, .col_stride = 1};
+  expect_accept(PTO_OP_TROWEXPANDMULSTORE, &ms);
+  ms.g.rows = 12;
+  expect_reject(PTO_OP_TROWEXPANDMULSTORE, &ms, PTO_ESHAPE, "12x37", "13x37");
+  ms.g.rows = 13;
+  ms.g.dtype = PTO_BF16;
+  expect_reject(PTO_OP_TROWEXPANDMULSTORE, &ms, PTO_EDTYPE, "global", "bf16");
+  ms.g.dtype = PTO_F32;
+  ms.src[1] = dst_new(PTO_F32, 16, 1, 12, 1);
+  expect_reject(PTO_OP_TROWEXPANDMULSTORE, &ms, PTO_ESHAPE, "src1", "12x1");
+  ms.src[1] = mv;
+  ms.src[0] = dst_new(PTO_I32, 16, 48, 13, 37);
+  expect_reject(PTO_OP_TROWEXPANDMULSTORE, &ms, PTO_EDTYPE, "src0", "i32");
 
   pto_tile *ix = dst_new(PTO_I32, 1, 16, 1, 13);
   pto_targs g = {0};

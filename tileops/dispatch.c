@@ -384,6 +384,7 @@ static int check_window(const chk *k, int32_t r0, int32_t c0, uint32_t rows,
 typedef enum op_class {
   K_LOAD,
   K_STORE,
+  K_MULSTORE,
   K_GATHER,
   K_BINARY, /* dst = f(src0, src1), all one dtype */
   K_UNARY,  /* dst = f(src0) */
@@ -417,6 +418,8 @@ static op_class class_of(pto_opcode op) {
     return K_LOAD;
   case PTO_OP_TSTORE:
     return K_STORE;
+  case PTO_OP_TROWEXPANDMULSTORE:
+    return K_MULSTORE;
   case PTO_OP_TGATHER:
     return K_GATHER;
   case PTO_OP_TADD:
@@ -583,6 +586,16 @@ static int check_rules(const chk *k, op_class cl, const pto_targs *a) {
   }
   case K_STORE:
     return check_gview(k, &a->g, "src0", s0);
+  case K_MULSTORE:
+    TRY(check_dtype_is(k, "src0", s0, PTO_F32));
+    TRY(check_dtype_is(k, "src1", s1, PTO_F32));
+    TRY(check_valid_is(k, "src1", s1, s0->valid_rows, 1,
+                       "a rowvec of src0's rows"));
+    TRY(check_gview(k, &a->g, "src0", s0));
+    if (a->g.dtype != PTO_F32)
+      return fail(k, PTO_EDTYPE, "global view dtype %s, expected f32",
+                  pto_dtype_name(a->g.dtype));
+    return PTO_OK;
   case K_GATHER:
     TRY(check_dtype_is(k, "src0", s0, PTO_I32));
     TRY(check_gview_base(k, &a->g));

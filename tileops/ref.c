@@ -721,6 +721,19 @@ static int ref_TSTORE(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
+/* g[r][c] = src0[r][c] * src1[r][0], all f32: TROWEXPANDMUL's products
+ * written to global instead of a tile. */
+static int ref_TROWEXPANDMULSTORE(int op, const pto_targs *a) {
+  (void)op;
+  const pto_tile *x = a->src[0], *v = a->src[1];
+  for (uint32_t r = 0; r < x->valid_rows; r++)
+    for (uint32_t c = 0; c < x->valid_cols; c++) {
+      const float y = f_mul(ldf(x, r, c), ldf(v, r, 0));
+      memcpy(gelem(&a->g, r, c), &y, sizeof y);
+    }
+  return PTO_OK;
+}
+
 /* Index r of the gather: element r of src0's valid region, row-major. */
 static int32_t gather_index(const pto_tile *idx, uint32_t r) {
   return ldi(idx, r / idx->valid_cols, r % idx->valid_cols);

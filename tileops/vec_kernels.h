@@ -652,6 +652,45 @@ static int vec_TSTORE(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
+/* g = src0 * src1[r] (TROWEXPANDMUL's products, bit for bit) straight to
+ * global: one pass instead of a multiply into a tile and a copy of it.
+ * With PTO_TF_STREAM, vector-aligned destination vectors go around the
+ * caches as stream_row's do; the head up to the first aligned element and
+ * the tail are plain (masked) stores. */
+static int vec_TROWEXPANDMULSTORE(int op, const pto_targs *a) {
+  const pto_gview *g = &a->g;
+  if (g->col_stride != 1)
+    return pto__isa_scalar.fn[PTO_OP_TROWEXPANDMULSTORE](op, a);
+  const pto_tile *x = a->src[0], *v = a->src[1];
+  const uint32_t vr = x->valid_rows, vc = x->valid_cols;
+  const int stream = (a->flags & PTO_TF_STREAM) != 0;
+  for (uint32_t r = 0; r < vr; r++) {
+    const vf m = vf_set(((const float *)row_of(v, r))[0]);
+    float *restrict dp = grow(g, r);
+    const float *restrict xp = row_of(x, r);
+    uint32_t c = 0;
+    if (stream) {
+      uint32_t head = (uint32_t)(((0u - (uintptr_t)dp) % (VL * 4)) / 4);
+      if (head > vc || ((uintptr_t)dp & 3))
+        head = vc;
+      for (; c < head; c += VL) { /* up to the first aligned vector */
+        const uint32_t n = head - c >= VL ? VL : head - c;
+        stf(dp + c, vf_mul(ldf(xp + c, n), m), n);
+      }
+      c = head;
+      for (; c + VL <= vc; c += VL) /* one vector per step, aligned stores */
+        vi_stream((int32_t *)(dp + c), vf_bits(vf_mul(vf_ld(xp + c), m)));
+    }
+    for (; c < vc; c += VL) {
+      const uint32_t n = vc - c >= VL ? VL : vc - c;
+      stf(dp + c, vf_mul(ldf(xp + c, n), m), n);
+    }
+  }
+  if (stream) /* order the streaming stores before the task ends */
+    store_fence();
+  return PTO_OK;
+}
+
 static int vec_TGATHER(int op, const pto_targs *a) {
   const pto_gview *g = &a->g;
   if (g->col_stride != 1)
@@ -1229,7 +1268,8 @@ REDUCE_OP(TCOLMIN, col_reduce, B_MIN)
   X(TCOLMAX) X(TCOLMIN) X(TROWEXPAND) X(TROWEXPANDADD) X(TROWEXPANDSUB)       \
   X(TROWEXPANDMUL) X(TROWEXPANDDIV) X(TROWEXPANDMAX) X(TROWEXPANDEXPDIF)       \
   X(TCOLEXPAND) X(TCOLEXPANDADD) X(TCOLEXPANDSUB) X(TCOLEXPANDMUL)             \
-  X(TCOLEXPANDDIV) X(TMOV) X(TSORT32) X(TMRGSORT) X(TROWEXPANDEXPDIFSUM)
+  X(TCOLEXPANDDIV) X(TMOV) X(TSORT32) X(TMRGSORT) X(TROWEXPANDEXPDIFSUM)     \
+  X(TROWEXPANDMULSTORE)
 
 static void vec_install(pto_isa_table *t) {
 #define SET(name) t->fn[PTO_OP_##name] = vec_##name;
