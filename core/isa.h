@@ -110,5 +110,9 @@ const char *pto__family_name(pto_insn_family f);
 static inline int pto__insn_stores(int op) {
   return op == PTO_OP_TSTORE || op == PTO_OP_TROWEXPANDMULSTORE;
 }
+/* Whether op reads its global window into a tile as TLOAD does. */
+static inline int pto__insn_loads(int op) {
+  return op == PTO_OP_TLOAD || op == PTO_OP_TLOADROWMAX;
+}
 
 #endif /* PTO_CORE_ISA_H */

@@ -168,6 +168,32 @@ static void fuse_mul_store(pto_executable *e) {
   }
 }
 
+/* Peephole: TLOAD x of an f32 window followed by TROWMAX m = rowmax(x)
+ * becomes TLOADROWMAX (x, m): the max is taken while the window is read
+ * from memory instead of in a second pass over x (softmax's row max), the
+ * same values. Only where m is clear of x. */
+static void fuse_load_max(pto_executable *e) {
+  for (uint32_t q = 0; q < e->n_progs; q++) {
+    pto_cprog *pr = &e->progs[q];
+    for (uint32_t k = 0; k + 1 < pr->n_insts; k++) {
+      pto_pinst *ld = &pr->insts[k], *mx = &pr->insts[k + 1];
+      if (ld->op != PTO_OP_TLOAD || mx->op != PTO_OP_TROWMAX ||
+          mx->src[0] != ld->dst[0] || ld->slot < 0 ||
+          (ld->flags & (PTO_TF_PACK_A | PTO_TF_PACK_B)) ||
+          pr->slots[ld->slot].dtype != PTO_F32)
+        continue;
+      const pto_ptile *x = &pr->tiles[ld->dst[0]], *m = &pr->tiles[mx->dst[0]];
+      if (x->dtype != PTO_F32 || m->dtype != PTO_F32 || tiles_overlap(x, m))
+        continue;
+      ld->op = PTO_OP_TLOADROWMAX;
+      ld->n_dst = 2;
+      ld->dst[1] = mx->dst[0];
+      ld->fn = pto__isa_active()->fn[PTO_OP_TLOADROWMAX];
+      drop_inst(pr, k + 1);
+    }
+  }
+}
+
 /* Marks PTO_TF_STREAM on plain TSTOREs that write only program outputs no
  * task reads back: that data is done with, so a SIMD table may write it
  * around the caches (streaming stores), saving the read-for-ownership of
@@ -258,6 +284,7 @@ pto_status pto_compile(pto_program *p, const pto_config *cfg,
   fuse_expdif(e);
   fuse_expdif_sum(e);
   fuse_mul_store(e);
+  fuse_load_max(e);
   name_programs(e);
   if ((st = mark_streaming_stores(e)))
     goto fail_compile;

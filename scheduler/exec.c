@@ -86,7 +86,7 @@ uint32_t pto__loads_ahead(const pto_cprog *pr, uint32_t i,
   uint32_t n = 0;
   for (uint32_t j = i + 1; j < pr->n_insts && n < PTO_AHEAD_MAX; j++) {
     const pto_pinst *pj = &pr->insts[j];
-    if (pj->op != PTO_OP_TLOAD || pj->slot < 0)
+    if (!pto__insn_loads(pj->op) || pj->slot < 0)
       break;
     gview_of(pr, pj, args, base, &ahead[n++]);
   }
@@ -112,7 +112,7 @@ static void pf_init(pto_pf *pf, const pto_cprog *pr, const pto_targ *args,
   int64_t bytes = 0;
   for (uint32_t i = 0; i < pr->n_insts; i++) {
     const pto_pinst *pi = &pr->insts[i];
-    if (pi->op != PTO_OP_TLOAD || pi->slot < 0)
+    if (!pto__insn_loads(pi->op) || pi->slot < 0)
       continue;
     const pto_pslot *sl = &pr->slots[pi->slot];
     const int64_t es = (int64_t)pto_dtype_size(sl->dtype);

@@ -392,7 +392,7 @@ Test(partitioner, softmax_exp_of_difference_and_sum_are_one_instruction) {
   pto_executable *e = compile_ok(p, NULL);
   const char *name = pto_executable_program_name(e, 0);
   cr_expect_str_eq(name,
-                   "p0:TLOAD.TROWMAX.TROWEXPANDEXPDIFSUM.TRECIP."
+                   "p0:TLOADROWMAX.TROWEXPANDEXPDIFSUM.TRECIP."
                    "TROWEXPANDMULSTORE");
   /* a difference read elsewhere stays: (x - max) is also an output */
   pto_executable_free(e);
@@ -418,7 +418,7 @@ Test(partitioner, softmax_exp_of_difference_and_sum_are_one_instruction) {
   pto_output(p, pto_exp(p, pto_sub(p, a, pto_rowmax(p, a))), "y");
   e = compile_ok(p, NULL);
   cr_expect_str_eq(pto_executable_program_name(e, 0),
-                   "p0:TLOAD.TROWMAX.TROWEXPANDEXPDIF.TSTORE");
+                   "p0:TLOADROWMAX.TROWEXPANDEXPDIF.TSTORE");
   pto_executable_free(e);
   pto_program_free(p);
 }
@@ -462,6 +462,33 @@ Test(partitioner, softmax_scale_and_store_are_one_instruction) {
     for (uint32_t k = 0; k < e->progs[q].n_insts; k++)
       muls += e->progs[q].insts[k].op == PTO_OP_TROWEXPANDMUL;
   cr_expect_gt(muls, 0, "the product is read by TEXP: it must be a tile");
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
+/* The row max is taken while the tile is loaded: TLOAD and TROWMAX of what
+ * it loaded become one TLOADROWMAX, whose window the executor prefetches as
+ * a TLOAD's (parity_softmax checks the values). A loaded tile that is not
+ * f32 keeps the separate passes. */
+Test(partitioner, load_and_row_max_are_one_instruction) {
+  pto_program *p = pto_program_new("rowmax");
+  const int64_t s[2] = {16, 64};
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, s);
+  pto_program_set_vec_tile(p, 4, 64);
+  pto_output(p, pto_rowmax(p, a), "m");
+  pto_executable *e = compile_ok(p, NULL);
+  cr_expect_str_eq(pto_executable_program_name(e, 0),
+                   "p0:TLOADROWMAX.TSTORE");
+  pto_executable_free(e);
+  pto_program_free(p);
+
+  p = pto_program_new("i32");
+  a = pto_input(p, "a", PTO_I32, 2, s);
+  pto_program_set_vec_tile(p, 4, 64);
+  pto_output(p, pto_rowmax(p, a), "m");
+  e = compile_ok(p, NULL);
+  cr_expect_str_eq(pto_executable_program_name(e, 0),
+                   "p0:TLOAD.TROWMAX.TSTORE");
   pto_executable_free(e);
   pto_program_free(p);
 }

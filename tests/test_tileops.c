@@ -1511,6 +1511,39 @@ static void drive_mulstore(int op, const oracle_case *oc) {
       }
 }
 
+/* TLOADROWMAX: dst0 bit for bit the loaded window, dst1 the IEEE maximum
+ * of each loaded row (NaN wins, +0 > -0, as TROWMAX's oracle), from row-
+ * and column-major views of values rich in zeros, NaNs and infinities. */
+static void drive_loadmax(int op, const oracle_case *oc) {
+  (void)oc;
+  for (int cm = 0; cm < 2; cm++)
+    for (int si = 0; si < (int)N_SHAPES; si++) {
+      const shape *s = &shapes[si];
+      rng r = rng_seed(seed_of(op, cm, si, 0));
+      gbuf b = gbuf_gen(&r, PTO_F32, s->vr + 2, s->vc + 3, cm, G_RED);
+      pto_tile *d = dst_new(PTO_F32, s->rows, s->cols, s->vr, s->vc);
+      pto_tile *m = dst_new(PTO_F32, s->rows, 1, s->vr, 1);
+      pto_tile *want = tile_clone(d), *wantm = tile_clone(m);
+      for (uint32_t i = 0; i < s->vr; i++) {
+        double acc = 0;
+        for (uint32_t j = 0; j < s->vc; j++) {
+          memcpy(el(want, i, j), gat(&b.g, i, j), 4);
+          double v = getf(want, i, j);
+          acc = j == 0 ? v : o_max(acc, v);
+        }
+        setf(wantm, i, 0, (float)acc);
+      }
+      const char *ctx = ctx_of(op, cm ? "column-major" : "", PTO_F32, s);
+      pto_targs a = {0};
+      a.dst[0] = d;
+      a.dst[1] = m;
+      a.g = b.g;
+      run_ok(op, &a, ctx);
+      expect_tile(ctx, d, want, NULL, NULL);
+      expect_tile(ctx, m, wantm, NULL, NULL);
+    }
+}
+
 static void drive_gather(int op, const oracle_case *oc) {
   (void)oc;
   static const pto_dtype types[][2] = {{PTO_F32, PTO_F32}, {PTO_F32, PTO_BF16},
@@ -1773,6 +1806,7 @@ static const oracle_case cases[PTO_OP_COUNT] = {
     [PTO_OP_TROWEXPANDEXPDIFSUM] = {.drive = drive_rowexpsum, .fb = o_expdif,
                                     .gen0 = G_F32, .gen1 = G_F32},
     [PTO_OP_TROWEXPANDMULSTORE] = {.drive = drive_mulstore},
+    [PTO_OP_TLOADROWMAX] = {.drive = drive_loadmax},
 };
 
 static void run_case(int op) {
@@ -2978,6 +3012,27 @@ Test(tileops, check_memory_operands, .fini = free_all) {
   ms.src[1] = mv;
   ms.src[0] = dst_new(PTO_I32, 16, 48, 13, 37);
   expect_reject(PTO_OP_TROWEXPANDMULSTORE, &ms, PTO_EDTYPE, "src0", "i32");
+
+  /* TLOADROWMAX: f32 tiles, dst1 a rowvec of dst0's rows, an f32 view */
+  pto_targs lm = {0};
+  lm.dst[0] = mx;
+  lm.dst[1] = mv;
+  lm.g = ms.g;
+  expect_accept(PTO_OP_TLOADROWMAX, &lm);
+  lm.g.cols = 36;
+  expect_reject(PTO_OP_TLOADROWMAX, &lm, PTO_ESHAPE, "13x36", "13x37");
+  lm.g.cols = 37;
+  lm.g.dtype = PTO_I32;
+  expect_reject(PTO_OP_TLOADROWMAX, &lm, PTO_EDTYPE, "global", "i32");
+  lm.g.dtype = PTO_F32;
+  lm.dst[1] = dst_new(PTO_F32, 16, 1, 12, 1);
+  expect_reject(PTO_OP_TLOADROWMAX, &lm, PTO_ESHAPE, "dst1", "12x1");
+  lm.dst[1] = dst_new(PTO_I32, 16, 1, 13, 1);
+  expect_reject(PTO_OP_TLOADROWMAX, &lm, PTO_EDTYPE, "dst1", "i32");
+  pto_tile inside = *mv; /* the max written over the loaded rows */
+  inside.data = mx->data;
+  lm.dst[1] = &inside;
+  expect_reject(PTO_OP_TLOADROWMAX, &lm, PTO_EINVAL, "overlaps", NULL);
 
   pto_tile *ix = dst_new(PTO_I32, 1, 16, 1, 13);
   pto_targs g = {0};

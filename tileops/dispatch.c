@@ -385,6 +385,7 @@ typedef enum op_class {
   K_LOAD,
   K_STORE,
   K_MULSTORE,
+  K_LOADMAX,
   K_GATHER,
   K_BINARY, /* dst = f(src0, src1), all one dtype */
   K_UNARY,  /* dst = f(src0) */
@@ -420,6 +421,8 @@ static op_class class_of(pto_opcode op) {
     return K_STORE;
   case PTO_OP_TROWEXPANDMULSTORE:
     return K_MULSTORE;
+  case PTO_OP_TLOADROWMAX:
+    return K_LOADMAX;
   case PTO_OP_TGATHER:
     return K_GATHER;
   case PTO_OP_TADD:
@@ -586,6 +589,16 @@ static int check_rules(const chk *k, op_class cl, const pto_targs *a) {
   }
   case K_STORE:
     return check_gview(k, &a->g, "src0", s0);
+  case K_LOADMAX:
+    TRY(check_dtype_is(k, "dst0", d, PTO_F32));
+    TRY(check_dtype_is(k, "dst1", a->dst[1], PTO_F32));
+    TRY(check_valid_is(k, "dst1", a->dst[1], d->valid_rows, 1,
+                       "a rowvec of dst0's rows"));
+    TRY(check_gview(k, &a->g, "dst0", d));
+    if (a->g.dtype != PTO_F32)
+      return fail(k, PTO_EDTYPE, "global view dtype %s, expected f32",
+                  pto_dtype_name(a->g.dtype));
+    return PTO_OK;
   case K_MULSTORE:
     TRY(check_dtype_is(k, "src0", s0, PTO_F32));
     TRY(check_dtype_is(k, "src1", s1, PTO_F32));

@@ -873,6 +873,19 @@ static int ref_TTRI(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
+/* TLOAD into dst0, then TROWMAX of dst0 into dst1. */
+static int ref_TLOADROWMAX(int op, const pto_targs *a) {
+  (void)op;
+  int st = ref_TLOAD(PTO_OP_TLOAD, a);
+  if (st)
+    return st;
+  pto_targs m = *a;
+  m.src[0] = a->dst[0];
+  m.dst[0] = a->dst[1];
+  m.dst[1] = NULL;
+  return ref_TROWMAX(PTO_OP_TROWMAX, &m);
+}
+
 /* ---- the table ---------------------------------------------------------- */
 
 /* Generated from the instruction list: an instruction without a ref_<NAME>

@@ -749,15 +749,20 @@ ALWAYS_INLINE vi ired(const int op, vi x, vi y) {
 /* IEEE maximum (minimum) of a row, fast: the hardware max over 2
  * accumulators, NaNs tracked apart (the hardware max drops them), and the
  * sign of a zero result settled afterwards (the hardware max does not
- * order +0 and -0): 3 operations per vector instead of vf_max's 5. */
+ * order +0 and -0): 3 operations per vector instead of vf_max's 5. With
+ * cp, the row is also copied to cp as it is read (TLOADROWMAX). */
 ALWAYS_INLINE float row_maxmin(const float *restrict xp, uint32_t vc,
-                               const int op, pto_pf *pf) {
+                               const int op, pto_pf *pf, float *restrict cp) {
   const vf id = vf_set(op == B_MAX ? -INFINITY : INFINITY);
   vf acc0 = id, acc1 = id;
   vb nan = vf_cmp(id, id, _CMP_UNORD_Q); /* none */
   uint32_t c = 0;
   for (; c + 2 * VL <= vc; c += 2 * VL) { /* 2 accumulators */
     const vf x0 = vf_ld(xp + c), x1 = vf_ld(xp + c + VL);
+    if (cp) {
+      vf_st(cp + c, x0);
+      vf_st(cp + c + VL, x1);
+    }
     acc0 = op == B_MAX ? vf_maxr(acc0, x0) : vf_minr(acc0, x0);
     acc1 = op == B_MAX ? vf_maxr(acc1, x1) : vf_minr(acc1, x1);
     nan = vb_or(nan, vf_cmp(x0, x1, _CMP_UNORD_Q));
@@ -765,6 +770,8 @@ ALWAYS_INLINE float row_maxmin(const float *restrict xp, uint32_t vc,
   }
   for (; c < vc; c += VL) {
     const vf x0 = vc - c >= VL ? vf_ld(xp + c) : vf_ldn(xp + c, vc - c, id);
+    if (cp)
+      stf(cp + c, x0, vc - c >= VL ? VL : vc - c);
     acc0 = op == B_MAX ? vf_maxr(acc0, x0) : vf_minr(acc0, x0);
     nan = vb_or(nan, vf_cmp(x0, x0, _CMP_UNORD_Q));
   }
@@ -823,7 +830,7 @@ ALWAYS_INLINE int row_reduce(const pto_targs *a, const int op) {
                           : (v < lanes[l] ? v : lanes[l]);
       ((int32_t *)row_of(d, r))[0] = v;
     } else if (op != B_ADD) {
-      ((float *)row_of(d, r))[0] = row_maxmin(row_of(x, r), vc, op, a->pf);
+      ((float *)row_of(d, r))[0] = row_maxmin(row_of(x, r), vc, op, a->pf, NULL);
     } else {
       const float *restrict xp = row_of(x, r);
       const float id = -0.0f;
@@ -840,6 +847,20 @@ ALWAYS_INLINE int row_reduce(const pto_targs *a, const int op) {
       ((float *)row_of(d, r))[0] = fold_sum(acc0, acc1);
     }
   }
+  return PTO_OK;
+}
+
+/* TLOAD of an f32 window with TROWMAX taken on the way: each row is read
+ * once, stored to dst0 and folded by row_maxmin (the same max as TROWMAX
+ * of dst0, bit for bit). */
+static int vec_TLOADROWMAX(int op, const pto_targs *a) {
+  const pto_gview *g = &a->g;
+  if (g->col_stride != 1)
+    return pto__isa_scalar.fn[PTO_OP_TLOADROWMAX](op, a);
+  pto_tile *d = a->dst[0], *m = a->dst[1];
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    ((float *)row_of(m, r))[0] =
+        row_maxmin(grow(g, r), d->valid_cols, B_MAX, a->pf, row_of(d, r));
   return PTO_OK;
 }
 
@@ -1269,7 +1290,7 @@ REDUCE_OP(TCOLMIN, col_reduce, B_MIN)
   X(TROWEXPANDMUL) X(TROWEXPANDDIV) X(TROWEXPANDMAX) X(TROWEXPANDEXPDIF)       \
   X(TCOLEXPAND) X(TCOLEXPANDADD) X(TCOLEXPANDSUB) X(TCOLEXPANDMUL)             \
   X(TCOLEXPANDDIV) X(TMOV) X(TSORT32) X(TMRGSORT) X(TROWEXPANDEXPDIFSUM)     \
-  X(TROWEXPANDMULSTORE)
+  X(TROWEXPANDMULSTORE) X(TLOADROWMAX)
 
 static void vec_install(pto_isa_table *t) {
 #define SET(name) t->fn[PTO_OP_##name] = vec_##name;
