@@ -362,14 +362,16 @@ static uint64_t lines_of(uintptr_t p, uintptr_t n) {
  * instance of its task (or, on its last instance, the next task it is told
  * of) will TLOAD: every line of every row of those windows, rows 148 bytes
  * long so they start at every offset within a line. Nothing is prefetched
- * for the first instance run, nor after the last. */
-Test(scheduler, executor_prefetches_the_next_instance_loads, .timeout = 60) {
+ * for the first instance run, nor after the last. With rowmax, the program
+ * is x - rowmax(x), whose load is a TLOADROWMAX: prefetched the same. */
+static void prefetch_case(int rowmax) {
   enum { R = 24, C = 37, TR = 3 };
   pto_program *p = pto_program_new("prefetch");
   const int64_t s[2] = {R, C};
   pto_tensor *x = pto_input(p, "x", PTO_F32, 2, s);
   pto_program_set_vec_tile(p, TR, C);
-  pto_output(p, pto_muls(p, x, 2.0), "y");
+  pto_output(p, rowmax ? pto_sub(p, x, pto_rowmax(p, x)) : pto_muls(p, x, 2.0),
+             "y");
   pto_config *c = pto_config_new();
   pto_config_set_knob(c, NULL, PTO_KNOB_NBUFFER, 2);
   pto_executable *e = NULL;
@@ -399,7 +401,8 @@ Test(scheduler, executor_prefetches_the_next_instance_loads, .timeout = 60) {
         const pto_cprog *pr = &e->progs[e->tasks[t].prog];
         int64_t off = -1;
         for (uint32_t k = 0; k < pr->n_insts; k++)
-          if (pr->insts[k].op == PTO_OP_TLOAD)
+          if (pr->insts[k].op ==
+              (rowmax ? PTO_OP_TLOADROWMAX : PTO_OP_TLOAD))
             off = e->args[e->tasks[t].args + (uint32_t)pr->insts[k].slot].offset;
         cr_assert(off >= 0 && off % C == 0);
         for (int64_t r = off / C; r < off / C + TR; r++)
@@ -412,14 +415,23 @@ Test(scheduler, executor_prefetches_the_next_instance_loads, .timeout = 60) {
     cr_expect_eq(sc.prefetched, want, "hinted %d: %llu lines, want %llu",
                  hinted, (unsigned long long)sc.prefetched,
                  (unsigned long long)want);
-    for (int i = 0; i < R * C; i++)
-      cr_assert_eq(y[i], 2.0f * xs[i]);
+    for (int i = 0; i < R * C; i++) /* rows ascend: the max is the last */
+      cr_assert_eq(y[i], rowmax ? xs[i] - xs[i / C * C + C - 1] : 2.0f * xs[i]);
     pto__scratch_free(&sc);
   }
   free(xs);
   pto_executable_free(e);
   pto_config_free(c);
   pto_program_free(p);
+}
+
+Test(scheduler, executor_prefetches_the_next_instance_loads, .timeout = 60) {
+  prefetch_case(0);
+}
+
+Test(scheduler, executor_prefetches_loads_that_take_the_row_max,
+     .timeout = 60) {
+  prefetch_case(1);
 }
 
 static int fail_custom(pto_tile *dst, const pto_tile *const *src, int n,
