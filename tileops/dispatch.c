@@ -564,6 +564,25 @@ static int check_aliasing(const chk *k, op_class cl, const pto_targs *a,
   return PTO_OK;
 }
 
+/* Rules of the fused loads and stores: an f32 tile t moved through an f32
+ * global view, with v an f32 rowvec of t's rows. */
+static int check_f32_rows(const chk *k, const pto_gview *g, const char *tn,
+                          const pto_tile *t, const char *vn,
+                          const pto_tile *v) {
+  char why[48];
+  snprintf(why, sizeof why, "a rowvec of %s's rows", tn);
+  int st;
+  if ((st = check_dtype_is(k, tn, t, PTO_F32)) ||
+      (st = check_dtype_is(k, vn, v, PTO_F32)) ||
+      (st = check_valid_is(k, vn, v, t->valid_rows, 1, why)) ||
+      (st = check_gview(k, g, tn, t)))
+    return st;
+  if (g->dtype != PTO_F32)
+    return fail(k, PTO_EDTYPE, "global view dtype %s, expected f32",
+                pto_dtype_name(g->dtype));
+  return PTO_OK;
+}
+
 /* Dtype, shape and immediate rules of a built-in instruction whose tiles
  * are present and well-formed. */
 static int check_rules(const chk *k, op_class cl, const pto_targs *a) {
@@ -590,25 +609,9 @@ static int check_rules(const chk *k, op_class cl, const pto_targs *a) {
   case K_STORE:
     return check_gview(k, &a->g, "src0", s0);
   case K_LOADMAX:
-    TRY(check_dtype_is(k, "dst0", d, PTO_F32));
-    TRY(check_dtype_is(k, "dst1", a->dst[1], PTO_F32));
-    TRY(check_valid_is(k, "dst1", a->dst[1], d->valid_rows, 1,
-                       "a rowvec of dst0's rows"));
-    TRY(check_gview(k, &a->g, "dst0", d));
-    if (a->g.dtype != PTO_F32)
-      return fail(k, PTO_EDTYPE, "global view dtype %s, expected f32",
-                  pto_dtype_name(a->g.dtype));
-    return PTO_OK;
+    return check_f32_rows(k, &a->g, "dst0", d, "dst1", a->dst[1]);
   case K_MULSTORE:
-    TRY(check_dtype_is(k, "src0", s0, PTO_F32));
-    TRY(check_dtype_is(k, "src1", s1, PTO_F32));
-    TRY(check_valid_is(k, "src1", s1, s0->valid_rows, 1,
-                       "a rowvec of src0's rows"));
-    TRY(check_gview(k, &a->g, "src0", s0));
-    if (a->g.dtype != PTO_F32)
-      return fail(k, PTO_EDTYPE, "global view dtype %s, expected f32",
-                  pto_dtype_name(a->g.dtype));
-    return PTO_OK;
+    return check_f32_rows(k, &a->g, "src0", s0, "src1", s1);
   case K_GATHER:
     TRY(check_dtype_is(k, "src0", s0, PTO_I32));
     TRY(check_gview_base(k, &a->g));
