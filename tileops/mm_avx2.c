@@ -24,12 +24,21 @@ static __m256i lanes(uint32_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), idx);
 }
 
+static void kernel_6x16(uint32_t K, const float *restrict Ap,
+                        const float *restrict Bp, float *restrict C, size_t ldc,
+                        uint32_t rows, uint32_t cols, int acc,
+                        const char *const *pf, uint32_t npf);
+
+#define KERNEL kernel_6x16
+#include "tileops/mm_loops.h"
+
 /* C[0..rows)[0..cols) = (acc ? C : 0) + Ap x Bp over K steps (layout as in
  * mm_avx512.c). 6x16 block: 12 ymm accumulators (6 rows x 2 vectors), two
  * B vectors and one broadcast of A per row each k: 12 FMAs for 8 loads. */
 static void kernel_6x16(uint32_t K, const float *restrict Ap,
-                        const float *restrict Bp, float *restrict C,
-                        size_t ldc, uint32_t rows, uint32_t cols, int acc) {
+                        const float *restrict Bp, float *restrict C, size_t ldc,
+                        uint32_t rows, uint32_t cols, int acc,
+                        const char *const *pf, uint32_t npf) {
   const __m256i m0 = lanes(cols >= 8 ? 8 : cols);
   const __m256i m1 = lanes(cols >= 16 ? 8 : cols <= 8 ? 0 : cols - 8);
 #define DECL(i) __m256 c##i##a, c##i##b;
@@ -37,16 +46,18 @@ static void kernel_6x16(uint32_t K, const float *restrict Ap,
 #undef DECL
 #define INIT(i)                                                                \
   if (acc && (i) < rows) {                                                     \
-    c##i##a = _mm256_maskload_ps(C + (size_t)(i) * ldc, m0);                   \
-    c##i##b = _mm256_maskload_ps(C + (size_t)(i) * ldc + 8, m1);               \
+    c##i##a = _mm256_maskload_ps(C + (size_t)(i)*ldc, m0);                     \
+    c##i##b = _mm256_maskload_ps(C + (size_t)(i)*ldc + 8, m1);                 \
   } else {                                                                     \
     c##i##a = _mm256_setzero_ps();                                             \
     c##i##b = _mm256_setzero_ps();                                             \
   }
   ROWS(INIT)
 #undef INIT
+  pf_spread spread = pf_start(pf, npf, K);
 #pragma GCC unroll 4
   for (uint32_t k = 0; k < K; k++) {
+    pf_due(&spread, k);
     const __m256 b0 = _mm256_load_ps(Bp), b1 = _mm256_load_ps(Bp + 8);
 #define STEP(i)                                                                \
   {                                                                            \
@@ -61,15 +72,12 @@ static void kernel_6x16(uint32_t K, const float *restrict Ap,
   }
 #define STORE(i)                                                               \
   if ((i) < rows) {                                                            \
-    _mm256_maskstore_ps(C + (size_t)(i) * ldc, m0, c##i##a);                   \
-    _mm256_maskstore_ps(C + (size_t)(i) * ldc + 8, m1, c##i##b);               \
+    _mm256_maskstore_ps(C + (size_t)(i)*ldc, m0, c##i##a);                     \
+    _mm256_maskstore_ps(C + (size_t)(i)*ldc + 8, m1, c##i##b);                 \
   }
   ROWS(STORE)
 #undef STORE
 }
-
-#define KERNEL kernel_6x16
-#include "tileops/mm_loops.h"
 
 void pto__mm_avx2(pto_isa_table *t) {
   mm_install(t);

@@ -15,11 +15,19 @@
 
 #include "tileops/tileops.h"
 
-#define MR 12 /* rows of C per block: A panel width */
-#define NR 32 /* cols of C per block: B panel width, two zmm */
+#define MR 12  /* rows of C per block: A panel width */
+#define NR 32  /* cols of C per block: B panel width, two zmm */
 #define KC 128 /* k steps per pass over a B panel: 16 KiB of it in L1 */
 
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+static void kernel_12x32(uint32_t K, const float *restrict Ap,
+                         const float *restrict Bp, float *restrict C,
+                         size_t ldc, uint32_t rows, uint32_t cols, int acc,
+                         const char *const *pf, uint32_t npf);
+
+#define KERNEL kernel_12x32
+#include "tileops/mm_loops.h"
 
 /* C[0..rows)[0..cols) = (acc ? C : 0) + Ap x Bp over K steps, where
  * Ap[k * MR + i] = A(i, k) and Bp[k * NR + j] = B(k, j). 12x32 block: 24
@@ -27,7 +35,8 @@
  * broadcast of A per row: 24 FMAs for 14 loads. */
 static void kernel_12x32(uint32_t K, const float *restrict Ap,
                          const float *restrict Bp, float *restrict C,
-                         size_t ldc, uint32_t rows, uint32_t cols, int acc) {
+                         size_t ldc, uint32_t rows, uint32_t cols, int acc,
+                         const char *const *pf, uint32_t npf) {
   const __mmask16 m0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);
   const __mmask16 m1 = cols >= 32   ? 0xffff
                        : cols <= 16 ? 0
@@ -37,16 +46,18 @@ static void kernel_12x32(uint32_t K, const float *restrict Ap,
 #undef DECL
 #define INIT(i)                                                                \
   if (acc && (i) < rows) {                                                     \
-    c##i##a = _mm512_maskz_loadu_ps(m0, C + (size_t)(i) * ldc);                \
-    c##i##b = _mm512_maskz_loadu_ps(m1, C + (size_t)(i) * ldc + 16);           \
+    c##i##a = _mm512_maskz_loadu_ps(m0, C + (size_t)(i)*ldc);                  \
+    c##i##b = _mm512_maskz_loadu_ps(m1, C + (size_t)(i)*ldc + 16);             \
   } else {                                                                     \
     c##i##a = _mm512_setzero_ps();                                             \
     c##i##b = _mm512_setzero_ps();                                             \
   }
   ROWS(INIT)
 #undef INIT
+  pf_spread spread = pf_start(pf, npf, K);
 #pragma GCC unroll 4
   for (uint32_t k = 0; k < K; k++) {
+    pf_due(&spread, k);
     const __m512 b0 = _mm512_load_ps(Bp), b1 = _mm512_load_ps(Bp + 16);
     _mm_prefetch((const char *)(Ap + 8 * MR), _MM_HINT_T0);
 #define STEP(i)                                                                \
@@ -62,15 +73,12 @@ static void kernel_12x32(uint32_t K, const float *restrict Ap,
   }
 #define STORE(i)                                                               \
   if ((i) < rows) {                                                            \
-    _mm512_mask_storeu_ps(C + (size_t)(i) * ldc, m0, c##i##a);                 \
-    _mm512_mask_storeu_ps(C + (size_t)(i) * ldc + 16, m1, c##i##b);            \
+    _mm512_mask_storeu_ps(C + (size_t)(i)*ldc, m0, c##i##a);                   \
+    _mm512_mask_storeu_ps(C + (size_t)(i)*ldc + 16, m1, c##i##b);              \
   }
   ROWS(STORE)
 #undef STORE
 }
-
-#define KERNEL kernel_12x32
-#include "tileops/mm_loops.h"
 
 void pto__mm_avx512(pto_isa_table *t) {
   mm_install(t);

@@ -1,10 +1,12 @@
 /* tileops/mm_loops.h (internal): what every tileops/mm_<isa>.c shares
  * around its micro-kernel. Included once by each of them, after it defines
  * MR, NR (its panel widths), KC (k steps per pass over a B panel) and
- * KERNEL(K, Ap, Bp, C, ldc, rows, cols, acc): C[0..rows)[0..cols) =
- * (acc ? C : 0) + Ap x Bp over K steps, with Ap[k * MR + i] = A(i, k) and
- * Bp[k * NR + j] = B(k, j), a full MR x NR block computed and only the C
- * loads and stores masked. So the loops compile with that file's ISA flags.
+ * KERNEL(K, Ap, Bp, C, ldc, rows, cols, acc, pf, npf): C[0..rows)[0..cols)
+ * = (acc ? C : 0) + Ap x Bp over K steps, with Ap[k * MR + i] = A(i, k)
+ * and Bp[k * NR + j] = B(k, j), a full MR x NR block computed and only the
+ * C loads and stores masked, and the npf (<= K) lines pf[] prefetched into
+ * L2 spread over the k loop (pf_start, pf_due). So the loops compile with
+ * that file's ISA flags.
  *
  * The loop order is BLIS's: per KC slice of k, each NR panel of B stays in
  * L1 while the MR panels of A stream from L2 past it. */
@@ -15,15 +17,18 @@
 
 #include "tileops/tileops.h"
 
+#define PF_MAX 64 /* lines of the next loads a block prefetches, at most */
+
 /* Prefetching the windows the task loads next (pto_targs.ahead) while the
  * product runs, so the packer that follows reads them from L2 instead of
- * waiting on L3 or DRAM: a cursor over their cache lines, along whichever
- * axis is contiguous (other windows are skipped). */
+ * waiting on L3 or DRAM: a cursor over their cache lines, run by run along
+ * whichever axis is contiguous (other windows are skipped). */
 typedef struct ahead_lines {
   const pto_gview *g;
   uint32_t n, w;          /* windows, current window */
   int64_t outer, o;       /* a window is outer runs of inner bytes; run o */
   int64_t ostride, inner; /* bytes */
+  uintptr_t line, last;   /* the current run's next and last lines */
 } ahead_lines;
 
 static int ahead_window(ahead_lines *c) {
@@ -49,34 +54,71 @@ static int ahead_window(ahead_lines *c) {
   return 0;
 }
 
-/* Outer runs in all windows; leaves the cursor at the first. */
-static int64_t ahead_runs(ahead_lines *c) {
-  int64_t runs = 0;
+/* Lines in all windows (at most: a run may straddle one more); leaves the
+ * cursor at the first. */
+static int64_t ahead_count(ahead_lines *c) {
+  int64_t lines = 0;
   for (c->w = 0; ahead_window(c); c->w++)
-    runs += c->outer;
+    lines += c->outer * ((c->inner + 63) / 64 + 1);
   c->w = 0;
+  c->line = 1, c->last = 0; /* no run yet */
   ahead_window(c);
-  return runs;
+  return lines;
 }
 
-/* Prefetches the next run into L2 (not L1, where the B panel lives). */
-static void ahead_run(ahead_lines *c) {
-  if (c->w >= c->n)
-    return;
-  const char *r = (const char *)c->g[c->w].base + c->o * c->ostride;
-  const uintptr_t first = (uintptr_t)r & ~(uintptr_t)63,
-                  last = ((uintptr_t)r + (uintptr_t)c->inner - 1) & ~(uintptr_t)63;
-  for (uintptr_t l = first; l <= last; l += 64)
-    _mm_prefetch((const char *)l, _MM_HINT_T1);
-  if (++c->o == c->outer) {
-    c->w++;
-    ahead_window(c);
+/* The next line to fetch, NULL past the last window. */
+static const char *ahead_line(ahead_lines *c) {
+  if (c->line > c->last) {
+    if (c->w >= c->n)
+      return NULL;
+    const uintptr_t r =
+        (uintptr_t)c->g[c->w].base + (uintptr_t)(c->o * c->ostride);
+    c->line = r & ~(uintptr_t)63;
+    c->last = (r + (uintptr_t)c->inner - 1) & ~(uintptr_t)63;
+    if (++c->o == c->outer) {
+      c->w++;
+      ahead_window(c);
+    }
   }
+  const char *l = (const char *)c->line;
+  c->line += 64;
+  return l;
+}
+
+/* npf prefetches into L2 spread evenly over a kernel's K steps of k:
+ * pf_due(&s, k) once per step. */
+typedef struct pf_spread {
+  const char *const *pf;
+  uint32_t left, gap, due;
+} pf_spread;
+
+static inline pf_spread pf_start(const char *const *pf, uint32_t npf,
+                                 uint32_t K) {
+  pf_spread s = {pf, npf, npf ? K / npf : 0, 0};
+  return s;
+}
+
+static inline void pf_due(pf_spread *s, uint32_t k) {
+  if (s->left && k == s->due) {
+    _mm_prefetch(*s->pf++, _MM_HINT_T1);
+    s->left--;
+    s->due += s->gap;
+  }
+}
+
+/* Touches the lines of a rows x cols block of C, row stride ldc. */
+static inline void prefetch_c(const float *C, size_t ldc, uint32_t rows,
+                              uint32_t cols) {
+  for (uint32_t i = 0; i < rows; i++)
+    for (uint32_t j = 0; j < cols; j += 16)
+      _mm_prefetch((const char *)(C + (size_t)i * ldc + j), _MM_HINT_T0);
 }
 
 /* Packed f32 operands with panels MR x NR: loops around the kernel. The
  * next loads are prefetched during the last pass over k, when the first
- * passes' parts of the operands are dead and L2 has room for them. */
+ * passes' parts of the operands are dead and L2 has room for them: each
+ * block takes its share of their lines, which the kernel spreads over its
+ * k loop (a burst would fill the miss queues its own A panel needs). */
 static void matmul_packed(const pto_targs *a, int acc) {
   pto_tile *d = a->dst[0];
   const pto_tile *A = a->src[0], *B = a->src[1];
@@ -85,24 +127,31 @@ static void matmul_packed(const pto_targs *a, int acc) {
   const size_t a_panel = (size_t)MR * A->stride, b_panel = (size_t)NR * B->rows;
   const float *Ad = A->data, *Bd = B->data;
   float *Cd = d->data;
-  /* the next loads' runs, spread over the blocks of the last pass */
-  ahead_lines ah = {a->ahead, a->n_ahead, 0, 0, 0, 0, 0};
+  ahead_lines ah = {a->ahead, a->n_ahead, 0, 0, 0, 0, 0, 0, 0};
   const int64_t blocks = (int64_t)((N + NR - 1) / NR) * ((M + MR - 1) / MR);
-  const int64_t per_block = ah.n ? (ahead_runs(&ah) + blocks - 1) / blocks : 0;
+  const int64_t per_block = ah.n ? (ahead_count(&ah) + blocks - 1) / blocks : 0;
+  const char *pf[PF_MAX];
   for (uint32_t k0 = 0; k0 < K; k0 += KC) {
     const uint32_t kc = K - k0 < KC ? K - k0 : KC;
     const int acc_k = acc || k0 > 0;
-    const int64_t pf = k0 + KC >= K ? per_block : 0;
+    int64_t share = k0 + KC >= K ? per_block : 0;
+    share = share < kc ? share : kc;
+    share = share < PF_MAX ? share : PF_MAX;
     for (uint32_t n0 = 0; n0 < N; n0 += NR) {
       const float *Bp = Bd + (size_t)(n0 / NR) * b_panel + (size_t)k0 * NR;
       const uint32_t cols = N - n0 < NR ? N - n0 : NR;
       for (uint32_t m0 = 0; m0 < M; m0 += MR) {
         const float *Ap = Ad + (size_t)(m0 / MR) * a_panel + (size_t)k0 * MR;
         const uint32_t rows = M - m0 < MR ? M - m0 : MR;
-        KERNEL(kc, Ap, Bp, Cd + (size_t)m0 * ldc + n0, ldc, rows, cols,
-                     acc_k);
-        for (int64_t r = 0; r < pf; r++)
-          ahead_run(&ah);
+        /* the next block's C into L1 while this one computes */
+        if (m0 + MR < M)
+          prefetch_c(Cd + (size_t)(m0 + MR) * ldc + n0, ldc,
+                     M - m0 - MR < MR ? M - m0 - MR : MR, cols);
+        uint32_t npf = 0;
+        while (npf < share && (pf[npf] = ahead_line(&ah)) != NULL)
+          npf++;
+        KERNEL(kc, Ap, Bp, Cd + (size_t)m0 * ldc + n0, ldc, rows, cols, acc_k,
+               pf, npf);
       }
     }
   }
@@ -136,8 +185,8 @@ static int mm_TMATMUL_ACC(int op, const pto_targs *a) {
 static int pack_b_rows(const pto_targs *a) {
   pto_tile *d = a->dst[0];
   const pto_gview *g = &a->g;
-  if (!(a->flags & PTO_TF_PACK_B) || a->imm[0] != NR ||
-      d->dtype != PTO_F32 || g->dtype != PTO_F32 || g->col_stride != 1)
+  if (!(a->flags & PTO_TF_PACK_B) || a->imm[0] != NR || d->dtype != PTO_F32 ||
+      g->dtype != PTO_F32 || g->col_stride != 1)
     return 0;
   const uint32_t K = d->valid_rows, P = d->valid_cols, full = P / NR * NR;
   const size_t panel = (size_t)NR * d->rows;
