@@ -112,7 +112,8 @@ static inline int pto__insn_stores(int op) {
 }
 /* Whether op reads its global window into a tile as TLOAD does. */
 static inline int pto__insn_loads(int op) {
-  return op == PTO_OP_TLOAD || op == PTO_OP_TLOADROWMAX;
+  return op == PTO_OP_TLOAD || op == PTO_OP_TLOADROWMAX ||
+         op == PTO_OP_TLOADEXPDIFSUM;
 }
 
 #endif /* PTO_CORE_ISA_H */

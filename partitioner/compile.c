@@ -75,6 +75,15 @@ static void drop_inst(pto_cprog *pr, uint32_t k) {
   pr->n_insts--;
 }
 
+/* Whether any instruction of pr other than number `but` reads tile t. */
+static int read_elsewhere(const pto_cprog *pr, uint32_t but, uint32_t t) {
+  for (uint32_t j = 0; j < pr->n_insts; j++)
+    for (int i = 0; j != but && i < pr->insts[j].n_src; i++)
+      if (pr->insts[j].src[i] == t)
+        return 1;
+  return 0;
+}
+
 /* Peephole: TROWEXPANDSUB t = x - v followed by TEXP u = exp(t), t read by
  * nothing else, becomes TROWEXPANDEXPDIF u = exp(x - v): the same values
  * (an f32 difference, then exp) in one pass over the tile instead of two
@@ -88,10 +97,7 @@ static void fuse_expdif(pto_executable *e) {
       if (sub->op != PTO_OP_TROWEXPANDSUB || ex->op != PTO_OP_TEXP ||
           ex->src[0] != sub->dst[0])
         continue;
-      int used = 0;
-      for (uint32_t j = 0; j < pr->n_insts && !used; j++)
-        for (int i = 0; j != k + 1 && i < pr->insts[j].n_src; i++)
-          used |= pr->insts[j].src[i] == sub->dst[0];
+      const int used = read_elsewhere(pr, k + 1, sub->dst[0]);
       const pto_ptile *u = &pr->tiles[ex->dst[0]], *x = &pr->tiles[sub->src[0]],
                       *v = &pr->tiles[sub->src[1]];
       if (used || tiles_overlap(u, v) ||
@@ -149,10 +155,7 @@ static void fuse_mul_store(pto_executable *e) {
           st->src[0] != mul->dst[0] || (st->flags & PTO_TF_ACC) ||
           st->slot < 0 || pr->slots[st->slot].dtype != PTO_F32)
         continue;
-      int used = 0;
-      for (uint32_t j = 0; j < pr->n_insts && !used; j++)
-        for (int i = 0; j != k + 1 && i < pr->insts[j].n_src; i++)
-          used |= pr->insts[j].src[i] == mul->dst[0];
+      const int used = read_elsewhere(pr, k + 1, mul->dst[0]);
       const pto_ptile *y = &pr->tiles[mul->dst[0]],
                       *x = &pr->tiles[mul->src[0]];
       if (used || y->dtype != PTO_F32 || x->dtype != PTO_F32 ||
@@ -189,6 +192,31 @@ static void fuse_load_max(pto_executable *e) {
       ld->n_dst = 2;
       ld->dst[1] = mx->dst[0];
       ld->fn = pto__isa_active()->fn[PTO_OP_TLOADROWMAX];
+      drop_inst(pr, k + 1);
+    }
+  }
+}
+
+/* Peephole, after fuse_load_max and fuse_expdif_sum: TLOADROWMAX (x, m)
+ * followed by TROWEXPANDEXPDIFSUM (u, s) of x and m, neither read by
+ * anything else, becomes TLOADEXPDIFSUM (u, s): each row's exps are taken
+ * right after its max, re-reading the row from cache instead of from a
+ * copy in x (softmax's first two passes as one), the same values. */
+static void fuse_load_expdif_sum(pto_executable *e) {
+  for (uint32_t q = 0; q < e->n_progs; q++) {
+    pto_cprog *pr = &e->progs[q];
+    for (uint32_t k = 0; k + 1 < pr->n_insts; k++) {
+      pto_pinst *ld = &pr->insts[k], *ex = &pr->insts[k + 1];
+      if (ld->op != PTO_OP_TLOADROWMAX ||
+          ex->op != PTO_OP_TROWEXPANDEXPDIFSUM ||
+          ex->src[0] != ld->dst[0] || ex->src[1] != ld->dst[1] ||
+          read_elsewhere(pr, k + 1, ld->dst[0]) ||
+          read_elsewhere(pr, k + 1, ld->dst[1]))
+        continue;
+      ld->op = PTO_OP_TLOADEXPDIFSUM;
+      ld->dst[0] = ex->dst[0];
+      ld->dst[1] = ex->dst[1];
+      ld->fn = pto__isa_active()->fn[PTO_OP_TLOADEXPDIFSUM];
       drop_inst(pr, k + 1);
     }
   }
@@ -285,6 +313,7 @@ pto_status pto_compile(pto_program *p, const pto_config *cfg,
   fuse_expdif_sum(e);
   fuse_mul_store(e);
   fuse_load_max(e);
+  fuse_load_expdif_sum(e);
   name_programs(e);
   if ((st = mark_streaming_stores(e)))
     goto fail_compile;

@@ -7,6 +7,7 @@
 #else
 #include <criterion/criterion.h>
 #endif
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -362,15 +363,22 @@ static uint64_t lines_of(uintptr_t p, uintptr_t n) {
  * instance of its task (or, on its last instance, the next task it is told
  * of) will TLOAD: every line of every row of those windows, rows 148 bytes
  * long so they start at every offset within a line. Nothing is prefetched
- * for the first instance run, nor after the last. With rowmax, the program
- * is x - rowmax(x), whose load is a TLOADROWMAX: prefetched the same. */
-static void prefetch_case(int rowmax) {
+ * for the first instance run, nor after the last. With kind 1 the program
+ * is x - rowmax(x), whose load is a TLOADROWMAX, with kind 2 the row sums
+ * of exp(x - rowmax(x)), one TLOADEXPDIFSUM: prefetched the same. */
+static void prefetch_case(int kind) {
+  static const int load_op[] = {PTO_OP_TLOAD, PTO_OP_TLOADROWMAX,
+                                PTO_OP_TLOADEXPDIFSUM};
   enum { R = 24, C = 37, TR = 3 };
   pto_program *p = pto_program_new("prefetch");
   const int64_t s[2] = {R, C};
   pto_tensor *x = pto_input(p, "x", PTO_F32, 2, s);
   pto_program_set_vec_tile(p, TR, C);
-  pto_output(p, rowmax ? pto_sub(p, x, pto_rowmax(p, x)) : pto_muls(p, x, 2.0),
+  pto_tensor *dif = kind ? pto_sub(p, x, pto_rowmax(p, x)) : NULL;
+  pto_output(p,
+             kind == 2   ? pto_rowsum(p, pto_exp(p, dif))
+             : kind == 1 ? dif
+                         : pto_muls(p, x, 2.0),
              "y");
   pto_config *c = pto_config_new();
   pto_config_set_knob(c, NULL, PTO_KNOB_NBUFFER, 2);
@@ -401,8 +409,7 @@ static void prefetch_case(int rowmax) {
         const pto_cprog *pr = &e->progs[e->tasks[t].prog];
         int64_t off = -1;
         for (uint32_t k = 0; k < pr->n_insts; k++)
-          if (pr->insts[k].op ==
-              (rowmax ? PTO_OP_TLOADROWMAX : PTO_OP_TLOAD))
+          if (pr->insts[k].op == load_op[kind])
             off = e->args[e->tasks[t].args + (uint32_t)pr->insts[k].slot].offset;
         cr_assert(off >= 0 && off % C == 0);
         for (int64_t r = off / C; r < off / C + TR; r++)
@@ -415,8 +422,17 @@ static void prefetch_case(int rowmax) {
     cr_expect_eq(sc.prefetched, want, "hinted %d: %llu lines, want %llu",
                  hinted, (unsigned long long)sc.prefetched,
                  (unsigned long long)want);
-    for (int i = 0; i < R * C; i++) /* rows ascend: the max is the last */
-      cr_assert_eq(y[i], rowmax ? xs[i] - xs[i / C * C + C - 1] : 2.0f * xs[i]);
+    if (kind == 2) /* rows ascend by 1: sum of exp(c - (C - 1)) */
+      for (int r = 0; r < R; r++) {
+        double want_sum = 0;
+        for (int j = 0; j < C; j++)
+          want_sum += exp((double)(j - (C - 1)));
+        cr_assert(fabs(y[r] - want_sum) <= 1e-5 * want_sum,
+                  "row %d: %.9g, want %.9g", r, (double)y[r], want_sum);
+      }
+    else
+      for (int i = 0; i < R * C; i++) /* rows ascend: the max is the last */
+        cr_assert_eq(y[i], kind ? xs[i] - xs[i / C * C + C - 1] : 2.0f * xs[i]);
     pto__scratch_free(&sc);
   }
   free(xs);
@@ -432,6 +448,11 @@ Test(scheduler, executor_prefetches_the_next_instance_loads, .timeout = 60) {
 Test(scheduler, executor_prefetches_loads_that_take_the_row_max,
      .timeout = 60) {
   prefetch_case(1);
+}
+
+Test(scheduler, executor_prefetches_loads_that_take_exps_and_sums,
+     .timeout = 60) {
+  prefetch_case(2);
 }
 
 static int fail_custom(pto_tile *dst, const pto_tile *const *src, int n,

@@ -1544,6 +1544,66 @@ static void drive_loadmax(int op, const oracle_case *oc) {
     }
 }
 
+/* TLOADEXPDIFSUM: dst0 within 2 ulp of exp(g - m) with m each row's IEEE
+ * maximum, dst1 within the TROWSUM bound of the exact sum of those exps,
+ * and both bit for bit what the same table's TLOADROWMAX then
+ * TROWEXPANDEXPDIFSUM make (the fusion changes no value), from row- and
+ * column-major views with NaNs and infinities among the values. */
+static void drive_loadexpsum(int op, const oracle_case *oc) {
+  for (int cm = 0; cm < 2; cm++)
+    for (int si = 0; si < (int)N_SHAPES; si++) {
+      const shape *s = &shapes[si];
+      rng r = rng_seed(seed_of(op, cm, si, 0));
+      gbuf b = gbuf_gen(&r, PTO_F32, s->vr + 2, s->vc + 3, cm, G_F32);
+      pto_tile *d = dst_new(PTO_F32, s->rows, s->cols, s->vr, s->vc);
+      pto_tile *sum = dst_new(PTO_F32, s->rows, 1, s->vr, 1);
+      pto_tile *want = tile_clone(d), *wsum = tile_clone(sum);
+      double *val = dbuf(d), *tol = dbuf(d), *sval = dbuf(sum),
+             *stol = dbuf(sum);
+      for (uint32_t i = 0; i < s->vr; i++) {
+        double m = 0, acc = 0, mag = 0;
+        for (uint32_t j = 0; j < s->vc; j++) {
+          double v = value_of(PTO_F32, gat(&b.g, i, j));
+          m = j == 0 ? v : o_max(m, v);
+        }
+        for (uint32_t j = 0; j < s->vc; j++) {
+          size_t k = (size_t)i * d->stride + j;
+          val[k] = oc->fb(value_of(PTO_F32, gat(&b.g, i, j)), (float)m);
+          tol[k] = 2 * ulp_f32(val[k]);
+          acc += val[k];
+          mag += fabs(val[k]);
+        }
+        sval[(size_t)i * sum->stride] = acc;
+        stol[(size_t)i * sum->stride] = 1e-5 * sqrt((double)s->vc) * mag;
+      }
+      const char *ctx = ctx_of(op, cm ? "column-major" : "", PTO_F32, s);
+      pto_targs a = {0};
+      a.dst[0] = d;
+      a.dst[1] = sum;
+      a.g = b.g;
+      run_ok(op, &a, ctx);
+      expect_tile(ctx, d, want, val, tol);
+      expect_tile(ctx, sum, wsum, sval, stol);
+      /* the two instructions it fuses, on the same table */
+      pto_tile *x = dst_new(PTO_F32, s->rows, s->cols, s->vr, s->vc);
+      pto_tile *mx = dst_new(PTO_F32, s->rows, 1, s->vr, 1);
+      pto_tile *u = tile_clone(d), *us = tile_clone(sum);
+      pto_targs l = {0};
+      l.dst[0] = x;
+      l.dst[1] = mx;
+      l.g = b.g;
+      run_ok(PTO_OP_TLOADROWMAX, &l, ctx);
+      pto_targs e = {0};
+      e.dst[0] = u;
+      e.dst[1] = us;
+      e.src[0] = x;
+      e.src[1] = mx;
+      run_ok(PTO_OP_TROWEXPANDEXPDIFSUM, &e, ctx);
+      expect_valid(ctx, d, u);
+      expect_valid(ctx, sum, us);
+    }
+}
+
 static void drive_gather(int op, const oracle_case *oc) {
   (void)oc;
   static const pto_dtype types[][2] = {{PTO_F32, PTO_F32}, {PTO_F32, PTO_BF16},
@@ -1807,6 +1867,7 @@ static const oracle_case cases[PTO_OP_COUNT] = {
                                     .gen0 = G_F32, .gen1 = G_F32},
     [PTO_OP_TROWEXPANDMULSTORE] = {.drive = drive_mulstore},
     [PTO_OP_TLOADROWMAX] = {.drive = drive_loadmax},
+    [PTO_OP_TLOADEXPDIFSUM] = {.drive = drive_loadexpsum, .fb = o_expdif},
 };
 
 static void run_case(int op) {
@@ -3033,6 +3094,19 @@ Test(tileops, check_memory_operands, .fini = free_all) {
   inside.data = mx->data;
   lm.dst[1] = &inside;
   expect_reject(PTO_OP_TLOADROWMAX, &lm, PTO_EINVAL, "overlaps", NULL);
+  /* TLOADEXPDIFSUM: the same rules (dst1 the row sums) */
+  lm.dst[1] = mv;
+  expect_accept(PTO_OP_TLOADEXPDIFSUM, &lm);
+  lm.g.cols = 36;
+  expect_reject(PTO_OP_TLOADEXPDIFSUM, &lm, PTO_ESHAPE, "13x36", "13x37");
+  lm.g.cols = 37;
+  lm.g.dtype = PTO_BF16;
+  expect_reject(PTO_OP_TLOADEXPDIFSUM, &lm, PTO_EDTYPE, "global", "bf16");
+  lm.g.dtype = PTO_F32;
+  lm.dst[1] = dst_new(PTO_F32, 16, 1, 12, 1);
+  expect_reject(PTO_OP_TLOADEXPDIFSUM, &lm, PTO_ESHAPE, "dst1", "12x1");
+  lm.dst[1] = &inside;
+  expect_reject(PTO_OP_TLOADEXPDIFSUM, &lm, PTO_EINVAL, "overlaps", NULL);
 
   pto_tile *ix = dst_new(PTO_I32, 1, 16, 1, 13);
   pto_targs g = {0};

@@ -422,6 +422,7 @@ static op_class class_of(pto_opcode op) {
   case PTO_OP_TROWEXPANDMULSTORE:
     return K_MULSTORE;
   case PTO_OP_TLOADROWMAX:
+  case PTO_OP_TLOADEXPDIFSUM:
     return K_LOADMAX;
   case PTO_OP_TGATHER:
     return K_GATHER;

@@ -886,6 +886,20 @@ static int ref_TLOADROWMAX(int op, const pto_targs *a) {
   return ref_TROWMAX(PTO_OP_TROWMAX, &m);
 }
 
+/* TLOADROWMAX into dst0 and dst1 (the loaded rows and their maxima), then
+ * TROWEXPANDEXPDIFSUM of them in place, which reads each element and each
+ * row's max before writing over them. */
+static int ref_TLOADEXPDIFSUM(int op, const pto_targs *a) {
+  (void)op;
+  int st = ref_TLOADROWMAX(PTO_OP_TLOADROWMAX, a);
+  if (st)
+    return st;
+  pto_targs e = *a;
+  e.src[0] = a->dst[0];
+  e.src[1] = a->dst[1];
+  return ref_TROWEXPANDEXPDIFSUM(PTO_OP_TROWEXPANDEXPDIFSUM, &e);
+}
+
 /* ---- the table ---------------------------------------------------------- */
 
 /* Generated from the instruction list: an instruction without a ref_<NAME>

@@ -1216,39 +1216,78 @@ BINARY_OP(TCOLEXPANDMUL, B_MUL, Y_COLVEC)
 BINARY_OP(TCOLEXPANDDIV, B_DIV, Y_COLVEC)
 #undef BINARY_OP
 
+/* One row of TROWEXPANDEXPDIFSUM: dp[c] = exp(xp[c] - mv), returning the
+ * row sum of dp accumulated exactly as row_reduce's TROWSUM accumulates it
+ * (same accumulators, same order), so it equals TROWSUM of the row bit for
+ * bit. Each step of two vectors prefetches the matching lines of `next`
+ * (the row to come), or, without one, takes a line of the plan pf. */
+ALWAYS_INLINE float expdif_sum_row(float *restrict dp,
+                                   const float *restrict xp, uint32_t vc,
+                                   float mv, const char *next, pto_pf *pf) {
+  const vf m = vf_set(mv);
+  vf acc0 = vf_set(-0.0f), acc1 = acc0;
+  uint32_t c = 0;
+  for (; c + 2 * VL <= vc; c += 2 * VL) { /* 2 accumulators, as TROWSUM */
+    const vf e0 = vf_exp(vf_sub(vf_ld(xp + c), m));
+    const vf e1 = vf_exp(vf_sub(vf_ld(xp + c + VL), m));
+    vf_st(dp + c, e0);
+    vf_st(dp + c + VL, e1);
+    acc0 = vf_add(acc0, e0);
+    acc1 = vf_add(acc1, e1);
+    if (next)
+      for (uint32_t b = 0; b < 2 * VL * 4; b += 64)
+        __builtin_prefetch(next + (size_t)c * 4 + b, 0, 2);
+    else
+      pto__pf_tick(pf);
+  }
+  for (; c < vc; c += VL) {
+    const uint32_t n = vc - c >= VL ? VL : vc - c;
+    const vf e = vf_exp(vf_sub(ldf(xp + c, n), m));
+    stf(dp + c, e, n);
+    /* a short tail as TROWSUM reads it: -0 beyond the valid columns */
+    acc0 = vf_add(acc0, n == VL ? e : vf_ldn(dp + c, n, vf_set(-0.0f)));
+  }
+  return fold_sum(acc0, acc1);
+}
+
 /* dst0 = exp(src0 - src1[r]) and dst1[r] = the row sum of dst0, in one
- * pass: the sum is accumulated exactly as row_reduce's TROWSUM accumulates
- * dst0 (same accumulators, same order), so it equals TROWSUM of dst0 bit for
- * bit and the fusion changes no value. src1[r] is read before row r is
- * written (dst1 may be src1's buffer). */
+ * pass (expdif_sum_row), so the fusion changes no value. src1[r] is read
+ * before row r is written (dst1 may be src1's buffer). */
 static int vec_TROWEXPANDEXPDIFSUM(int op, const pto_targs *a) {
   (void)op;
   pto_tile *d = a->dst[0], *s = a->dst[1];
   const pto_tile *x = a->src[0], *v = a->src[1];
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    ((float *)row_of(s, r))[0] =
+        expdif_sum_row(row_of(d, r), row_of(x, r), d->valid_cols,
+                       ((const float *)row_of(v, r))[0], NULL, a->pf);
+  return PTO_OK;
+}
+
+/* TLOADROWMAX then TROWEXPANDEXPDIFSUM of its results, without the loaded
+ * tile: row by row, the max straight from global (row_maxmin, as
+ * TLOADROWMAX takes it), then the exps and their sum from the same row
+ * while it is still in cache (expdif_sum_row), the next row's lines
+ * fetched meanwhile; the same values as the two instructions. */
+static int vec_TLOADEXPDIFSUM(int op, const pto_targs *a) {
+  const pto_gview *g = &a->g;
+  pto_tile *d = a->dst[0], *s = a->dst[1];
+  if (g->col_stride != 1) { /* the two instructions, in place */
+    int st = vec_TLOADROWMAX(PTO_OP_TLOADROWMAX, a);
+    if (st)
+      return st;
+    pto_targs e = *a;
+    e.src[0] = d;
+    e.src[1] = s;
+    return vec_TROWEXPANDEXPDIFSUM(op, &e);
+  }
   const uint32_t vr = d->valid_rows, vc = d->valid_cols;
   for (uint32_t r = 0; r < vr; r++) {
-    const vf m = vf_set(((const float *)row_of(v, r))[0]);
-    float *restrict dp = row_of(d, r);
-    const float *restrict xp = row_of(x, r);
-    vf acc0 = vf_set(-0.0f), acc1 = acc0;
-    uint32_t c = 0;
-    for (; c + 2 * VL <= vc; c += 2 * VL) { /* 2 accumulators, as TROWSUM */
-      const vf e0 = vf_exp(vf_sub(vf_ld(xp + c), m));
-      const vf e1 = vf_exp(vf_sub(vf_ld(xp + c + VL), m));
-      vf_st(dp + c, e0);
-      vf_st(dp + c + VL, e1);
-      acc0 = vf_add(acc0, e0);
-      acc1 = vf_add(acc1, e1);
-      pto__pf_tick(a->pf);
-    }
-    for (; c < vc; c += VL) {
-      const uint32_t n = vc - c >= VL ? VL : vc - c;
-      const vf e = vf_exp(vf_sub(ldf(xp + c, n), m));
-      stf(dp + c, e, n);
-      /* a short tail as TROWSUM reads it: -0 beyond the valid columns */
-      acc0 = vf_add(acc0, n == VL ? e : vf_ldn(dp + c, n, vf_set(-0.0f)));
-    }
-    ((float *)row_of(s, r))[0] = fold_sum(acc0, acc1);
+    const float *xp = grow(g, r);
+    const float m = row_maxmin(xp, vc, B_MAX, NULL, NULL);
+    const char *next = r + 1 < vr ? (const char *)grow(g, r + 1) : NULL;
+    ((float *)row_of(s, r))[0] =
+        expdif_sum_row(row_of(d, r), xp, vc, m, next, a->pf);
   }
   return PTO_OK;
 }
@@ -1291,7 +1330,7 @@ REDUCE_OP(TCOLMIN, col_reduce, B_MIN)
   X(TROWEXPANDMUL) X(TROWEXPANDDIV) X(TROWEXPANDMAX) X(TROWEXPANDEXPDIF)       \
   X(TCOLEXPAND) X(TCOLEXPANDADD) X(TCOLEXPANDSUB) X(TCOLEXPANDMUL)             \
   X(TCOLEXPANDDIV) X(TMOV) X(TSORT32) X(TMRGSORT) X(TROWEXPANDEXPDIFSUM)     \
-  X(TROWEXPANDMULSTORE) X(TLOADROWMAX)
+  X(TROWEXPANDMULSTORE) X(TLOADROWMAX) X(TLOADEXPDIFSUM)
 
 static void vec_install(pto_isa_table *t) {
 #define SET(name) t->fn[PTO_OP_##name] = vec_##name;
