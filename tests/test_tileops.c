@@ -3074,39 +3074,31 @@ Test(tileops, check_memory_operands, .fini = free_all) {
   ms.src[0] = dst_new(PTO_I32, 16, 48, 13, 37);
   expect_reject(PTO_OP_TROWEXPANDMULSTORE, &ms, PTO_EDTYPE, "src0", "i32");
 
-  /* TLOADROWMAX: f32 tiles, dst1 a rowvec of dst0's rows, an f32 view */
-  pto_targs lm = {0};
-  lm.dst[0] = mx;
-  lm.dst[1] = mv;
-  lm.g = ms.g;
-  expect_accept(PTO_OP_TLOADROWMAX, &lm);
-  lm.g.cols = 36;
-  expect_reject(PTO_OP_TLOADROWMAX, &lm, PTO_ESHAPE, "13x36", "13x37");
-  lm.g.cols = 37;
-  lm.g.dtype = PTO_I32;
-  expect_reject(PTO_OP_TLOADROWMAX, &lm, PTO_EDTYPE, "global", "i32");
-  lm.g.dtype = PTO_F32;
-  lm.dst[1] = dst_new(PTO_F32, 16, 1, 12, 1);
-  expect_reject(PTO_OP_TLOADROWMAX, &lm, PTO_ESHAPE, "dst1", "12x1");
-  lm.dst[1] = dst_new(PTO_I32, 16, 1, 13, 1);
-  expect_reject(PTO_OP_TLOADROWMAX, &lm, PTO_EDTYPE, "dst1", "i32");
-  pto_tile inside = *mv; /* the max written over the loaded rows */
-  inside.data = mx->data;
-  lm.dst[1] = &inside;
-  expect_reject(PTO_OP_TLOADROWMAX, &lm, PTO_EINVAL, "overlaps", NULL);
-  /* TLOADEXPDIFSUM: the same rules (dst1 the row sums) */
-  lm.dst[1] = mv;
-  expect_accept(PTO_OP_TLOADEXPDIFSUM, &lm);
-  lm.g.cols = 36;
-  expect_reject(PTO_OP_TLOADEXPDIFSUM, &lm, PTO_ESHAPE, "13x36", "13x37");
-  lm.g.cols = 37;
-  lm.g.dtype = PTO_BF16;
-  expect_reject(PTO_OP_TLOADEXPDIFSUM, &lm, PTO_EDTYPE, "global", "bf16");
-  lm.g.dtype = PTO_F32;
-  lm.dst[1] = dst_new(PTO_F32, 16, 1, 12, 1);
-  expect_reject(PTO_OP_TLOADEXPDIFSUM, &lm, PTO_ESHAPE, "dst1", "12x1");
-  lm.dst[1] = &inside;
-  expect_reject(PTO_OP_TLOADEXPDIFSUM, &lm, PTO_EINVAL, "overlaps", NULL);
+  /* TLOADROWMAX and TLOADEXPDIFSUM: f32 tiles, dst1 a rowvec of dst0's
+   * rows (maxima, or sums), an f32 view */
+  static const int loads_rows[] = {PTO_OP_TLOADROWMAX, PTO_OP_TLOADEXPDIFSUM};
+  for (int i = 0; i < 2; i++) {
+    const int op = loads_rows[i];
+    pto_targs lm = {0};
+    lm.dst[0] = mx;
+    lm.dst[1] = mv;
+    lm.g = ms.g;
+    expect_accept(op, &lm);
+    lm.g.cols = 36;
+    expect_reject(op, &lm, PTO_ESHAPE, "13x36", "13x37");
+    lm.g.cols = 37;
+    lm.g.dtype = PTO_I32;
+    expect_reject(op, &lm, PTO_EDTYPE, "global", "i32");
+    lm.g.dtype = PTO_F32;
+    lm.dst[1] = dst_new(PTO_F32, 16, 1, 12, 1);
+    expect_reject(op, &lm, PTO_ESHAPE, "dst1", "12x1");
+    lm.dst[1] = dst_new(PTO_I32, 16, 1, 13, 1);
+    expect_reject(op, &lm, PTO_EDTYPE, "dst1", "i32");
+    pto_tile inside = *mv; /* dst1 written over dst0's rows */
+    inside.data = mx->data;
+    lm.dst[1] = &inside;
+    expect_reject(op, &lm, PTO_EINVAL, "overlaps", NULL);
+  }
 
   pto_tile *ix = dst_new(PTO_I32, 1, 16, 1, 13);
   pto_targs g = {0};
