@@ -124,7 +124,9 @@ static void pf_init(pto_pf *pf, const pto_cprog *pr, const pto_targ *args,
     w->p = base[g->storage] + g->offset * es;
     w->row_bytes = sl->cols * es;
     w->rs_bytes = sl->rs * es;
-    w->rows = sl->rows;
+    /* TLOADEXPDIFSUM fetches each row after the first while it works on
+     * the one before (tileops/vec_kernels.h): only its first row here */
+    w->rows = pi->op == PTO_OP_TLOADEXPDIFSUM ? 1 : sl->rows;
     bytes += w->rows * w->row_bytes;
     /* lines per row, counting a row that starts mid-line once per line */
     pf->lines +=

@@ -679,8 +679,10 @@ static int vec_TROWEXPANDMULSTORE(int op, const pto_targs *a) {
         stf(dp + c, vf_mul(ldf(xp + c, n), m), n);
       }
       c = head;
-      for (; c + VL <= vc; c += VL) /* one vector per step, aligned stores */
+      for (; c + VL <= vc; c += VL) { /* one vector per step, aligned stores */
         vi_stream((int32_t *)(dp + c), vf_bits(vf_mul(vf_ld(xp + c), m)));
+        pto__pf_tick(a->pf);
+      }
     }
     for (; c < vc; c += VL) {
       const uint32_t n = vc - c >= VL ? VL : vc - c;
@@ -1268,7 +1270,9 @@ static int vec_TROWEXPANDEXPDIFSUM(int op, const pto_targs *a) {
  * tile: row by row, the max straight from global (row_maxmin, as
  * TLOADROWMAX takes it), then the exps and their sum from the same row
  * while it is still in cache (expdif_sum_row), the next row's lines
- * fetched meanwhile; the same values as the two instructions. */
+ * fetched meanwhile, so DRAM streams while the exps run (the executor's
+ * plan brings only the first row: scheduler/exec.c); the same values as
+ * the two instructions. */
 static int vec_TLOADEXPDIFSUM(int op, const pto_targs *a) {
   const pto_gview *g = &a->g;
   pto_tile *d = a->dst[0], *s = a->dst[1];
