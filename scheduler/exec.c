@@ -78,19 +78,34 @@ static void gview_of(const pto_cprog *pr, const pto_pinst *pi,
   g->col_stride = sl->cs;
 }
 
-uint32_t pto__loads_ahead(const pto_cprog *pr, uint32_t i,
-                          const pto_targ *args, unsigned char *const *base,
-                          pto_gview *ahead) {
-  if (pr->core != PTO_CORE_CUBE || pr->insts[i].slot >= 0)
-    return 0;
+/* Fills ahead with the windows of the loads starting at instruction j of
+ * pr, up to the first instruction that is not a load; how many. */
+static uint32_t loads_from(const pto_cprog *pr, uint32_t j,
+                           const pto_targ *args, unsigned char *const *base,
+                           pto_gview *ahead) {
   uint32_t n = 0;
-  for (uint32_t j = i + 1; j < pr->n_insts && n < PTO_AHEAD_MAX; j++) {
+  for (; j < pr->n_insts && n < PTO_AHEAD_MAX; j++) {
     const pto_pinst *pj = &pr->insts[j];
     if (!pto__insn_loads(pj->op) || pj->slot < 0)
       break;
     gview_of(pr, pj, args, base, &ahead[n++]);
   }
   return n;
+}
+
+uint32_t pto__loads_ahead(const pto_cprog *pr, uint32_t i,
+                          const pto_targ *args, const pto_cprog *nx_pr,
+                          const pto_targ *nx_args, unsigned char *const *base,
+                          pto_gview *ahead) {
+  if (pr->core != PTO_CORE_CUBE || pr->insts[i].slot >= 0)
+    return 0;
+  uint32_t n = loads_from(pr, i + 1, args, base, ahead);
+  if (n || !nx_pr)
+    return n;
+  for (uint32_t j = i + 1; j < pr->n_insts; j++)
+    if (pr->insts[j].slot < 0) /* not the instance's last computation */
+      return 0;
+  return loads_from(nx_pr, 0, nx_args, base, ahead);
 }
 
 /* Software prefetch of the next instance's loads. A task's instances run in
@@ -157,12 +172,16 @@ pto_status pto__task_exec(const pto_executable *e, uint32_t t, uint32_t next,
   pto_pf pf = {.n = 0};
   for (uint32_t inst = 0; inst < task->n_inst; inst++) {
     const pto_targ *args = e->args + task->args + inst * pr->n_slots;
-    s->prefetched += (uint64_t)pf.done;
+    const pto_cprog *nx_pr = NULL; /* the next instance, if known */
+    const pto_targ *nx_args = NULL;
     if (inst + 1 < task->n_inst)
-      pf_init(&pf, pr, args + pr->n_slots, base);
+      nx_pr = pr, nx_args = args + pr->n_slots;
     else if (next != PTO_NO_TASK)
-      pf_init(&pf, &e->progs[e->tasks[next].prog],
-              e->args + e->tasks[next].args, base);
+      nx_pr = &e->progs[e->tasks[next].prog],
+      nx_args = e->args + e->tasks[next].args;
+    s->prefetched += (uint64_t)pf.done;
+    if (nx_pr)
+      pf_init(&pf, nx_pr, nx_args, base);
     else
       pf.n = 0, pf.lines = pf.done = 0;
     for (uint32_t i = 0; i < pr->n_insts; i++) {
@@ -178,7 +197,8 @@ pto_status pto__task_exec(const pto_executable *e, uint32_t t, uint32_t next,
       if (pi->slot >= 0)
         gview_of(pr, pi, args, base, &a.g);
       a.ahead = ahead;
-      a.n_ahead = pto__loads_ahead(pr, i, args, base, ahead);
+      a.n_ahead =
+          pto__loads_ahead(pr, i, args, nx_pr, nx_args, base, ahead);
       a.s = pi->s;
       a.imm[0] = pi->imm[0];
       a.imm[1] = pi->imm[1];

@@ -33,10 +33,14 @@ pto_status pto__task_exec(const pto_executable *e, uint32_t t, uint32_t next,
 /* Fills ahead (PTO_AHEAD_MAX entries) with the windows of the TLOADs that
  * directly follow instruction i of a cube program, when i computes (the
  * operands of the next matmul, which the current one may prefetch: its
- * pto_targs.ahead); returns how many, 0 for loads, stores and vector
- * programs. args and base as for pto__task_exec. */
+ * pto_targs.ahead); when none follow and i is the instance's last
+ * computation, the loads the next instance starts with (program nx_pr with
+ * arguments nx_args; none when nx_pr is NULL), so the last slice's matmul
+ * prefetches the next instance's first. Returns how many, 0 for loads,
+ * stores and vector programs. args and base as for pto__task_exec. */
 uint32_t pto__loads_ahead(const pto_cprog *pr, uint32_t i,
-                          const pto_targ *args, unsigned char *const *base,
+                          const pto_targ *args, const pto_cprog *nx_pr,
+                          const pto_targ *nx_args, unsigned char *const *base,
                           pto_gview *ahead);
 
 /* Grows s (levels and tile descriptors) for program pr; 0 or PTO_ENOMEM.

@@ -301,7 +301,9 @@ Test(scheduler, compiled_runs_equal_serial_bit_for_bit, .timeout = 120) {
 
 /* A matmul whose K is split into slices learns the windows of the next
  * slice's operands (pto_targs.ahead) so it can prefetch them; the last
- * slice's matmul, the loads and the store learn none. */
+ * slice's matmul learns the next instance's first slice (here the same
+ * task's again), or none when no next instance is known; the loads and the
+ * store learn none. */
 Test(scheduler, matmul_is_told_the_next_slices_operands, .timeout = 30) {
   enum { M = 24, N = 32, K = 256, KS = 64 };
   pto_program *p = pto_program_new("ahead");
@@ -324,22 +326,25 @@ Test(scheduler, matmul_is_told_the_next_slices_operands, .timeout = 30) {
   uint32_t slice = 0;
   for (uint32_t i = 0; i < pr->n_insts; i++) {
     pto_gview ahead[PTO_AHEAD_MAX];
-    uint32_t n = pto__loads_ahead(pr, i, args, base, ahead);
+    uint32_t n = pto__loads_ahead(pr, i, args, pr, args, base, ahead);
     int mm = pr->insts[i].op == PTO_OP_TMATMUL ||
              pr->insts[i].op == PTO_OP_TMATMUL_ACC;
-    if (!mm || slice == K / KS - 1) {
+    if (mm && slice == K / KS - 1)
+      cr_assert_eq(pto__loads_ahead(pr, i, args, NULL, NULL, base, ahead), 0,
+                   "the last matmul is told windows of no next instance");
+    if (!mm) {
       cr_assert_eq(n, 0, "instruction %u (%s) is told %u windows", i,
                    pto__insn_name(pr->insts[i].op), n);
-      slice += mm;
       continue;
     }
     slice++;
+    const uint32_t next = slice % (K / KS); /* the next instance's first */
     cr_assert_eq(n, 2, "matmul of slice %u is told %u windows", slice - 1, n);
     /* A's columns and B's rows of the next slice, in either order */
     for (uint32_t w = 0; w < 2; w++) {
       const pto_gview *g = &ahead[w];
-      int is_a = g->base == (void *)(A + slice * KS);
-      cr_assert(is_a || g->base == (void *)(B + slice * KS * N),
+      int is_a = g->base == (void *)(A + next * KS);
+      cr_assert(is_a || g->base == (void *)(B + next * KS * N),
                 "window %u of slice %u is neither operand's next slice", w,
                 slice - 1);
       cr_assert_eq(g->rows, is_a ? M : KS);
