@@ -80,7 +80,12 @@ pto_core_type pto_mem_level_core(pto_mem_level l) {
 
 /* ---- machines ------------------------------------------------------------ */
 
-/* A shared machine whose scratchpads are carved from a per-core L2. */
+/* A shared machine whose scratchpads are carved from a per-core L2. L0C
+ * gets all of it: on a CPU the accumulator proper is the micro-kernel's
+ * register block, and the C tile only has to be where each block's rows
+ * can be fetched ahead (the kernel touches the next block's into L1), L2
+ * or L3; the larger C tile halves the operand packing per flop (GEMM
+ * 1024-2048: +3-5%, tiles 348-420 x 512 instead of 216-228 x 256). */
 static void machine_from_l2(pto_machine *m, const char *name, uint32_t workers,
                             size_t l2) {
   memset(m, 0, sizeof *m);
@@ -90,7 +95,7 @@ static void machine_from_l2(pto_machine *m, const char *name, uint32_t workers,
   m->mem[PTO_MEM_L1] = l2 / 2;
   m->mem[PTO_MEM_L0A] = l2 / 4;
   m->mem[PTO_MEM_L0B] = l2 / 4;
-  m->mem[PTO_MEM_L0C] = l2 / 4;
+  m->mem[PTO_MEM_L0C] = l2;
   m->mem[PTO_MEM_UB] = l2 / 2;
 }
 

@@ -41,7 +41,8 @@ typedef struct pto_machine {
 
 /* The machine this process runs on, from hwloc: one worker per physical
  * core, serving both core types, scratchpads sized from the per-core L2
- * (L1 = UB = L2/2, L0A = L0B = L0C = L2/4; L2 defaults to 1 MiB). Read once
+ * (L1 = UB = L2/2, L0A = L0B = L2/4, L0C = L2: the C tile streams through
+ * L2 and L3 a register block at a time; L2 defaults to 1 MiB). Read once
  * per process and cached. PTO_EIO when hwloc fails. */
 PTO_API pto_status pto_machine_host(pto_machine *m);
 /* An Ascend-like NPU: 24 cube + 48 vector cores, L1 512 KiB, L0A/L0B
