@@ -36,49 +36,51 @@ pto_status pto_gemm_tile(const pto_machine *mach, int64_t M, int64_t N,
                  l0c = mach->mem[PTO_MEM_L0C] / F32;
   uint64_t best_m = 0, best_n = 0, best_k = 0;
   double best = 0;
-  /* every balanced split of M; for each, the fewest balanced tiles of N
-   * whose accumulator fits L0C */
+  /* every balanced split of M by every balanced split of N whose
+   * accumulator fits L0C (a wide n may leave room for too little k) */
   for (uint64_t cm = 1; cm <= div_up((uint64_t)M, mr); cm++) {
     uint64_t m = balanced(M, cm, mr);
     if (cm > 1 && m == balanced(M, cm - 1, mr))
       continue;
-    /* tile rows are padded to ROW_ALIGN elements (pto_tile_stride) */
-    uint64_t n = 0, cn = 1;
-    for (; cn <= div_up((uint64_t)N, nr); cn++) {
-      n = balanced(N, cn, nr);
-      if (m * round_up(n, ROW_ALIGN) <= l0c &&
-          round_up(round_up(n, nr), ROW_ALIGN) * ROW_ALIGN <= l0b)
-        break;
-    }
-    if (m * round_up(n, ROW_ALIGN) > l0c ||
-        round_up(round_up(n, nr), ROW_ALIGN) * ROW_ALIGN > l0b)
-      continue;
-    /* packed operands: A pads to whole row panels, B to whole col panels;
-     * k is a multiple of ROW_ALIGN (A's rows) unless all of K fits */
-    uint64_t k_max = min_u64(l0a / round_up(m, mr) / ROW_ALIGN * ROW_ALIGN,
-                             l0b / round_up(round_up(n, nr), ROW_ALIGN));
-    k_max = min_u64(k_max, K_SLICE_MAX) / ROW_ALIGN * ROW_ALIGN;
-    if (k_max < ROW_ALIGN)
-      continue;
-    uint64_t slices = div_up((uint64_t)K, k_max);
-    uint64_t k = div_up((uint64_t)K, slices);
-    if (slices > 1)
-      k = round_up(k, ROW_ALIGN); /* <= k_max, a multiple of it */
-    uint64_t count = div_up((uint64_t)M, m) * div_up((uint64_t)N, n);
-    /* reuse (flops per element packed) x useful fraction of the padded
-     * work x a penalty below 2 tiles per worker */
-    double score = (double)m * (double)n / (double)(m + n);
-    score *= (double)M * (double)N /
-             ((double)div_up((uint64_t)M, m) * (double)round_up(m, mr) *
-              (double)div_up((uint64_t)N, n) * (double)round_up(n, nr));
-    score *= (double)k / (double)(k + ROW_ALIGN); /* C traffic per slice */
-    if (count < 2ull * workers)
-      score *= (double)count / (double)(2ull * workers);
-    if (score > best) {
-      best = score;
-      best_m = m;
-      best_n = n;
-      best_k = k;
+    for (uint64_t cn = 1; cn <= div_up((uint64_t)N, nr); cn++) {
+      uint64_t n = balanced(N, cn, nr);
+      if (cn > 1 && n == balanced(N, cn - 1, nr))
+        continue;
+      /* tile rows are padded to ROW_ALIGN elements (pto_tile_stride) */
+      if (m * round_up(n, ROW_ALIGN) > l0c ||
+          round_up(round_up(n, nr), ROW_ALIGN) * ROW_ALIGN > l0b)
+        continue;
+      /* packed operands: A pads to whole row panels, B to whole col
+       * panels; k is a multiple of ROW_ALIGN (A's rows) unless all of K
+       * fits */
+      uint64_t k_max = min_u64(l0a / round_up(m, mr) / ROW_ALIGN * ROW_ALIGN,
+                               l0b / round_up(round_up(n, nr), ROW_ALIGN));
+      k_max = min_u64(k_max, K_SLICE_MAX) / ROW_ALIGN * ROW_ALIGN;
+      if (k_max < ROW_ALIGN)
+        continue;
+      uint64_t slices = div_up((uint64_t)K, k_max);
+      uint64_t k = div_up((uint64_t)K, slices);
+      if (slices > 1)
+        k = round_up(k, ROW_ALIGN); /* <= k_max, a multiple of it */
+      uint64_t count = div_up((uint64_t)M, m) * div_up((uint64_t)N, n);
+      /* reuse (flops per element packed) x useful fraction of the padded
+       * work x the cost of a slice beyond its FMAs (C in and out of the
+       * registers, the kernel's set-up: measured, a 64-deep slice runs
+       * ~10% slower than a 128-deep one) x a penalty below 2 tiles per
+       * worker */
+      double score = (double)m * (double)n / (double)(m + n);
+      score *= (double)M * (double)N /
+               ((double)div_up((uint64_t)M, m) * (double)round_up(m, mr) *
+                (double)div_up((uint64_t)N, n) * (double)round_up(n, nr));
+      score *= (double)k / (double)(k + 2 * ROW_ALIGN);
+      if (count < 2ull * workers)
+        score *= (double)count / (double)(2ull * workers);
+      if (score > best) {
+        best = score;
+        best_m = m;
+        best_n = n;
+        best_k = k;
+      }
     }
   }
   if (!best_m)
