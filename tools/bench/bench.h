@@ -56,8 +56,8 @@ pto_runtime *bench_runtime_new(const char *cmd, const pto_machine *m,
 /* Busy-waits ns nanoseconds (for synthetic tasks). */
 void bench_spin_ns(uint64_t ns);
 /* The AVX-512 f32 FMA peak of `threads` threads running at once, GFLOP/s,
- * median of `repeats` probes (tools/bench/peak_avx512.c); 0 when it cannot
- * run. Call only where the CPU has AVX-512F. */
+ * the best of `repeats` probes (tools/bench/peak_avx512.c); 0 when it
+ * cannot run. Call only where the CPU has AVX-512F. */
 double bench_peak_avx512(int threads, int repeats);
 
 #endif /* PTO_TOOLS_BENCH_H */

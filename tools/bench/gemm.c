@@ -285,7 +285,7 @@ static int run(const bench_opts *o, int argc, char **argv) {
   int has_avx512 = __builtin_cpu_supports("avx512f");
   for (int i = 0; i < n_thr && has_avx512; i++) {
     bench_progress(o, "gemm: AVX-512 FMA peak on %d threads", thr[i]);
-    peak[i] = bench_peak_avx512(thr[i], 3);
+    peak[i] = bench_peak_avx512(thr[i], 5);
   }
   uint32_t mr, nr;
   pto_matmul_panel(&mr, &nr);
