@@ -20,12 +20,34 @@ typedef struct pto_pf_window { /* rows of row_bytes, rs_bytes apart */
 
 typedef struct pto_pf {
   pto_pf_window w[PTO_PF_WINDOWS];
-  int n;               /* windows */
-  int cur;             /* window being prefetched, its row and line */
+  int n;   /* windows */
+  int cur; /* window being prefetched, its row and line */
   int64_t row, line;
   int64_t lines, done; /* lines planned (an upper bound until the plan
                           runs out, then exact) and issued so far */
 } pto_pf;
+
+/* An empty plan. */
+static inline void pto__pf_clear(pto_pf *pf) {
+  pf->n = pf->cur = 0;
+  pf->lines = pf->done = pf->row = pf->line = 0;
+}
+
+/* Adds `rows` rows of row_bytes at p, rs_bytes apart, to the plan; 0 when
+ * the plan already holds PTO_PF_WINDOWS windows. */
+static inline int pto__pf_add(pto_pf *pf, const void *p, int64_t row_bytes,
+                              int64_t rs_bytes, int64_t rows) {
+  if (pf->n == PTO_PF_WINDOWS)
+    return 0;
+  pto_pf_window *w = &pf->w[pf->n++];
+  w->p = (const unsigned char *)p;
+  w->row_bytes = row_bytes;
+  w->rs_bytes = rs_bytes;
+  w->rows = rows;
+  /* lines per row, counting a row that starts mid-line once per line */
+  pf->lines += rows * ((row_bytes + 2 * PTO_PF_LINE - 2) / PTO_PF_LINE);
+  return 1;
+}
 
 /* Issues lines until `upto` have been issued or the plan is done. */
 static inline void pto__pf_advance(pto_pf *pf, int64_t upto) {

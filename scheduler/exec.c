@@ -122,8 +122,7 @@ uint32_t pto__loads_ahead(const pto_cprog *pr, uint32_t i,
 
 static void pf_init(pto_pf *pf, const pto_cprog *pr, const pto_targ *args,
                     unsigned char *const *base) {
-  pf->n = pf->cur = 0;
-  pf->lines = pf->done = pf->row = pf->line = 0;
+  pto__pf_clear(pf);
   int64_t bytes = 0;
   for (uint32_t i = 0; i < pr->n_insts; i++) {
     const pto_pinst *pi = &pr->insts[i];
@@ -131,21 +130,15 @@ static void pf_init(pto_pf *pf, const pto_cprog *pr, const pto_targ *args,
       continue;
     const pto_pslot *sl = &pr->slots[pi->slot];
     const int64_t es = (int64_t)pto_dtype_size(sl->dtype);
-    if (sl->cs != 1 || sl->rows <= 0 || sl->cols <= 0 ||
-        pf->n == PTO_PF_WINDOWS)
+    if (sl->cs != 1 || sl->rows <= 0 || sl->cols <= 0)
       continue;
-    pto_pf_window *w = &pf->w[pf->n++];
     const pto_targ *g = &args[pi->slot];
-    w->p = base[g->storage] + g->offset * es;
-    w->row_bytes = sl->cols * es;
-    w->rs_bytes = sl->rs * es;
     /* TLOADEXPDIFSUM fetches each row after the first while it works on
      * the one before (tileops/vec_kernels.h): only its first row here */
-    w->rows = pi->op == PTO_OP_TLOADEXPDIFSUM ? 1 : sl->rows;
-    bytes += w->rows * w->row_bytes;
-    /* lines per row, counting a row that starts mid-line once per line */
-    pf->lines +=
-        w->rows * ((w->row_bytes + 2 * PTO_PF_LINE - 2) / PTO_PF_LINE);
+    const int64_t rows = pi->op == PTO_OP_TLOADEXPDIFSUM ? 1 : sl->rows;
+    if (pto__pf_add(pf, base[g->storage] + g->offset * es, sl->cols * es,
+                    sl->rs * es, rows))
+      bytes += rows * sl->cols * es;
   }
   if (bytes > (int64_t)PF_MAX_BYTES)
     pf->n = 0, pf->lines = 0;

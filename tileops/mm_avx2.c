@@ -10,6 +10,7 @@
 #include <immintrin.h>
 #include <stdint.h>
 
+#include "core/prefetch.h"
 #include "tileops/tileops.h"
 
 #define MR 6   /* rows of C per block: A panel width */
@@ -26,8 +27,8 @@ static __m256i lanes(uint32_t n) {
 
 static void kernel_6x16(uint32_t K, const float *restrict Ap,
                         const float *restrict Bp, float *restrict C, size_t ldc,
-                        uint32_t rows, uint32_t cols, int acc,
-                        const char *const *pf, uint32_t npf);
+                        uint32_t rows, uint32_t cols, int acc, pto_pf *pf,
+                        uint32_t npf);
 
 #define KERNEL kernel_6x16
 #include "tileops/mm_loops.h"
@@ -37,8 +38,8 @@ static void kernel_6x16(uint32_t K, const float *restrict Ap,
  * B vectors and one broadcast of A per row each k: 12 FMAs for 8 loads. */
 static void kernel_6x16(uint32_t K, const float *restrict Ap,
                         const float *restrict Bp, float *restrict C, size_t ldc,
-                        uint32_t rows, uint32_t cols, int acc,
-                        const char *const *pf, uint32_t npf) {
+                        uint32_t rows, uint32_t cols, int acc, pto_pf *pf,
+                        uint32_t npf) {
   const __m256i m0 = lanes(cols >= 8 ? 8 : cols);
   const __m256i m1 = lanes(cols >= 16 ? 8 : cols <= 8 ? 0 : cols - 8);
 #define DECL(i) __m256 c##i##a, c##i##b;

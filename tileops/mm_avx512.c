@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #include <stdint.h>
 
+#include "core/prefetch.h"
 #include "tileops/tileops.h"
 
 #define MR 12  /* rows of C per block: A panel width */
@@ -24,7 +25,7 @@
 static void kernel_12x32(uint32_t K, const float *restrict Ap,
                          const float *restrict Bp, float *restrict C,
                          size_t ldc, uint32_t rows, uint32_t cols, int acc,
-                         const char *const *pf, uint32_t npf);
+                         pto_pf *pf, uint32_t npf);
 
 #define KERNEL kernel_12x32
 #include "tileops/mm_loops.h"
@@ -36,7 +37,7 @@ static void kernel_12x32(uint32_t K, const float *restrict Ap,
 static void kernel_12x32(uint32_t K, const float *restrict Ap,
                          const float *restrict Bp, float *restrict C,
                          size_t ldc, uint32_t rows, uint32_t cols, int acc,
-                         const char *const *pf, uint32_t npf) {
+                         pto_pf *pf, uint32_t npf) {
   const __mmask16 m0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);
   const __mmask16 m1 = cols >= 32   ? 0xffff
                        : cols <= 16 ? 0

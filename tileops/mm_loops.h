@@ -4,9 +4,9 @@
  * KERNEL(K, Ap, Bp, C, ldc, rows, cols, acc, pf, npf): C[0..rows)[0..cols)
  * = (acc ? C : 0) + Ap x Bp over K steps, with Ap[k * MR + i] = A(i, k)
  * and Bp[k * NR + j] = B(k, j), a full MR x NR block computed and only the
- * C loads and stores masked, and the npf (<= K) lines pf[] prefetched into
- * L2 spread over the k loop (pf_start, pf_due). So the loops compile with
- * that file's ISA flags.
+ * C loads and stores masked, and npf (<= K) lines of the prefetch plan pf
+ * issued spread over the k loop (pf_start, pf_due). So the loops compile
+ * with that file's ISA flags.
  *
  * The loop order is BLIS's: per KC slice of k, each NR panel of B stays in
  * L1 while the MR panels of A stream from L2 past it. */
@@ -15,92 +15,43 @@
 
 #include <stdint.h>
 
+#include "core/prefetch.h"
 #include "tileops/tileops.h"
 
-#define PF_MAX 64 /* lines of the next loads a block prefetches, at most */
-
-/* Prefetching the windows the task loads next (pto_targs.ahead) while the
- * product runs, so the packer that follows reads them from L2 instead of
- * waiting on L3 or DRAM: a cursor over their cache lines, run by run along
- * whichever axis is contiguous (other windows are skipped). */
-typedef struct ahead_lines {
-  const pto_gview *g;
-  uint32_t n, w;          /* windows, current window */
-  int64_t outer, o;       /* a window is outer runs of inner bytes; run o */
-  int64_t ostride, inner; /* bytes */
-  uintptr_t line, last;   /* the current run's next and last lines */
-} ahead_lines;
-
-static int ahead_window(ahead_lines *c) {
-  for (; c->w < c->n; c->w++) {
-    const pto_gview *g = &c->g[c->w];
-    const int64_t es = (int64_t)pto_dtype_size(g->dtype);
-    c->o = 0;
-    if (g->rows < 1 || g->cols < 1)
+/* The windows the task loads next (pto_targs.ahead) as a prefetch plan
+ * (core/prefetch.h), so the packer that follows reads them from L2 instead
+ * of waiting on L3 or DRAM: run by run along whichever axis is contiguous
+ * (other windows are skipped). */
+static void ahead_plan(pto_pf *pf, const pto_gview *g, uint32_t n) {
+  pto__pf_clear(pf);
+  for (uint32_t i = 0; i < n; i++) {
+    const int64_t es = (int64_t)pto_dtype_size(g[i].dtype);
+    if (g[i].rows < 1 || g[i].cols < 1)
       continue;
-    if (g->col_stride == 1) {
-      c->outer = g->rows;
-      c->ostride = g->row_stride * es;
-      c->inner = g->cols * es;
-      return 1;
-    }
-    if (g->row_stride == 1) {
-      c->outer = g->cols;
-      c->ostride = g->col_stride * es;
-      c->inner = g->rows * es;
-      return 1;
-    }
+    if (g[i].col_stride == 1)
+      pto__pf_add(pf, g[i].base, g[i].cols * es, g[i].row_stride * es,
+                  g[i].rows);
+    else if (g[i].row_stride == 1)
+      pto__pf_add(pf, g[i].base, g[i].rows * es, g[i].col_stride * es,
+                  g[i].cols);
   }
-  return 0;
 }
 
-/* Lines in all windows (at most: a run may straddle one more); leaves the
- * cursor at the first. */
-static int64_t ahead_count(ahead_lines *c) {
-  int64_t lines = 0;
-  for (c->w = 0; ahead_window(c); c->w++)
-    lines += c->outer * ((c->inner + 63) / 64 + 1);
-  c->w = 0;
-  c->line = 1, c->last = 0; /* no run yet */
-  ahead_window(c);
-  return lines;
-}
-
-/* The next line to fetch, NULL past the last window. */
-static const char *ahead_line(ahead_lines *c) {
-  if (c->line > c->last) {
-    if (c->w >= c->n)
-      return NULL;
-    const uintptr_t r =
-        (uintptr_t)c->g[c->w].base + (uintptr_t)(c->o * c->ostride);
-    c->line = r & ~(uintptr_t)63;
-    c->last = (r + (uintptr_t)c->inner - 1) & ~(uintptr_t)63;
-    if (++c->o == c->outer) {
-      c->w++;
-      ahead_window(c);
-    }
-  }
-  const char *l = (const char *)c->line;
-  c->line += 64;
-  return l;
-}
-
-/* npf prefetches into L2 spread evenly over a kernel's K steps of k:
+/* npf lines of a plan spread evenly over a kernel's K steps of k:
  * pf_due(&s, k) once per step. */
 typedef struct pf_spread {
-  const char *const *pf;
+  pto_pf *plan;
   uint32_t left, gap, due;
 } pf_spread;
 
-static inline pf_spread pf_start(const char *const *pf, uint32_t npf,
-                                 uint32_t K) {
-  pf_spread s = {pf, npf, npf ? K / npf : 0, 0};
+static inline pf_spread pf_start(pto_pf *plan, uint32_t npf, uint32_t K) {
+  pf_spread s = {plan, npf, npf ? K / npf : 0, 0};
   return s;
 }
 
 static inline void pf_due(pf_spread *s, uint32_t k) {
   if (s->left && k == s->due) {
-    _mm_prefetch(*s->pf++, _MM_HINT_T1);
+    pto__pf_tick(s->plan);
     s->left--;
     s->due += s->gap;
   }
@@ -127,16 +78,15 @@ static void matmul_packed(const pto_targs *a, int acc) {
   const size_t a_panel = (size_t)MR * A->stride, b_panel = (size_t)NR * B->rows;
   const float *Ad = A->data, *Bd = B->data;
   float *Cd = d->data;
-  ahead_lines ah = {a->ahead, a->n_ahead, 0, 0, 0, 0, 0, 0, 0};
+  pto_pf ah;
+  ahead_plan(&ah, a->ahead, a->n_ahead);
   const int64_t blocks = (int64_t)((N + NR - 1) / NR) * ((M + MR - 1) / MR);
-  const int64_t per_block = ah.n ? (ahead_count(&ah) + blocks - 1) / blocks : 0;
-  const char *pf[PF_MAX];
+  const int64_t per_block = (ah.lines + blocks - 1) / blocks;
   for (uint32_t k0 = 0; k0 < K; k0 += KC) {
     const uint32_t kc = K - k0 < KC ? K - k0 : KC;
     const int acc_k = acc || k0 > 0;
     int64_t share = k0 + KC >= K ? per_block : 0;
     share = share < kc ? share : kc;
-    share = share < PF_MAX ? share : PF_MAX;
     for (uint32_t n0 = 0; n0 < N; n0 += NR) {
       const float *Bp = Bd + (size_t)(n0 / NR) * b_panel + (size_t)k0 * NR;
       const uint32_t cols = N - n0 < NR ? N - n0 : NR;
@@ -147,11 +97,8 @@ static void matmul_packed(const pto_targs *a, int acc) {
         if (m0 + MR < M)
           prefetch_c(Cd + (size_t)(m0 + MR) * ldc + n0, ldc,
                      M - m0 - MR < MR ? M - m0 - MR : MR, cols);
-        uint32_t npf = 0;
-        while (npf < share && (pf[npf] = ahead_line(&ah)) != NULL)
-          npf++;
         KERNEL(kc, Ap, Bp, Cd + (size_t)m0 * ldc + n0, ldc, rows, cols, acc_k,
-               pf, npf);
+               &ah, (uint32_t)share);
       }
     }
   }
