@@ -6,23 +6,49 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+/* The scratchpads of a worker live in one region, 2 MiB-aligned and advised
+ * as transparent huge pages: a cube program's L0C alone spans an L2's worth
+ * of 4 KiB pages, and the kernels sweep it every k slice, so on small pages
+ * the C block loads miss the first-level TLB and the hardware walks pages
+ * the whole time. Level l starts at a 64-byte boundary. Contents do not
+ * survive a regrow (tiles live for one task). */
+#define HUGE_PAGE (2ull << 20)
+
+static pto_status scratch_map(pto_scratch *s, const uint64_t *size) {
+  uint64_t at[PTO_MEM_LEVEL_COUNT], total = 0;
+  for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++) {
+    at[l] = total;
+    total += (size[l] + 63) & ~(uint64_t)63;
+  }
+  total = (total + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+  unsigned char *region = total ? aligned_alloc(HUGE_PAGE, total) : NULL;
+  if (total && !region)
+    return PTO_ENOMEM;
+  if (region) /* only advice: small pages if the kernel has none */
+    (void)madvise(region, total, MADV_HUGEPAGE);
+  free(s->region);
+  s->region = region;
+  for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++) {
+    s->size[l] = size[l];
+    s->level[l] = size[l] ? region + at[l] : NULL;
+  }
+  return PTO_OK;
+}
 
 pto_status pto__scratch_init(pto_scratch *s, const pto_executable *e) {
   memset(s, 0, sizeof *s);
+  uint64_t size[PTO_MEM_LEVEL_COUNT] = {0};
   for (uint32_t q = 0; q < e->n_progs; q++) {
     for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++)
-      if (e->progs[q].mem[l] > s->size[l])
-        s->size[l] = e->progs[q].mem[l];
+      if (e->progs[q].mem[l] > size[l])
+        size[l] = e->progs[q].mem[l];
     if (e->progs[q].n_tiles > s->cap_tiles)
       s->cap_tiles = e->progs[q].n_tiles;
   }
-  for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++) {
-    if (!s->size[l])
-      continue;
-    s->level[l] = aligned_alloc(64, (s->size[l] + 63) & ~(uint64_t)63);
-    if (!s->level[l])
-      goto fail;
-  }
+  if (scratch_map(s, size))
+    goto fail;
   s->tiles = malloc((s->cap_tiles + 1) * sizeof *s->tiles);
   if (!s->tiles)
     goto fail;
@@ -33,8 +59,7 @@ fail:
 }
 
 void pto__scratch_free(pto_scratch *s) {
-  for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++)
-    free(s->level[l]);
+  free(s->region);
   free(s->tiles);
   memset(s, 0, sizeof *s);
 }
@@ -211,16 +236,14 @@ pto_status pto__task_exec(const pto_executable *e, uint32_t t, uint32_t next,
 }
 
 pto_status pto__scratch_reserve(pto_scratch *s, const pto_cprog *pr) {
+  uint64_t size[PTO_MEM_LEVEL_COUNT];
+  int grow = 0;
   for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++) {
-    if (pr->mem[l] <= s->size[l])
-      continue;
-    void *p = aligned_alloc(64, (pr->mem[l] + 63) & ~(uint64_t)63);
-    if (!p)
-      return PTO_ENOMEM;
-    free(s->level[l]);
-    s->level[l] = p;
-    s->size[l] = pr->mem[l];
+    size[l] = pr->mem[l] > s->size[l] ? pr->mem[l] : s->size[l];
+    grow |= size[l] != s->size[l];
   }
+  if (grow && scratch_map(s, size))
+    return PTO_ENOMEM;
   if (pr->n_tiles > s->cap_tiles) {
     pto_tile *t = realloc(s->tiles, pr->n_tiles * sizeof *t);
     if (!t)

@@ -6,7 +6,8 @@
 #include "core/exe.h"
 
 typedef struct pto_scratch {
-  unsigned char *level[PTO_MEM_LEVEL_COUNT]; /* 64-byte aligned */
+  unsigned char *level[PTO_MEM_LEVEL_COUNT]; /* 64-byte aligned, in region */
+  unsigned char *region; /* one allocation for every level */
   uint64_t size[PTO_MEM_LEVEL_COUNT];
   pto_tile *tiles; /* per-program tile descriptors, rebuilt per task */
   uint32_t cap_tiles;

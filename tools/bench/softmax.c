@@ -104,10 +104,6 @@ static void pause_ms(int ms) { /* lets the other side's spinners sleep */
   nanosleep(&ts, NULL);
 }
 
-static void *alloc(size_t bytes) {
-  return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-}
-
 /* ---- the probe and the peer (OpenMP, static rows per thread) ------------- */
 
 static void triad(float *restrict a, const float *restrict b,
@@ -156,11 +152,11 @@ static int run(const bench_opts *o, int argc, char **argv) {
   if (bench_machine("softmax", threads, &m))
     return 1;
 
-  float *x = alloc(n * sizeof *x), *y = alloc(n * sizeof *y),
-        *yref = alloc(n * sizeof *yref);
-  float *pa = alloc(PROBE_FLOATS * sizeof *pa),
-        *pb = alloc(PROBE_FLOATS * sizeof *pb),
-        *pc = alloc(PROBE_FLOATS * sizeof *pc);
+  float *x = bench_alloc(n * sizeof *x), *y = bench_alloc(n * sizeof *y),
+        *yref = bench_alloc(n * sizeof *yref);
+  float *pa = bench_alloc(PROBE_FLOATS * sizeof *pa),
+        *pb = bench_alloc(PROBE_FLOATS * sizeof *pb),
+        *pc = bench_alloc(PROBE_FLOATS * sizeof *pc);
   double *t_pto = calloc((size_t)repeats, sizeof *t_pto),
          *t_ref = calloc((size_t)repeats, sizeof *t_ref),
          *t_dram = calloc((size_t)repeats, sizeof *t_dram);
