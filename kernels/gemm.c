@@ -4,7 +4,7 @@
 #include <stddef.h>
 
 #define F32 4u           /* bytes per element */
-#define K_SLICE_MAX 128u /* k per slice: the next slice fits L2 beside C */
+#define K_SLICE_MAX 256u /* k per slice: a 32-wide B panel of it fills L1 */
 #define ROW_ALIGN 16u    /* f32 elements per 64-byte tile row alignment */
 
 static uint64_t min_u64(uint64_t a, uint64_t b) {

@@ -74,10 +74,10 @@ Test(core, config_host_machine_is_sane) {
                 (uint32_t)sysconf(_SC_NPROCESSORS_ONLN));
   for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++)
     cr_expect_gt(m.mem[l], 0, "%s", pto_mem_level_name((pto_mem_level)l));
-  /* L1 = UB = L2/2, L0A = L0B = L2/4, L0C = L2 */
-  cr_expect_eq(m.mem[PTO_MEM_L1], 2 * m.mem[PTO_MEM_L0A]);
+  /* L1 = UB = L0A = L0B = L2/2, L0C = L2 */
+  cr_expect_eq(m.mem[PTO_MEM_L1], m.mem[PTO_MEM_L0A]);
   cr_expect_eq(m.mem[PTO_MEM_L0A], m.mem[PTO_MEM_L0B]);
-  cr_expect_eq(m.mem[PTO_MEM_L0C], 4 * m.mem[PTO_MEM_L0A]);
+  cr_expect_eq(m.mem[PTO_MEM_L0C], 2 * m.mem[PTO_MEM_L0A]);
   cr_expect_eq(m.mem[PTO_MEM_UB], m.mem[PTO_MEM_L1]);
   cr_expect_eq(pto__machine_check(&m, &(pto_error){0}, "host"), PTO_OK);
   /* cached: the same answer again */

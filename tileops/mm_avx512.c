@@ -18,7 +18,7 @@
 
 #define MR 12  /* rows of C per block: A panel width */
 #define NR 32  /* cols of C per block: B panel width, two zmm */
-#define KC 128 /* k steps per pass over a B panel: 16 KiB of it in L1 */
+#define KC 256 /* k steps per pass over a B panel: 32 KiB of it in L1 */
 
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 
