@@ -60,8 +60,8 @@ static pto_graph *random_dag(dag *d, tctx **ctx, uint32_t n, uint32_t fan,
   for (uint32_t t = 0; t < n; t++) {
     (*ctx)[t].d = d;
     (*ctx)[t].id = t;
-    pto_core_type core = mixed && rand() % 3 == 0 ? PTO_CORE_CUBE
-                                                  : PTO_CORE_VECTOR;
+    pto_core_type core =
+        mixed && rand() % 3 == 0 ? PTO_CORE_CUBE : PTO_CORE_VECTOR;
     cr_assert_eq(pto_graph_add(g, core, check_task, &(*ctx)[t]), t);
     d->pred_off[t] = m;
     if (t > 0 && t <= hub) { /* fan-out from task 0 */
@@ -130,8 +130,7 @@ static void run_dag_case(uint32_t workers, int shared, pto_policy pol,
   dag d;
   tctx *ctx;
   pto_graph *g = random_dag(&d, &ctx, n, fan, hub, seed, !shared);
-  cr_assert_eq(pto_runtime_run_graph(rt, g), PTO_OK, "%s",
-               pto_graph_error(g));
+  cr_assert_eq(pto_runtime_run_graph(rt, g), PTO_OK, "%s", pto_graph_error(g));
   for (uint32_t t = 0; t < n; t++)
     cr_assert_eq(atomic_load(&d.runs[t]), 1, "task %u ran %d times", t,
                  atomic_load(&d.runs[t]));
@@ -159,8 +158,8 @@ Test(scheduler, random_dags_dedicated_cube_and_vector, .timeout = 120) {
 }
 
 Test(scheduler, large_dag_with_wide_fan_out_and_fan_in, .timeout = 120) {
-  run_dag_case(2, 1, PTO_POLICY_CRITICAL_PATH, scale(100000), 3,
-               scale(10000), 7);
+  run_dag_case(2, 1, PTO_POLICY_CRITICAL_PATH, scale(100000), 3, scale(10000),
+               7);
   run_dag_case(3, 0, PTO_POLICY_FIFO, scale(20000), 2, scale(10000), 8);
 }
 
@@ -178,14 +177,12 @@ static int failing_task(void *arg) {
   return PTO_ERANGE;
 }
 
-Test(scheduler, failing_task_ends_run_and_runtime_stays_usable,
-     .timeout = 60) {
+Test(scheduler, failing_task_ends_run_and_runtime_stays_usable, .timeout = 60) {
   pto_runtime *rt = runtime(2, 1, PTO_POLICY_FIFO);
   pto_graph *g = pto_graph_new();
   /* a chain: 0 -> 1 (fails) -> 2 -> ... -> 99 */
   for (int i = 0; i < 100; i++) {
-    pto_graph_add(g, PTO_CORE_VECTOR, i == 1 ? failing_task : count_task,
-                  NULL);
+    pto_graph_add(g, PTO_CORE_VECTOR, i == 1 ? failing_task : count_task, NULL);
     if (i)
       pto_graph_depend(g, i - 1, i);
   }
@@ -246,7 +243,8 @@ Test(scheduler, bad_graphs_are_refused, .timeout = 30) {
   pto_runtime_free(rt);
 }
 
-/* ---- compiled programs ----------------------------------------------------- */
+/* ---- compiled programs -----------------------------------------------------
+ */
 
 static pto_program *softmax_mm(void) {
   pto_program *p = pto_program_new("softmax_mm");
@@ -420,7 +418,8 @@ static void prefetch_case(int kind) {
         int64_t off = -1;
         for (uint32_t k = 0; k < pr->n_insts; k++)
           if (pr->insts[k].op == load_op[kind])
-            off = e->args[e->tasks[t].args + (uint32_t)pr->insts[k].slot].offset;
+            off =
+                e->args[e->tasks[t].args + (uint32_t)pr->insts[k].slot].offset;
         cr_assert(off >= 0 && off % C == 0);
         for (int64_t r = off / C; r < off / C + pf_rows; r++)
           want -= lines_of((uintptr_t)(xs + r * C), C * sizeof(float));
@@ -474,12 +473,63 @@ static int fail_custom(pto_tile *dst, const pto_tile *const *src, int n,
   return PTO_ERANGE;
 }
 
+/* Every level sized as asked (NULL when 0), 64-byte aligned inside the
+ * worker's one region, none overlapping another: each filled with its own
+ * byte, then read back. */
+static void check_levels(pto_scratch *s, const uint64_t *want) {
+  cr_assert_not_null(s->region);
+  cr_expect_eq((uintptr_t)s->region % (2u << 20), 0,
+               "region not 2 MiB-aligned");
+  for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++) {
+    cr_expect_eq(s->size[l], want[l], "level %d: %llu bytes, want %llu", l,
+                 (unsigned long long)s->size[l], (unsigned long long)want[l]);
+    if (!want[l]) {
+      cr_expect_null(s->level[l], "level %d has no bytes but a pointer", l);
+      continue;
+    }
+    cr_assert(s->level[l] >= s->region && (uintptr_t)s->level[l] % 64 == 0,
+              "level %d at %p, region %p", l, (void *)s->level[l],
+              (void *)s->region);
+    memset(s->level[l], 0x10 + l, want[l]);
+  }
+  for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++)
+    for (uint64_t i = 0; i < want[l]; i++)
+      cr_assert_eq(s->level[l][i], 0x10 + l, "level %d byte %llu overwritten",
+                   l, (unsigned long long)i);
+}
+
+Test(scheduler, scratchpads_share_one_region_and_regrow, .timeout = 30) {
+  pto_cprog small = {.n_tiles = 3}, big = {.n_tiles = 5};
+  small.mem[PTO_MEM_L0A] = 1000;
+  small.mem[PTO_MEM_L0C] = 5000;
+  big.mem[PTO_MEM_L0A] = 3u << 20; /* past one huge page */
+  big.mem[PTO_MEM_UB] = 100;
+  pto_executable e = {.progs = &small, .n_progs = 1};
+  pto_scratch s;
+  cr_assert_eq(pto__scratch_init(&s, &e), PTO_OK);
+  check_levels(&s, small.mem);
+  cr_expect_geq(s.cap_tiles, 3);
+  /* a larger program: every level as large as either needs */
+  cr_assert_eq(pto__scratch_reserve(&s, &big), PTO_OK);
+  const uint64_t both[PTO_MEM_LEVEL_COUNT] = {
+      [PTO_MEM_L0A] = 3u << 20, [PTO_MEM_L0C] = 5000, [PTO_MEM_UB] = 100};
+  check_levels(&s, both);
+  cr_expect_geq(s.cap_tiles, 5);
+  /* a smaller one again: nothing moves */
+  unsigned char *region = s.region;
+  cr_assert_eq(pto__scratch_reserve(&s, &small), PTO_OK);
+  cr_expect_eq(s.region, region);
+  check_levels(&s, both);
+  pto__scratch_free(&s);
+  cr_expect_null(s.region);
+}
+
 Test(scheduler, failing_instruction_names_task_program_and_label,
      .timeout = 60) {
   int id = pto_custom_op_find("rt_fail");
   if (id < 0) {
-    pto_custom_op_desc d = {"rt_fail", PTO_CORE_VECTOR, 1, PTO_F32, 0,
-                            fail_custom, NULL};
+    pto_custom_op_desc d = {"rt_fail", PTO_CORE_VECTOR, 1,   PTO_F32,
+                            0,         fail_custom,     NULL};
     cr_assert_eq(pto_custom_op_register(&d, &id), PTO_OK);
   }
   pto_program *p = pto_program_new("fails");
@@ -524,14 +574,12 @@ static void on_done(pto_run *run, pto_status st, void *user) {
   s->on_loop_thread = uv_thread_equal(&self, &s->loop_thread);
 }
 
-Test(scheduler, async_runs_complete_on_the_loop_two_in_flight,
-     .timeout = 60) {
+Test(scheduler, async_runs_complete_on_the_loop_two_in_flight, .timeout = 60) {
   pto_program *p1 = softmax_mm(), *p2 = softmax_mm();
   pto_executable *e1 = NULL, *e2 = NULL;
   cr_assert_eq(pto_compile(p1, NULL, &e1), PTO_OK);
   cr_assert_eq(pto_compile(p2, NULL, &e2), PTO_OK);
-  static float a[96 * 64], b[64 * 80], want[96 * 80], g1[96 * 80],
-      g2[96 * 80];
+  static float a[96 * 64], b[64 * 80], want[96 * 80], g1[96 * 80], g2[96 * 80];
   for (int i = 0; i < 96 * 64; i++)
     a[i] = (float)(i % 11) / 11;
   for (int i = 0; i < 64 * 80; i++)
@@ -607,7 +655,8 @@ Test(scheduler, cancel_skips_tasks_not_started, .timeout = 60) {
   free(y);
 }
 
-/* ---- traces --------------------------------------------------------------- */
+/* ---- traces ---------------------------------------------------------------
+ */
 
 #include <jansson.h>
 
