@@ -14,6 +14,9 @@ enum {
   PTO_IF_INT = 1u << 1,    /* accepts i32 tiles */
   PTO_IF_EXACT = 1u << 2,  /* result is bit-exact against a plain C oracle */
   PTO_IF_REDUCE = 1u << 3, /* accumulates: compared with a tolerance */
+  /* loads its window a row at a time, each row fetched while it works on
+   * the one before: the executor prefetches only its first row */
+  PTO_IF_ROW_AHEAD = 1u << 4,
 };
 
 typedef enum pto_insn_family {

@@ -158,9 +158,10 @@ static void pf_init(pto_pf *pf, const pto_cprog *pr, const pto_targ *args,
     if (sl->cs != 1 || sl->rows <= 0 || sl->cols <= 0)
       continue;
     const pto_targ *g = &args[pi->slot];
-    /* TLOADEXPDIFSUM fetches each row after the first while it works on
-     * the one before (tileops/vec_kernels.h): only its first row here */
-    const int64_t rows = pi->op == PTO_OP_TLOADEXPDIFSUM ? 1 : sl->rows;
+    /* an instruction that fetches each row after the first itself
+     * (TLOADEXPDIFSUM, tileops/vec_kernels.h): only its first row here */
+    const int64_t rows =
+        pto__insn_info(pi->op)->flags & PTO_IF_ROW_AHEAD ? 1 : sl->rows;
     if (pto__pf_add(pf, base[g->storage] + g->offset * es, sl->cols * es,
                     sl->rs * es, rows))
       bytes += rows * sl->cols * es;
