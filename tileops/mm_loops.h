@@ -66,10 +66,13 @@ static inline void prefetch_c(const float *C, size_t ldc, uint32_t rows,
 }
 
 /* Packed f32 operands with panels MR x NR: loops around the kernel. The
- * next loads are prefetched during the last pass over k, when the first
- * passes' parts of the operands are dead and L2 has room for them: each
- * block takes its share of their lines, which the kernel spreads over its
- * k loop (a burst would fill the miss queues its own A panel needs). */
+ * next loads are prefetched during the last quarter of the last pass over
+ * k: lines fetched earlier are pushed out of L2 by the pass's sweep over
+ * C and A before the packer reads them (back from L3 at best: GEMM 2048
+ * +1-2% for the late start). Each of those blocks takes its share of the
+ * lines, which the kernel spreads over its k loop (a burst would fill the
+ * miss queues its own A panel needs). */
+#define PF_LATE 4 /* the plan runs over the last 1/PF_LATE of the blocks */
 static void matmul_packed(const pto_targs *a, int acc) {
   pto_tile *d = a->dst[0];
   const pto_tile *A = a->src[0], *B = a->src[1];
@@ -81,12 +84,13 @@ static void matmul_packed(const pto_targs *a, int acc) {
   pto_pf ah;
   ahead_plan(&ah, a->ahead, a->n_ahead);
   const int64_t blocks = (int64_t)((N + NR - 1) / NR) * ((M + MR - 1) / MR);
-  const int64_t per_block = (ah.lines + blocks - 1) / blocks;
+  const int64_t late = blocks - (blocks + PF_LATE - 1) / PF_LATE;
+  const int64_t per_block = (ah.lines + blocks - late - 1) / (blocks - late);
   for (uint32_t k0 = 0; k0 < K; k0 += KC) {
     const uint32_t kc = K - k0 < KC ? K - k0 : KC;
     const int acc_k = acc || k0 > 0;
-    int64_t share = k0 + KC >= K ? per_block : 0;
-    share = share < kc ? share : kc;
+    const int64_t share = per_block < kc ? per_block : kc;
+    int64_t block = k0 + KC >= K ? 0 : -blocks; /* below late: no share */
     for (uint32_t n0 = 0; n0 < N; n0 += NR) {
       const float *Bp = Bd + (size_t)(n0 / NR) * b_panel + (size_t)k0 * NR;
       const uint32_t cols = N - n0 < NR ? N - n0 : NR;
@@ -98,7 +102,7 @@ static void matmul_packed(const pto_targs *a, int acc) {
           prefetch_c(Cd + (size_t)(m0 + MR) * ldc + n0, ldc,
                      M - m0 - MR < MR ? M - m0 - MR : MR, cols);
         KERNEL(kc, Ap, Bp, Cd + (size_t)m0 * ldc + n0, ldc, rows, cols, acc_k,
-               &ah, (uint32_t)share);
+               &ah, block++ >= late ? (uint32_t)share : 0);
       }
     }
   }
