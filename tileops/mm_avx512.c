@@ -60,7 +60,8 @@ static void kernel_12x32(uint32_t K, const float *restrict Ap,
   for (uint32_t k = 0; k < K; k++) {
     pf_due(&spread, k);
     const __m512 b0 = _mm512_load_ps(Bp), b1 = _mm512_load_ps(Bp + 16);
-    _mm_prefetch((const char *)(Ap + 8 * MR), _MM_HINT_T0);
+    /* the A panel 16 k steps (12 lines) ahead: from L2, in time */
+    _mm_prefetch((const char *)(Ap + 16 * MR), _MM_HINT_T0);
 #define STEP(i)                                                                \
   {                                                                            \
     const __m512 ai = _mm512_set1_ps(Ap[i]);                                   \
