@@ -60,8 +60,8 @@ static pto_graph *random_dag(dag *d, tctx **ctx, uint32_t n, uint32_t fan,
   for (uint32_t t = 0; t < n; t++) {
     (*ctx)[t].d = d;
     (*ctx)[t].id = t;
-    pto_core_type core =
-        mixed && rand() % 3 == 0 ? PTO_CORE_CUBE : PTO_CORE_VECTOR;
+    pto_core_type core = mixed && rand() % 3 == 0 ? PTO_CORE_CUBE
+                                                  : PTO_CORE_VECTOR;
     cr_assert_eq(pto_graph_add(g, core, check_task, &(*ctx)[t]), t);
     d->pred_off[t] = m;
     if (t > 0 && t <= hub) { /* fan-out from task 0 */
@@ -130,7 +130,8 @@ static void run_dag_case(uint32_t workers, int shared, pto_policy pol,
   dag d;
   tctx *ctx;
   pto_graph *g = random_dag(&d, &ctx, n, fan, hub, seed, !shared);
-  cr_assert_eq(pto_runtime_run_graph(rt, g), PTO_OK, "%s", pto_graph_error(g));
+  cr_assert_eq(pto_runtime_run_graph(rt, g), PTO_OK, "%s",
+               pto_graph_error(g));
   for (uint32_t t = 0; t < n; t++)
     cr_assert_eq(atomic_load(&d.runs[t]), 1, "task %u ran %d times", t,
                  atomic_load(&d.runs[t]));
@@ -158,8 +159,8 @@ Test(scheduler, random_dags_dedicated_cube_and_vector, .timeout = 120) {
 }
 
 Test(scheduler, large_dag_with_wide_fan_out_and_fan_in, .timeout = 120) {
-  run_dag_case(2, 1, PTO_POLICY_CRITICAL_PATH, scale(100000), 3, scale(10000),
-               7);
+  run_dag_case(2, 1, PTO_POLICY_CRITICAL_PATH, scale(100000), 3,
+               scale(10000), 7);
   run_dag_case(3, 0, PTO_POLICY_FIFO, scale(20000), 2, scale(10000), 8);
 }
 
@@ -177,12 +178,14 @@ static int failing_task(void *arg) {
   return PTO_ERANGE;
 }
 
-Test(scheduler, failing_task_ends_run_and_runtime_stays_usable, .timeout = 60) {
+Test(scheduler, failing_task_ends_run_and_runtime_stays_usable,
+     .timeout = 60) {
   pto_runtime *rt = runtime(2, 1, PTO_POLICY_FIFO);
   pto_graph *g = pto_graph_new();
   /* a chain: 0 -> 1 (fails) -> 2 -> ... -> 99 */
   for (int i = 0; i < 100; i++) {
-    pto_graph_add(g, PTO_CORE_VECTOR, i == 1 ? failing_task : count_task, NULL);
+    pto_graph_add(g, PTO_CORE_VECTOR, i == 1 ? failing_task : count_task,
+                  NULL);
     if (i)
       pto_graph_depend(g, i - 1, i);
   }
@@ -243,8 +246,7 @@ Test(scheduler, bad_graphs_are_refused, .timeout = 30) {
   pto_runtime_free(rt);
 }
 
-/* ---- compiled programs -----------------------------------------------------
- */
+/* ---- compiled programs ----------------------------------------------------- */
 
 static pto_program *softmax_mm(void) {
   pto_program *p = pto_program_new("softmax_mm");
@@ -418,8 +420,7 @@ static void prefetch_case(int kind) {
         int64_t off = -1;
         for (uint32_t k = 0; k < pr->n_insts; k++)
           if (pr->insts[k].op == load_op[kind])
-            off =
-                e->args[e->tasks[t].args + (uint32_t)pr->insts[k].slot].offset;
+            off = e->args[e->tasks[t].args + (uint32_t)pr->insts[k].slot].offset;
         cr_assert(off >= 0 && off % C == 0);
         for (int64_t r = off / C; r < off / C + pf_rows; r++)
           want -= lines_of((uintptr_t)(xs + r * C), C * sizeof(float));
@@ -528,8 +529,8 @@ Test(scheduler, failing_instruction_names_task_program_and_label,
      .timeout = 60) {
   int id = pto_custom_op_find("rt_fail");
   if (id < 0) {
-    pto_custom_op_desc d = {"rt_fail", PTO_CORE_VECTOR, 1,   PTO_F32,
-                            0,         fail_custom,     NULL};
+    pto_custom_op_desc d = {"rt_fail", PTO_CORE_VECTOR, 1, PTO_F32, 0,
+                            fail_custom, NULL};
     cr_assert_eq(pto_custom_op_register(&d, &id), PTO_OK);
   }
   pto_program *p = pto_program_new("fails");
@@ -574,12 +575,14 @@ static void on_done(pto_run *run, pto_status st, void *user) {
   s->on_loop_thread = uv_thread_equal(&self, &s->loop_thread);
 }
 
-Test(scheduler, async_runs_complete_on_the_loop_two_in_flight, .timeout = 60) {
+Test(scheduler, async_runs_complete_on_the_loop_two_in_flight,
+     .timeout = 60) {
   pto_program *p1 = softmax_mm(), *p2 = softmax_mm();
   pto_executable *e1 = NULL, *e2 = NULL;
   cr_assert_eq(pto_compile(p1, NULL, &e1), PTO_OK);
   cr_assert_eq(pto_compile(p2, NULL, &e2), PTO_OK);
-  static float a[96 * 64], b[64 * 80], want[96 * 80], g1[96 * 80], g2[96 * 80];
+  static float a[96 * 64], b[64 * 80], want[96 * 80], g1[96 * 80],
+      g2[96 * 80];
   for (int i = 0; i < 96 * 64; i++)
     a[i] = (float)(i % 11) / 11;
   for (int i = 0; i < 64 * 80; i++)
@@ -655,8 +658,7 @@ Test(scheduler, cancel_skips_tasks_not_started, .timeout = 60) {
   free(y);
 }
 
-/* ---- traces ---------------------------------------------------------------
- */
+/* ---- traces --------------------------------------------------------------- */
 
 #include <jansson.h>
 
