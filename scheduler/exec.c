@@ -3,31 +3,43 @@
 #include "scheduler/exec.h"
 
 #include "core/prefetch.h"
+#include "pto/runtime.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
-/* The scratchpads of a worker live in one region, 2 MiB-aligned and advised
- * as transparent huge pages: a cube program's L0C alone spans an L2's worth
- * of 4 KiB pages, and the kernels sweep it every k slice, so on small pages
+void *pto_buffer_alloc(size_t bytes) {
+  if (!bytes || bytes > SIZE_MAX - (PTO_HUGE_PAGE - 1))
+    return NULL;
+  if (bytes < PTO_HUGE_PAGE)
+    return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+  bytes = (bytes + PTO_HUGE_PAGE - 1) & ~(PTO_HUGE_PAGE - 1);
+  void *p = aligned_alloc(PTO_HUGE_PAGE, bytes);
+  if (p) /* only advice: small pages if the kernel has none */
+    (void)madvise(p, bytes, MADV_HUGEPAGE);
+  return p;
+}
+
+/* The scratchpads of a worker live in one region of whole huge pages
+ * (pto_buffer_alloc): a cube program's L0C alone spans an L2's worth of
+ * 4 KiB pages, and the kernels sweep it every k slice, so on small pages
  * the C block loads miss the first-level TLB and the hardware walks pages
  * the whole time. Level l starts at a 64-byte boundary. Contents do not
  * survive a regrow (tiles live for one task). */
-#define HUGE_PAGE (2ull << 20)
-
 static pto_status scratch_map(pto_scratch *s, const uint64_t *size) {
   uint64_t at[PTO_MEM_LEVEL_COUNT], total = 0;
   for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++) {
     at[l] = total;
     total += (size[l] + 63) & ~(uint64_t)63;
   }
-  total = (total + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-  unsigned char *region = total ? aligned_alloc(HUGE_PAGE, total) : NULL;
+  /* at least one huge page, however little the levels need */
+  unsigned char *region =
+      total ? pto_buffer_alloc(total < PTO_HUGE_PAGE ? PTO_HUGE_PAGE : total)
+            : NULL;
   if (total && !region)
     return PTO_ENOMEM;
-  if (region) /* only advice: small pages if the kernel has none */
-    (void)madvise(region, total, MADV_HUGEPAGE);
   free(s->region);
   s->region = region;
   for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++) {

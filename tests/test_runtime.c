@@ -474,6 +474,27 @@ static int fail_custom(pto_tile *dst, const pto_tile *const *src, int n,
   return PTO_ERANGE;
 }
 
+/* Operand buffers: 64-byte aligned below a huge page, whole huge pages
+ * from one up, every byte writable; 0 bytes or a size that cannot be
+ * rounded up is NULL, not a wrapped-around small block. */
+Test(scheduler, operand_buffers_are_aligned_and_refuse_bad_sizes) {
+  cr_expect_null(pto_buffer_alloc(0));
+  cr_expect_null(pto_buffer_alloc(SIZE_MAX));
+  cr_expect_null(pto_buffer_alloc(SIZE_MAX - PTO_HUGE_PAGE + 2));
+  static const size_t sizes[] = {1, 100, PTO_HUGE_PAGE - 1, PTO_HUGE_PAGE,
+                                 3 * PTO_HUGE_PAGE / 2};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    unsigned char *p = pto_buffer_alloc(sizes[i]);
+    cr_assert_not_null(p, "%zu bytes", sizes[i]);
+    const size_t align = sizes[i] < PTO_HUGE_PAGE ? 64 : PTO_HUGE_PAGE;
+    cr_expect_eq((uintptr_t)p % align, 0, "%zu bytes at %p", sizes[i],
+                 (void *)p);
+    memset(p, 0xab, sizes[i]);
+    cr_expect_eq(p[sizes[i] - 1], 0xab);
+    free(p);
+  }
+}
+
 /* Every level sized as asked (NULL when 0), 64-byte aligned inside the
  * worker's one region, none overlapping another: each filled with its own
  * byte, then read back. */

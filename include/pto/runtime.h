@@ -70,6 +70,14 @@ PTO_API pto_status pto_runtime_run(pto_runtime *rt, pto_executable *e,
                                    const void *const *inputs,
                                    void *const *outputs);
 
+/* Memory for run operands (free it with free()): 64-byte aligned, and from
+ * PTO_HUGE_PAGE bytes up rounded to whole huge pages, aligned on one and
+ * advised as transparent huge pages, so the kernels sweeping it do not walk
+ * 4 KiB pages (the workers' scratchpads live in such a buffer). NULL when
+ * bytes is 0 or too large, or memory is short. */
+#define PTO_HUGE_PAGE ((size_t)2 << 20)
+PTO_API void *pto_buffer_alloc(size_t bytes);
+
 /* Starts e and returns at once. When the run ends, cb is called on the
  * thread running `loop` (a uv_loop_t *, which must outlive the run); call
  * this from that thread. The run handle is valid until cb returns. One run of

@@ -53,11 +53,6 @@ int bench_machine(const char *cmd, int threads, pto_machine *m);
  * why (pto_runtime_error(NULL): PTO_ISA's refusal included). */
 pto_runtime *bench_runtime_new(const char *cmd, const pto_machine *m,
                                int trace);
-/* Operand buffers (free with free()): 64-byte aligned, and from 2 MiB up
- * 2 MiB-aligned and advised as transparent huge pages, as a tuned
- * application allocates its matrices. PTO and its peers share them, so
- * neither side walks 4 KiB pages while the other does not. */
-void *bench_alloc(size_t bytes);
 /* Busy-waits ns nanoseconds (for synthetic tasks). */
 void bench_spin_ns(uint64_t ns);
 /* The AVX-512 f32 FMA peak of `threads` threads running at once, GFLOP/s,

@@ -152,11 +152,11 @@ static int run(const bench_opts *o, int argc, char **argv) {
   if (bench_machine("softmax", threads, &m))
     return 1;
 
-  float *x = bench_alloc(n * sizeof *x), *y = bench_alloc(n * sizeof *y),
-        *yref = bench_alloc(n * sizeof *yref);
-  float *pa = bench_alloc(PROBE_FLOATS * sizeof *pa),
-        *pb = bench_alloc(PROBE_FLOATS * sizeof *pb),
-        *pc = bench_alloc(PROBE_FLOATS * sizeof *pc);
+  float *x = pto_buffer_alloc(n * sizeof *x), *y = pto_buffer_alloc(n * sizeof *y),
+        *yref = pto_buffer_alloc(n * sizeof *yref);
+  float *pa = pto_buffer_alloc(PROBE_FLOATS * sizeof *pa),
+        *pb = pto_buffer_alloc(PROBE_FLOATS * sizeof *pb),
+        *pc = pto_buffer_alloc(PROBE_FLOATS * sizeof *pc);
   double *t_pto = calloc((size_t)repeats, sizeof *t_pto),
          *t_ref = calloc((size_t)repeats, sizeof *t_ref),
          *t_dram = calloc((size_t)repeats, sizeof *t_dram);

@@ -1,7 +1,6 @@
 /* What the pto-bench subcommands share. */
 #include <stdarg.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,18 +17,6 @@ json_t *bench_results(void) {
 
 FILE *bench_out(const bench_opts *o) {
   return o->json ? stderr : stdout;
-}
-
-#define HUGE_PAGE ((size_t)2 << 20)
-
-void *bench_alloc(size_t bytes) {
-  if (bytes < HUGE_PAGE)
-    return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-  bytes = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-  void *p = aligned_alloc(HUGE_PAGE, bytes);
-  if (p) /* advice only: small pages where the kernel has none */
-    (void)madvise(p, bytes, MADV_HUGEPAGE);
-  return p;
 }
 
 uint64_t bench_now_ns(void) {
