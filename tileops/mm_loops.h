@@ -90,7 +90,8 @@ static void matmul_packed(const pto_targs *a, int acc) {
     const uint32_t kc = K - k0 < KC ? K - k0 : KC;
     const int acc_k = acc || k0 > 0;
     const int64_t share = per_block < kc ? per_block : kc;
-    int64_t block = k0 + KC >= K ? 0 : -blocks; /* below late: no share */
+    const int last = k0 + KC >= K;
+    int64_t block = 0; /* of the last pass */
     for (uint32_t n0 = 0; n0 < N; n0 += NR) {
       const float *Bp = Bd + (size_t)(n0 / NR) * b_panel + (size_t)k0 * NR;
       const uint32_t cols = N - n0 < NR ? N - n0 : NR;
@@ -102,7 +103,7 @@ static void matmul_packed(const pto_targs *a, int acc) {
           prefetch_c(Cd + (size_t)(m0 + MR) * ldc + n0, ldc,
                      M - m0 - MR < MR ? M - m0 - MR : MR, cols);
         KERNEL(kc, Ap, Bp, Cd + (size_t)m0 * ldc + n0, ldc, rows, cols, acc_k,
-               &ah, block++ >= late ? (uint32_t)share : 0);
+               &ah, last && block++ >= late ? (uint32_t)share : 0);
       }
     }
   }
