@@ -477,7 +477,8 @@ static int fail_custom(pto_tile *dst, const pto_tile *const *src, int n,
 /* Operand buffers: 64-byte aligned below a huge page, whole huge pages
  * from one up, every byte writable; 0 bytes or a size that cannot be
  * rounded up is NULL, not a wrapped-around small block. */
-Test(scheduler, operand_buffers_are_aligned_and_refuse_bad_sizes) {
+Test(scheduler, operand_buffers_are_aligned_and_refuse_bad_sizes,
+     .timeout = 30) {
   cr_expect_null(pto_buffer_alloc(0));
   cr_expect_null(pto_buffer_alloc(SIZE_MAX));
   cr_expect_null(pto_buffer_alloc(SIZE_MAX - PTO_HUGE_PAGE + 2));
