@@ -17,6 +17,8 @@ enum {
   /* loads its window a row at a time, each row fetched while it works on
    * the one before: the executor prefetches only its first row */
   PTO_IF_ROW_AHEAD = 1u << 4,
+  /* also writes a second global view (a.g2) while it reads a.g */
+  PTO_IF_STORE2 = 1u << 5,
 };
 
 typedef enum pto_insn_family {
@@ -85,7 +87,8 @@ typedef struct pto_targs {
   pto_tile *dst[PTO_MAX_DST];
   const pto_tile *src[PTO_MAX_SRC];
   pto_gview g;
-  double s; /* scalar operand */
+  pto_gview g2; /* the view a PTO_IF_STORE2 instruction writes */
+  double s;     /* scalar operand */
   int32_t imm[2];
   uint32_t flags;
   /* the windows the task's next instructions will TLOAD, when this one
@@ -109,14 +112,15 @@ const pto_insn_info *pto__insn_info(int op);
 const char *pto__insn_name(int op); /* "?" when unknown */
 const char *pto__family_name(pto_insn_family f);
 
-/* Whether op writes its global window (a.g) rather than reading it. */
+/* Whether op writes its global window (a.g) rather than reading it (a
+ * PTO_IF_STORE2 instruction reads a.g and writes a.g2). */
 static inline int pto__insn_stores(int op) {
   return op == PTO_OP_TSTORE || op == PTO_OP_TROWEXPANDMULSTORE;
 }
 /* Whether op reads its global window into a tile as TLOAD does. */
 static inline int pto__insn_loads(int op) {
   return op == PTO_OP_TLOAD || op == PTO_OP_TLOADROWMAX ||
-         op == PTO_OP_TLOADEXPDIFSUM;
+         op == PTO_OP_TLOADEXPDIFSUM || op == PTO_OP_TLOADSOFTMAXSTORE;
 }
 
 #endif /* PTO_CORE_ISA_H */

@@ -1604,6 +1604,105 @@ static void drive_loadexpsum(int op, const oracle_case *oc) {
     }
 }
 
+/* TLOADSOFTMAXSTORE: dst0 and dst1 bit for bit what the same table's
+ * TLOADEXPDIFSUM makes, and every element of g2's buffer bit for bit what
+ * TRECIP of dst1 then TROWEXPANDMULSTORE of dst0 write (the fusion changes
+ * no value), untouched outside the window; rows of finite values within
+ * the bounds of those instructions of the double-precision softmax. Row-
+ * and column-major views of x and of y; with streaming stores, y's rows
+ * also vector-aligned (the streamed, pipelined path). */
+static void drive_loadsoftmax(int op, const oracle_case *oc) {
+  (void)oc;
+  for (int stream = 0; stream < 3; stream++) /* 2: streamed, aligned rows */
+    for (int cm = 0; cm < 2; cm++)
+      for (int si = 0; si < (int)N_SHAPES; si++) {
+        const shape *s = &shapes[si];
+        rng r = rng_seed(seed_of(op, stream, cm, si));
+        gbuf x = gbuf_gen(&r, PTO_F32, s->vr + 2, s->vc + 3, cm, G_F32);
+        gbuf y = gbuf_new(&r, PTO_F32, s->vr + 2, s->vc + 3, stream ? 0 : !cm);
+        if (stream == 2) { /* rows 64-byte aligned */
+          const int64_t lead = (s->vc + 3 + 15) / 16 * 16;
+          y.n = (size_t)(lead * (s->vr + 2));
+          y.mem = keep(aligned_alloc(64, y.n * sizeof(float)));
+          for (size_t i = 0; i < y.n; i++)
+            gen_elem(&r, PTO_F32, G_F32, y.mem + i * sizeof(float));
+          y.g.base = y.mem;
+          y.g.row_stride = lead;
+        }
+        const size_t bytes = y.n * sizeof(float);
+        unsigned char *want = keep(malloc(bytes));
+        memcpy(want, y.mem, bytes);
+        pto_gview wg = y.g;
+        wg.base = want + ((unsigned char *)y.g.base - y.mem);
+        char what[64];
+        snprintf(what, sizeof what, "%s->%s%s", cm ? "column-major" : "",
+                 y.g.col_stride != 1 ? " column-major" : "",
+                 stream == 2 ? " streaming aligned"
+                 : stream    ? " streaming"
+                             : "");
+        const char *ctx = ctx_of(op, what, PTO_F32, s);
+        /* the three instructions it fuses, on the same table */
+        pto_tile *u = dst_new(PTO_F32, s->rows, s->cols, s->vr, s->vc);
+        pto_tile *us = dst_new(PTO_F32, s->rows, 1, s->vr, 1);
+        pto_tile *q = dst_new(PTO_F32, s->rows, 1, s->vr, 1);
+        pto_targs l = {0};
+        l.dst[0] = u;
+        l.dst[1] = us;
+        l.g = x.g;
+        run_ok(PTO_OP_TLOADEXPDIFSUM, &l, ctx);
+        pto_targs rc = {0};
+        rc.dst[0] = q;
+        rc.src[0] = us;
+        run_ok(PTO_OP_TRECIP, &rc, ctx);
+        pto_targs ms = {0};
+        ms.src[0] = u;
+        ms.src[1] = q;
+        ms.g = wg;
+        run_ok(PTO_OP_TROWEXPANDMULSTORE, &ms, ctx);
+        /* the fused one */
+        pto_tile *d = dst_new(PTO_F32, s->rows, s->cols, s->vr, s->vc);
+        pto_tile *sum = dst_new(PTO_F32, s->rows, 1, s->vr, 1);
+        pto_targs a = {0};
+        a.dst[0] = d;
+        a.dst[1] = sum;
+        a.g = x.g;
+        a.g2 = y.g;
+        a.flags = stream ? PTO_TF_STREAM : 0;
+        run_ok(op, &a, ctx);
+        expect_valid(ctx, d, u);
+        expect_valid(ctx, sum, us);
+        char b1[64], b2[64];
+        for (size_t i = 0; i < y.n; i++) {
+          const void *g = y.mem + i * 4, *w = want + i * 4;
+          cr_assert(elem_same(PTO_F32, g, w),
+                    "%s: g2 element %zu is %s, the three instructions give %s",
+                    ctx, i, show(PTO_F32, g, b1, sizeof b1),
+                    show(PTO_F32, w, b2, sizeof b2));
+        }
+        /* the double-precision softmax of each row of finite values */
+        for (uint32_t i = 0; i < s->vr; i++) {
+          double m = -INFINITY, acc = 0;
+          int finite = 1;
+          for (uint32_t j = 0; j < s->vc; j++) {
+            const double v = value_of(PTO_F32, gat(&x.g, i, j));
+            finite &= isfinite(v) != 0;
+            m = v > m ? v : m;
+          }
+          for (uint32_t j = 0; finite && j < s->vc; j++)
+            acc += exp(value_of(PTO_F32, gat(&x.g, i, j)) - m);
+          for (uint32_t j = 0; finite && j < s->vc; j++) {
+            const double w = exp(value_of(PTO_F32, gat(&x.g, i, j)) - m) / acc;
+            const double got = value_of(PTO_F32, gat(&y.g, i, j));
+            /* exps 2 ulp, their sum as TROWSUM's bound, two roundings */
+            const double tol = 4 * ulp_f32(w) + 1e-5 * sqrt((double)s->vc) * w;
+            cr_assert(fabs(got - w) <= tol,
+                      "%s: softmax row %u col %u is %.9g, double gives %.9g",
+                      ctx, i, j, got, w);
+          }
+        }
+      }
+}
+
 static void drive_gather(int op, const oracle_case *oc) {
   (void)oc;
   static const pto_dtype types[][2] = {{PTO_F32, PTO_F32}, {PTO_F32, PTO_BF16},
@@ -1868,6 +1967,7 @@ static const oracle_case cases[PTO_OP_COUNT] = {
     [PTO_OP_TROWEXPANDMULSTORE] = {.drive = drive_mulstore},
     [PTO_OP_TLOADROWMAX] = {.drive = drive_loadmax},
     [PTO_OP_TLOADEXPDIFSUM] = {.drive = drive_loadexpsum, .fb = o_expdif},
+    [PTO_OP_TLOADSOFTMAXSTORE] = {.drive = drive_loadsoftmax},
 };
 
 static void run_case(int op) {
@@ -3099,6 +3199,33 @@ Test(tileops, check_memory_operands, .fini = free_all) {
     lm.dst[1] = &inside;
     expect_reject(op, &lm, PTO_EINVAL, "overlaps", NULL);
   }
+
+  /* TLOADSOFTMAXSTORE: TLOADEXPDIFSUM's operands, and an f32 second view
+   * covering dst0's valid region, clear of the first */
+  float ybuf[16 * 48];
+  pto_targs sm = {0};
+  sm.dst[0] = mx;
+  sm.dst[1] = mv;
+  sm.g = ms.g;
+  sm.g2 = ms.g;
+  sm.g2.base = ybuf;
+  expect_accept(PTO_OP_TLOADSOFTMAXSTORE, &sm);
+  sm.g.cols = 36;
+  expect_reject(PTO_OP_TLOADSOFTMAXSTORE, &sm, PTO_ESHAPE, "13x36", "13x37");
+  sm.g.cols = 37;
+  sm.g2.rows = 12;
+  expect_reject(PTO_OP_TLOADSOFTMAXSTORE, &sm, PTO_ESHAPE, "second global view",
+                "12x37");
+  sm.g2.rows = 13;
+  sm.g2.dtype = PTO_BF16;
+  expect_reject(PTO_OP_TLOADSOFTMAXSTORE, &sm, PTO_EDTYPE, "second global view",
+                "bf16");
+  sm.g2.dtype = PTO_F32;
+  sm.g2.base = NULL;
+  expect_reject(PTO_OP_TLOADSOFTMAXSTORE, &sm, PTO_EINVAL, "second global view",
+                "no base");
+  sm.g2.base = (float *)ms.g.base + 40; /* one row and a bit into g */
+  expect_reject(PTO_OP_TLOADSOFTMAXSTORE, &sm, PTO_EINVAL, "overlaps", "13x37");
 
   pto_tile *ix = dst_new(PTO_I32, 1, 16, 1, 13);
   pto_targs g = {0};

@@ -339,33 +339,44 @@ static int check_packed(const chk *k, const char *what, const pto_tile *t,
   return PTO_OK;
 }
 
-/* The global view of a memory instruction. */
-static int check_gview_base(const chk *k, const pto_gview *g) {
+/* The global view of a memory instruction: gn names it ("global view", or
+ * "second global view (g2)"). */
+static int check_gview_base(const chk *k, const pto_gview *g, const char *gn) {
   if (!g->base)
-    return fail(k, PTO_EINVAL, "global view has no base");
+    return fail(k, PTO_EINVAL, "%s has no base", gn);
   if ((unsigned)g->dtype >= PTO_DTYPE_COUNT)
-    return fail(k, PTO_EDTYPE, "global view has dtype %d, not a PTO dtype",
+    return fail(k, PTO_EDTYPE, "%s has dtype %d, not a PTO dtype", gn,
                 (int)g->dtype);
   if (g->rows < 0 || g->cols < 0)
-    return fail(k, PTO_EINVAL,
-                "global view %" PRId64 "x%" PRId64 " has a negative size",
-                g->rows, g->cols);
+    return fail(k, PTO_EINVAL, "%s %" PRId64 "x%" PRId64 " has a negative size",
+                gn, g->rows, g->cols);
   return PTO_OK;
 }
 
 /* ... which must cover the valid region of `what`. */
-static int check_gview(const chk *k, const pto_gview *g, const char *what,
-                       const pto_tile *t) {
-  int st = check_gview_base(k, g);
+static int check_gview(const chk *k, const pto_gview *g, const char *gn,
+                       const char *what, const pto_tile *t) {
+  int st = check_gview_base(k, g, gn);
   if (st)
     return st;
   uint32_t rows = t->valid_rows, cols = t->valid_cols;
   if (g->rows < rows || g->cols < cols)
     return fail(k, PTO_ESHAPE,
-                "global view %" PRId64 "x%" PRId64 " is smaller than %s valid "
+                "%s %" PRId64 "x%" PRId64 " is smaller than %s valid "
                 "%" PRIu32 "x%" PRIu32,
-                g->rows, g->cols, what, rows, cols);
+                gn, g->rows, g->cols, what, rows, cols);
   return PTO_OK;
+}
+
+/* Bytes [lo, hi) that a rows x cols window of g spans (rows, cols > 0). */
+static void gview_span(const pto_gview *g, int64_t rows, int64_t cols,
+                       uintptr_t *lo, uintptr_t *hi) {
+  const int64_t es = (int64_t)pto_dtype_size(g->dtype);
+  const int64_t r = (rows - 1) * g->row_stride, c = (cols - 1) * g->col_stride;
+  const int64_t first = (r < 0 ? r : 0) + (c < 0 ? c : 0);
+  const int64_t last = (r > 0 ? r : 0) + (c > 0 ? c : 0);
+  *lo = (uintptr_t)g->base + (uintptr_t)(first * es);
+  *hi = (uintptr_t)g->base + (uintptr_t)((last + 1) * es);
 }
 
 /* Checks a rows x cols window at (r0, c0) inside a within x valid region. */
@@ -386,6 +397,7 @@ typedef enum op_class {
   K_STORE,
   K_MULSTORE,
   K_LOADMAX,
+  K_LOADSTORE, /* K_LOADMAX's operands, and a second view it writes */
   K_GATHER,
   K_BINARY, /* dst = f(src0, src1), all one dtype */
   K_UNARY,  /* dst = f(src0) */
@@ -424,6 +436,8 @@ static op_class class_of(pto_opcode op) {
   case PTO_OP_TLOADROWMAX:
   case PTO_OP_TLOADEXPDIFSUM:
     return K_LOADMAX;
+  case PTO_OP_TLOADSOFTMAXSTORE:
+    return K_LOADSTORE;
   case PTO_OP_TGATHER:
     return K_GATHER;
   case PTO_OP_TADD:
@@ -576,7 +590,7 @@ static int check_f32_rows(const chk *k, const pto_gview *g, const char *tn,
   if ((st = check_dtype_is(k, tn, t, PTO_F32)) ||
       (st = check_dtype_is(k, vn, v, PTO_F32)) ||
       (st = check_valid_is(k, vn, v, t->valid_rows, 1, why)) ||
-      (st = check_gview(k, g, tn, t)))
+      (st = check_gview(k, g, "global view", tn, t)))
     return st;
   if (g->dtype != PTO_F32)
     return fail(k, PTO_EDTYPE, "global view dtype %s, expected f32",
@@ -605,17 +619,36 @@ static int check_rules(const chk *k, op_class cl, const pto_targs *a) {
                   "one way)");
     if (pa || pb)
       TRY(check_packed(k, "dst", d, pa, a->imm[0], 0));
-    return check_gview(k, &a->g, "dst", d);
+    return check_gview(k, &a->g, "global view", "dst", d);
   }
   case K_STORE:
-    return check_gview(k, &a->g, "src0", s0);
+    return check_gview(k, &a->g, "global view", "src0", s0);
   case K_LOADMAX:
     return check_f32_rows(k, &a->g, "dst0", d, "dst1", a->dst[1]);
   case K_MULSTORE:
     return check_f32_rows(k, &a->g, "src0", s0, "src1", s1);
+  case K_LOADSTORE: {
+    const char *g2n = "second global view (g2)";
+    TRY(check_f32_rows(k, &a->g, "dst0", d, "dst1", a->dst[1]));
+    TRY(check_gview(k, &a->g2, g2n, "dst0", d));
+    if (a->g2.dtype != PTO_F32)
+      return fail(k, PTO_EDTYPE, "%s dtype %s, expected f32", g2n,
+                  pto_dtype_name(a->g2.dtype));
+    uintptr_t lo, hi, lo2, hi2;
+    if (!d->valid_rows || !d->valid_cols)
+      return PTO_OK;
+    gview_span(&a->g, d->valid_rows, d->valid_cols, &lo, &hi);
+    gview_span(&a->g2, d->valid_rows, d->valid_cols, &lo2, &hi2);
+    if (lo < hi2 && lo2 < hi)
+      return fail(k, PTO_EINVAL,
+                  "%s (%" PRIu32 "x%" PRIu32 " at %p) overlaps the global "
+                  "view it reads (at %p)",
+                  g2n, d->valid_rows, d->valid_cols, a->g2.base, a->g.base);
+    return PTO_OK;
+  }
   case K_GATHER:
     TRY(check_dtype_is(k, "src0", s0, PTO_I32));
-    TRY(check_gview_base(k, &a->g));
+    TRY(check_gview_base(k, &a->g, "global view"));
     if (a->g.cols < d->valid_cols) /* any number of table rows */
       return fail(k, PTO_ESHAPE,
                   "global view %" PRId64 "x%" PRId64

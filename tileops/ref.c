@@ -900,6 +900,24 @@ static int ref_TLOADEXPDIFSUM(int op, const pto_targs *a) {
   return ref_TROWEXPANDEXPDIFSUM(PTO_OP_TROWEXPANDEXPDIFSUM, &e);
 }
 
+/* TLOADEXPDIFSUM into dst0 and dst1, then each row's TRECIP quotient of its
+ * sum and the TROWEXPANDMULSTORE products into g2. */
+static int ref_TLOADSOFTMAXSTORE(int op, const pto_targs *a) {
+  (void)op;
+  int st = ref_TLOADEXPDIFSUM(PTO_OP_TLOADEXPDIFSUM, a);
+  if (st)
+    return st;
+  const pto_tile *u = a->dst[0], *s = a->dst[1];
+  for (uint32_t r = 0; r < u->valid_rows; r++) {
+    const float inv = f_recip(ldf(s, r, 0));
+    for (uint32_t c = 0; c < u->valid_cols; c++) {
+      const float y = f_mul(ldf(u, r, c), inv);
+      memcpy(gelem(&a->g2, r, c), &y, sizeof y);
+    }
+  }
+  return PTO_OK;
+}
+
 /* ---- the table ---------------------------------------------------------- */
 
 /* Generated from the instruction list: an instruction without a ref_<NAME>

@@ -63,7 +63,9 @@
  *    region and TINSERT's in dst's valid region (offsets >= 0); TFILLPAD
  *    src0's valid region fits dst's capacity; TLOAD/TSTORE g covers the
  *    tile's valid region; TGATHER g.cols >= dst valid cols and src0 holds
- *    exactly dst valid rows indices.
+ *    exactly dst valid rows indices; TLOADSOFTMAXSTORE's g2 is f32
+ *    [EDTYPE], covers dst0's valid region [ESHAPE] and shares no byte with
+ *    the span g's window covers [EINVAL].
  *  - immediates [EINVAL]: TCMP imm[0] < PTO_CMP_MODE_COUNT; TMRGSORT
  *    imm[0] >= 1 and imm[1] in 2..4.
  *  - packed matmul operands (core/isa.def): TLOAD takes at most one of

@@ -653,42 +653,45 @@ static int vec_TSTORE(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
+/* One row of TROWEXPANDMULSTORE: dp[c] = xp[c] * m, TROWEXPANDMUL's
+ * products bit for bit. With stream, vector-aligned destination vectors go
+ * around the caches as stream_row's do; the head up to the first aligned
+ * element and the tail are plain (masked) stores. */
+ALWAYS_INLINE void mulstore_row(float *restrict dp, const float *restrict xp,
+                                uint32_t vc, vf m, int stream, pto_pf *pf) {
+  uint32_t c = 0;
+  if (stream) {
+    uint32_t head = (uint32_t)(((0u - (uintptr_t)dp) % (VL * 4)) / 4);
+    if (head > vc || ((uintptr_t)dp & 3))
+      head = vc;
+    for (; c < head; c += VL) { /* up to the first aligned vector */
+      const uint32_t n = head - c >= VL ? VL : head - c;
+      stf(dp + c, vf_mul(ldf(xp + c, n), m), n);
+    }
+    c = head;
+    for (; c + VL <= vc; c += VL) { /* one vector per step, aligned stores */
+      vi_stream((int32_t *)(dp + c), vf_bits(vf_mul(vf_ld(xp + c), m)));
+      pto__pf_tick(pf);
+    }
+  }
+  for (; c < vc; c += VL) {
+    const uint32_t n = vc - c >= VL ? VL : vc - c;
+    stf(dp + c, vf_mul(ldf(xp + c, n), m), n);
+  }
+}
+
 /* g = src0 * src1[r] (TROWEXPANDMUL's products, bit for bit) straight to
- * global: one pass instead of a multiply into a tile and a copy of it.
- * With PTO_TF_STREAM, vector-aligned destination vectors go around the
- * caches as stream_row's do; the head up to the first aligned element and
- * the tail are plain (masked) stores. */
+ * global: one pass instead of a multiply into a tile and a copy of it
+ * (mulstore_row, streamed with PTO_TF_STREAM). */
 static int vec_TROWEXPANDMULSTORE(int op, const pto_targs *a) {
   const pto_gview *g = &a->g;
   if (g->col_stride != 1)
     return pto__isa_scalar.fn[PTO_OP_TROWEXPANDMULSTORE](op, a);
   const pto_tile *x = a->src[0], *v = a->src[1];
-  const uint32_t vr = x->valid_rows, vc = x->valid_cols;
   const int stream = (a->flags & PTO_TF_STREAM) != 0;
-  for (uint32_t r = 0; r < vr; r++) {
-    const vf m = vf_set(((const float *)row_of(v, r))[0]);
-    float *restrict dp = grow(g, r);
-    const float *restrict xp = row_of(x, r);
-    uint32_t c = 0;
-    if (stream) {
-      uint32_t head = (uint32_t)(((0u - (uintptr_t)dp) % (VL * 4)) / 4);
-      if (head > vc || ((uintptr_t)dp & 3))
-        head = vc;
-      for (; c < head; c += VL) { /* up to the first aligned vector */
-        const uint32_t n = head - c >= VL ? VL : head - c;
-        stf(dp + c, vf_mul(ldf(xp + c, n), m), n);
-      }
-      c = head;
-      for (; c + VL <= vc; c += VL) { /* one vector per step, aligned stores */
-        vi_stream((int32_t *)(dp + c), vf_bits(vf_mul(vf_ld(xp + c), m)));
-        pto__pf_tick(a->pf);
-      }
-    }
-    for (; c < vc; c += VL) {
-      const uint32_t n = vc - c >= VL ? VL : vc - c;
-      stf(dp + c, vf_mul(ldf(xp + c, n), m), n);
-    }
-  }
+  for (uint32_t r = 0; r < x->valid_rows; r++)
+    mulstore_row(grow(g, r), row_of(x, r), x->valid_cols,
+                 vf_set(((const float *)row_of(v, r))[0]), stream, a->pf);
   if (stream) /* order the streaming stores before the task ends */
     store_fence();
   return PTO_OK;
@@ -1222,12 +1225,18 @@ BINARY_OP(TCOLEXPANDDIV, B_DIV, Y_COLVEC)
  * row sum of dp accumulated exactly as row_reduce's TROWSUM accumulates it
  * (same accumulators, same order), so it equals TROWSUM of the row bit for
  * bit. Each step of two vectors prefetches the matching lines of `next`
- * (the row to come), or, without one, takes a line of the plan pf. */
-ALWAYS_INLINE float expdif_sum_row(float *restrict dp,
-                                   const float *restrict xp, uint32_t vc,
-                                   float mv, const char *next, pto_pf *pf) {
+ * (the row to come), or, without one, takes a line of the plan pf. With
+ * yp, each step also stores the row before's products yp[c] = bp[c] * iv
+ * (mulstore_row's values; streamed when `stream` and yp is vector-aligned),
+ * so those stores drain while the exps compute (TLOADSOFTMAXSTORE). */
+ALWAYS_INLINE float expdif_sum_row(float *restrict dp, const float *restrict xp,
+                                   uint32_t vc, float mv, const char *next,
+                                   pto_pf *pf, float *restrict yp,
+                                   const float *restrict bp, vf iv,
+                                   int stream) {
   const vf m = vf_set(mv);
   vf acc0 = vf_set(-0.0f), acc1 = acc0;
+  const int ys = yp && stream && (uintptr_t)yp % (VL * 4) == 0;
   uint32_t c = 0;
   for (; c + 2 * VL <= vc; c += 2 * VL) { /* 2 accumulators, as TROWSUM */
     const vf e0 = vf_exp(vf_sub(vf_ld(xp + c), m));
@@ -1236,12 +1245,25 @@ ALWAYS_INLINE float expdif_sum_row(float *restrict dp,
     vf_st(dp + c + VL, e1);
     acc0 = vf_add(acc0, e0);
     acc1 = vf_add(acc1, e1);
+    if (ys) {
+      vi_stream((int32_t *)(yp + c), vf_bits(vf_mul(vf_ld(bp + c), iv)));
+      vi_stream((int32_t *)(yp + c + VL),
+                vf_bits(vf_mul(vf_ld(bp + c + VL), iv)));
+    } else if (yp) {
+      stf(yp + c, vf_mul(vf_ld(bp + c), iv), VL);
+      stf(yp + c + VL, vf_mul(vf_ld(bp + c + VL), iv), VL);
+    }
     if (next)
       for (uint32_t b = 0; b < 2 * VL * 4; b += 64)
         __builtin_prefetch(next + (size_t)c * 4 + b, 0, 2);
     else
       pto__pf_tick(pf);
   }
+  if (yp) /* the row before's tail */
+    for (uint32_t t = c; t < vc; t += VL) {
+      const uint32_t n = vc - t >= VL ? VL : vc - t;
+      stf(yp + t, vf_mul(ldf(bp + t, n), iv), n);
+    }
   for (; c < vc; c += VL) {
     const uint32_t n = vc - c >= VL ? VL : vc - c;
     const vf e = vf_exp(vf_sub(ldf(xp + c, n), m));
@@ -1262,7 +1284,8 @@ static int vec_TROWEXPANDEXPDIFSUM(int op, const pto_targs *a) {
   for (uint32_t r = 0; r < d->valid_rows; r++)
     ((float *)row_of(s, r))[0] =
         expdif_sum_row(row_of(d, r), row_of(x, r), d->valid_cols,
-                       ((const float *)row_of(v, r))[0], NULL, a->pf);
+                       ((const float *)row_of(v, r))[0], NULL, a->pf, NULL,
+                       NULL, vf_set(0.0f), 0);
   return PTO_OK;
 }
 
@@ -1290,9 +1313,53 @@ static int vec_TLOADEXPDIFSUM(int op, const pto_targs *a) {
     const float *xp = grow(g, r);
     const float m = row_maxmin(xp, vc, B_MAX, NULL, NULL);
     const char *next = r + 1 < vr ? (const char *)grow(g, r + 1) : NULL;
-    ((float *)row_of(s, r))[0] =
-        expdif_sum_row(row_of(d, r), xp, vc, m, next, a->pf);
+    ((float *)row_of(s, r))[0] = expdif_sum_row(
+        row_of(d, r), xp, vc, m, next, a->pf, NULL, NULL, vf_set(0.0f), 0);
   }
+  return PTO_OK;
+}
+
+/* TLOADEXPDIFSUM, TRECIP of the sums and TROWEXPANDMULSTORE of the exps by
+ * the quotients into g2, software-pipelined a row apart: row r's max, then
+ * its exps in the loop that also stores row r - 1's products, so those
+ * stores drain while the exps compute (expdif_sum_row); the last row's
+ * products after the loop (mulstore_row). The same values as the three
+ * instructions: vf_exp's exps, TROWSUM's sums, IEEE 1 / sum (TRECIP) and
+ * f32 products. Views read along columns take the instructions one by
+ * one. */
+static int vec_TLOADSOFTMAXSTORE(int op, const pto_targs *a) {
+  (void)op;
+  const pto_gview *g = &a->g, *g2 = &a->g2;
+  pto_tile *d = a->dst[0], *s = a->dst[1];
+  const uint32_t vr = d->valid_rows, vc = d->valid_cols;
+  if (g->col_stride != 1 || g2->col_stride != 1) {
+    int st = vec_TLOADEXPDIFSUM(PTO_OP_TLOADEXPDIFSUM, a);
+    for (uint32_t r = 0; !st && r < vr; r++) {
+      const float inv = 1.0f / ((const float *)row_of(s, r))[0];
+      const float *up = row_of(d, r);
+      for (uint32_t c = 0; c < vc; c++)
+        ((float *)g2->base)[r * g2->row_stride + c * g2->col_stride] =
+            up[c] * inv;
+    }
+    return st;
+  }
+  const int stream = (a->flags & PTO_TF_STREAM) != 0;
+  float inv = 0.0f;
+  for (uint32_t r = 0; r < vr; r++) {
+    const float *xp = grow(g, r);
+    const float m = row_maxmin(xp, vc, B_MAX, NULL, NULL);
+    const char *next = r + 1 < vr ? (const char *)grow(g, r + 1) : NULL;
+    const float sum = expdif_sum_row(
+        row_of(d, r), xp, vc, m, next, a->pf, r ? grow(g2, r - 1) : NULL,
+        r ? row_of(d, r - 1) : NULL, vf_set(inv), stream);
+    ((float *)row_of(s, r))[0] = sum;
+    inv = 1.0f / sum;
+  }
+  if (vr)
+    mulstore_row(grow(g2, vr - 1), row_of(d, vr - 1), vc, vf_set(inv), stream,
+                 a->pf);
+  if (stream) /* order the streaming stores before the task ends */
+    store_fence();
   return PTO_OK;
 }
 
@@ -1326,15 +1393,19 @@ REDUCE_OP(TCOLMIN, col_reduce, B_MIN)
 
 /* Everything this header implements; the rest stays the reference's. */
 #define VEC_OPS(X)                                                             \
-  X(TLOAD) X(TSTORE) X(TGATHER) X(TADD) X(TSUB) X(TMUL) X(TDIV) X(TMAX)        \
-  X(TMIN) X(TEXP) X(TLOG) X(TSQRT) X(TRSQRT) X(TRECIP) X(TRELU) X(TABS)        \
-  X(TNEG) X(TCMP) X(TSEL) X(TCVT) X(TADDS) X(TSUBS) X(TMULS) X(TDIVS)          \
-  X(TMAXS) X(TMINS) X(TEXPANDS) X(TROWSUM) X(TROWMAX) X(TROWMIN) X(TCOLSUM)    \
-  X(TCOLMAX) X(TCOLMIN) X(TROWEXPAND) X(TROWEXPANDADD) X(TROWEXPANDSUB)       \
-  X(TROWEXPANDMUL) X(TROWEXPANDDIV) X(TROWEXPANDMAX) X(TROWEXPANDEXPDIF)       \
-  X(TCOLEXPAND) X(TCOLEXPANDADD) X(TCOLEXPANDSUB) X(TCOLEXPANDMUL)             \
-  X(TCOLEXPANDDIV) X(TMOV) X(TSORT32) X(TMRGSORT) X(TROWEXPANDEXPDIFSUM)     \
-  X(TROWEXPANDMULSTORE) X(TLOADROWMAX) X(TLOADEXPDIFSUM)
+  X(TLOAD)                                                                     \
+  X(TSTORE) X(TGATHER) X(TADD) X(TSUB) X(TMUL) X(TDIV) X(TMAX) X(TMIN) X(TEXP) \
+      X(TLOG) X(TSQRT) X(TRSQRT) X(TRECIP) X(TRELU) X(TABS) X(TNEG) X(TCMP) X( \
+          TSEL) X(TCVT) X(TADDS) X(TSUBS) X(TMULS) X(TDIVS) X(TMAXS) X(TMINS)  \
+          X(TEXPANDS) X(TROWSUM) X(TROWMAX) X(TROWMIN) X(TCOLSUM) X(TCOLMAX)   \
+              X(TCOLMIN) X(TROWEXPAND) X(TROWEXPANDADD) X(TROWEXPANDSUB)       \
+                  X(TROWEXPANDMUL) X(TROWEXPANDDIV) X(TROWEXPANDMAX)           \
+                      X(TROWEXPANDEXPDIF) X(TCOLEXPAND) X(TCOLEXPANDADD)       \
+                          X(TCOLEXPANDSUB) X(TCOLEXPANDMUL) X(TCOLEXPANDDIV)   \
+                              X(TMOV) X(TSORT32) X(TMRGSORT)                   \
+                                  X(TROWEXPANDEXPDIFSUM) X(TROWEXPANDMULSTORE) \
+                                      X(TLOADROWMAX) X(TLOADEXPDIFSUM)         \
+                                          X(TLOADSOFTMAXSTORE)
 
 static void vec_install(pto_isa_table *t) {
 #define SET(name) t->fn[PTO_OP_##name] = vec_##name;
