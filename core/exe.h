@@ -29,11 +29,21 @@ typedef struct pto_pinst {
   pto_tileop_fn fn; /* resolved entry point */
   uint8_t n_src, n_dst;
   uint16_t src[PTO_MAX_SRC], dst[PTO_MAX_DST]; /* program tile indices */
-  int32_t slot; /* global slot, or -1 */
+  int32_t slot;                                /* global slot, or -1 */
+  int32_t slot2; /* the slot a PTO_IF_STORE2 instruction writes, or -1 */
   double s;
   int32_t imm[2];
   uint32_t flags;
 } pto_pinst;
+
+/* The global slots of pi, i = 0 (its window) and 1 (the second view of a
+ * PTO_IF_STORE2 instruction), or -1; and whether pi writes slot i. */
+static inline int32_t pto__pinst_slot(const pto_pinst *pi, int i) {
+  return i ? pi->slot2 : pi->slot;
+}
+static inline int pto__pinst_stores(const pto_pinst *pi, int i) {
+  return i || pto__insn_stores(pi->op);
+}
 
 typedef struct pto_cprog {
   pto_core_type core;

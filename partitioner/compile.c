@@ -222,6 +222,49 @@ static void fuse_load_expdif_sum(pto_executable *e) {
   }
 }
 
+/* Whether no task binds slots l1 and l2 of program q to one storage. */
+static int slots_apart(const pto_executable *e, uint32_t q, int32_t l1,
+                       int32_t l2) {
+  const pto_cprog *pr = &e->progs[q];
+  for (uint32_t t = 0; t < e->n_tasks; t++) {
+    const pto_task *task = &e->tasks[t];
+    for (uint32_t i = 0; task->prog == q && i < task->n_inst; i++) {
+      const pto_targ *a = &e->args[task->args + i * pr->n_slots];
+      if (a[l1].storage == a[l2].storage)
+        return 0;
+    }
+  }
+  return 1;
+}
+
+/* Peephole, after fuse_load_expdif_sum and fuse_mul_store: TLOADEXPDIFSUM
+ * (u, s) of g, TRECIP v = 1 / s and TROWEXPANDMULSTORE g2 = u * v, v read
+ * by nothing else, become TLOADSOFTMAXSTORE (u, s) of g and g2: each row's
+ * products are stored while the next row's exps are taken, instead of all
+ * the exps and then all the stores (softmax in one pass over global), the
+ * same values. v is no longer written, u and s still are. Only where g and
+ * g2 are different tensors in every task that runs the program. */
+static void fuse_softmax_store(pto_executable *e) {
+  for (uint32_t q = 0; q < e->n_progs; q++) {
+    pto_cprog *pr = &e->progs[q];
+    for (uint32_t k = 0; k + 2 < pr->n_insts; k++) {
+      pto_pinst *ld = &pr->insts[k], *rc = &pr->insts[k + 1],
+                *ms = &pr->insts[k + 2];
+      if (ld->op != PTO_OP_TLOADEXPDIFSUM || rc->op != PTO_OP_TRECIP ||
+          ms->op != PTO_OP_TROWEXPANDMULSTORE || rc->src[0] != ld->dst[1] ||
+          ms->src[0] != ld->dst[0] || ms->src[1] != rc->dst[0] ||
+          read_elsewhere(pr, k + 2, rc->dst[0]) ||
+          !slots_apart(e, q, ld->slot, ms->slot))
+        continue;
+      ld->op = PTO_OP_TLOADSOFTMAXSTORE;
+      ld->slot2 = ms->slot;
+      ld->fn = pto__isa_active()->fn[PTO_OP_TLOADSOFTMAXSTORE];
+      drop_inst(pr, k + 2);
+      drop_inst(pr, k + 1);
+    }
+  }
+}
+
 /* Marks PTO_TF_STREAM on plain TSTOREs that write only program outputs no
  * task reads back: that data is done with, so a SIMD table may write it
  * around the caches (streaming stores), saving the read-for-ownership of
@@ -241,23 +284,26 @@ static pto_status mark_streaming_stores(pto_executable *e) {
       const pto_cprog *pr = &e->progs[task->prog];
       for (uint32_t k = 0; k < pr->n_insts; k++) {
         const pto_pinst *in = &pr->insts[k];
-        if (in->slot < 0)
-          continue;
-        for (uint32_t i = 0; i < task->n_inst; i++) {
-          uint32_t st =
-              e->args[task->args + i * pr->n_slots + (uint32_t)in->slot].storage;
-          if (pass == 0 && !pto__insn_stores(in->op))
-            read[st] = 1;
-          if (pass == 1 && pto__insn_stores(in->op) &&
-              (read[st] || e->storages[st].kind != PTO_STORAGE_OUTPUT))
-            no[task->prog] = 1;
+        for (int j = 0; j < 2; j++) {
+          const int32_t l = pto__pinst_slot(in, j);
+          const int stores = pto__pinst_stores(in, j);
+          for (uint32_t i = 0; l >= 0 && i < task->n_inst; i++) {
+            uint32_t st =
+                e->args[task->args + i * pr->n_slots + (uint32_t)l].storage;
+            if (pass == 0 && !stores)
+              read[st] = 1;
+            if (pass == 1 && stores &&
+                (read[st] || e->storages[st].kind != PTO_STORAGE_OUTPUT))
+              no[task->prog] = 1;
+          }
         }
       }
     }
   for (uint32_t q = 0; q < e->n_progs; q++)
     for (uint32_t k = 0; k < e->progs[q].n_insts && !no[q]; k++) {
       pto_pinst *in = &e->progs[q].insts[k];
-      if (pto__insn_stores(in->op) && !(in->flags & PTO_TF_ACC))
+      if ((pto__insn_stores(in->op) || in->slot2 >= 0) &&
+          !(in->flags & PTO_TF_ACC))
         in->flags |= PTO_TF_STREAM;
     }
   free(read);
@@ -314,6 +360,7 @@ pto_status pto_compile(pto_program *p, const pto_config *cfg,
   fuse_mul_store(e);
   fuse_load_max(e);
   fuse_load_expdif_sum(e);
+  fuse_softmax_store(e);
   name_programs(e);
   if ((st = mark_streaming_stores(e)))
     goto fail_compile;

@@ -902,21 +902,23 @@ static pto_status sgmap_init(sgmap *m, const pto_executable *e) {
   for (uint32_t k = 0; k < n; k++) {
     const pto_task *t = &e->tasks[e->subgraph_task[k]];
     const pto_cprog *pr = &e->progs[t->prog];
-    for (uint32_t i = 0; i < pr->n_insts; i++) {
-      const pto_pinst *pi = &pr->insts[i];
-      if (pi->slot < 0)
-        continue;
-      const pto_targ *a =
-          &e->args[t->args + m->instance[k] * pr->n_slots + (uint32_t)pi->slot];
-      sacc s = make_sacc(k, a, &pr->slots[pi->slot]);
-      if (pto__insn_stores(pi->op)) {
-        w[n_w++] = s;
-        if (s.storage <= tg->n_storages && s.hi - s.lo > span[s.storage])
-          span[s.storage] = s.hi - s.lo;
-      } else {
-        r[n_r++] = s;
+    for (uint32_t i = 0; i < pr->n_insts; i++)
+      for (int j = 0; j < 2; j++) {
+        const pto_pinst *pi = &pr->insts[i];
+        const int32_t l = pto__pinst_slot(pi, j);
+        if (l < 0)
+          continue;
+        const pto_targ *a =
+            &e->args[t->args + m->instance[k] * pr->n_slots + (uint32_t)l];
+        sacc s = make_sacc(k, a, &pr->slots[l]);
+        if (pto__pinst_stores(pi, j)) {
+          w[n_w++] = s;
+          if (s.storage <= tg->n_storages && s.hi - s.lo > span[s.storage])
+            span[s.storage] = s.hi - s.lo;
+        } else {
+          r[n_r++] = s;
+        }
       }
-    }
   }
   qsort(w, n_w, sizeof *w, sacc_cmp);
   for (uint32_t i = 0; i < n_r; i++) {
@@ -997,6 +999,8 @@ static json_t *jprogram(const pto_executable *e, uint32_t q,
     bad |= jset(io, "dst", dst);
     if (pi->slot >= 0)
       bad |= jset(io, "slot", jint(pi->slot));
+    if (pi->slot2 >= 0)
+      bad |= jset(io, "slot2", jint(pi->slot2));
     const pto_insn_info *info = pto__insn_info(pi->op);
     if (info && info->family == PTO_FAMILY_SCALAR)
       bad |= jset(io, "scalar", jnum(pi->s));
@@ -1022,8 +1026,10 @@ static json_t *jprogram(const pto_executable *e, uint32_t q,
     const pto_pslot *sl = &pr->slots[l];
     const char *access = "read";
     for (uint32_t k = 0; k < pr->n_insts; k++)
-      if (pr->insts[k].slot == (int32_t)l && pto__insn_stores(pr->insts[k].op))
-        access = "write";
+      for (int j = 0; j < 2; j++)
+        if (pto__pinst_slot(&pr->insts[k], j) == (int32_t)l &&
+            pto__pinst_stores(&pr->insts[k], j))
+          access = "write";
     bad |=
         japp(slots,
              json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I}", "id",

@@ -449,7 +449,7 @@ static pto_status build_program(part *s, const sgraph *sg, uint32_t *alias,
     pi->imm[0] = in->imm[0];
     pi->imm[1] = in->imm[1];
     pi->flags = in->flags;
-    pi->slot = -1;
+    pi->slot = pi->slot2 = -1;
     pi->n_src = in->n_src;
     pi->n_dst = in->n_dst;
     if (pto__insn_info(in->op)->flags & PTO_IF_GLOBAL) {
@@ -629,6 +629,7 @@ static size_t canon(const pto_cprog *pr, unsigned char *buf) {
     PUT(pi->src);
     PUT(pi->dst);
     PUT(pi->slot);
+    PUT(pi->slot2);
     PUT(pi->s);
     PUT(pi->imm);
     PUT(pi->flags);

@@ -101,18 +101,24 @@ pto_status pto__bind(const pto_executable *e, const void *const *inputs,
   return PTO_OK;
 }
 
-/* The global window instruction pi of a task reads or writes. */
-static void gview_of(const pto_cprog *pr, const pto_pinst *pi,
-                     const pto_targ *args, unsigned char *const *base,
-                     pto_gview *g) {
-  const pto_pslot *sl = &pr->slots[pi->slot];
-  const pto_targ *ga = &args[pi->slot];
+/* The global window of slot l of a task's program. */
+static void slot_view(const pto_cprog *pr, int32_t l, const pto_targ *args,
+                      unsigned char *const *base, pto_gview *g) {
+  const pto_pslot *sl = &pr->slots[l];
+  const pto_targ *ga = &args[l];
   g->base = base[ga->storage] + ga->offset * (int64_t)pto_dtype_size(sl->dtype);
   g->dtype = sl->dtype;
   g->rows = sl->rows;
   g->cols = sl->cols;
   g->row_stride = sl->rs;
   g->col_stride = sl->cs;
+}
+
+/* The global window instruction pi of a task reads or writes. */
+static void gview_of(const pto_cprog *pr, const pto_pinst *pi,
+                     const pto_targ *args, unsigned char *const *base,
+                     pto_gview *g) {
+  slot_view(pr, pi->slot, args, base, g);
 }
 
 /* Fills ahead with the windows of the loads starting at instruction j of
@@ -171,7 +177,8 @@ static void pf_init(pto_pf *pf, const pto_cprog *pr, const pto_targ *args,
       continue;
     const pto_targ *g = &args[pi->slot];
     /* an instruction that fetches each row after the first itself
-     * (TLOADEXPDIFSUM, tileops/vec_kernels.h): only its first row here */
+     * (TLOADEXPDIFSUM, TLOADSOFTMAXSTORE; tileops/vec_kernels.h): only
+     * its first row here */
     const int64_t rows =
         pto__insn_info(pi->op)->flags & PTO_IF_ROW_AHEAD ? 1 : sl->rows;
     if (pto__pf_add(pf, base[g->storage] + g->offset * es, sl->cols * es,
@@ -227,6 +234,8 @@ pto_status pto__task_exec(const pto_executable *e, uint32_t t, uint32_t next,
         a.src[r] = &tiles[pi->src[r]];
       if (pi->slot >= 0)
         gview_of(pr, pi, args, base, &a.g);
+      if (pi->slot2 >= 0)
+        slot_view(pr, pi->slot2, args, base, &a.g2);
       a.ahead = ahead;
       a.n_ahead =
           pto__loads_ahead(pr, i, args, nx_pr, nx_args, base, ahead);

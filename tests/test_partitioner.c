@@ -382,7 +382,8 @@ Test(partitioner, softmax_fuses_into_one_subgraph_per_row_block) {
 }
 
 /* exp(x - rowmax) and its row sum become one TROWEXPANDEXPDIFSUM pass,
- * and that with the load and the max one TLOADEXPDIFSUM (parity_softmax
+ * that with the load and the max one TLOADEXPDIFSUM, and that with the
+ * quotients and the scaled store one TLOADSOFTMAXSTORE (parity_softmax
  * checks the values). */
 Test(partitioner, softmax_exp_of_difference_and_sum_are_one_instruction) {
   pto_program *p = pto_program_new("softmax");
@@ -392,10 +393,13 @@ Test(partitioner, softmax_exp_of_difference_and_sum_are_one_instruction) {
   pto_output(p, pto_softmax(p, a), "y");
   pto_executable *e = compile_ok(p, NULL);
   const char *name = pto_executable_program_name(e, 0);
-  cr_expect_str_eq(name, "p0:TLOADEXPDIFSUM.TRECIP.TROWEXPANDMULSTORE");
-  /* the fused store streams, as the TSTORE it replaces did */
+  cr_expect_str_eq(name, "p0:TLOADSOFTMAXSTORE");
+  /* it loads x through its slot, stores y through slot2, and streams, as
+   * the TSTORE it replaces did */
   const pto_cprog *pr = &e->progs[0];
-  cr_expect(pr->insts[pr->n_insts - 1].flags & PTO_TF_STREAM);
+  cr_expect(pr->insts[0].slot >= 0 && pr->insts[0].slot2 >= 0 &&
+            pr->insts[0].slot != pr->insts[0].slot2);
+  cr_expect(pr->insts[0].flags & PTO_TF_STREAM);
   /* a difference read elsewhere stays: (x - max) is also an output */
   pto_executable_free(e);
   pto_program_free(p);

@@ -371,18 +371,22 @@ static uint64_t lines_of(uintptr_t p, uintptr_t n) {
  * window, the first row only). Nothing is prefetched
  * for the first instance run, nor after the last. With kind 1 the program
  * is x - rowmax(x), whose load is a TLOADROWMAX, with kind 2 the row sums
- * of exp(x - rowmax(x)), one TLOADEXPDIFSUM: prefetched the same. */
+ * of exp(x - rowmax(x)), one TLOADEXPDIFSUM, with kind 3 softmax(x), one
+ * TLOADSOFTMAXSTORE (first rows only, as kind 2's). */
 static void prefetch_case(int kind) {
   static const int load_op[] = {PTO_OP_TLOAD, PTO_OP_TLOADROWMAX,
-                                PTO_OP_TLOADEXPDIFSUM};
+                                PTO_OP_TLOADEXPDIFSUM,
+                                PTO_OP_TLOADSOFTMAXSTORE};
   enum { R = 24, C = 37, TR = 3 };
   pto_program *p = pto_program_new("prefetch");
   const int64_t s[2] = {R, C};
   pto_tensor *x = pto_input(p, "x", PTO_F32, 2, s);
   pto_program_set_vec_tile(p, TR, C);
-  pto_tensor *dif = kind ? pto_sub(p, x, pto_rowmax(p, x)) : NULL;
+  pto_tensor *dif =
+      kind == 1 || kind == 2 ? pto_sub(p, x, pto_rowmax(p, x)) : NULL;
   pto_output(p,
-             kind == 2   ? pto_rowsum(p, pto_exp(p, dif))
+             kind == 3   ? pto_softmax(p, x)
+             : kind == 2 ? pto_rowsum(p, pto_exp(p, dif))
              : kind == 1 ? dif
                          : pto_muls(p, x, 2.0),
              "y");
@@ -390,7 +394,8 @@ static void prefetch_case(int kind) {
   pto_config_set_knob(c, NULL, PTO_KNOB_NBUFFER, 2);
   pto_executable *e = NULL;
   cr_assert_eq(pto_compile(p, c, &e), PTO_OK, "%s", pto_program_error(p));
-  cr_assert_eq(e->n_tasks, R / TR / 2);
+  cr_assert_eq(e->n_tasks, R / TR / 2, "%u tasks (%s)", e->n_tasks,
+               pto_executable_program_name(e, 0));
   /* aligned_alloc wants a multiple of the alignment */
   float *xs = aligned_alloc(64, (R * C * sizeof(float) + 63) & ~(size_t)63),
         y[R * C];
@@ -403,7 +408,7 @@ static void prefetch_case(int kind) {
   cr_assert_eq(pto__bind(e, in, out, base), PTO_OK);
   /* rows of an instance's window prefetched: TLOADEXPDIFSUM fetches the
    * rest itself, a row ahead, so the plan holds only its first */
-  const int pf_rows = kind == 2 ? 1 : TR;
+  const int pf_rows = kind >= 2 ? 1 : TR;
   uint64_t all = 0;
   for (int r = 0; r < R; r++)
     if (r % TR < pf_rows)
@@ -440,7 +445,16 @@ static void prefetch_case(int kind) {
         cr_assert(fabs(y[r] - want_sum) <= 1e-5 * want_sum,
                   "row %d: %.9g, want %.9g", r, (double)y[r], want_sum);
       }
-    else
+    else if (kind == 3) { /* each row: exp(c - (C - 1)) / that sum */
+      double sum = 0;
+      for (int j = 0; j < C; j++)
+        sum += exp((double)(j - (C - 1)));
+      for (int i = 0; i < R * C; i++) {
+        const double w = exp((double)(i % C - (C - 1))) / sum;
+        cr_assert(fabs(y[i] - w) <= 1e-5 * w, "y[%d] = %.9g, want %.9g", i,
+                  (double)y[i], w);
+      }
+    } else
       for (int i = 0; i < R * C; i++) /* rows ascend: the max is the last */
         cr_assert_eq(y[i], kind ? xs[i] - xs[i / C * C + C - 1] : 2.0f * xs[i]);
     pto__scratch_free(&sc);
@@ -463,6 +477,10 @@ Test(scheduler, executor_prefetches_loads_that_take_the_row_max,
 Test(scheduler, executor_prefetches_loads_that_take_exps_and_sums,
      .timeout = 60) {
   prefetch_case(2);
+}
+
+Test(scheduler, executor_prefetches_loads_of_a_whole_softmax, .timeout = 60) {
+  prefetch_case(3);
 }
 
 static int fail_custom(pto_tile *dst, const pto_tile *const *src, int n,
