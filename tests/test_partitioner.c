@@ -627,6 +627,64 @@ Test(partitioner, compile_without_outputs_is_rejected) {
   pto_program_free(p);
 }
 
+/* An op no output depends on is not computed: a program with an unused
+ * intermediate (here exp(a) and a chain hanging off it) compiles to the
+ * tasks of the one without it, and the unused tensors get no storage. A
+ * view of an intermediate that is an output keeps that intermediate. */
+static pto_program *plus_one(int with_unused, pto_tensor **unused) {
+  const int64_t s[2] = {64, 64};
+  pto_program *p = pto_program_new("dead");
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, s);
+  pto_program_set_vec_tile(p, 16, 64);
+  if (with_unused)
+    *unused = pto_muls(p, pto_exp(p, a), 2.0);
+  pto_output(p, pto_adds(p, a, 1.0), "y");
+  return p;
+}
+
+Test(partitioner, ops_no_output_needs_are_not_computed) {
+  const int64_t s[2] = {64, 64};
+  pto_tensor *unused = NULL;
+  pto_program *p = plus_one(0, NULL);
+  pto_executable *e = compile_ok(p, NULL);
+  pto_exe_stats live;
+  pto_executable_stats(e, &live);
+  pto_executable_free(e);
+  pto_program_free(p);
+  p = plus_one(1, &unused);
+  e = compile_ok(p, NULL);
+  pto_exe_stats st;
+  pto_executable_stats(e, &st);
+  cr_expect_eq(st.tasks, live.tasks, "%u tasks, %u without the unused ops",
+               st.tasks, live.tasks);
+  cr_expect_eq(st.tile_instructions, live.tile_instructions);
+  cr_expect_eq(st.workspace_bytes, 0);
+  cr_expect_eq(e->storages[unused->id].kind, PTO_STORAGE_NONE);
+  cr_expect_str_eq(pto_executable_program_name(e, 0), "p0:TLOAD.TADDS.TSTORE");
+  pto_executable_free(e);
+  pto_program_free(p);
+  /* an output that is a view of an intermediate keeps its producer */
+  p = pto_program_new("view");
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, s);
+  pto_program_set_vec_tile(p, 16, 64);
+  const int64_t lo[2] = {0, 0}, hi[2] = {32, 64};
+  pto_output(p, pto_slice(p, pto_exp(p, a), lo, hi), "y");
+  e = compile_ok(p, NULL);
+  float x[64 * 64], y[32 * 64];
+  for (int i = 0; i < 64 * 64; i++)
+    x[i] = (float)(i % 7) * 0.25f;
+  const void *in[] = {x};
+  void *out[] = {y};
+  cr_assert_eq(pto_executable_run_serial(e, in, out), PTO_OK, "%s",
+               pto_executable_error(e));
+  for (int i = 0; i < 32 * 64; i++)
+    cr_assert(fabs(y[i] - exp((double)x[i])) <= 1e-6 * exp((double)x[i]),
+              "y[%d] = %.9g, exp gives %.9g", i, (double)y[i],
+              exp((double)x[i]));
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
 /* ---- knobs -------------------------------------------------------------- */
 
 static pto_program *add_256(void) {
