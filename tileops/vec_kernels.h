@@ -1289,77 +1289,78 @@ static int vec_TROWEXPANDEXPDIFSUM(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
-/* TLOADROWMAX then TROWEXPANDEXPDIFSUM of its results, without the loaded
- * tile: row by row, the max straight from global (row_maxmin, as
- * TLOADROWMAX takes it), then the exps and their sum from the same row
- * while it is still in cache (expdif_sum_row), the next row's lines
- * fetched meanwhile, so DRAM streams while the exps run (the executor's
- * plan brings only the first row: scheduler/exec.c); the same values as
- * the two instructions. */
-static int vec_TLOADEXPDIFSUM(int op, const pto_targs *a) {
+/* The rows of TLOADEXPDIFSUM from a row-contiguous g: row by row, the max
+ * straight from global (row_maxmin, as TLOADROWMAX takes it), then the
+ * exps and their sum from the same row while it is still in cache
+ * (expdif_sum_row), the next row's lines fetched meanwhile, so DRAM
+ * streams while the exps run (the executor's plan brings only the first
+ * row: scheduler/exec.c). With y (TLOADSOFTMAXSTORE's g2, row-contiguous),
+ * also TRECIP of each sum and TROWEXPANDMULSTORE of the row by it into y,
+ * software-pipelined a row apart: row r - 1's products are stored in the
+ * loop that takes row r's exps, so those stores drain while the exps
+ * compute; the last row's after the loop (mulstore_row). */
+ALWAYS_INLINE void load_expdif_sum_rows(const pto_targs *a,
+                                        const pto_gview *y) {
   const pto_gview *g = &a->g;
   pto_tile *d = a->dst[0], *s = a->dst[1];
-  if (g->col_stride != 1) { /* the two instructions, in place */
-    int st = vec_TLOADROWMAX(PTO_OP_TLOADROWMAX, a);
-    if (st)
-      return st;
-    pto_targs e = *a;
-    e.src[0] = d;
-    e.src[1] = s;
-    return vec_TROWEXPANDEXPDIFSUM(op, &e);
-  }
   const uint32_t vr = d->valid_rows, vc = d->valid_cols;
-  for (uint32_t r = 0; r < vr; r++) {
-    const float *xp = grow(g, r);
-    const float m = row_maxmin(xp, vc, B_MAX, NULL, NULL);
-    const char *next = r + 1 < vr ? (const char *)grow(g, r + 1) : NULL;
-    ((float *)row_of(s, r))[0] = expdif_sum_row(
-        row_of(d, r), xp, vc, m, next, a->pf, NULL, NULL, vf_set(0.0f), 0);
-  }
-  return PTO_OK;
-}
-
-/* TLOADEXPDIFSUM, TRECIP of the sums and TROWEXPANDMULSTORE of the exps by
- * the quotients into g2, software-pipelined a row apart: row r's max, then
- * its exps in the loop that also stores row r - 1's products, so those
- * stores drain while the exps compute (expdif_sum_row); the last row's
- * products after the loop (mulstore_row). The same values as the three
- * instructions: vf_exp's exps, TROWSUM's sums, IEEE 1 / sum (TRECIP) and
- * f32 products. Views read along columns take the instructions one by
- * one. */
-static int vec_TLOADSOFTMAXSTORE(int op, const pto_targs *a) {
-  (void)op;
-  const pto_gview *g = &a->g, *g2 = &a->g2;
-  pto_tile *d = a->dst[0], *s = a->dst[1];
-  const uint32_t vr = d->valid_rows, vc = d->valid_cols;
-  if (g->col_stride != 1 || g2->col_stride != 1) {
-    int st = vec_TLOADEXPDIFSUM(PTO_OP_TLOADEXPDIFSUM, a);
-    for (uint32_t r = 0; !st && r < vr; r++) {
-      const float inv = 1.0f / ((const float *)row_of(s, r))[0];
-      const float *up = row_of(d, r);
-      for (uint32_t c = 0; c < vc; c++)
-        ((float *)g2->base)[r * g2->row_stride + c * g2->col_stride] =
-            up[c] * inv;
-    }
-    return st;
-  }
-  const int stream = (a->flags & PTO_TF_STREAM) != 0;
+  const int stream = y && (a->flags & PTO_TF_STREAM) != 0;
   float inv = 0.0f;
   for (uint32_t r = 0; r < vr; r++) {
     const float *xp = grow(g, r);
     const float m = row_maxmin(xp, vc, B_MAX, NULL, NULL);
     const char *next = r + 1 < vr ? (const char *)grow(g, r + 1) : NULL;
+    const int behind = y && r;
     const float sum = expdif_sum_row(
-        row_of(d, r), xp, vc, m, next, a->pf, r ? grow(g2, r - 1) : NULL,
-        r ? row_of(d, r - 1) : NULL, vf_set(inv), stream);
+        row_of(d, r), xp, vc, m, next, a->pf, behind ? grow(y, r - 1) : NULL,
+        behind ? row_of(d, r - 1) : NULL, vf_set(inv), stream);
     ((float *)row_of(s, r))[0] = sum;
     inv = 1.0f / sum;
   }
-  if (vr)
-    mulstore_row(grow(g2, vr - 1), row_of(d, vr - 1), vc, vf_set(inv), stream,
+  if (y && vr)
+    mulstore_row(grow(y, vr - 1), row_of(d, vr - 1), vc, vf_set(inv), stream,
                  a->pf);
   if (stream) /* order the streaming stores before the task ends */
     store_fence();
+}
+
+/* TLOADROWMAX then TROWEXPANDEXPDIFSUM of its results, without the loaded
+ * tile (load_expdif_sum_rows); the same values as the two instructions. */
+static int vec_TLOADEXPDIFSUM(int op, const pto_targs *a) {
+  if (a->g.col_stride != 1) { /* the two instructions, in place */
+    int st = vec_TLOADROWMAX(PTO_OP_TLOADROWMAX, a);
+    if (st)
+      return st;
+    pto_targs e = *a;
+    e.src[0] = a->dst[0];
+    e.src[1] = a->dst[1];
+    return vec_TROWEXPANDEXPDIFSUM(op, &e);
+  }
+  load_expdif_sum_rows(a, NULL);
+  return PTO_OK;
+}
+
+/* TLOADEXPDIFSUM, TRECIP of the sums and TROWEXPANDMULSTORE of the exps by
+ * the quotients into g2, pipelined (load_expdif_sum_rows). The same values
+ * as the three instructions: vf_exp's exps, TROWSUM's sums, IEEE 1 / sum
+ * (TRECIP) and f32 products. Views read along columns take the
+ * instructions one by one. */
+static int vec_TLOADSOFTMAXSTORE(int op, const pto_targs *a) {
+  (void)op;
+  const pto_gview *g2 = &a->g2;
+  if (a->g.col_stride != 1 || g2->col_stride != 1) {
+    const pto_tile *d = a->dst[0], *s = a->dst[1];
+    int st = vec_TLOADEXPDIFSUM(PTO_OP_TLOADEXPDIFSUM, a);
+    for (uint32_t r = 0; !st && r < d->valid_rows; r++) {
+      const float inv = 1.0f / ((const float *)row_of(s, r))[0];
+      const float *up = row_of(d, r);
+      float *yp = grow(g2, r);
+      for (uint32_t c = 0; c < d->valid_cols; c++)
+        yp[c * g2->col_stride] = up[c] * inv;
+    }
+    return st;
+  }
+  load_expdif_sum_rows(a, g2);
   return PTO_OK;
 }
 
