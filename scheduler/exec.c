@@ -114,13 +114,6 @@ static void slot_view(const pto_cprog *pr, int32_t l, const pto_targ *args,
   g->col_stride = sl->cs;
 }
 
-/* The global window instruction pi of a task reads or writes. */
-static void gview_of(const pto_cprog *pr, const pto_pinst *pi,
-                     const pto_targ *args, unsigned char *const *base,
-                     pto_gview *g) {
-  slot_view(pr, pi->slot, args, base, g);
-}
-
 /* Fills ahead with the windows of the loads starting at instruction j of
  * pr, up to the first instruction that is not a load; how many. */
 static uint32_t loads_from(const pto_cprog *pr, uint32_t j,
@@ -131,7 +124,7 @@ static uint32_t loads_from(const pto_cprog *pr, uint32_t j,
     const pto_pinst *pj = &pr->insts[j];
     if (!pto__insn_loads(pj->op) || pj->slot < 0)
       break;
-    gview_of(pr, pj, args, base, &ahead[n++]);
+    slot_view(pr, pj->slot, args, base, &ahead[n++]);
   }
   return n;
 }
@@ -233,7 +226,7 @@ pto_status pto__task_exec(const pto_executable *e, uint32_t t, uint32_t next,
       for (int r = 0; r < pi->n_src; r++)
         a.src[r] = &tiles[pi->src[r]];
       if (pi->slot >= 0)
-        gview_of(pr, pi, args, base, &a.g);
+        slot_view(pr, pi->slot, args, base, &a.g);
       if (pi->slot2 >= 0)
         slot_view(pr, pi->slot2, args, base, &a.g2);
       a.ahead = ahead;
