@@ -75,6 +75,13 @@ static void drop_inst(pto_cprog *pr, uint32_t k) {
   pr->n_insts--;
 }
 
+/* Makes pi the built-in instruction op, with the active table's entry
+ * point for it (a peephole's fused instruction). */
+static void retarget(pto_pinst *pi, int op) {
+  pi->op = op;
+  pi->fn = pto__isa_active()->fn[op];
+}
+
 /* Whether any instruction of pr other than number `but` reads tile t. */
 static int read_elsewhere(const pto_cprog *pr, uint32_t but, uint32_t t) {
   for (uint32_t j = 0; j < pr->n_insts; j++)
@@ -103,11 +110,10 @@ static void fuse_expdif(pto_executable *e) {
       if (used || tiles_overlap(u, v) ||
           (tiles_overlap(u, x) && !tiles_same(u, x)))
         continue;
-      ex->op = PTO_OP_TROWEXPANDEXPDIF;
+      retarget(ex, PTO_OP_TROWEXPANDEXPDIF);
       ex->n_src = 2;
       ex->src[0] = sub->src[0];
       ex->src[1] = sub->src[1];
-      ex->fn = pto__isa_active()->fn[PTO_OP_TROWEXPANDEXPDIF];
       drop_inst(pr, k);
     }
   }
@@ -132,10 +138,9 @@ static void fuse_expdif_sum(pto_executable *e) {
       if (tiles_overlap(s, u) || tiles_overlap(s, x) ||
           (tiles_overlap(s, v) && !tiles_same(s, v)))
         continue;
-      ex->op = PTO_OP_TROWEXPANDEXPDIFSUM;
+      retarget(ex, PTO_OP_TROWEXPANDEXPDIFSUM);
       ex->n_dst = 2;
       ex->dst[1] = sum->dst[0];
-      ex->fn = pto__isa_active()->fn[PTO_OP_TROWEXPANDEXPDIFSUM];
       drop_inst(pr, k + 1);
     }
   }
@@ -161,11 +166,10 @@ static void fuse_mul_store(pto_executable *e) {
       if (used || y->dtype != PTO_F32 || x->dtype != PTO_F32 ||
           x->vrows != y->vrows || x->vcols != y->vcols)
         continue;
-      st->op = PTO_OP_TROWEXPANDMULSTORE;
+      retarget(st, PTO_OP_TROWEXPANDMULSTORE);
       st->n_src = 2;
       st->src[0] = mul->src[0];
       st->src[1] = mul->src[1];
-      st->fn = pto__isa_active()->fn[PTO_OP_TROWEXPANDMULSTORE];
       drop_inst(pr, k);
     }
   }
@@ -188,10 +192,9 @@ static void fuse_load_max(pto_executable *e) {
       const pto_ptile *x = &pr->tiles[ld->dst[0]], *m = &pr->tiles[mx->dst[0]];
       if (x->dtype != PTO_F32 || m->dtype != PTO_F32 || tiles_overlap(x, m))
         continue;
-      ld->op = PTO_OP_TLOADROWMAX;
+      retarget(ld, PTO_OP_TLOADROWMAX);
       ld->n_dst = 2;
       ld->dst[1] = mx->dst[0];
-      ld->fn = pto__isa_active()->fn[PTO_OP_TLOADROWMAX];
       drop_inst(pr, k + 1);
     }
   }
@@ -213,10 +216,9 @@ static void fuse_load_expdif_sum(pto_executable *e) {
           read_elsewhere(pr, k + 1, ld->dst[0]) ||
           read_elsewhere(pr, k + 1, ld->dst[1]))
         continue;
-      ld->op = PTO_OP_TLOADEXPDIFSUM;
+      retarget(ld, PTO_OP_TLOADEXPDIFSUM);
       ld->dst[0] = ex->dst[0];
       ld->dst[1] = ex->dst[1];
-      ld->fn = pto__isa_active()->fn[PTO_OP_TLOADEXPDIFSUM];
       drop_inst(pr, k + 1);
     }
   }
@@ -256,9 +258,8 @@ static void fuse_softmax_store(pto_executable *e) {
           read_elsewhere(pr, k + 2, rc->dst[0]) ||
           !slots_apart(e, q, ld->slot, ms->slot))
         continue;
-      ld->op = PTO_OP_TLOADSOFTMAXSTORE;
+      retarget(ld, PTO_OP_TLOADSOFTMAXSTORE);
       ld->slot2 = ms->slot;
-      ld->fn = pto__isa_active()->fn[PTO_OP_TLOADSOFTMAXSTORE];
       drop_inst(pr, k + 2);
       drop_inst(pr, k + 1);
     }
