@@ -41,7 +41,7 @@ typedef struct pto_machine {
 
 /* The machine this process runs on, from hwloc: one worker per physical
  * core, serving both core types, scratchpads sized from the per-core L2
- * (L1 = UB = L2/2, L0A = L0B = L2/4, L0C = L2: the C tile streams through
+ * (L1 = UB = L0A = L0B = L2/2, L0C = L2: the C tile streams through
  * L2 and L3 a register block at a time; L2 defaults to 1 MiB). Read once
  * per process and cached. PTO_EIO when hwloc fails. */
 PTO_API pto_status pto_machine_host(pto_machine *m);
