@@ -55,6 +55,9 @@ pto_runtime *bench_runtime_new(const char *cmd, const pto_machine *m,
                                int trace);
 /* Busy-waits ns nanoseconds (for synthetic tasks). */
 void bench_spin_ns(uint64_t ns);
+/* Sleeps ms milliseconds: between the two sides of a comparison, so the
+ * side that just ran lets its spinning threads go to sleep. */
+void bench_pause_ms(int ms);
 /* The AVX-512 f32 FMA peak of `threads` threads running at once, GFLOP/s,
  * the best of `repeats` probes (tools/bench/peak_avx512.c); 0 when it
  * cannot run. Call only where the CPU has AVX-512F. */

@@ -10,7 +10,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench/bench.h"
 #include "gemm.h"
@@ -62,11 +61,6 @@ static int openblas_load(openblas *ob) {
 /* ---- one case ------------------------------------------------------------ */
 
 #define ROUNDS 3 /* PTO and OpenBLAS alternate this many times per case */
-
-static void pause_ms(int ms) { /* lets the other library's spinners sleep */
-  struct timespec ts = {0, ms * 1000000L};
-  nanosleep(&ts, NULL);
-}
 
 static double gflops(const gcase *c, double ms) {
   return 2.0 * (double)c->m * (double)c->n * (double)c->k / (ms * 1e6);
@@ -143,7 +137,7 @@ static int run_case(const bench_opts *o, const gcase *c, int threads,
   ob->set_threads(threads);
   for (int round = 0, r0 = 0; round < ROUNDS && r0 < repeats; round++) {
     const int r1 = repeats * (round + 1) / ROUNDS;
-    pause_ms(200); /* OpenBLAS's threads go to sleep */
+    bench_pause_ms(200); /* OpenBLAS's threads go to sleep */
     for (int r = r0 - 1; r < r1; r++) { /* r = r0 - 1: warm-up */
       uint64_t t0 = bench_now_ns();
       st = pto_runtime_run(rt, e, in, out);
@@ -155,7 +149,7 @@ static int run_case(const bench_opts *o, const gcase *c, int threads,
         goto done;
       }
     }
-    pause_ms(5); /* PTO's workers stop spinning */
+    bench_pause_ms(5); /* PTO's workers stop spinning */
     for (int r = r0 - 1; r < r1; r++) {
       uint64_t t0 = bench_now_ns();
       ob->sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, (int)c->m,
@@ -170,7 +164,7 @@ static int run_case(const bench_opts *o, const gcase *c, int threads,
   res->blas_ms = bench_median(tb, repeats);
   free(tb);
   if (trace) { /* one more run, traced, summarised on stderr */
-    pause_ms(200);
+    bench_pause_ms(200);
     pto_runtime *trt = bench_runtime_new("gemm", &m, 1);
     if (trt && !pto_runtime_run(trt, e, in, out)) {
       fprintf(stderr, "-- trace, %ldx%ldx%ld on %d threads:\n", (long)c->m,

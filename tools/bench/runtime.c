@@ -10,7 +10,6 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench/bench.h"
 #include "pto/pto.h"
@@ -205,11 +204,6 @@ static void usage(FILE *f) {
         f);
 }
 
-static void pause_ms(int ms) { /* lets the other runtime's spinners sleep */
-  struct timespec ts = {0, ms * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
 static int run(const bench_opts *o, int argc, char **argv) {
   int want[N_CASES];
   int any = argc <= 1;
@@ -266,7 +260,7 @@ static int run(const bench_opts *o, int argc, char **argv) {
     }
     omp_graph(c, dep, threads); /* untimed: starts libgomp's threads */
     for (int r = 0; r < repeats; r++) {
-      pause_ms(30);
+      bench_pause_ms(30);
       uint64_t t0 = bench_now_ns();
       st = pto_runtime_run_graph(rt, g);
       tp[r] = (double)(bench_now_ns() - t0) / n;
@@ -276,7 +270,7 @@ static int run(const bench_opts *o, int argc, char **argv) {
         rc = 1;
         goto next;
       }
-      pause_ms(30);
+      bench_pause_ms(30);
       t0 = bench_now_ns();
       omp_graph(c, dep, threads);
       to[r] = (double)(bench_now_ns() - t0) / n;

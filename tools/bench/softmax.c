@@ -23,7 +23,6 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench/bench.h"
 #include "pto/pto.h"
@@ -109,11 +108,6 @@ static int parse(int argc, char **argv, sm_opts *s) {
     i++;
   }
   return 0;
-}
-
-static void pause_ms(int ms) { /* lets the other side's spinners sleep */
-  struct timespec ts = {0, ms * 1000000L};
-  nanosleep(&ts, NULL);
 }
 
 /* ---- the probe and the peer (OpenMP, static rows per thread) ------------- */
@@ -262,7 +256,7 @@ static int run(const bench_opts *o, int argc, char **argv) {
   triad(pa, pb, pc, PROBE_FLOATS, threads); /* warm: pages, threads */
   for (int r = 0; r < repeats; r++) {
     bench_progress(o, "softmax: repeat %d of %d", r + 1, repeats);
-    pause_ms(20);
+    bench_pause_ms(20);
     scrub(pb, PROBE_FLOATS, threads);
     uint64_t t0 = bench_now_ns();
     triad(pa, pb, pc, PROBE_FLOATS, threads);
@@ -272,7 +266,7 @@ static int run(const bench_opts *o, int argc, char **argv) {
     peer(x, yref, s.rows, s.cols, threads);
     t_ref[r] = (double)(bench_now_ns() - t0) * 1e-9;
     scrub(pb, PROBE_FLOATS, threads);
-    pause_ms(20);
+    bench_pause_ms(20);
     t0 = bench_now_ns();
     st = pto_runtime_run(rt, e, in, outp);
     t_pto[r] = (double)(bench_now_ns() - t0) * 1e-9;

@@ -61,6 +61,11 @@ void bench_spin_ns(uint64_t ns) {
     ;
 }
 
+void bench_pause_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
 int bench_machine(const char *cmd, int threads, pto_machine *m) {
   pto_status st = pto_machine_host(m);
   if (st) {
