@@ -88,8 +88,10 @@ static int run_case(const bench_opts *o, const gcase *c, int threads,
                     int repeats, int trace, const openblas *ob, result *res) {
   const size_t na = (size_t)(c->m * c->k), nb = (size_t)(c->k * c->n),
                nc = (size_t)(c->m * c->n);
-  float *A = pto_buffer_alloc(na * sizeof *A), *B = pto_buffer_alloc(nb * sizeof *B),
-        *C = pto_buffer_alloc(nc * sizeof *C), *Cb = pto_buffer_alloc(nc * sizeof *Cb);
+  float *A = pto_buffer_alloc(na * sizeof *A),
+        *B = pto_buffer_alloc(nb * sizeof *B),
+        *C = pto_buffer_alloc(nc * sizeof *C),
+        *Cb = pto_buffer_alloc(nc * sizeof *Cb);
   double *t = calloc((size_t)repeats, sizeof *t);
   pto_program *p = NULL;
   pto_config *cfg = pto_config_new();

@@ -158,7 +158,8 @@ static int run(const bench_opts *o, int argc, char **argv) {
   if (bench_machine("softmax", threads, &m))
     return 1;
 
-  float *x = pto_buffer_alloc(n * sizeof *x), *y = pto_buffer_alloc(n * sizeof *y),
+  float *x = pto_buffer_alloc(n * sizeof *x),
+        *y = pto_buffer_alloc(n * sizeof *y),
         *yref = pto_buffer_alloc(n * sizeof *yref);
   float *pa = pto_buffer_alloc(PROBE_FLOATS * sizeof *pa),
         *pb = pto_buffer_alloc(PROBE_FLOATS * sizeof *pb),
