@@ -342,6 +342,15 @@ static pto_executable *compile_ok(pto_program *p, const pto_config *c) {
   return e;
 }
 
+/* Compiles p with the default config, expects its first program to be
+ * named want, and frees both. */
+static void expect_program(pto_program *p, const char *want) {
+  pto_executable *e = compile_ok(p, NULL);
+  cr_expect_str_eq(pto_executable_program_name(e, 0), want);
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
 Test(partitioner, isomorphic_tiles_share_one_program) {
   pto_program *p = pto_program_new("iso");
   const int64_t s[2] = {256, 256};
@@ -400,9 +409,9 @@ Test(partitioner, softmax_exp_of_difference_and_sum_are_one_instruction) {
   cr_expect(pr->insts[0].slot >= 0 && pr->insts[0].slot2 >= 0 &&
             pr->insts[0].slot != pr->insts[0].slot2);
   cr_expect(pr->insts[0].flags & PTO_TF_STREAM);
-  /* a difference read elsewhere stays: (x - max) is also an output */
   pto_executable_free(e);
   pto_program_free(p);
+  /* a difference read elsewhere stays: (x - max) is also an output */
   p = pto_program_new("keep");
   a = pto_input(p, "a", PTO_F32, 2, s);
   pto_program_set_vec_tile(p, 4, 64);
@@ -422,11 +431,7 @@ Test(partitioner, softmax_exp_of_difference_and_sum_are_one_instruction) {
   a = pto_input(p, "a", PTO_F32, 2, s);
   pto_program_set_vec_tile(p, 4, 64);
   pto_output(p, pto_exp(p, pto_sub(p, a, pto_rowmax(p, a))), "y");
-  e = compile_ok(p, NULL);
-  cr_expect_str_eq(pto_executable_program_name(e, 0),
-                   "p0:TLOADROWMAX.TROWEXPANDEXPDIF.TSTORE");
-  pto_executable_free(e);
-  pto_program_free(p);
+  expect_program(p, "p0:TLOADROWMAX.TROWEXPANDEXPDIF.TSTORE");
   /* a max that is also an output keeps its load: TLOADROWMAX stays */
   p = pto_program_new("keepmax");
   a = pto_input(p, "a", PTO_F32, 2, s);
@@ -434,22 +439,14 @@ Test(partitioner, softmax_exp_of_difference_and_sum_are_one_instruction) {
   pto_tensor *m = pto_rowmax(p, a);
   pto_output(p, pto_rowsum(p, pto_exp(p, pto_sub(p, a, m))), "s");
   pto_output(p, m, "m");
-  e = compile_ok(p, NULL);
-  cr_expect_str_eq(pto_executable_program_name(e, 0),
-                   "p0:TLOADROWMAX.TSTORE.TROWEXPANDEXPDIFSUM.TSTORE");
-  pto_executable_free(e);
-  pto_program_free(p);
+  expect_program(p, "p0:TLOADROWMAX.TSTORE.TROWEXPANDEXPDIFSUM.TSTORE");
   /* without it, the same sums come from one TLOADEXPDIFSUM */
   p = pto_program_new("sums");
   a = pto_input(p, "a", PTO_F32, 2, s);
   pto_program_set_vec_tile(p, 4, 64);
   pto_output(p, pto_rowsum(p, pto_exp(p, pto_sub(p, a, pto_rowmax(p, a)))),
              "s");
-  e = compile_ok(p, NULL);
-  cr_expect_str_eq(pto_executable_program_name(e, 0),
-                   "p0:TLOADEXPDIFSUM.TSTORE");
-  pto_executable_free(e);
-  pto_program_free(p);
+  expect_program(p, "p0:TLOADEXPDIFSUM.TSTORE");
 }
 
 /* softmax's scaling by 1 / row sum goes straight to global as one
@@ -490,10 +487,7 @@ Test(partitioner, load_and_row_max_are_one_instruction) {
     pto_tensor *a = pto_input(p, "a", cases[i].dt, 2, s);
     pto_program_set_vec_tile(p, 4, 64);
     pto_output(p, pto_rowmax(p, a), "m");
-    pto_executable *e = compile_ok(p, NULL);
-    cr_expect_str_eq(pto_executable_program_name(e, 0), cases[i].want);
-    pto_executable_free(e);
-    pto_program_free(p);
+    expect_program(p, cases[i].want);
   }
 }
 
