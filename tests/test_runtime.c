@@ -367,9 +367,9 @@ static uint64_t lines_of(uintptr_t p, uintptr_t n) {
 /* While an instance computes, the executor prefetches the windows the next
  * instance of its task (or, on its last instance, the next task it is told
  * of) will TLOAD: every line of every row of those windows, rows 148 bytes
- * long so they start at every offset within a line (of a TLOADEXPDIFSUM's
- * window, the first row only). Nothing is prefetched
- * for the first instance run, nor after the last. With kind 1 the program
+ * long so they start at every offset within a line (of a row-ahead load's
+ * window, the first row only). Nothing is prefetched for the first
+ * instance run, nor after the last. With kind 1 the program
  * is x - rowmax(x), whose load is a TLOADROWMAX, with kind 2 the row sums
  * of exp(x - rowmax(x)), one TLOADEXPDIFSUM, with kind 3 softmax(x), one
  * TLOADSOFTMAXSTORE (first rows only, as kind 2's). */
@@ -406,8 +406,9 @@ static void prefetch_case(int kind) {
   unsigned char *base[8];
   cr_assert(e->n_storages <= 8);
   cr_assert_eq(pto__bind(e, in, out, base), PTO_OK);
-  /* rows of an instance's window prefetched: TLOADEXPDIFSUM fetches the
-   * rest itself, a row ahead, so the plan holds only its first */
+  /* rows of an instance's window prefetched: a row-ahead load
+   * (PTO_IF_ROW_AHEAD) fetches the rest itself, so the plan holds only its
+   * first */
   const int pf_rows = kind >= 2 ? 1 : TR;
   uint64_t all = 0;
   for (int r = 0; r < R; r++)
@@ -437,18 +438,16 @@ static void prefetch_case(int kind) {
     cr_expect_eq(sc.prefetched, want, "hinted %d: %llu lines, want %llu",
                  hinted, (unsigned long long)sc.prefetched,
                  (unsigned long long)want);
-    if (kind == 2) /* rows ascend by 1: sum of exp(c - (C - 1)) */
-      for (int r = 0; r < R; r++) {
-        double want_sum = 0;
-        for (int j = 0; j < C; j++)
-          want_sum += exp((double)(j - (C - 1)));
-        cr_assert(fabs(y[r] - want_sum) <= 1e-5 * want_sum,
-                  "row %d: %.9g, want %.9g", r, (double)y[r], want_sum);
-      }
+    /* rows ascend by 1: each row's sum of exp(x - max) is that of
+     * exp(c - (C - 1)) */
+    double sum = 0;
+    for (int j = 0; j < C; j++)
+      sum += exp((double)(j - (C - 1)));
+    if (kind == 2)
+      for (int r = 0; r < R; r++)
+        cr_assert(fabs(y[r] - sum) <= 1e-5 * sum, "row %d: %.9g, want %.9g", r,
+                  (double)y[r], sum);
     else if (kind == 3) { /* each row: exp(c - (C - 1)) / that sum */
-      double sum = 0;
-      for (int j = 0; j < C; j++)
-        sum += exp((double)(j - (C - 1)));
       for (int i = 0; i < R * C; i++) {
         const double w = exp((double)(i % C - (C - 1))) / sum;
         cr_assert(fabs(y[i] - w) <= 1e-5 * w, "y[%d] = %.9g, want %.9g", i,
