@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #endif
 #include <math.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -614,6 +615,34 @@ static void on_done(pto_run *run, pto_status st, void *user) {
   s->on_loop_thread = uv_thread_equal(&self, &s->loop_thread);
 }
 
+/* A custom op that holds its task until the test opens the gate: a run of
+ * it is still in flight for as long as the test needs. */
+static atomic_int gate_open;
+static int gate_custom(pto_tile *dst, const pto_tile *const *src, int n,
+                       void *user) {
+  (void)dst;
+  (void)src;
+  (void)n;
+  (void)user;
+  while (!atomic_load(&gate_open))
+    sched_yield();
+  return PTO_OK;
+}
+
+static pto_program *gated(void) {
+  int id = pto_custom_op_find("rt_gate");
+  if (id < 0) {
+    pto_custom_op_desc d = {"rt_gate", PTO_CORE_VECTOR, 1, PTO_F32, 0,
+                            gate_custom, NULL};
+    cr_assert_eq(pto_custom_op_register(&d, &id), PTO_OK);
+  }
+  pto_program *p = pto_program_new("gated");
+  const int64_t s[2] = {8, 8};
+  pto_tensor *in[1] = {pto_input(p, "a", PTO_F32, 2, s)};
+  pto_output(p, pto_custom(p, id, 1, in), "y");
+  return p;
+}
+
 Test(scheduler, async_runs_complete_on_the_loop_two_in_flight,
      .timeout = 60) {
   pto_program *p1 = softmax_mm(), *p2 = softmax_mm();
@@ -639,13 +668,29 @@ Test(scheduler, async_runs_complete_on_the_loop_two_in_flight,
                PTO_OK);
   cr_assert_eq(pto_runtime_submit(rt, e2, in, o2, &loop, on_done, &s2, &r2),
                PTO_OK);
-  cr_expect_eq(pto_runtime_submit(rt, e1, in, o1, &loop, on_done, &s1, NULL),
+  /* one run of an executable at a time: a second submit while the gated
+   * run is held is refused, and the held run still completes */
+  pto_program *pg = gated();
+  pto_executable *eg = NULL;
+  cr_assert_eq(pto_compile(pg, NULL, &eg), PTO_OK, "%s", pto_program_error(pg));
+  static float gx[64], gy[64];
+  const void *gin[] = {gx};
+  void *gout[] = {gy};
+  async_state sg = {0};
+  sg.loop_thread = uv_thread_self();
+  atomic_store(&gate_open, 0);
+  cr_assert_eq(pto_runtime_submit(rt, eg, gin, gout, &loop, on_done, &sg, NULL),
+               PTO_OK);
+  cr_expect_eq(pto_runtime_submit(rt, eg, gin, gout, &loop, on_done, &sg, NULL),
                PTO_ESTATE, "one run of an executable at a time");
+  atomic_store(&gate_open, 1);
   uv_run(&loop, UV_RUN_DEFAULT);
   cr_expect_eq(s1.calls, 1);
   cr_expect_eq(s2.calls, 1);
+  cr_expect_eq(sg.calls, 1);
   cr_expect_eq(s1.status, PTO_OK);
   cr_expect_eq(s2.status, PTO_OK);
+  cr_expect_eq(sg.status, PTO_OK);
   cr_expect(s1.on_loop_thread && s2.on_loop_thread);
   cr_expect(memcmp(g1, want, sizeof want) == 0);
   cr_expect(memcmp(g2, want, sizeof want) == 0);
@@ -653,8 +698,10 @@ Test(scheduler, async_runs_complete_on_the_loop_two_in_flight,
   pto_runtime_free(rt);
   pto_executable_free(e1);
   pto_executable_free(e2);
+  pto_executable_free(eg);
   pto_program_free(p1);
   pto_program_free(p2);
+  pto_program_free(pg);
 }
 
 Test(scheduler, cancel_skips_tasks_not_started, .timeout = 60) {
