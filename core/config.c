@@ -118,7 +118,8 @@ pto_machine pto_machine_ascend(void) {
   return m;
 }
 
-/* The host topology is read once per process (hwloc takes milliseconds). */
+/* The host topology is read once per process (hwloc takes milliseconds),
+ * with the CPU set of the thread that first asks for it. */
 static uv_once_t host_once = UV_ONCE_INIT;
 static pto_status host_status = PTO_EIO;
 static pto_machine host_machine;
@@ -131,8 +132,28 @@ static void host_fail(const char *what) {
   snprintf(host_msg, sizeof host_msg, "host machine: %s: %s", what, es);
 }
 
+int pto__thread_cpuset(hwloc_topology_t topo, hwloc_cpuset_t set) {
+  hwloc_const_cpuset_t allowed = hwloc_topology_get_allowed_cpuset(topo);
+  if (hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_THREAD) == 0 &&
+      hwloc_bitmap_and(set, set, allowed) == 0 && !hwloc_bitmap_iszero(set))
+    return 0;
+  return hwloc_bitmap_copy(set, allowed);
+}
+
+/* Objects of a type with at least one PU in set. */
+static int count_covering(hwloc_topology_t topo, hwloc_const_cpuset_t set,
+                          hwloc_obj_type_t type) {
+  hwloc_obj_t o = NULL;
+  int n = 0;
+  while ((o = hwloc_get_next_obj_covering_cpuset_by_type(topo, set, type, o)))
+    n++;
+  return n;
+}
+
 static void host_detect_hwloc(void) {
   hwloc_topology_t topo;
+  hwloc_bitmap_t mine = NULL;
+  hwloc_const_cpuset_t set;
   int workers, n_l2;
   size_t l2 = 0;
 
@@ -144,9 +165,16 @@ static void host_detect_hwloc(void) {
     host_fail("hwloc_topology_load failed");
     goto done;
   }
-  workers = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+  /* One worker per core this process may run on (a core counts when any of
+   * its PUs is in the calling thread's CPU set; all allowed cores when that
+   * set cannot be read), or per PU when hwloc finds no cores. */
+  mine = hwloc_bitmap_alloc();
+  set = mine && !pto__thread_cpuset(topo, mine)
+            ? mine
+            : hwloc_topology_get_allowed_cpuset(topo);
+  workers = count_covering(topo, set, HWLOC_OBJ_CORE);
   if (workers <= 0)
-    workers = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+    workers = count_covering(topo, set, HWLOC_OBJ_PU);
   if (workers <= 0) {
     host_status = PTO_EIO;
     snprintf(host_msg, sizeof host_msg,
@@ -178,6 +206,7 @@ static void host_detect_hwloc(void) {
   host_status = PTO_OK;
   host_msg[0] = '\0';
 done:
+  hwloc_bitmap_free(mine);
   hwloc_topology_destroy(topo);
 }
 

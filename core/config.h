@@ -39,6 +39,16 @@ int64_t pto__knob_max(pto_knob k);
 pto_status pto__machine_check(const pto_machine *m, pto_error *err,
                               const char *where);
 
+/* The CPUs the calling thread may run on: its binding (taskset) within the
+ * allowed cpuset (cgroup cpusets), or the allowed cpuset when hwloc cannot
+ * read the binding or they do not meet. -1 when set cannot be filled. The
+ * host machine counts the cores of this set, and the runtime pins its
+ * workers within it. (hwloc_topology_t and hwloc_cpuset_t, spelled so this
+ * header needs no hwloc.h.) */
+struct hwloc_topology;
+struct hwloc_bitmap_s;
+int pto__thread_cpuset(struct hwloc_topology *topo, struct hwloc_bitmap_s *set);
+
 /* 1 when a and b hold the same machine, knobs and label overrides (the
  * recorded error is not compared). */
 int pto__config_equal(const pto_config *a, const pto_config *b);

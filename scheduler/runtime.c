@@ -6,12 +6,14 @@
  * so while work flows nobody pays for a wake-up. */
 #include "scheduler/runtime.h"
 
+#include <assert.h>
 #include <hwloc.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "tileops/tileops.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -341,22 +343,9 @@ static int find_work(pto_runtime *rt, pto_worker *w, pto_ready *it) {
   return 0;
 }
 
-static void pin(pto_runtime *rt, pto_worker *w) {
-  if (!rt->pin || !rt->topo)
-    return;
-  int n = hwloc_get_nbobjs_by_type(rt->topo, HWLOC_OBJ_PU);
-  if (n <= 0)
-    return;
-  hwloc_obj_t pu = hwloc_get_obj_by_type(rt->topo, HWLOC_OBJ_PU,
-                                         (unsigned)(w->id % (uint32_t)n));
-  if (pu && hwloc_set_cpubind(rt->topo, pu->cpuset, HWLOC_CPUBIND_THREAD) == 0)
-    w->pinned_pu = (int)pu->os_index;
-}
-
 static void worker_main(void *arg) {
   pto_worker *w = arg;
   pto_runtime *rt = w->rt;
-  pin(rt, w);
   pto_ready it;
   for (;;) {
     int have = find_work(rt, w, &it);
@@ -411,6 +400,60 @@ static void worker_main(void *arg) {
   }
 }
 
+/* ---- pinning ------------------------------------------------------------- */
+
+/* The PUs of the calling thread's CPU set in the order workers take them:
+ * one of every core with a PU in the set, then a second of every core, and
+ * so on, so no two workers share a core (its FMA units and L2) while one is
+ * free; PUs in no core (hwloc found none) follow in logical order. Returns
+ * how many, in *out (malloc'ed), or 0 when hwloc cannot tell. */
+static unsigned pu_order(hwloc_topology_t topo, hwloc_obj_t **out) {
+  hwloc_bitmap_t set = hwloc_bitmap_alloc(), left = hwloc_bitmap_alloc(),
+                 mine = hwloc_bitmap_alloc();
+  hwloc_obj_t *pus = NULL;
+  unsigned n = 0;
+  int max = 0;
+  if (set && left && mine && !pto__thread_cpuset(topo, set) &&
+      !hwloc_bitmap_copy(left, set))
+    max = hwloc_get_nbobjs_inside_cpuset_by_type(topo, set, HWLOC_OBJ_PU);
+  if (max > 0 && (pus = malloc((size_t)max * sizeof *pus))) {
+    hwloc_obj_t core, pu;
+    /* round r: the r-th PU in the set of each core, cores in logical order */
+    for (int r = 0, more = 1; more; r++) {
+      more = 0;
+      core = NULL;
+      while ((core = hwloc_get_next_obj_covering_cpuset_by_type(
+                  topo, set, HWLOC_OBJ_CORE, core))) {
+        hwloc_bitmap_and(mine, core->cpuset, set);
+        pu = hwloc_get_obj_inside_cpuset_by_type(topo, mine, HWLOC_OBJ_PU,
+                                                 (unsigned)r);
+        if (pu && n < (unsigned)max) {
+          pus[n++] = pu;
+          hwloc_bitmap_andnot(left, left, pu->cpuset);
+          more = 1;
+        }
+      }
+    }
+    pu = NULL;
+    while (n < (unsigned)max && (pu = hwloc_get_next_obj_inside_cpuset_by_type(
+                                     topo, left, HWLOC_OBJ_PU, pu)))
+      pus[n++] = pu;
+    assert(n == (unsigned)max); /* each PU of the set once */
+  }
+  hwloc_bitmap_free(set);
+  hwloc_bitmap_free(left);
+  hwloc_bitmap_free(mine);
+  *out = pus;
+  return n;
+}
+
+/* Binds w's thread to pu from the creating thread, so whether it worked is
+ * known when pto_runtime_new returns; a worker left unpinned still works. */
+static void pin(pto_runtime *rt, pto_worker *w, hwloc_obj_t pu) {
+  if (hwloc_set_thread_cpubind(rt->topo, w->thread, pu->cpuset, 0) == 0)
+    w->pinned_pu = (int)pu->os_index;
+}
+
 /* ---- runtime -------------------------------------------------------------- */
 
 /* The message of the calling thread's last failed pto_runtime_new, which
@@ -441,7 +484,6 @@ pto_status pto_runtime_new(const pto_runtime_params *params,
     goto fail_machine;
   }
   rt->policy = p.policy;
-  rt->pin = p.pin;
   rt->spin_us = p.spin_us;
   rt->yield_us = p.yield_us;
   rt->trace = p.trace;
@@ -491,6 +533,9 @@ pto_status pto_runtime_new(const pto_runtime_params *params,
       w->group = c;
     }
   }
+  /* every worker's PU, decided up front: worker i takes pus[i % n_pus] */
+  hwloc_obj_t *pus = NULL;
+  unsigned n_pus = p.pin && rt->topo ? pu_order(rt->topo, &pus) : 0;
   for (uint32_t i = 0; i < n; i++) {
     if (uv_thread_create(&rt->workers[i].thread, worker_main,
                          &rt->workers[i])) {
@@ -503,9 +548,13 @@ pto_status pto_runtime_new(const pto_runtime_params *params,
       }
       for (uint32_t k = 0; k < i; k++)
         uv_thread_join(&rt->workers[k].thread);
+      free(pus);
       goto fail_threads;
     }
+    if (n_pus)
+      pin(rt, &rt->workers[i], pus[i % n_pus]);
   }
+  free(pus);
   *out = rt;
   return PTO_OK;
 
@@ -555,6 +604,10 @@ const char *pto_runtime_error(const pto_runtime *rt) {
 
 uint32_t pto_runtime_num_workers(const pto_runtime *rt) {
   return rt ? rt->n_workers : 0;
+}
+
+int pto_runtime_worker_pu(const pto_runtime *rt, uint32_t worker) {
+  return rt && worker < rt->n_workers ? rt->workers[worker].pinned_pu : -1;
 }
 
 /* ---- starting runs ---------------------------------------------------------- */

@@ -83,7 +83,7 @@ struct pto_worker {
   int serves[2];
   int first_type;
   int group; /* which sleepers[] / wake[] it uses */
-  int pinned_pu;
+  int pinned_pu; /* OS index of its PU, -1 when not pinned */
   uv_thread_t thread;
   pto_scratch scratch; /* grown by this worker only */
   /* tasks popped in one batch, run before looking at the queues again */
@@ -97,7 +97,7 @@ struct pto_worker {
 struct pto_runtime {
   pto_machine machine;
   pto_policy policy;
-  int pin, trace;
+  int trace;
   uint32_t spin_us, yield_us;
   uint32_t n_workers;
   pto_worker *workers;

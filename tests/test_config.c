@@ -3,6 +3,7 @@
  * key path for meaning) and leaves the config as it was. */
 #include <criterion/criterion.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,27 @@ Test(core, config_host_machine_hwloc_failure) {
   cr_expect_eq(pto_config_load_string(c, "{\"machine\": \"host\"}"), PTO_EIO);
   EXPECT_ERR_HAS(c, "hwloc");
   pto_config_free(c);
+}
+
+/* The host machine has one worker per core this process may run on: with
+ * the calling thread restricted to one CPU (as under taskset), one. Nothing
+ * asks for the host before the restriction, as it is detected once per
+ * process (each Criterion test runs in its own). */
+Test(core, config_host_machine_counts_the_cores_it_may_run_on, .timeout = 30) {
+  cpu_set_t may, one;
+  pto_machine m;
+  int last = CPU_SETSIZE - 1;
+  cr_assert_eq(sched_getaffinity(0, sizeof may, &may), 0);
+  while (last > 0 && !CPU_ISSET(last, &may))
+    last--;
+  CPU_ZERO(&one);
+  CPU_SET(last, &one);
+  cr_assert_eq(sched_setaffinity(0, sizeof one, &one), 0); /* this thread */
+  cr_assert_eq(pto_machine_host(&m), PTO_OK);
+  cr_expect_eq(m.workers[PTO_CORE_CUBE], 1, "%u workers on CPU %d",
+               m.workers[PTO_CORE_CUBE], last);
+  cr_expect_eq(m.workers[PTO_CORE_VECTOR], 1);
+  cr_expect(m.shared);
 }
 
 Test(core, config_ascend_preset) {

@@ -1,7 +1,8 @@
 /* scheduler: the MPMD runtime. Random DAGs over worker counts, modes and
  * policies (each task once, after all its producers), compiled programs
  * equal to the serial executor bit for bit, failure and reuse, cancel and
- * async completion on a libuv loop. Every test has a timeout. */
+ * async completion on a libuv loop, pinning within the caller's CPU set.
+ * Every test has a timeout. */
 #ifdef PTO_TSAN_SHIM
 #include "tests/tsan_shim.h"
 #else
@@ -10,6 +11,7 @@
 #include <math.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -815,4 +817,99 @@ Test(scheduler, trace_has_one_event_per_task_after_its_producers,
   pto_graph_free(g);
   dag_free(&d, ctx);
   pto_runtime_free(rt);
+}
+
+/* ---- pinning ------------------------------------------------------------- */
+
+/* The CPUs sharing cpu's core as sysfs lists them ("" where it does not). */
+static void core_siblings(int cpu, char *buf, int size) {
+  char path[96];
+  snprintf(path, sizeof path,
+           "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", cpu);
+  FILE *f = fopen(path, "r");
+  buf[0] = '\0';
+  if (f) {
+    if (!fgets(buf, size, f))
+      buf[0] = '\0';
+    fclose(f);
+  }
+}
+
+/* As many pinned workers as the host machine has: each on a CPU this
+ * process may run on, no two on one CPU, nor (where sysfs says) on the two
+ * hyperthreads of one core. */
+Test(scheduler, pinned_workers_take_distinct_cores_of_the_cpu_set,
+     .timeout = 30) {
+  cpu_set_t may;
+  cr_assert_eq(sched_getaffinity(0, sizeof may, &may), 0);
+  pto_machine m;
+  cr_assert_eq(pto_machine_host(&m), PTO_OK);
+  uint32_t n = m.workers[PTO_CORE_VECTOR];
+  pto_runtime *rt = runtime(n, 1, PTO_POLICY_FIFO);
+  char(*sib)[128] = calloc(n, sizeof *sib);
+  cr_assert_not_null(sib);
+  for (uint32_t i = 0; i < n; i++) {
+    int pu = pto_runtime_worker_pu(rt, i);
+    cr_assert(pu >= 0 && pu < CPU_SETSIZE, "worker %u not pinned: %d", i, pu);
+    cr_expect(CPU_ISSET(pu, &may), "worker %u on CPU %d, outside the set", i,
+              pu);
+    core_siblings(pu, sib[i], (int)sizeof *sib);
+    for (uint32_t k = 0; k < i; k++) {
+      cr_expect(pto_runtime_worker_pu(rt, k) != pu,
+                "workers %u and %u both on CPU %d", k, i, pu);
+      cr_expect(!sib[i][0] || strcmp(sib[i], sib[k]) != 0,
+                "workers %u and %u share the core of CPUs %s", k, i, sib[i]);
+    }
+  }
+  cr_expect_eq(pto_runtime_worker_pu(rt, n), -1, "no such worker");
+  cr_expect_eq(pto_runtime_worker_pu(NULL, 0), -1);
+  free(sib);
+  pto_runtime_free(rt);
+  /* unpinned on request */
+  m.workers[0] = m.workers[1] = 2;
+  pto_runtime_params p = pto_runtime_params_default();
+  p.machine = &m;
+  p.pin = 0;
+  p.spin_us = 50;
+  p.yield_us = 200;
+  cr_assert_eq(pto_runtime_new(&p, &rt), PTO_OK);
+  cr_expect_eq(pto_runtime_worker_pu(rt, 0), -1);
+  cr_expect_eq(pto_runtime_worker_pu(rt, 1), -1);
+  pto_runtime_free(rt);
+}
+
+/* With the calling thread restricted to its last CPU (as under taskset),
+ * the one worker is pinned to that CPU, not to the machine's first, and
+ * runs a compiled program as the serial executor does. */
+Test(scheduler, worker_pins_within_the_callers_cpu_set, .timeout = 60) {
+  cpu_set_t may, one;
+  cr_assert_eq(sched_getaffinity(0, sizeof may, &may), 0);
+  int last = CPU_SETSIZE - 1;
+  while (last > 0 && !CPU_ISSET(last, &may))
+    last--;
+  CPU_ZERO(&one);
+  CPU_SET(last, &one);
+  /* pid 0: the calling thread only */
+  cr_assert_eq(sched_setaffinity(0, sizeof one, &one), 0);
+  pto_runtime *rt = runtime(1, 1, PTO_POLICY_FIFO);
+  cr_expect_eq(pto_runtime_worker_pu(rt, 0), last, "pinned to %d, not %d",
+               pto_runtime_worker_pu(rt, 0), last);
+  pto_program *p = softmax_mm();
+  static float a[96 * 64], b[64 * 80], want[96 * 80], got[96 * 80];
+  for (int i = 0; i < 96 * 64; i++)
+    a[i] = (float)(i % 13) / 13 - 0.5f;
+  for (int i = 0; i < 64 * 80; i++)
+    b[i] = (float)(i % 5) / 5 - 0.5f;
+  const void *in[] = {a, b};
+  void *ws[] = {want}, *gs[] = {got};
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  cr_assert_eq(pto_executable_run_serial(e, in, ws), PTO_OK);
+  cr_expect_eq(pto_runtime_run(rt, e, in, gs), PTO_OK, "%s",
+               pto_executable_error(e));
+  cr_expect(memcmp(got, want, sizeof got) == 0);
+  pto_runtime_free(rt);
+  pto_executable_free(e);
+  pto_program_free(p);
+  cr_assert_eq(sched_setaffinity(0, sizeof may, &may), 0);
 }

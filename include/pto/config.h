@@ -39,11 +39,13 @@ typedef struct pto_machine {
   size_t mem[PTO_MEM_LEVEL_COUNT]; /* capacity in bytes per level */
 } pto_machine;
 
-/* The machine this process runs on, from hwloc: one worker per physical
- * core, serving both core types, scratchpads sized from the per-core L2
- * (L1 = UB = L0A = L0B = L2/2, L0C = L2: the C tile streams through
- * L2 and L3 a register block at a time; L2 defaults to 1 MiB). Read once
- * per process and cached. PTO_EIO when hwloc fails. */
+/* The machine this process runs on, from hwloc: one worker per core this
+ * process may run on (the calling thread's CPU binding, e.g. taskset, within
+ * the allowed cpuset, e.g. a cgroup's), serving both core types,
+ * scratchpads sized from the per-core L2 (L1 = UB = L0A = L0B = L2/2,
+ * L0C = L2: the C tile streams through L2 and L3 a register block at a
+ * time; L2 defaults to 1 MiB). Read once per process, on the first call,
+ * and cached. PTO_EIO when hwloc fails. */
 PTO_API pto_status pto_machine_host(pto_machine *m);
 /* An Ascend-like NPU: 24 cube + 48 vector cores, L1 512 KiB, L0A/L0B
  * 64 KiB, L0C 128 KiB, UB 192 KiB. For planning hardware that is not here. */

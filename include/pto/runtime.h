@@ -29,11 +29,17 @@ PTO_API const char *pto_policy_name(pto_policy p);
 
 typedef struct pto_runtime_params {
   /* Workers per core type and whether they are shared; NULL: the host's
-   * (one worker per physical core, serving both core types). A machine with
-   * more workers than this host has processing units is refused. */
+   * (one worker per core this process may run on, serving both core types).
+   * A machine with more than four workers per processing unit of this host
+   * is refused. */
   const pto_machine *machine;
   pto_policy policy;
-  int pin;            /* pin each worker to one processing unit (hwloc) */
+  /* Pin each worker to one processing unit (hwloc) of the CPUs the thread
+   * calling pto_runtime_new may run on (taskset, cgroup cpusets), one per
+   * core before any core gets a second, wrapping round when there are more
+   * workers than processing units. A worker whose pinning fails runs
+   * unpinned (see pto_runtime_worker_pu). */
+  int pin;
   uint32_t spin_us;   /* spin this long for work before backing off */
   uint32_t yield_us;  /* then yield this long before sleeping */
   int trace;          /* record a trace of every run */
@@ -58,6 +64,10 @@ PTO_API void pto_runtime_free(pto_runtime *rt);
  * scalar)"), or "runtime is NULL". */
 PTO_API const char *pto_runtime_error(const pto_runtime *rt);
 PTO_API uint32_t pto_runtime_num_workers(const pto_runtime *rt);
+/* The OS index of the processing unit worker is pinned to (as taskset and
+ * /proc/cpuinfo number them); -1 when it is not pinned (params.pin 0, hwloc
+ * unavailable or binding failed), rt is NULL or there is no such worker. */
+PTO_API int pto_runtime_worker_pu(const pto_runtime *rt, uint32_t worker);
 
 /* ---- runs of compiled executables -------------------------------------- */
 
