@@ -72,6 +72,13 @@ int bench_machine(const char *cmd, int threads, pto_machine *m) {
     fprintf(stderr, "pto-bench %s: host machine: %s\n", cmd, pto_strerror(st));
     return -1;
   }
+  if ((uint32_t)threads > m->workers[PTO_CORE_VECTOR])
+    fprintf(stderr,
+            "pto-bench %s: warning: %d threads, but this process may run "
+            "on %u core%s (taskset, cgroups): workers share cores and the "
+            "figures do not scale\n",
+            cmd, threads, m->workers[PTO_CORE_VECTOR],
+            m->workers[PTO_CORE_VECTOR] == 1 ? "" : "s");
   m->shared = 1;
   m->workers[PTO_CORE_CUBE] = m->workers[PTO_CORE_VECTOR] = (uint32_t)threads;
   return 0;
