@@ -6,7 +6,6 @@
  * so while work flows nobody pays for a wake-up. */
 #include "scheduler/runtime.h"
 
-#include <assert.h>
 #include <hwloc.h>
 #include <sched.h>
 #include <stdio.h>
@@ -438,7 +437,6 @@ static unsigned pu_order(hwloc_topology_t topo, hwloc_obj_t **out) {
     while (n < (unsigned)max && (pu = hwloc_get_next_obj_inside_cpuset_by_type(
                                      topo, left, HWLOC_OBJ_PU, pu)))
       pus[n++] = pu;
-    assert(n == (unsigned)max); /* each PU of the set once */
   }
   hwloc_bitmap_free(set);
   hwloc_bitmap_free(left);
