@@ -181,6 +181,24 @@ static int failing_task(void *arg) {
   return PTO_ERANGE;
 }
 
+/* A program named name: y = the custom op op_name (fn, registered on first
+ * use) of an 8x8 f32 input a, the op under label when not NULL. */
+static pto_program *custom_program(const char *name, const char *op_name,
+                                   pto_custom_fn fn, const char *label) {
+  int id = pto_custom_op_find(op_name);
+  if (id < 0) {
+    pto_custom_op_desc d = {op_name, PTO_CORE_VECTOR, 1, PTO_F32, 0, fn, NULL};
+    cr_assert_eq(pto_custom_op_register(&d, &id), PTO_OK);
+  }
+  pto_program *p = pto_program_new(name);
+  const int64_t s[2] = {8, 8};
+  pto_tensor *in[1] = {pto_input(p, "a", PTO_F32, 2, s)};
+  if (label)
+    pto_program_push_label(p, label);
+  pto_output(p, pto_custom(p, id, 1, in), "y");
+  return p;
+}
+
 Test(scheduler, failing_task_ends_run_and_runtime_stays_usable,
      .timeout = 60) {
   pto_runtime *rt = runtime(2, 1, PTO_POLICY_FIFO);
@@ -569,18 +587,7 @@ Test(scheduler, scratchpads_share_one_region_and_regrow, .timeout = 30) {
 
 Test(scheduler, failing_instruction_names_task_program_and_label,
      .timeout = 60) {
-  int id = pto_custom_op_find("rt_fail");
-  if (id < 0) {
-    pto_custom_op_desc d = {"rt_fail", PTO_CORE_VECTOR, 1, PTO_F32, 0,
-                            fail_custom, NULL};
-    cr_assert_eq(pto_custom_op_register(&d, &id), PTO_OK);
-  }
-  pto_program *p = pto_program_new("fails");
-  const int64_t s[2] = {8, 8};
-  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, s);
-  pto_program_push_label(p, "bad.op");
-  pto_tensor *in[1] = {a};
-  pto_output(p, pto_custom(p, id, 1, in), "y");
+  pto_program *p = custom_program("fails", "rt_fail", fail_custom, "bad.op");
   pto_executable *e = NULL;
   cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
   static float x[64], y[64];
@@ -631,20 +638,6 @@ static int gate_custom(pto_tile *dst, const pto_tile *const *src, int n,
   return PTO_OK;
 }
 
-static pto_program *gated(void) {
-  int id = pto_custom_op_find("rt_gate");
-  if (id < 0) {
-    pto_custom_op_desc d = {"rt_gate", PTO_CORE_VECTOR, 1, PTO_F32, 0,
-                            gate_custom, NULL};
-    cr_assert_eq(pto_custom_op_register(&d, &id), PTO_OK);
-  }
-  pto_program *p = pto_program_new("gated");
-  const int64_t s[2] = {8, 8};
-  pto_tensor *in[1] = {pto_input(p, "a", PTO_F32, 2, s)};
-  pto_output(p, pto_custom(p, id, 1, in), "y");
-  return p;
-}
-
 Test(scheduler, async_runs_complete_on_the_loop_two_in_flight,
      .timeout = 60) {
   pto_program *p1 = softmax_mm(), *p2 = softmax_mm();
@@ -672,7 +665,7 @@ Test(scheduler, async_runs_complete_on_the_loop_two_in_flight,
                PTO_OK);
   /* one run of an executable at a time: a second submit while the gated
    * run is held is refused, and the held run still completes */
-  pto_program *pg = gated();
+  pto_program *pg = custom_program("gated", "rt_gate", gate_custom, NULL);
   pto_executable *eg = NULL;
   cr_assert_eq(pto_compile(pg, NULL, &eg), PTO_OK, "%s", pto_program_error(pg));
   static float gx[64], gy[64];
