@@ -58,9 +58,13 @@ void bench_spin_ns(uint64_t ns);
 /* Sleeps ms milliseconds: between the two sides of a comparison, so the
  * side that just ran lets its spinning threads go to sleep. */
 void bench_pause_ms(int ms);
-/* The AVX-512 f32 FMA peak of `threads` threads running at once, GFLOP/s,
- * the best of `repeats` probes (tools/bench/peak_avx512.c); 0 when it
- * cannot run. Call only where the CPU has AVX-512F. */
+/* The f32 FMA peak of `threads` threads running at once, GFLOP/s, the best
+ * of `repeats` probes with the widest vectors this CPU and OS run (*isa:
+ * "AVX-512" or "AVX2"); 0 (and *isa "none") when neither runs or the
+ * threads cannot start. */
+double bench_peak_fma(int threads, int repeats, const char **isa);
+/* The probes behind it (bench/peak.h), each only for a CPU that runs it. */
 double bench_peak_avx512(int threads, int repeats);
+double bench_peak_avx2(int threads, int repeats);
 
 #endif /* PTO_TOOLS_BENCH_H */

@@ -66,6 +66,19 @@ void bench_pause_ms(int ms) {
   nanosleep(&ts, NULL);
 }
 
+double bench_peak_fma(int threads, int repeats, const char **isa) {
+  if (pto_isa_supported("avx512")) {
+    *isa = "AVX-512";
+    return bench_peak_avx512(threads, repeats);
+  }
+  if (pto_isa_supported("avx2")) {
+    *isa = "AVX2";
+    return bench_peak_avx2(threads, repeats);
+  }
+  *isa = "none";
+  return 0;
+}
+
 int bench_machine(const char *cmd, int threads, pto_machine *m) {
   pto_status st = pto_machine_host(m);
   if (st) {
