@@ -95,6 +95,25 @@ fail(pto_program *p, const char *op, pto_status st, const char *fmt, ...) {
   return NULL;
 }
 
+pto_status pto_program_fail(pto_program *p, pto_status status,
+                            const char *op, const char *fmt, ...) {
+  if (!p || !op || !fmt || status >= 0)
+    return PTO_EINVAL;
+  char msg[PTO_ERROR_MSG];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fail(p, op, status, "%s", msg);
+  return status;
+}
+
+const char *pto_tensor_describe(const pto_tensor *t, char *buf, size_t size) {
+  if (!t || !buf || !size)
+    return "";
+  return pto__tensor_desc(t, buf, size);
+}
+
 static pto_tensor *fail_nomem(pto_program *p, const char *op) {
   return fail(p, op, PTO_ENOMEM, "out of memory");
 }

@@ -1,4 +1,6 @@
 /* Names of status codes, dtypes and core types. */
+#include <string.h>
+
 #include "pto/status.h"
 #include "pto/types.h"
 
@@ -47,6 +49,22 @@ const char *pto_core_type_name(pto_core_type c) {
   static const char *const names[PTO_CORE_TYPE_COUNT] = {"cube", "vector",
                                                          "memory"};
   return (unsigned)c < PTO_CORE_TYPE_COUNT ? names[c] : "?";
+}
+
+static const char *const mask_names[PTO_MASK_MODE_COUNT] = {"none",
+                                                            "causal"};
+
+const char *pto_mask_name(pto_mask_mode m) {
+  return (unsigned)m < PTO_MASK_MODE_COUNT ? mask_names[m] : "?";
+}
+
+int pto_mask_from_name(const char *name, pto_mask_mode *m) {
+  for (int i = 0; name && m && i < PTO_MASK_MODE_COUNT; i++)
+    if (!strcmp(name, mask_names[i])) {
+      *m = (pto_mask_mode)i;
+      return PTO_OK;
+    }
+  return PTO_EINVAL;
 }
 
 pto_tile_shape pto_tile_shape_default(void) {

@@ -1,5 +1,6 @@
 /* GEMM as a PTO program, its tile choice, and the plain-C reference. */
-#include "gemm.h"
+#include "pto/gemm.h"
+#include "pto/pto.h"
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
 /* Row softmax through PTO, and the plain-C reference. */
-#include "softmax.h"
+#include "pto/softmax.h"
 
 #include <math.h>
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gemm.h"
+#include "pto/gemm.h"
 #include "pto/pto.h"
 
 static float *random_f32(int64_t n, unsigned seed) {

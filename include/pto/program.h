@@ -20,6 +20,7 @@
 #ifndef PTO_PROGRAM_H
 #define PTO_PROGRAM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pto/export.h"
@@ -43,6 +44,17 @@ PTO_API const char *pto_program_name(const pto_program *p);
  * starts clean. */
 PTO_API pto_status pto_program_status(const pto_program *p);
 PTO_API const char *pto_program_error(const pto_program *p);
+
+/* Records a build error, as an invalid op does, for operators composed
+ * from ops (pto/indexer.h): "<op> '<label>': <message>" with the current
+ * label, kept only if no error is recorded yet (errors are sticky). Returns
+ * status; PTO_EINVAL when p or op is NULL or status is not an error. */
+PTO_API pto_status pto_program_fail(pto_program *p, pto_status status,
+                                    const char *op, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
 
 /* ---- scopes: tile shapes and semantic labels ---------------------------- */
 
@@ -81,6 +93,10 @@ PTO_API int pto_program_find_output(const pto_program *p, const char *name);
 PTO_API int pto_program_num_ops(const pto_program *p);
 
 PTO_API const char *pto_tensor_name(const pto_tensor *t);
+/* "'name' f32[64,32]" into buf (64 bytes or more hold any shape); returns
+ * buf, or "" when t or buf is NULL. For messages naming a tensor. */
+PTO_API const char *pto_tensor_describe(const pto_tensor *t, char *buf,
+                                        size_t size);
 PTO_API pto_dtype pto_tensor_dtype(const pto_tensor *t);
 PTO_API int pto_tensor_ndim(const pto_tensor *t);
 PTO_API int64_t pto_tensor_dim(const pto_tensor *t, int axis); /* -1: last */

@@ -1,13 +1,17 @@
-/* pto/pto.h: the whole public API. */
+/* pto/pto.h: the whole public API: the library, and the operators built
+ * with it (gemm.h, indexer.h, softmax.h). */
 #ifndef PTO_PTO_H
 #define PTO_PTO_H
 
 #include "pto/config.h"
 #include "pto/executable.h"
 #include "pto/export.h"
+#include "pto/gemm.h"
+#include "pto/indexer.h"
 #include "pto/isa.h"
 #include "pto/program.h"
 #include "pto/runtime.h"
+#include "pto/softmax.h"
 #include "pto/status.h"
 #include "pto/tileop.h"
 #include "pto/types.h"

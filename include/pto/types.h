@@ -49,6 +49,19 @@ typedef struct pto_tile_shape {
   uint32_t cube_m, cube_n, cube_k;
 } pto_tile_shape;
 
+/* Attention masks over S1 queries and S2 keys. CAUSAL is end-aligned (the
+ * queries are the last S1 positions of the sequence): query i sees key j
+ * only when j <= S2 - S1 + i. */
+typedef enum pto_mask_mode {
+  PTO_MASK_NONE,
+  PTO_MASK_CAUSAL,
+  PTO_MASK_MODE_COUNT
+} pto_mask_mode;
+/* "none", "causal"; "?" when out of range. */
+PTO_API const char *pto_mask_name(pto_mask_mode m);
+/* The mode named name; PTO_EINVAL (and *m unchanged) for any other name. */
+PTO_API int pto_mask_from_name(const char *name, pto_mask_mode *m);
+
 /* Vector tile 32x128 (16 KiB of f32), matmul untiled. */
 PTO_API pto_tile_shape pto_tile_shape_default(void);
 

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "bench/bench.h"
-#include "gemm.h"
+#include "pto/gemm.h"
 #include "pto/pto.h"
 
 typedef struct gcase {

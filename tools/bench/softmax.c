@@ -26,7 +26,7 @@
 
 #include "bench/bench.h"
 #include "pto/pto.h"
-#include "softmax.h"
+#include "pto/softmax.h"
 
 #define PROBE_FLOATS (32u << 20) /* 128 MiB per array */
 #define CACHED_BYTES (8u << 20)  /* X re-read from cache: a quarter of L3 */

@@ -1,12 +1,16 @@
-/* kernels/gemm.h: GEMM, C = A x B in f32 (row-major A [M,K], B [K,N],
+/* pto/gemm.h: GEMM, C = A x B in f32 (row-major A [M,K], B [K,N],
  * C [M,N]), built as a PTO program with the public API, and its plain-C
  * reference. */
-#ifndef PTO_KERNELS_GEMM_H
-#define PTO_KERNELS_GEMM_H
+#ifndef PTO_GEMM_H
+#define PTO_GEMM_H
 
 #include <stdint.h>
 
-#include "pto/pto.h"
+#include "pto/config.h"
+#include "pto/export.h"
+#include "pto/program.h"
+#include "pto/status.h"
+#include "pto/types.h"
 
 PTO_EXTERN_C_BEGIN
 
@@ -20,7 +24,7 @@ PTO_EXTERN_C_BEGIN
  * fewer than 2 tiles per worker. vec_rows/vec_cols are left 0. Returns
  * PTO_EINVAL for a NULL argument, a size < 1 or 0 workers, and
  * PTO_ECAPACITY when not even one panel fits the machine. */
-pto_status pto_gemm_tile(const pto_machine *mach, int64_t M, int64_t N,
+PTO_API pto_status pto_gemm_tile(const pto_machine *mach, int64_t M, int64_t N,
                          int64_t K, uint32_t workers, pto_tile_shape *tile);
 
 /* A new program "gemm" with inputs "A" f32 [M,K] and "B" f32 [K,N] and
@@ -28,13 +32,13 @@ pto_status pto_gemm_tile(const pto_machine *mach, int64_t M, int64_t N,
  * machine and its workers), labelled "gemm". Returns NULL on ENOMEM;
  * otherwise check pto_program_status (bad sizes are reported there, naming
  * the op and the sizes). */
-pto_program *pto_gemm_program(int64_t M, int64_t N, int64_t K,
+PTO_API pto_program *pto_gemm_program(int64_t M, int64_t N, int64_t K,
                               const pto_tile_shape *tile);
 
 /* C = A x B accumulated in double, rounded once to f32. */
-void pto_gemm_ref(int64_t M, int64_t N, int64_t K, const float *A,
+PTO_API void pto_gemm_ref(int64_t M, int64_t N, int64_t K, const float *A,
                   const float *B, float *C);
 
 PTO_EXTERN_C_END
 
-#endif /* PTO_KERNELS_GEMM_H */
+#endif /* PTO_GEMM_H */

@@ -1,0 +1,110 @@
+/* pto/indexer.h: DeepSeek-V3.2's lightning indexer with its top-k, built
+ * with the public API, and a plain-C reference and checker.
+ *
+ * For each query token i of batch b, every key token j is scored
+ *
+ *   s[b,i,j] = sum_h w[b,i,h] * ReLU(q[b,i,h,:] . k[b,j,:])
+ *
+ * (H index heads of dim D per query, one key head shared by all of them;
+ * the weights carry every scale already), -inf where the mask hides key j
+ * from query i. The outputs are, per query, the topk largest visible
+ * scores ordered by (score descending, index ascending) and their key
+ * indices, then -inf / -1 in the slots past the number of visible keys (a
+ * row with fewer visible keys than topk, or none, is normal input).
+ *
+ *   pto_indexer_dims d = {1, 128, 8192, 64, 128};
+ *   pto_indexer_params prm = pto_indexer_params_default();
+ *   prm.topk = 512;
+ *   pto_program *p = pto_indexer_program(&d, &prm);   // inputs q, k, w
+ *   pto_executable *e;                                // outputs indices,
+ *   pto_compile(p, NULL, &e);                         // values
+ */
+#ifndef PTO_INDEXER_H
+#define PTO_INDEXER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pto/export.h"
+#include "pto/program.h"
+#include "pto/status.h"
+#include "pto/types.h"
+
+PTO_EXTERN_C_BEGIN
+
+/* Sizes: batch, queries, keys, index heads, head dim. */
+typedef struct pto_indexer_dims {
+  int64_t b, s1, s2, h, d;
+} pto_indexer_dims;
+
+typedef struct pto_indexer_params {
+  int64_t topk;       /* >= 1; may exceed s2 (the rest is padding) */
+  pto_mask_mode mask; /* PTO_MASK_CAUSAL: j <= s2 - s1 + i */
+  /* The score's cube tile (cube_m query rows x heads, cube_n keys) and the
+   * top-k's vector tile (vec_rows queries, vec_cols keys per partial
+   * selection); zeros: chosen for the host machine. A config file's label
+   * overrides ("indexer.qk", "indexer.topk") win over both. */
+  pto_tile_shape qk_tile, topk_tile;
+} pto_indexer_params;
+
+/* topk 2048 (DeepSeek-V3.2's), causal, tiles chosen for the host. */
+PTO_API pto_indexer_params pto_indexer_params_default(void);
+
+/* Adds the indexer to p: q f32 [B,S1,H,D], k f32 [B,S2,D], w f32 [B,S1,H].
+ * Returns the values f32 [B,S1,topk] and sets *indices to the indices i32
+ * [B,S1,topk]. Its ops are labelled "indexer.*" under the current label.
+ * NULL on bad input, with the program's sticky error naming the tensors and
+ * sizes (pto_program_error). */
+PTO_API pto_tensor *pto_indexer(pto_program *p, pto_tensor *q, pto_tensor *k,
+                                pto_tensor *w, const pto_indexer_params *prm,
+                                pto_tensor **indices);
+
+/* A program "indexer" with inputs "q", "k", "w" and outputs "indices",
+ * "values", as above. NULL on ENOMEM; check pto_program_status. */
+PTO_API pto_program *pto_indexer_program(const pto_indexer_dims *d,
+                                         const pto_indexer_params *prm);
+
+/* GFLOP of one run: 2 * H * D per visible (query, key) pair. */
+PTO_API double pto_indexer_gflop(const pto_indexer_dims *d,
+                                 const pto_indexer_params *prm);
+
+/* Keys query i of a batch sees: min(s2, max(0, s2 - s1 + i + 1)) when
+ * causal, s2 otherwise. */
+PTO_API int64_t pto_indexer_visible(const pto_indexer_dims *d,
+                                    pto_mask_mode mask, int64_t i);
+
+/* ---- plain-C reference (double accumulation) ----------------------------- */
+
+/* The outputs for query rows [r0, r1) of the B*S1 rows (row r is batch
+ * r / S1, query r % S1); indices and values point at row 0's outputs
+ * ([B,S1,topk] dense). Scores are computed in double and rounded once to
+ * f32; ties rank by index. PTO_EINVAL for bad sizes or NULL pointers,
+ * PTO_ENOMEM. */
+PTO_API pto_status pto_indexer_ref(const pto_indexer_dims *d,
+                                   const pto_indexer_params *prm,
+                                   const float *q, const float *k,
+                                   const float *w, int64_t r0, int64_t r1,
+                                   int32_t *indices, float *values);
+
+/* Checks outputs (from any implementation) for query rows [r0, r1) against
+ * scores recomputed in double, as sets with a tolerance at the threshold,
+ * so that near-ties may resolve either way. Per row, with kth the
+ * min(topk, visible)-th largest reference score and eps = rtol * the row's
+ * scale (the largest sum_h |w| |q.k| over its visible keys):
+ *   - exactly min(topk, visible) slots hold an index, the rest -1 / -inf;
+ *   - indices are distinct, visible keys, and values descend;
+ *   - every value is within eps of its key's reference score;
+ *   - every selected key's reference score >= kth - eps, and every
+ *     unselected visible key's <= kth + eps.
+ * Returns 0, or -1 with the first failure in msg ("row 5 (b 0, i 5): slot
+ * 3 holds key 17, not visible"). rtol <= 0 uses 1e-5. */
+PTO_API int pto_indexer_check(const pto_indexer_dims *d,
+                              const pto_indexer_params *prm, const float *q,
+                              const float *k, const float *w,
+                              const int32_t *indices, const float *values,
+                              int64_t r0, int64_t r1, double rtol, char *msg,
+                              size_t msg_size);
+
+PTO_EXTERN_C_END
+
+#endif /* PTO_INDEXER_H */

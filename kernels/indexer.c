@@ -1,0 +1,348 @@
+/* The lightning indexer with top-k as a PTO program, and its plain-C
+ * reference and checker (pto/indexer.h). */
+#include "pto/indexer.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pto/pto.h"
+
+pto_indexer_params pto_indexer_params_default(void) {
+  pto_indexer_params prm;
+  memset(&prm, 0, sizeof prm);
+  prm.topk = 2048;
+  prm.mask = PTO_MASK_CAUSAL;
+  return prm;
+}
+
+int64_t pto_indexer_visible(const pto_indexer_dims *d, pto_mask_mode mask,
+                            int64_t i) {
+  if (mask != PTO_MASK_CAUSAL)
+    return d->s2;
+  int64_t v = d->s2 - d->s1 + i + 1;
+  return v < 0 ? 0 : v > d->s2 ? d->s2 : v;
+}
+
+double pto_indexer_gflop(const pto_indexer_dims *d,
+                         const pto_indexer_params *prm) {
+  double pairs = 0;
+  for (int64_t i = 0; i < d->s1; i++)
+    pairs += (double)pto_indexer_visible(d, prm->mask, i);
+  return 2.0 * (double)d->b * pairs * (double)d->h * (double)d->d * 1e-9;
+}
+
+/* ---- the program ---------------------------------------------------------- */
+
+#define OP "indexer"
+
+/* The sizes of q, k and w, checked against each other. 0 or a status
+ * recorded on p. */
+static pto_status check_inputs(pto_program *p, pto_tensor *q, pto_tensor *k,
+                               pto_tensor *w, const pto_indexer_params *prm,
+                               pto_indexer_dims *d) {
+  char bq[96], bk[96], bw[96];
+  if (!prm)
+    return pto_program_fail(p, PTO_EINVAL, OP, "params are NULL");
+  if (!q || !k || !w)
+    return pto_program_status(p) ? pto_program_status(p)
+                                 : pto_program_fail(p, PTO_EINVAL, OP,
+                                                    "q, k or w is NULL");
+  pto_tensor_describe(q, bq, sizeof bq);
+  pto_tensor_describe(k, bk, sizeof bk);
+  pto_tensor_describe(w, bw, sizeof bw);
+  if (pto_tensor_ndim(q) != 4 || pto_tensor_ndim(k) != 3 ||
+      pto_tensor_ndim(w) != 3)
+    return pto_program_fail(p, PTO_ESHAPE, OP,
+                            "q %s must be [B,S1,H,D], k %s [B,S2,D] and w %s "
+                            "[B,S1,H]",
+                            bq, bk, bw);
+  const pto_tensor *ts[3] = {q, k, w};
+  const char *descs[3] = {bq, bk, bw};
+  for (int t = 0; t < 3; t++)
+    if (pto_tensor_dtype(ts[t]) != PTO_F32)
+      return pto_program_fail(p, PTO_EDTYPE, OP, "%s must be f32", descs[t]);
+  d->b = pto_tensor_dim(q, 0);
+  d->s1 = pto_tensor_dim(q, 1);
+  d->h = pto_tensor_dim(q, 2);
+  d->d = pto_tensor_dim(q, 3);
+  d->s2 = pto_tensor_dim(k, 1);
+  if (pto_tensor_dim(k, 0) != d->b || pto_tensor_dim(k, 2) != d->d)
+    return pto_program_fail(p, PTO_ESHAPE, OP,
+                            "k %s must be [B,S2,D] = [%" PRId64 ",S2,%" PRId64
+                            "] for q %s",
+                            bk, d->b, d->d, bq);
+  if (pto_tensor_dim(w, 0) != d->b || pto_tensor_dim(w, 1) != d->s1 ||
+      pto_tensor_dim(w, 2) != d->h)
+    return pto_program_fail(p, PTO_ESHAPE, OP,
+                            "w %s must be [B,S1,H] = [%" PRId64 ",%" PRId64
+                            ",%" PRId64 "] for q %s",
+                            bw, d->b, d->s1, d->h, bq);
+  if (prm->topk < 1)
+    return pto_program_fail(p, PTO_ERANGE, OP, "topk is %" PRId64
+                            "; it must be at least 1", prm->topk);
+  if ((unsigned)prm->mask >= PTO_MASK_MODE_COUNT)
+    return pto_program_fail(p, PTO_EINVAL, OP,
+                            "mask mode %d is unknown (none or causal)",
+                            (int)prm->mask);
+  return PTO_OK;
+}
+
+static int tile_set(const pto_tile_shape *t) {
+  return t->vec_rows || t->vec_cols || t->cube_m || t->cube_n || t->cube_k;
+}
+
+pto_tensor *pto_indexer(pto_program *p, pto_tensor *q, pto_tensor *k,
+                        pto_tensor *w, const pto_indexer_params *prm,
+                        pto_tensor **indices) {
+  if (indices)
+    *indices = NULL;
+  if (!p)
+    return NULL;
+  if (!indices) {
+    pto_program_fail(p, PTO_EINVAL, OP, "indices must not be NULL");
+    return NULL;
+  }
+  pto_indexer_dims d = {0, 0, 0, 0, 0};
+  if (check_inputs(p, q, k, w, prm, &d))
+    return NULL;
+  if (prm->topk > d.s2) {
+    pto_program_fail(p, PTO_ENOTSUP, OP,
+                     "topk %" PRId64 " > S2 %" PRId64 " is not supported yet",
+                     prm->topk, d.s2);
+    return NULL;
+  }
+  pto_program_push_label(p, "indexer");
+  /* score = colsum over heads of w * ReLU(q k^T): [B,S1,H,S2] -> [B,S1,S2] */
+  pto_program_push_tile(p, tile_set(&prm->qk_tile) ? &prm->qk_tile : NULL);
+  pto_program_push_label(p, "qk");
+  const int64_t k4[4] = {d.b, 1, d.s2, d.d}, w4[4] = {d.b, d.s1, d.h, 1},
+                s3[3] = {d.b, d.s1, d.s2};
+  pto_tensor *s = pto_matmul(p, q, pto_reshape(p, k, 4, k4),
+                             PTO_MATMUL_TRANS_B);
+  s = pto_mul(p, pto_relu(p, s), pto_reshape(p, w, 4, w4));
+  s = pto_reshape(p, pto_colsum(p, s), 3, s3);
+  pto_program_pop_label(p);
+  pto_program_pop_tile(p);
+  pto_program_push_tile(p, tile_set(&prm->topk_tile) ? &prm->topk_tile
+                                                      : NULL);
+  pto_program_push_label(p, "topk");
+  pto_tensor *neg_inf = pto_full(p, PTO_F32, 1, (const int64_t[]){1},
+                                 -INFINITY);
+  if (prm->mask == PTO_MASK_CAUSAL) { /* j <= S2 - S1 + i */
+    const int64_t row[2] = {1, d.s2}, col[2] = {1, d.s1};
+    pto_tensor *j = pto_iota(p, PTO_I32, 2, row, 0);
+    pto_tensor *lim = pto_transpose(
+        p, pto_iota(p, PTO_I32, 2, col, d.s2 - d.s1), 0, 1);
+    s = pto_select(p, pto_cmp(p, j, lim, PTO_CMP_LE), s, neg_inf);
+  }
+  pto_tensor *idx = NULL;
+  pto_tensor *v = pto_topk(p, s, prm->topk, &idx);
+  /* keys the mask hid are padding: -1 */
+  pto_tensor *pad = pto_full(p, PTO_I32, 1, (const int64_t[]){1}, -1);
+  idx = pto_select(p, pto_cmp(p, v, neg_inf, PTO_CMP_EQ), pad, idx);
+  pto_program_pop_label(p);
+  pto_program_pop_tile(p);
+  pto_program_pop_label(p);
+  if (pto_program_status(p))
+    return NULL;
+  *indices = idx;
+  return v;
+}
+
+pto_program *pto_indexer_program(const pto_indexer_dims *d,
+                                 const pto_indexer_params *prm) {
+  pto_program *p = pto_program_new("indexer");
+  if (!p)
+    return NULL;
+  if (!d) {
+    pto_program_fail(p, PTO_EINVAL, OP, "dims are NULL");
+    return p;
+  }
+  const int64_t qs[4] = {d->b, d->s1, d->h, d->d}, ks[3] = {d->b, d->s2, d->d},
+                ws[3] = {d->b, d->s1, d->h};
+  pto_tensor *q = pto_input(p, "q", PTO_F32, 4, qs);
+  pto_tensor *k = pto_input(p, "k", PTO_F32, 3, ks);
+  pto_tensor *w = pto_input(p, "w", PTO_F32, 3, ws);
+  pto_tensor *idx = NULL;
+  pto_tensor *v = pto_indexer(p, q, k, w, prm, &idx);
+  pto_output(p, idx, "indices");
+  pto_output(p, v, "values");
+  return p;
+}
+
+/* ---- plain-C reference ------------------------------------------------------ */
+
+static int dims_ok(const pto_indexer_dims *d, const pto_indexer_params *prm) {
+  return d && prm && d->b >= 1 && d->s1 >= 1 && d->s2 >= 1 && d->h >= 1 &&
+         d->d >= 1 && prm->topk >= 1 &&
+         (unsigned)prm->mask < PTO_MASK_MODE_COUNT;
+}
+
+/* Scores of row r's first n keys in double; *scale (when not NULL) gets
+ * the largest sum_h |w| |q.k| over them. */
+static void row_scores(const pto_indexer_dims *d, const float *q,
+                       const float *k, const float *w, int64_t r, int64_t n,
+                       double *out, double *scale) {
+  const int64_t b = r / d->s1, H = d->h, D = d->d;
+  const float *qr = q + r * H * D, *wr = w + r * H;
+  const float *kb = k + b * d->s2 * D;
+  double big = 0;
+  for (int64_t j = 0; j < n; j++) {
+    const float *kj = kb + j * D;
+    double s = 0, a = 0;
+    for (int64_t h = 0; h < H; h++) {
+      const float *qh = qr + h * D;
+      double dot = 0;
+      for (int64_t c = 0; c < D; c++)
+        dot += (double)qh[c] * (double)kj[c];
+      s += (double)wr[h] * (dot > 0 ? dot : 0);
+      a += fabs((double)wr[h]) * fabs(dot);
+    }
+    out[j] = s;
+    big = a > big ? a : big;
+  }
+  if (scale)
+    *scale = big;
+}
+
+typedef struct ranked {
+  float v;
+  int32_t j;
+} ranked;
+
+static int by_rank(const void *pa, const void *pb) {
+  const ranked *a = pa, *b = pb;
+  if (a->v != b->v)
+    return a->v > b->v ? -1 : 1;
+  return (a->j > b->j) - (a->j < b->j);
+}
+
+pto_status pto_indexer_ref(const pto_indexer_dims *d,
+                           const pto_indexer_params *prm, const float *q,
+                           const float *k, const float *w, int64_t r0,
+                           int64_t r1, int32_t *indices, float *values) {
+  if (!dims_ok(d, prm) || !q || !k || !w || !indices || !values || r0 < 0 ||
+      r1 > d->b * d->s1 || r0 > r1)
+    return PTO_EINVAL;
+  double *s = malloc((size_t)d->s2 * sizeof *s);
+  ranked *rk = malloc((size_t)d->s2 * sizeof *rk);
+  if (!s || !rk) {
+    free(s);
+    free(rk);
+    return PTO_ENOMEM;
+  }
+  const int64_t T = prm->topk;
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t n = pto_indexer_visible(d, prm->mask, r % d->s1);
+    row_scores(d, q, k, w, r, n, s, NULL);
+    for (int64_t j = 0; j < n; j++) {
+      rk[j].v = (float)s[j];
+      rk[j].j = (int32_t)j;
+    }
+    qsort(rk, (size_t)n, sizeof *rk, by_rank);
+    for (int64_t t = 0; t < T; t++) {
+      indices[r * T + t] = t < n ? rk[t].j : -1;
+      values[r * T + t] = t < n ? rk[t].v : -INFINITY;
+    }
+  }
+  free(s);
+  free(rk);
+  return PTO_OK;
+}
+
+static int by_desc(const void *pa, const void *pb) {
+  double a = *(const double *)pa, b = *(const double *)pb;
+  return (a < b) - (a > b);
+}
+
+int pto_indexer_check(const pto_indexer_dims *d, const pto_indexer_params *prm,
+                      const float *q, const float *k, const float *w,
+                      const int32_t *indices, const float *values, int64_t r0,
+                      int64_t r1, double rtol, char *msg, size_t msg_size) {
+  char dummy[1];
+  if (!msg || !msg_size) {
+    msg = dummy;
+    msg_size = sizeof dummy;
+  }
+  msg[0] = 0;
+  if (!dims_ok(d, prm) || !q || !k || !w || !indices || !values || r0 < 0 ||
+      r1 > d->b * d->s1 || r0 > r1) {
+    snprintf(msg, msg_size, "bad arguments");
+    return -1;
+  }
+  if (rtol <= 0)
+    rtol = 1e-5;
+  const int64_t S2 = d->s2, T = prm->topk;
+  double *s = malloc((size_t)S2 * sizeof *s);
+  double *sorted = malloc((size_t)S2 * sizeof *sorted);
+  unsigned char *sel = malloc((size_t)S2);
+  int bad = !s || !sorted || !sel;
+  if (bad)
+    snprintf(msg, msg_size, "out of memory");
+  for (int64_t r = r0; r < r1 && !bad; r++) {
+    const int64_t i = r % d->s1, n = pto_indexer_visible(d, prm->mask, i);
+    const int64_t m = n < T ? n : T;
+    const int32_t *ir = indices + r * T;
+    const float *vr = values + r * T;
+    double scale;
+    row_scores(d, q, k, w, r, n, s, &scale);
+    const double eps = rtol * scale;
+    memset(sel, 0, (size_t)S2);
+#define FAIL(...)                                                              \
+  do {                                                                         \
+    int o_ = snprintf(msg, msg_size, "row %" PRId64 " (b %" PRId64             \
+                      ", i %" PRId64 "): ", r, r / d->s1, i);                  \
+    if (o_ >= 0 && (size_t)o_ < msg_size)                                      \
+      snprintf(msg + o_, msg_size - (size_t)o_, __VA_ARGS__);                  \
+    bad = 1;                                                                   \
+  } while (0)
+    for (int64_t t = 0; t < T && !bad; t++) {
+      int32_t j = ir[t];
+      if (t >= m) {
+        if (j != -1 || !(isinf(vr[t]) && vr[t] < 0))
+          FAIL("slot %" PRId64 " holds (%d, %g); with %" PRId64
+               " visible keys it must be padding (-1, -inf)",
+               t, j, (double)vr[t], n);
+        continue;
+      }
+      if (j < 0 || j >= n)
+        FAIL("slot %" PRId64 " holds key %d, not one of the %" PRId64
+             " visible keys",
+             t, j, n);
+      else if (sel[j])
+        FAIL("key %d is selected twice", j);
+      else if (t && !(vr[t] <= vr[t - 1]))
+        FAIL("values do not descend: slot %" PRId64 " %g after %g", t,
+             (double)vr[t], (double)vr[t - 1]);
+      else if (!(fabs((double)vr[t] - s[j]) <= eps + 1e-30))
+        FAIL("slot %" PRId64 ": key %d has value %.9g, its score is %.9g "
+             "(tolerance %.3g)",
+             t, j, (double)vr[t], s[j], eps);
+      else
+        sel[j] = 1;
+    }
+    if (bad || !m)
+      continue;
+    memcpy(sorted, s, (size_t)n * sizeof *s);
+    qsort(sorted, (size_t)n, sizeof *sorted, by_desc);
+    const double kth = sorted[m - 1];
+    for (int64_t j = 0; j < n && !bad; j++) {
+      if (sel[j] && s[j] < kth - eps)
+        FAIL("key %" PRId64 " is selected with score %.9g, below the "
+             "%" PRId64 "-th largest %.9g (tolerance %.3g)",
+             j, s[j], m, kth, eps);
+      else if (!sel[j] && s[j] > kth + eps)
+        FAIL("key %" PRId64 " with score %.9g is not selected, above the "
+             "%" PRId64 "-th largest %.9g (tolerance %.3g)",
+             j, s[j], m, kth, eps);
+    }
+#undef FAIL
+  }
+  free(s);
+  free(sorted);
+  free(sel);
+  return bad ? -1 : 0;
+}
