@@ -57,6 +57,19 @@ static inline void pf_due(pf_spread *s, uint32_t k) {
   }
 }
 
+/* The same schedule for a kernel that runs its k loop in branch-free
+ * stretches: for (;;) { stop = pf_next(&s, K); steps k..stop-1; if (k ==
+ * K) break; pf_fire(&s); } ticks the plan before the steps pf_due would. */
+static inline uint32_t pf_next(const pf_spread *s, uint32_t K) {
+  return s->left && s->due < K ? s->due : K;
+}
+
+static inline void pf_fire(pf_spread *s) {
+  pto__pf_tick(s->plan);
+  s->left--;
+  s->due += s->gap;
+}
+
 /* Touches the lines of a rows x cols block of C, row stride ldc. */
 static inline void prefetch_c(const float *C, size_t ldc, uint32_t rows,
                               uint32_t cols) {
