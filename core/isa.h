@@ -63,6 +63,8 @@ enum {
   /* TLOAD: pack the window as a matmul right operand, panels of imm[0]
    * cols; TMATMUL*: src1 is so packed, panels of imm[1] cols */
   PTO_TF_PACK_B = 1u << 7,
+  /* TMATMUL_RELU_WSUM: -inf where col > row + s (core/isa.def) */
+  PTO_TF_CAUSAL = 1u << 8,
 };
 
 /* Largest panel width a packed operand may have. */
@@ -116,6 +118,12 @@ const char *pto__family_name(pto_insn_family f);
  * PTO_IF_STORE2 instruction reads a.g and writes a.g2). */
 static inline int pto__insn_stores(int op) {
   return op == PTO_OP_TSTORE || op == PTO_OP_TROWEXPANDMULSTORE;
+}
+/* Whether op is a matmul: A (src0) and B (src1) as TMATMUL's, packed or
+ * not, the result in dst0 (L0C). */
+static inline int pto__insn_matmul(int op) {
+  return op == PTO_OP_TMATMUL || op == PTO_OP_TMATMUL_ACC ||
+         op == PTO_OP_TMATMUL_RELU_WSUM;
 }
 /* Whether op reads its global window into a tile as TLOAD does. */
 static inline int pto__insn_loads(int op) {

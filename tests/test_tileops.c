@@ -1199,6 +1199,82 @@ static void drive_matmul(int op, const oracle_case *oc) {
       }
 }
 
+/* TMATMUL_RELU_WSUM's oracle: per dst element (r, n), the sum over the G
+ * rows m of group r of w[m] * ReLU((A x B)[m][n]) in double, with tolerance
+ * 1e-5 * sqrt(K) * sum_g |w| * sum_k |a_k b_k| (ReLU moves no value
+ * farther than its argument moved); -inf past the causal diagonal. */
+static void wsum_oracle(const pto_tile *d, uint32_t G, uint32_t K,
+                        const mm_operand *A, const mm_operand *B,
+                        const pto_tile *W, int causal, double diag,
+                        double *val, double *tol) {
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    for (uint32_t n = 0; n < d->valid_cols; n++) {
+      size_t ix = (size_t)r * d->stride + n;
+      double sum = 0, mag = 0;
+      for (uint32_t g = 0; g < G; g++) {
+        double dot = 0, dmag = 0;
+        for (uint32_t k = 0; k < K; k++) {
+          double p = mm_value(A, r * G + g, k) * mm_value(B, k, n);
+          dot += p;
+          dmag += fabs(p);
+        }
+        double w = getf(W, r * G + g, 0);
+        sum += w * (dot < 0 ? 0 : dot);
+        mag += fabs(w) * dmag;
+      }
+      val[ix] = causal && (double)n > (double)r + diag ? -INFINITY : sum;
+      tol[ix] = 1e-5 * sqrt((double)K) * mag;
+    }
+}
+
+static void drive_wsum(int op, const oracle_case *oc) {
+  (void)oc;
+  /* R N K G valid, capacities of dst rows, cols, K */
+  static const uint32_t dims[][7] = {{4, 48, 32, 4, 4, 48, 32},
+                                     {3, 37, 29, 5, 4, 48, 32},
+                                     {1, 1, 1, 1, 1, 16, 16},
+                                     {2, 19, 130, 7, 3, 32, 144},
+                                     {13, 5, 3, 1, 16, 16, 16}};
+  static const pto_dtype types[] = {PTO_F32, PTO_BF16, PTO_F16};
+  /* causal diagonals (s): none, through the tile, before it, past it */
+  static const double diags[] = {NAN, 2, -3, 100};
+  for (int ti = 0; ti < 3; ti++)
+    for (int di = 0; di < 5; di++)
+      for (int fl = 0; fl < 4 * 4; fl++) {
+        const uint32_t *D = dims[di];
+        uint32_t R = D[0], N = D[1], K = D[2], G = D[3], M = R * G;
+        uint32_t Mc = D[4] * G, Nc = D[5], Kc = D[6];
+        int ta = fl & 1, tb = (fl >> 1) & 1;
+        double diag = diags[fl >> 2];
+        int causal = !isnan(diag);
+        rng r = rng_seed(seed_of(op, ti, di, fl));
+        pto_tile *A = ta ? src_new(&r, types[ti], Kc, Mc, K, M, G_MM)
+                         : src_new(&r, types[ti], Mc, Kc, M, K, G_MM);
+        pto_tile *B = tb ? src_new(&r, types[ti], Nc, Kc, N, K, G_MM)
+                         : src_new(&r, types[ti], Kc, Nc, K, N, G_MM);
+        pto_tile *W = src_new(&r, PTO_F32, Mc, 1, M, 1, G_MM);
+        pto_tile *d = dst_new(PTO_F32, D[4], Nc, R, N);
+        pto_tile *want = tile_clone(d);
+        double *val = dbuf(d), *tol = dbuf(d);
+        const mm_operand oa = {NULL, A, ta}, ob = {NULL, B, tb};
+        wsum_oracle(d, G, K, &oa, &ob, W, causal, diag, val, tol);
+        char ctx[160];
+        snprintf(ctx, sizeof ctx, "%s %s R=%u G=%u N=%u K=%u%s%s diag %g",
+                 pto__insn_name(op), pto_dtype_name(types[ti]), R, G, N, K,
+                 ta ? " trans_a" : "", tb ? " trans_b" : "", diag);
+        pto_targs a = {0};
+        a.dst[0] = d;
+        a.src[0] = A;
+        a.src[1] = B;
+        a.src[2] = W;
+        a.flags = (ta ? PTO_TF_TRANS_A : 0) | (tb ? PTO_TF_TRANS_B : 0) |
+                  (causal ? PTO_TF_CAUSAL : 0);
+        a.s = causal ? diag : 0;
+        run_ok(op, &a, ctx);
+        expect_tile(ctx, d, want, val, tol);
+      }
+}
+
 /* ---- drivers: move
  * ------------------------------------------------------------ */
 
@@ -1953,6 +2029,7 @@ static const oracle_case cases[PTO_OP_COUNT] = {
     [PTO_OP_TCOLEXPANDDIV] = CEXP(o_div, oi_div, G_DIV),
     [PTO_OP_TMATMUL] = {.drive = drive_matmul},
     [PTO_OP_TMATMUL_ACC] = {.drive = drive_matmul},
+    [PTO_OP_TMATMUL_RELU_WSUM] = {.drive = drive_wsum},
     [PTO_OP_TMOV] = {.drive = drive_convert},
     [PTO_OP_TEXTRACT] = {.drive = drive_extract},
     [PTO_OP_TINSERT] = {.drive = drive_insert},
@@ -2996,6 +3073,100 @@ Test(tileops, packed_TMATMUL, .fini = free_all) {
 
 Test(tileops, packed_TMATMUL_ACC, .fini = free_all) {
   packed_matmul(PTO_OP_TMATMUL_ACC);
+}
+
+/* TMATMUL_RELU_WSUM on packed operands, on every table this CPU runs: the
+ * tables' fast path (their own panel widths) and odd widths, groups that
+ * straddle micro-kernel blocks (G not a multiple of the panel), partial
+ * panels, and the causal mask. */
+Test(tileops, packed_TMATMUL_RELU_WSUM, .fini = free_all) {
+  /* R N K G */
+  static const uint32_t dims[][4] = {
+      {4, 48, 32, 4}, {3, 37, 29, 5}, {1, 1, 1, 1}, {8, 70, 128, 64},
+      {2, 33, 300, 13}, {12, 16, 16, 1}};
+  static const double diags[] = {NAN, 5, -2, 1000};
+  isa_list tables = tables_here();
+  const int op = PTO_OP_TMATMUL_RELU_WSUM;
+  for (int ti = 0; ti < tables.n; ti++) {
+    const pto_isa_table *T = tables.t[ti];
+    const uint32_t widths[][2] = {{T->mm_mr, T->mm_nr}, {5, 7}};
+    for (int wi = 0; wi < 2; wi++)
+      for (int di = 0; di < 6; di++)
+        for (int ci = 0; ci < 4; ci++)
+          for (int tr = 0; tr < 2; tr++) { /* B from k^T, as the indexer */
+            uint32_t R = dims[di][0], N = dims[di][1], K = dims[di][2],
+                     G = dims[di][3], M = R * G;
+            uint32_t mr = widths[wi][0], nr = widths[wi][1];
+            double diag = diags[ci];
+            int causal = !isnan(diag);
+            char ctx[200];
+            snprintf(ctx, sizeof ctx,
+                     "%s on %s: R=%u G=%u N=%u K=%u panels %ux%u diag %g%s",
+                     pto__insn_name(op), T->name, R, G, N, K, mr, nr, diag,
+                     tr ? ", B from a transposed view" : "");
+            rng r = rng_seed(seed_of(op, ti * 10 + wi, di * 4 + ci, tr));
+            pto_gview ga, gb;
+            pto_tile *A = operand_tile(T, &r, PTO_F32, PTO_F32, M, K, 0, 'A',
+                                       0, mr, &ga, ctx);
+            pto_tile *B = operand_tile(T, &r, PTO_F32, PTO_F32, K, N, tr, 'B',
+                                       0, nr, &gb, ctx);
+            pto_tile *W = src_new(&r, PTO_F32, M + 3, 1, M, 1, G_MM);
+            pto_tile *d = dst_new(PTO_F32, R + 1, N + 5, R, N);
+            pto_tile *want = tile_clone(d);
+            double *val = dbuf(d), *tol = dbuf(d);
+            const mm_operand oa = {&ga, NULL, 0}, ob = {&gb, NULL, 0};
+            wsum_oracle(d, G, K, &oa, &ob, W, causal, diag, val, tol);
+            pto_targs a = {0};
+            a.dst[0] = d;
+            a.src[0] = A;
+            a.src[1] = B;
+            a.src[2] = W;
+            a.flags = PTO_TF_PACK_A | PTO_TF_PACK_B |
+                      (causal ? PTO_TF_CAUSAL : 0);
+            a.imm[0] = (int32_t)mr;
+            a.imm[1] = (int32_t)nr;
+            a.s = causal ? diag : 0;
+            run_on(T, op, &a, ctx);
+            expect_tile(ctx, d, want, val, tol);
+            free_all();
+          }
+  }
+}
+
+Test(tileops, check_matmul_relu_wsum_operands, .fini = free_all) {
+  const int op = PTO_OP_TMATMUL_RELU_WSUM;
+  pto_tile *A = dst_new(PTO_F32, 12, 32, 12, 29),
+           *B = dst_new(PTO_BF16, 32, 48, 29, 37),
+           *W = dst_new(PTO_F32, 12, 1, 12, 1),
+           *C = dst_new(PTO_F32, 8, 48, 3, 37);
+  pto_targs a = binop_args(C, A, B);
+  a.src[2] = W;
+  expect_accept(op, &a); /* 3 groups of 4 rows */
+  C->valid_rows = 5;
+  expect_reject(op, &a, PTO_ESHAPE, "5x37", "M = 12");
+  C->valid_rows = 3;
+  C->valid_cols = 36;
+  expect_reject(op, &a, PTO_ESHAPE, "3x36", NULL);
+  C->valid_cols = 37;
+  W->valid_rows = 11;
+  expect_reject(op, &a, PTO_ESHAPE, "src2", "11x1");
+  W->valid_rows = 12;
+  pto_tile *Wi = dst_new(PTO_I32, 12, 1, 12, 1);
+  a.src[2] = Wi;
+  expect_reject(op, &a, PTO_EDTYPE, "src2", "i32");
+  a.src[2] = W;
+  B->valid_rows = 28;
+  expect_reject(op, &a, PTO_ESHAPE, "28", "29");
+  B->valid_rows = 29;
+  a.flags = PTO_TF_CAUSAL;
+  a.s = 2.5;
+  expect_reject(op, &a, PTO_EINVAL, "PTO_TF_CAUSAL", "2.5");
+  a.s = -7;
+  expect_accept(op, &a);
+  pto_tile in_a = *C; /* dst inside A's buffer */
+  in_a.data = A->data;
+  a.dst[0] = &in_a;
+  expect_reject(op, &a, PTO_EINVAL, "overlaps", NULL);
 }
 
 Test(tileops, check_packed_operands, .fini = free_all) {

@@ -1,6 +1,7 @@
 /* Choosing the instruction table, running instructions through it, and
  * checking their operands (rules: tileops/tileops.h). */
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -414,6 +415,7 @@ typedef enum op_class {
   K_COLEXPAND,
   K_COLEXPAND2,
   K_MATMUL,
+  K_MATMUL_WSUM, /* K_MATMUL's operands, a rowvec of weights, R x N dst */
   K_EXTRACT,
   K_INSERT,
   K_TRANS,
@@ -503,6 +505,8 @@ static op_class class_of(pto_opcode op) {
   case PTO_OP_TMATMUL:
   case PTO_OP_TMATMUL_ACC:
     return K_MATMUL;
+  case PTO_OP_TMATMUL_RELU_WSUM:
+    return K_MATMUL_WSUM;
   case PTO_OP_TEXTRACT:
     return K_EXTRACT;
   case PTO_OP_TINSERT:
@@ -595,6 +599,44 @@ static int check_f32_rows(const chk *k, const pto_gview *g, const char *tn,
   if (g->dtype != PTO_F32)
     return fail(k, PTO_EDTYPE, "global view dtype %s, expected f32",
                 pto_dtype_name(g->dtype));
+  return PTO_OK;
+}
+
+/* The operand rules every matmul shares (K_MATMUL): dst f32, A (src0) and
+ * B (src1) f32/bf16/f16, packing and transposes that agree, A's K = B's K;
+ * *M and *N receive the product's shape. */
+static int check_matmul(const chk *k, const pto_targs *a, uint32_t *M,
+                        uint32_t *N) {
+  const pto_tile *d = a->dst[0], *s0 = a->src[0], *s1 = a->src[1];
+  int ta = (a->flags & PTO_TF_TRANS_A) != 0;
+  int tb = (a->flags & PTO_TF_TRANS_B) != 0;
+  int pa = (a->flags & PTO_TF_PACK_A) != 0;
+  int pb = (a->flags & PTO_TF_PACK_B) != 0;
+  int st;
+  if ((st = check_dtype_is(k, "dst", d, PTO_F32)) ||
+      (st = check_matmul_operand(k, "src0", s0)) ||
+      (st = check_matmul_operand(k, "src1", s1)))
+    return st;
+  if ((pa && ta) || (pb && tb))
+    return fail(k, PTO_EINVAL,
+                "%s with %s: a packed operand is never transposed (pack "
+                "the transposed view instead)",
+                pa && ta ? "PTO_TF_PACK_A" : "PTO_TF_PACK_B",
+                pa && ta ? "PTO_TF_TRANS_A" : "PTO_TF_TRANS_B");
+  if (pa && (st = check_packed(k, "src0", s0, 1, a->imm[0], 0)))
+    return st;
+  if (pb && (st = check_packed(k, "src1", s1, 0, a->imm[1], 1)))
+    return st;
+  *M = ta ? s0->valid_cols : s0->valid_rows;
+  uint32_t K = ta ? s0->valid_rows : s0->valid_cols;
+  uint32_t KB = tb ? s1->valid_cols : s1->valid_rows;
+  *N = tb ? s1->valid_rows : s1->valid_cols;
+  if (KB != K)
+    return fail(k, PTO_ESHAPE,
+                "K of src1 (valid %" PRIu32 "x%" PRIu32 "%s) is %" PRIu32
+                ", K of src0 (valid %" PRIu32 "x%" PRIu32 "%s) is %" PRIu32,
+                s1->valid_rows, s1->valid_cols, tb ? ", transposed" : "", KB,
+                s0->valid_rows, s0->valid_cols, ta ? ", transposed" : "", K);
   return PTO_OK;
 }
 
@@ -742,34 +784,26 @@ static int check_rules(const chk *k, op_class cl, const pto_targs *a) {
     return check_valid_is(k, "src1", s1, 1, d->valid_cols,
                           "a colvec of dst's cols");
   case K_MATMUL: {
-    int ta = (a->flags & PTO_TF_TRANS_A) != 0;
-    int tb = (a->flags & PTO_TF_TRANS_B) != 0;
-    int pa = (a->flags & PTO_TF_PACK_A) != 0;
-    int pb = (a->flags & PTO_TF_PACK_B) != 0;
-    TRY(check_dtype_is(k, "dst", d, PTO_F32));
-    TRY(check_matmul_operand(k, "src0", s0));
-    TRY(check_matmul_operand(k, "src1", s1));
-    if ((pa && ta) || (pb && tb))
-      return fail(k, PTO_EINVAL,
-                  "%s with %s: a packed operand is never transposed (pack "
-                  "the transposed view instead)",
-                  pa && ta ? "PTO_TF_PACK_A" : "PTO_TF_PACK_B",
-                  pa && ta ? "PTO_TF_TRANS_A" : "PTO_TF_TRANS_B");
-    if (pa)
-      TRY(check_packed(k, "src0", s0, 1, a->imm[0], 0));
-    if (pb)
-      TRY(check_packed(k, "src1", s1, 0, a->imm[1], 1));
-    uint32_t M = ta ? s0->valid_cols : s0->valid_rows;
-    uint32_t K = ta ? s0->valid_rows : s0->valid_cols;
-    uint32_t KB = tb ? s1->valid_cols : s1->valid_rows;
-    uint32_t N = tb ? s1->valid_rows : s1->valid_cols;
-    if (KB != K)
-      return fail(k, PTO_ESHAPE,
-                  "K of src1 (valid %" PRIu32 "x%" PRIu32 "%s) is %" PRIu32
-                  ", K of src0 (valid %" PRIu32 "x%" PRIu32 "%s) is %" PRIu32,
-                  s1->valid_rows, s1->valid_cols, tb ? ", transposed" : "", KB,
-                  s0->valid_rows, s0->valid_cols, ta ? ", transposed" : "", K);
+    uint32_t M, N;
+    TRY(check_matmul(k, a, &M, &N));
     return check_valid_is(k, "dst", d, M, N, "M x N of src0 x src1");
+  }
+  case K_MATMUL_WSUM: {
+    uint32_t M, N;
+    TRY(check_matmul(k, a, &M, &N));
+    TRY(check_dtype_is(k, "src2", s2, PTO_F32));
+    TRY(check_valid_is(k, "src2", s2, M, 1, "a rowvec of A's M rows"));
+    if (d->valid_rows == 0 || M % d->valid_rows)
+      return fail(k, PTO_ESHAPE,
+                  "dst valid %" PRIu32 "x%" PRIu32 ": its rows must divide "
+                  "A's M = %" PRIu32 " into whole groups",
+                  d->valid_rows, d->valid_cols, M);
+    if ((a->flags & PTO_TF_CAUSAL) &&
+        !(fabs(a->s) < 0x1p52 && a->s == floor(a->s)))
+      return fail(k, PTO_EINVAL,
+                  "PTO_TF_CAUSAL's diagonal s = %g is not an integer", a->s);
+    return check_valid_is(k, "dst", d, d->valid_rows, N,
+                          "N cols, as src0 x src1");
   }
   case K_EXTRACT:
     TRY(check_same_dtype(k, "dst", d, "src0", s0));

@@ -30,6 +30,7 @@ static void kernel_6x16(uint32_t K, const float *restrict Ap,
                         uint32_t rows, uint32_t cols, int acc, pto_pf *pf,
                         uint32_t npf);
 
+#define VW 8 /* f32 lanes of a vector */
 #define KERNEL kernel_6x16
 #include "tileops/mm_loops.h"
 

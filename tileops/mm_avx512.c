@@ -27,6 +27,7 @@ static void kernel_12x32(uint32_t K, const float *restrict Ap,
                          size_t ldc, uint32_t rows, uint32_t cols, int acc,
                          pto_pf *pf, uint32_t npf);
 
+#define VW 16 /* f32 lanes of a vector */
 #define KERNEL kernel_12x32
 #include "tileops/mm_loops.h"
 

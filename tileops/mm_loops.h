@@ -5,14 +5,16 @@
  * = (acc ? C : 0) + Ap x Bp over K steps, with Ap[k * MR + i] = A(i, k)
  * and Bp[k * NR + j] = B(k, j), a full MR x NR block computed and only the
  * C loads and stores masked, and npf (<= K) lines of the prefetch plan pf
- * issued spread over the k loop (pf_start, pf_due). So the loops compile
- * with that file's ISA flags.
+ * issued spread over the k loop (pf_start, pf_due), and VW, its vectors'
+ * f32 lanes (NR a multiple of it). So the loops compile with that file's
+ * ISA flags.
  *
  * The loop order is BLIS's: per KC slice of k, each NR panel of B stays in
  * L1 while the MR panels of A stream from L2 past it. */
 #ifndef PTO_TILEOPS_MM_LOOPS_H
 #define PTO_TILEOPS_MM_LOOPS_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "core/prefetch.h"
@@ -142,6 +144,104 @@ static int mm_TMATMUL_ACC(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
+/* A row of a block (NR floats) as NR / VW vectors of the file's width VW
+ * (GCC's generic vectors at the native width compile to plain SIMD; wider
+ * ones are split badly). */
+#define NV (NR / VW)
+typedef float vf __attribute__((vector_size(VW * sizeof(float))));
+typedef int32_t vi __attribute__((vector_size(VW * sizeof(float))));
+typedef struct vrow {
+  vf v[NV];
+} vrow;
+
+/* d[0..cols) += s[0..cols). */
+static inline void add_row(float *d, const vrow *s, uint32_t cols) {
+  if (cols == NR) {
+    for (int q = 0; q < NV; q++) {
+      vf x;
+      __builtin_memcpy(&x, d + q * VW, sizeof x);
+      x += s->v[q];
+      __builtin_memcpy(d + q * VW, &x, sizeof x);
+    }
+  } else {
+    for (uint32_t j = 0; j < cols; j++)
+      d[j] += s->v[j / VW][j % VW];
+  }
+}
+
+/* TMATMUL_RELU_WSUM on packed f32 operands. Per NR panel of B (in L1) and
+ * MR panel of A (from L2), the kernel leaves the block of A x B over all
+ * of K (ReLU needs whole dot products) in an L1 buffer; the epilogue folds
+ * its rows, through ReLU and their weights, into the sums of their groups
+ * (a block straddles at most a few), and adds those to dst. The next
+ * loads are prefetched over the last quarter of the blocks, as
+ * matmul_packed does. */
+static void matmul_wsum_packed(const pto_targs *a) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *A = a->src[0], *B = a->src[1], *W = a->src[2];
+  const uint32_t M = A->valid_rows, K = A->valid_cols, R = d->valid_rows,
+                 N = d->valid_cols, G = M / R;
+  const size_t ldd = d->stride, ws = W->stride;
+  const size_t a_panel = (size_t)MR * A->stride, b_panel = (size_t)NR * B->rows;
+  const float *Ad = A->data, *Bd = B->data, *w = W->data;
+  float *Dd = d->data;
+  _Alignas(64) float blk[MR * NR];
+  pto_pf ah;
+  ahead_plan(&ah, a->ahead, a->n_ahead);
+  const int64_t blocks = (int64_t)((N + NR - 1) / NR) * ((M + MR - 1) / MR);
+  const int64_t late = blocks - (blocks + PF_LATE - 1) / PF_LATE;
+  const int64_t per_block = (ah.lines + blocks - late - 1) / (blocks - late);
+  const uint32_t share = (uint32_t)(per_block < K ? per_block : K);
+  int64_t block = 0;
+  for (uint32_t r = 0; r < R; r++)
+    for (uint32_t j = 0; j < N; j++)
+      Dd[r * ldd + j] = 0.0f;
+  for (uint32_t n0 = 0; n0 < N; n0 += NR) {
+    const float *Bp = Bd + (size_t)(n0 / NR) * b_panel;
+    const uint32_t cols = N - n0 < NR ? N - n0 : NR;
+    for (uint32_t m0 = 0; m0 < M; m0 += MR) {
+      const float *Ap = Ad + (size_t)(m0 / MR) * a_panel;
+      const uint32_t rows = M - m0 < MR ? M - m0 : MR;
+      /* every column of the block: the padding of B's panel is zero */
+      KERNEL(K, Ap, Bp, blk, NR, rows, NR, 0, &ah,
+             block++ >= late ? share : 0);
+      uint32_t grp = m0 / G, edge = (grp + 1) * G; /* no division per row */
+      vrow sum = {{{0}}};
+      for (uint32_t i = 0; i < rows; i++) {
+        if (m0 + i == edge) { /* the block crosses into the next group */
+          add_row(Dd + grp * ldd + n0, &sum, cols);
+          sum = (vrow){{{0}}};
+          grp++;
+          edge += G;
+        }
+        const float wm = w[(m0 + i) * ws];
+        for (int q = 0; q < NV; q++) {
+          vf x;
+          __builtin_memcpy(&x, blk + i * NR + q * VW, sizeof x);
+          /* ReLU as x & ~(x < 0): -0 and NaN stay, as the reference's */
+          x = (vf)((vi)x & ~(vi)(x < 0.0f));
+          sum.v[q] += wm * x;
+        }
+      }
+      add_row(Dd + grp * ldd + n0, &sum, cols);
+    }
+  }
+  if (a->flags & PTO_TF_CAUSAL) /* -inf where n > r + s */
+    for (uint32_t r = 0; r < R; r++) {
+      const double first = (double)r + a->s + 1;
+      for (uint32_t j = first < 0 ? 0 : first > N ? N : (uint32_t)first;
+           j < N; j++)
+        Dd[r * ldd + j] = -INFINITY;
+    }
+}
+
+static int mm_TMATMUL_RELU_WSUM(int op, const pto_targs *a) {
+  if (!fast_path(a))
+    return pto__isa_scalar.fn[op](op, a);
+  matmul_wsum_packed(a);
+  return PTO_OK;
+}
+
 /* B packed in this table's NR panels from an f32 window whose rows are
  * contiguous (the common right operand): each source row k goes whole to
  * row k of every panel, full panel rows as fixed-size copies the compiler
@@ -193,6 +293,7 @@ static int mm_TLOAD(int op, const pto_targs *a) {
 static void mm_install(pto_isa_table *t) {
   t->fn[PTO_OP_TMATMUL] = mm_TMATMUL;
   t->fn[PTO_OP_TMATMUL_ACC] = mm_TMATMUL_ACC;
+  t->fn[PTO_OP_TMATMUL_RELU_WSUM] = mm_TMATMUL_RELU_WSUM;
   tload_unpacked = t->fn[PTO_OP_TLOAD];
   t->fn[PTO_OP_TLOAD] = mm_TLOAD;
   /* results leave L0C through TSTORE: a fast copy unless the vector

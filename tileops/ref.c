@@ -572,10 +572,9 @@ static const void *operand(const pto_tile *t, int packed_a, int packed_b,
   return (const unsigned char *)t->data + i * pto_dtype_size(t->dtype);
 }
 
-/* dst[m][n] = (acc ? dst[m][n] : 0) + sum_k A[m][k] * B[k][n], in f32, k in
- * order, each product rounded to f32. */
-static int matmul(const pto_targs *a, int acc) {
-  pto_tile *d = a->dst[0];
+/* (acc + sum_k A[m][k] * B[k][n]) in f32, k in order, each product
+ * rounded to f32. */
+static float dot(const pto_targs *a, uint32_t m, uint32_t n, float acc) {
   const pto_tile *A = a->src[0], *B = a->src[1];
   int ta = (a->flags & PTO_TF_TRANS_A) != 0,
       tb = (a->flags & PTO_TF_TRANS_B) != 0;
@@ -583,17 +582,22 @@ static int matmul(const pto_targs *a, int acc) {
       pb = (a->flags & PTO_TF_PACK_B) != 0;
   uint32_t mr = (uint32_t)a->imm[0], nr = (uint32_t)a->imm[1];
   uint32_t K = ta ? A->valid_rows : A->valid_cols;
+  float sum = acc;
+  for (uint32_t k = 0; k < K; k++) {
+    float x = pto__to_f32(A->dtype, operand(A, pa, 0, mr, ta, m, k));
+    float y = pto__to_f32(B->dtype, operand(B, 0, pb, nr, tb, k, n));
+    float p = x * y;
+    sum += p;
+  }
+  return sum;
+}
+
+/* dst[m][n] = (acc ? dst[m][n] : 0) + sum_k A[m][k] * B[k][n]. */
+static int matmul(const pto_targs *a, int acc) {
+  pto_tile *d = a->dst[0];
   for (uint32_t m = 0; m < d->valid_rows; m++)
-    for (uint32_t n = 0; n < d->valid_cols; n++) {
-      float sum = acc ? ldf(d, m, n) : 0.0f;
-      for (uint32_t k = 0; k < K; k++) {
-        float x = pto__to_f32(A->dtype, operand(A, pa, 0, mr, ta, m, k));
-        float y = pto__to_f32(B->dtype, operand(B, 0, pb, nr, tb, k, n));
-        float p = x * y;
-        sum += p;
-      }
-      stf(d, m, n, sum);
-    }
+    for (uint32_t n = 0; n < d->valid_cols; n++)
+      stf(d, m, n, dot(a, m, n, acc ? ldf(d, m, n) : 0.0f));
   return PTO_OK;
 }
 
@@ -604,6 +608,33 @@ static int ref_TMATMUL(int op, const pto_targs *a) {
 static int ref_TMATMUL_ACC(int op, const pto_targs *a) {
   (void)op;
   return matmul(a, 1);
+}
+
+/* dst[r][n] = sum over the G rows m of group r (m = r*G + g, in order) of
+ * w[m] * ReLU(A x B)[m][n], in f32, each product rounded; -inf above the
+ * causal diagonal. */
+static int ref_TMATMUL_RELU_WSUM(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  const pto_tile *w = a->src[2];
+  const int ta = (a->flags & PTO_TF_TRANS_A) != 0;
+  const uint32_t M = ta ? a->src[0]->valid_cols : a->src[0]->valid_rows;
+  const uint32_t G = M / d->valid_rows;
+  const int causal = (a->flags & PTO_TF_CAUSAL) != 0;
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    for (uint32_t n = 0; n < d->valid_cols; n++) {
+      float sum = 0.0f;
+      if (causal && (double)n > (double)r + a->s) {
+        sum = -INFINITY;
+      } else {
+        for (uint32_t g = 0; g < G; g++) {
+          float p = ldf(w, r * G + g, 0) * f_relu(dot(a, r * G + g, n, 0.0f));
+          sum += p;
+        }
+      }
+      stf(d, r, n, sum);
+    }
+  return PTO_OK;
 }
 
 /* ---- move --------------------------------------------------------------- */
