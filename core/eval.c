@@ -427,25 +427,58 @@ static int64_t mat_off(const pto_tensor *t, int nd, const int64_t *bidx,
 /* out[.., m, n] = (acc[.., m, n] +) sum_k A[.., m, k] * B[.., k, n], with A
  * stored [.., K, M] under TRANS_A and B stored [.., N, K] under TRANS_B. The
  * products of f32 values are exact in double; the sum is in double. */
-static pto_status eval_matmul(eval_ctx *e, const pto_node *n) {
-  const pto_tensor *a = n->in[0], *b = n->in[1], *out = n->out[0];
-  const pto_tensor *acc = n->n_in > 2 ? n->in[2] : NULL;
+/* (a x b)[.., m, c] at batch index idx, in double. */
+static double mm_dot(eval_ctx *e, const pto_node *n, int nd,
+                     const int64_t *idx, int64_t m, int64_t c) {
+  const pto_tensor *a = n->in[0], *b = n->in[1];
   int ta = (n->flags & PTO_MATMUL_TRANS_A) != 0;
   int tb = (n->flags & PTO_MATMUL_TRANS_B) != 0;
-  int nd = out->ndim;
   int64_t K = a->shape[a->ndim - 1 - ta];
+  /* A[m][k] and B[k][n] for k = 0: each then steps along its K axis */
+  int64_t xa = ta ? mat_off(a, nd, idx, 0, m) : mat_off(a, nd, idx, m, 0);
+  int64_t xb = tb ? mat_off(b, nd, idx, c, 0) : mat_off(b, nd, idx, 0, c);
+  int64_t sa = a->stride[a->ndim - 1 - ta], sb = b->stride[b->ndim - 2 + tb];
+  double s = 0;
+  for (int64_t k = 0; k < K; k++)
+    s += ldf(e, a, xa + k * sa) * ldf(e, b, xb + k * sb);
+  return s;
+}
+
+/* out[.., r, c] = sum_g w[.., r*G + g] * ReLU((a x b)[.., r*G + g, c]) in
+ * double, -inf past the causal diagonal. */
+static pto_status eval_matmul_wsum(eval_ctx *e, const pto_node *n) {
+  const pto_tensor *w = n->in[2], *out = n->out[0];
+  const int nd = out->ndim;
+  const int64_t G = n->ival;
   int64_t idx[PTO_MAX_DIMS];
   for (int64_t j = 0; j < numel(out); j++) {
     unravel(j, nd, out->shape, idx);
-    int64_t m = idx[nd - 2], c = idx[nd - 1];
-    double s = acc ? ldf(e, acc, bcast_off(acc, nd, idx)) : 0.0;
-    /* A[m][k] and B[k][n] for k = 0: each then steps along its K axis */
-    int64_t xa = ta ? mat_off(a, nd, idx, 0, m) : mat_off(a, nd, idx, m, 0);
-    int64_t xb = tb ? mat_off(b, nd, idx, c, 0) : mat_off(b, nd, idx, 0, c);
-    int64_t sa = a->stride[a->ndim - 1 - ta], sb = b->stride[b->ndim - 2 + tb];
-    for (int64_t k = 0; k < K; k++)
-      s += ldf(e, a, xa + k * sa) * ldf(e, b, xb + k * sb);
+    const int64_t r = idx[nd - 2], c = idx[nd - 1];
+    double s = 0;
+    if ((n->flags & PTO_MATMUL_CAUSAL) && (double)c > (double)r + n->scalar) {
+      s = -INFINITY;
+    } else {
+      for (int64_t g = 0; g < G; g++) {
+        double x = mm_dot(e, n, nd, idx, r * G + g, c);
+        s += ldf(e, w, mat_off(w, nd, idx, r * G + g, 0)) * (x < 0 ? 0 : x);
+      }
+    }
     stf(e, out, j, s);
+  }
+  return PTO_OK;
+}
+
+static pto_status eval_matmul(eval_ctx *e, const pto_node *n) {
+  if (n->op == PTO_TOP_MATMUL_RELU_WSUM)
+    return eval_matmul_wsum(e, n);
+  const pto_tensor *out = n->out[0];
+  const pto_tensor *acc = n->n_in > 2 ? n->in[2] : NULL;
+  int nd = out->ndim;
+  int64_t idx[PTO_MAX_DIMS];
+  for (int64_t j = 0; j < numel(out); j++) {
+    unravel(j, nd, out->shape, idx);
+    double s = acc ? ldf(e, acc, bcast_off(acc, nd, idx)) : 0.0;
+    stf(e, out, j, s + mm_dot(e, n, nd, idx, idx[nd - 2], idx[nd - 1]));
   }
   return PTO_OK;
 }

@@ -785,46 +785,68 @@ pto_tensor *pto_colmax(pto_program *p, pto_tensor *a) {
 
 /* ---- matmul ------------------------------------------------------------- */
 
+/* The shape of a x b (rank *nd) for op: operands f32/bf16/f16 of at least
+ * 2 dims whose K agree, batch dims broadcasting like element-wise ops. 0,
+ * or -1 with the error recorded. */
+static int matmul_shape(pto_program *p, const char *op, const pto_tensor *a,
+                        const pto_tensor *b, unsigned flags, unsigned allowed,
+                        int64_t *shape, int *nd_out) {
+  if (flags & ~allowed) {
+    fail(p, op, PTO_EINVAL, "unknown flags 0x%x", flags & ~allowed);
+    return -1;
+  }
+  const pto_tensor *in[2] = {a, b};
+  for (int i = 0; i < 2; i++) {
+    if (!is_float(in[i]->dtype)) {
+      fail(p, op, PTO_EDTYPE, "%s is i32; %s takes f32, bf16 or f16 operands",
+           D(in[i]), op);
+      return -1;
+    }
+    if (in[i]->ndim < 2) {
+      fail(p, op, PTO_ESHAPE, "%s has 1 dim; %s operands need at least 2",
+           D(in[i]), op);
+      return -1;
+    }
+  }
+  int ta = (flags & PTO_MATMUL_TRANS_A) != 0;
+  int tb = (flags & PTO_MATMUL_TRANS_B) != 0;
+  int64_t m = a->shape[a->ndim - 2 + ta], ka = a->shape[a->ndim - 1 - ta];
+  int64_t kb = b->shape[b->ndim - 2 + tb], n = b->shape[b->ndim - 1 - tb];
+  if (ka != kb) {
+    fail(p, op, PTO_ESHAPE,
+         "K of a %s%s is %" PRId64 ", K of b %s%s is %" PRId64, D(a),
+         ta ? " (transposed)" : "", ka, D(b), tb ? " (transposed)" : "", kb);
+    return -1;
+  }
+  int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+  for (int d = 0; d < nd - 2; d++) {
+    int ia = a->ndim - nd + d, ib = b->ndim - nd + d;
+    int64_t sa = ia >= 0 ? a->shape[ia] : 1, sb = ib >= 0 ? b->shape[ib] : 1;
+    if (sa != sb && sa != 1 && sb != 1) {
+      fail(p, op, PTO_ESHAPE,
+           "batch axis %d of a %s is %" PRId64 ", of b %s is %" PRId64,
+           d - nd, D(a), sa, D(b), sb);
+      return -1;
+    }
+    shape[d] = sa > sb ? sa : sb;
+  }
+  shape[nd - 2] = m;
+  shape[nd - 1] = n;
+  *nd_out = nd;
+  return 0;
+}
+
 static pto_tensor *matmul(pto_program *p, pto_tensor *acc, pto_tensor *a,
                           pto_tensor *b, unsigned flags) {
   pto_tensor *in[3] = {a, b, acc};
   int n_in = acc ? 3 : 2;
   if (!p || !check_operands(p, "matmul", n_in, in))
     return NULL;
-  if (flags & ~(unsigned)(PTO_MATMUL_TRANS_A | PTO_MATMUL_TRANS_B))
-    return fail(p, "matmul", PTO_EINVAL, "unknown flags 0x%x", flags);
-  for (int i = 0; i < 2; i++) {
-    if (!is_float(in[i]->dtype))
-      return fail(p, "matmul", PTO_EDTYPE,
-                  "%s is i32; matmul takes f32, bf16 or f16 operands",
-                  D(in[i]));
-    if (in[i]->ndim < 2)
-      return fail(p, "matmul", PTO_ESHAPE,
-                  "%s has 1 dim; matmul operands need at least 2", D(in[i]));
-  }
-  int ta = (flags & PTO_MATMUL_TRANS_A) != 0;
-  int tb = (flags & PTO_MATMUL_TRANS_B) != 0;
-  int64_t m = a->shape[a->ndim - 2 + ta], ka = a->shape[a->ndim - 1 - ta];
-  int64_t kb = b->shape[b->ndim - 2 + tb], n = b->shape[b->ndim - 1 - tb];
-  if (ka != kb)
-    return fail(p, "matmul", PTO_ESHAPE,
-                "K of a %s%s is %" PRId64 ", K of b %s%s is %" PRId64, D(a),
-                ta ? " (transposed)" : "", ka, D(b),
-                tb ? " (transposed)" : "", kb);
-  /* batch dims broadcast like element-wise ops */
   int64_t shape[PTO_MAX_DIMS];
-  int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
-  for (int d = 0; d < nd - 2; d++) {
-    int ia = a->ndim - nd + d, ib = b->ndim - nd + d;
-    int64_t sa = ia >= 0 ? a->shape[ia] : 1, sb = ib >= 0 ? b->shape[ib] : 1;
-    if (sa != sb && sa != 1 && sb != 1)
-      return fail(p, "matmul", PTO_ESHAPE,
-                  "batch axis %d of a %s is %" PRId64 ", of b %s is %" PRId64,
-                  d - nd, D(a), sa, D(b), sb);
-    shape[d] = sa > sb ? sa : sb;
-  }
-  shape[nd - 2] = m;
-  shape[nd - 1] = n;
+  int nd;
+  if (matmul_shape(p, "matmul", a, b, flags,
+                   PTO_MATMUL_TRANS_A | PTO_MATMUL_TRANS_B, shape, &nd))
+    return NULL;
   if (acc) {
     int same = acc->ndim == nd && acc->dtype == PTO_F32;
     for (int d = 0; same && d < nd; d++)
@@ -855,6 +877,56 @@ pto_tensor *pto_matmul_acc(pto_program *p, pto_tensor *acc, pto_tensor *a,
     return NULL;
   }
   return matmul(p, acc, a, b, flags);
+}
+
+pto_tensor *pto_matmul_relu_wsum(pto_program *p, pto_tensor *a,
+                                 pto_tensor *b, pto_tensor *w, int64_t group,
+                                 unsigned flags, int64_t diag) {
+  static const char op[] = "matmul_relu_wsum";
+  pto_tensor *in[3] = {a, b, w};
+  if (!p || !check_operands(p, op, 3, in))
+    return NULL;
+  int64_t shape[PTO_MAX_DIMS];
+  int nd;
+  if (matmul_shape(p, op, a, b, flags,
+                   PTO_MATMUL_TRANS_A | PTO_MATMUL_TRANS_B | PTO_MATMUL_CAUSAL,
+                   shape, &nd))
+    return NULL;
+  const int64_t M = shape[nd - 2];
+  if (group < 1 || M % group)
+    return fail(p, op, PTO_ESHAPE,
+                "group %" PRId64 " must divide the %" PRId64
+                " rows of a %s into whole groups",
+                group, M, D(a));
+  /* w is [..,M,1], its batch dims broadcasting to the product's */
+  int same = w->dtype == PTO_F32 && w->ndim <= nd && w->ndim >= 2 &&
+             w->shape[w->ndim - 2] == M && w->shape[w->ndim - 1] == 1;
+  for (int d = 0; same && d < w->ndim - 2; d++) {
+    int64_t sw = w->shape[d], so = shape[nd - w->ndim + d];
+    same = sw == so || sw == 1;
+  }
+  if (!same) {
+    char sh[64];
+    shape[nd - 1] = 1;
+    shape_str(nd, shape, sh, sizeof sh);
+    return fail(p, op, PTO_ESHAPE,
+                "weights %s must be f32%s (one per row of a x b; batch dims "
+                "may broadcast)",
+                D(w), sh);
+  }
+  if ((flags & PTO_MATMUL_CAUSAL) && (diag > (int64_t)1 << 52 ||
+                                      diag < -((int64_t)1 << 52)))
+    return fail(p, op, PTO_ERANGE, "diagonal %" PRId64 " is out of range",
+                diag);
+  shape[nd - 2] = M / group;
+  pto_node *node = new_node(p, PTO_TOP_MATMUL_RELU_WSUM, 3, in, PTO_F32, nd,
+                            shape);
+  if (!node)
+    return NULL;
+  node->flags = flags;
+  node->ival = group;
+  node->scalar = (double)diag;
+  return node_out(node);
 }
 
 /* ---- composites and data movement --------------------------------------- */

@@ -378,7 +378,7 @@ static pto_status pack_operands(pto_cprog *pr, interval *iv) {
     def[t] = PTO_NONE;
   for (uint32_t k = 0; k < pr->n_insts; k++) {
     const pto_pinst *pi = &pr->insts[k];
-    int mm = pi->op == PTO_OP_TMATMUL || pi->op == PTO_OP_TMATMUL_ACC;
+    int mm = pto__insn_matmul(pi->op);
     if (pi->op == PTO_OP_TLOAD && def[pi->dst[0]] == PTO_NONE)
       def[pi->dst[0]] = k;
     for (int r = 0; r < pi->n_src; r++) {
@@ -409,8 +409,7 @@ static pto_status pack_operands(pto_cprog *pr, interval *iv) {
     pr->insts[def[t]].imm[0] = (int32_t)w;
     for (uint32_t k = 0; k < pr->n_insts; k++) {
       pto_pinst *pi = &pr->insts[k];
-      if ((pi->op == PTO_OP_TMATMUL || pi->op == PTO_OP_TMATMUL_ACC) &&
-          pi->src[is_a ? 0 : 1] == t) {
+      if (pto__insn_matmul(pi->op) && pi->src[is_a ? 0 : 1] == t) {
         pi->flags |= flag;
         pi->imm[is_a ? 0 : 1] = (int32_t)w;
       }
@@ -510,7 +509,7 @@ static pto_status build_program(part *s, const sgraph *sg, uint32_t *alias,
    * defined them */
   for (uint32_t k = 0; core == PTO_CORE_CUBE && k < pr->n_insts; k++) {
     const pto_pinst *pi = &pr->insts[k];
-    if (pi->op != PTO_OP_TMATMUL && pi->op != PTO_OP_TMATMUL_ACC)
+    if (!pto__insn_matmul(pi->op))
       continue;
     pr->tiles[pi->src[0]].level = PTO_MEM_L0A;
     pr->tiles[pi->src[1]].level = PTO_MEM_L0B;
@@ -695,8 +694,7 @@ static int reuse_l1(part *s) {
     uint32_t lhs = PTO_NONE;
     for (uint32_t i = un->first; lhs == PTO_NONE && i < un->first + un->count;
          i++)
-      if (tg->insts[i].op == PTO_OP_TMATMUL ||
-          tg->insts[i].op == PTO_OP_TMATMUL_ACC)
+      if (pto__insn_matmul(tg->insts[i].op))
         lhs = tg->insts[i].src[0];
     for (uint32_t i = un->first; !first && i < un->first + un->count; i++)
       if (tg->insts[i].op == PTO_OP_TLOAD && tg->insts[i].dst[0] == lhs)
@@ -923,7 +921,8 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out,
                  pn->label[0] ? "'" : "", pn->out[0]->name);
       }
       char packed[96] = "";
-      if (node != PTO_NONE && s->p->nodes[node]->op == PTO_TOP_MATMUL) {
+      if (node != PTO_NONE &&
+          pto__top_class(s->p->nodes[node]->op) == PTO_TC_MATMUL) {
         uint32_t mr, nr;
         pto__mm_panel(&mr, &nr);
         snprintf(packed, sizeof packed,
@@ -1454,7 +1453,7 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
       }
       for (uint32_t j = 0; j < pr->n_insts; j++) {
         const pto_pinst *pi = &pr->insts[j];
-        if (pi->op == PTO_OP_TMATMUL || pi->op == PTO_OP_TMATMUL_ACC) {
+        if (pto__insn_matmul(pi->op)) {
           const pto_ptile *ta = &pr->tiles[pi->src[0]],
                           *tb = &pr->tiles[pi->src[1]];
           task->cost += (uint64_t)ta->vrows * ta->vcols * tb->vcols / 4;

@@ -885,6 +885,51 @@ Test(core, eval_matmul_batch_broadcast) {
   pto_program_free(p);
 }
 
+/* matmul_relu_wsum on [2 batches, 3 groups of 4 rows (=12), K 7] x k^T
+ * [2, 9 keys, 7], a weight per row, a causal diagonal of 5 (row r sees
+ * keys n <= r + 5): computed here from ref_mm in double. */
+Test(core, eval_matmul_relu_wsum_groups_and_causal_mask) {
+  enum { WB = 2, WG = 4, WR = 3, WM = WR * WG, WK = MK, WN = 9 };
+  float q[WB * WM * WK], k[WB * WN * WK], w[WM];
+  float o[WB * WR * WN], oc[WB * WR * WN];
+  fill(q, WB * WM * WK, 31, -1, 1);
+  fill(k, WB * WN * WK, 32, -1, 1);
+  fill(w, WM, 33, -1, 1);
+  pto_program *p = pto_program_new("wsum");
+  pto_tensor *tq = pto_input(p, "q", PTO_F32, 3, (int64_t[]){WB, WM, WK});
+  pto_tensor *tk = pto_input(p, "k", PTO_F32, 3, (int64_t[]){WB, WN, WK});
+  pto_tensor *tw = in2(p, "w", PTO_F32, WM, 1); /* broadcast over batches */
+  pto_output(p, pto_matmul_relu_wsum(p, tq, tk, tw, WG, PTO_MATMUL_TRANS_B, 0),
+             "s");
+  pto_output(p,
+             pto_matmul_relu_wsum(p, tq, tk, tw, WG,
+                                  PTO_MATMUL_TRANS_B | PTO_MATMUL_CAUSAL, 5),
+             "causal");
+  const void *ins[] = {q, k, w};
+  void *outs[] = {o, oc};
+  EVAL_OK(p, ins, outs);
+  for (int b = 0; b < WB; b++)
+    for (int r = 0; r < WR; r++)
+      for (int n = 0; n < WN; n++) {
+        double want = 0, mag = 0;
+        for (int g = 0; g < WG; g++) {
+          double dmag;
+          double dot = ref_mm(q + (b * WM + r * WG + g) * WK, k + b * WN * WK, 0, 1,
+                              0, n, &dmag);
+          want += w[r * WG + g] * (dot < 0 ? 0 : dot);
+          mag += fabs(w[r * WG + g]) * dmag;
+        }
+        const int i = (b * WR + r) * WN + n;
+        EXPECT_CLOSE(o[i], want, mag, 1e-6, "[%d,%d,%d]", b, r, n);
+        if (n > r + 5)
+          cr_expect(isinf(oc[i]) && oc[i] < 0, "causal [%d,%d,%d] = %g", b, r,
+                    n, oc[i]);
+        else
+          cr_expect_eq(oc[i], o[i], "causal [%d,%d,%d]", b, r, n);
+      }
+  pto_program_free(p);
+}
+
 Test(core, eval_matmul_acc_and_transposed_view_and_half_operands) {
   float a[MM * MK], b[MK * MN], acc[MM * MN], o_acc[MM * MN], o_view[MM * MN];
   float o_half[MM * MN];

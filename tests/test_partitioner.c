@@ -130,7 +130,7 @@ typedef pto_tensor *(*build_fn)(pto_program *p, pto_tensor **in);
 
 /* Fills buffers for every input, runs the reference evaluator and the
  * compiled program (serial executor) and compares every output: bit-exact
- * when tol is 0, else |a - b| <= tol * (1 + |b|). */
+ * when tol is 0, else equal or |a - b| <= tol * (1 + |b|). */
 static void check_parity(const char *what, int n_in, const pto_dtype *dts,
                          const int64_t (*shapes)[4], const int *ndims,
                          build_fn build, uint32_t vr, uint32_t vc,
@@ -185,7 +185,7 @@ static void check_parity(const char *what, int n_in, const pto_dtype *dts,
         cr_assert(memcmp(&g, &w, 4) == 0, "%s tile %ux%u: [%ld] %.9g vs %.9g",
                   what, vr, vc, (long)k, g, w);
       else
-        cr_assert(fabs((double)g - w) <= tol * (1 + fabs((double)w)),
+        cr_assert(g == w || fabs((double)g - w) <= tol * (1 + fabs((double)w)),
                   "%s tile %ux%u: [%ld] %.9g vs %.9g", what, vr, vc, (long)k,
                   g, w);
     }
@@ -331,6 +331,34 @@ Test(partitioner, parity_batched_matmul_with_broadcast) {
   const int nd[2] = {4, 2};
   check_parity("batched", 2, dts, shapes, nd, build_batched, 8, 16, NULL,
                MM_TOL);
+}
+
+/* matmul_relu_wsum, compiled: groups of 4 rows, causal diagonals through,
+ * before and past the tiles, cube tiles that divide, that leave edges and
+ * whose m is not whole groups (rounded down), batch broadcast of k and w. */
+static int64_t wsum_diag;
+static unsigned wsum_flags;
+static pto_tensor *build_wsum(pto_program *p, pto_tensor **in) {
+  return pto_matmul_relu_wsum(p, in[0], in[1], in[2], 4, wsum_flags,
+                              wsum_diag);
+}
+Test(partitioner, parity_matmul_relu_wsum_tiles_and_causal_mask) {
+  const pto_dtype dts[3] = {PTO_F32, PTO_F32, PTO_F32};
+  const int64_t shapes[3][4] = {{2, 24, 40}, {2, 30, 40}, {2, 24, 1}};
+  const int64_t shared[3][4] = {{2, 24, 40}, {30, 40}, {24, 1}};
+  const int nd[3] = {3, 3, 3}, nd_shared[3] = {3, 2, 2};
+  const pto_tile_shape cubes[] = {{0, 0, 8, 16, 0},  {0, 0, 12, 7, 0},
+                                  {0, 0, 0, 0, 0},   {0, 0, 5, 30, 0},
+                                  {0, 0, 3, 13, 64}, {0, 0, 24, 32, 8}};
+  const int64_t diags[] = {20, 0, -3, 100, -40};
+  for (size_t i = 0; i < sizeof cubes / sizeof cubes[0]; i++)
+    for (size_t j = 0; j < sizeof diags / sizeof diags[0]; j++) {
+      wsum_flags = PTO_MATMUL_TRANS_B | (j ? PTO_MATMUL_CAUSAL : 0u);
+      wsum_diag = diags[j];
+      check_parity("wsum", 3, dts, j & 1 ? shared : shapes,
+                   j & 1 ? nd_shared : nd, build_wsum, 16, 32, &cubes[i],
+                   MM_TOL);
+    }
 }
 
 /* ---- structure ---------------------------------------------------------- */
@@ -785,6 +813,58 @@ Test(partitioner, l1_reuse_merges_cube_tasks_sharing_an_operand) {
   e = compile_ok(p, c);
   pto_executable_stats(e, &st1);
   cr_expect_lt(st4.boundary_bytes, st1.boundary_bytes);
+  pto_executable_free(e);
+  pto_config_free(c);
+  pto_program_free(p);
+}
+
+/* The causal mask skips work: a tile wholly past the diagonal is a vector
+ * task that fills -inf, a tile the diagonal crosses is a cube task told
+ * where it runs, and a tile before it carries no mask; with l1_reuse the
+ * key tiles of a query block share one packed A. */
+Test(partitioner, matmul_relu_wsum_skips_tiles_past_the_diagonal) {
+  pto_program *p = pto_program_new("causal");
+  pto_tensor *q = pto_input(p, "q", PTO_F32, 2, (int64_t[]){8 * 4, 16});
+  pto_tensor *k = pto_input(p, "k", PTO_F32, 2, (int64_t[]){64, 16});
+  pto_tensor *w = pto_input(p, "w", PTO_F32, 2, (int64_t[]){8 * 4, 1});
+  pto_program_set_cube_tile(p, 8, 16, 0); /* 2 rows x 16 keys per tile */
+  /* row r (of 8) sees keys <= r + 12 (of 64) */
+  pto_output(p,
+             pto_matmul_relu_wsum(p, q, k, w, 4,
+                                  PTO_MATMUL_TRANS_B | PTO_MATMUL_CAUSAL, 12),
+             "s");
+  pto_config *c = pto_config_new();
+  pto_config_set_knob(c, NULL, PTO_KNOB_NBUFFER, 1); /* a task per tile */
+  pto_executable *e = compile_ok(p, c);
+  /* 4 row tiles x 4 key tiles of 16. Rows 0-1 see keys <= 12-13 and rows
+   * 2-3 <= 14-15: key tile 0 only, crossed by the diagonal. Rows 4-5 (<=
+   * 16-17) and 6-7 (<= 18-19): key tile 0 whole, key tile 1 crossed. The
+   * other 10 tiles are past the diagonal. */
+  uint32_t cube = 0, vec = 0, masked = 0;
+  for (uint32_t t = 0; t < e->n_tasks; t++)
+    e->tasks[t].core == PTO_CORE_CUBE ? cube++ : vec++;
+  for (uint32_t g = 0; g < e->n_progs; g++)
+    for (uint32_t i = 0; i < e->progs[g].n_insts; i++)
+      if (e->progs[g].insts[i].op == PTO_OP_TMATMUL_RELU_WSUM &&
+          (e->progs[g].insts[i].flags & PTO_TF_CAUSAL))
+        masked += e->progs[g].n_tasks;
+  cr_expect_eq(cube, 6, "cube tasks: %u", cube);
+  cr_expect_eq(masked, 4, "cube tasks the diagonal crosses: %u", masked);
+  cr_expect_eq(vec, 10, "fill tasks: %u", vec);
+  float qv[32 * 16], kv[64 * 16], wv[32], got[8 * 64], want[8 * 64];
+  for (int i = 0; i < 32 * 16; i++)
+    qv[i] = (float)(i % 7) - 3;
+  for (int i = 0; i < 64 * 16; i++)
+    kv[i] = (float)(i % 5) - 2;
+  for (int i = 0; i < 32; i++)
+    wv[i] = (float)(i % 3) - 1;
+  const void *in[] = {qv, kv, wv};
+  void *o[] = {got}, *r[] = {want};
+  cr_assert_eq(pto_executable_run_serial(e, in, o), PTO_OK, "%s",
+               pto_executable_error(e));
+  parallel_equals_serial(e, in, got, sizeof got);
+  cr_assert_eq(pto_program_eval(p, in, r), PTO_OK);
+  cr_expect(memcmp(got, want, sizeof got) == 0, "small integers are exact");
   pto_executable_free(e);
   pto_config_free(c);
   pto_program_free(p);

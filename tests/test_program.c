@@ -79,6 +79,57 @@ Test(core, program_matmul_other_errors) {
   pto_program_free(p);
 }
 
+Test(core, program_matmul_relu_wsum_errors) {
+  pto_program *p = pto_program_new("wsum");
+  pto_tensor *q = in2(p, "q", PTO_F32, 12, 8), *k = in2(p, "k", PTO_F32, 20, 8),
+             *w = in2(p, "w", PTO_F32, 12, 1);
+  pto_tensor *s = pto_matmul_relu_wsum(p, q, k, w, 4, PTO_MATMUL_TRANS_B, 0);
+  cr_assert_not_null(s, "%s", pto_program_error(p));
+  cr_expect_eq(pto_tensor_dim(s, 0), 3);
+  cr_expect_eq(pto_tensor_dim(s, 1), 20);
+  cr_expect_eq(pto_tensor_dtype(s), PTO_F32);
+  /* plain matmul takes no causal flag */
+  cr_expect_null(pto_matmul(p, q, k, PTO_MATMUL_TRANS_B | PTO_MATMUL_CAUSAL));
+  cr_expect_eq(pto_program_status(p), PTO_EINVAL);
+  pto_program_free(p);
+
+  struct {
+    int64_t group, wr, wc;
+    pto_dtype wdt, qdt;
+    unsigned flags;
+    pto_status st;
+    const char *needle;
+  } bad[] = {
+      {5, 12, 1, PTO_F32, PTO_F32, PTO_MATMUL_TRANS_B, PTO_ESHAPE, "group 5"},
+      {0, 12, 1, PTO_F32, PTO_F32, PTO_MATMUL_TRANS_B, PTO_ESHAPE, "group 0"},
+      {4, 11, 1, PTO_F32, PTO_F32, PTO_MATMUL_TRANS_B, PTO_ESHAPE,
+       "'w' f32[11,1]"},
+      {4, 12, 2, PTO_F32, PTO_F32, PTO_MATMUL_TRANS_B, PTO_ESHAPE,
+       "'w' f32[12,2]"},
+      {4, 12, 1, PTO_I32, PTO_F32, PTO_MATMUL_TRANS_B, PTO_ESHAPE,
+       "'w' i32[12,1]"},
+      {4, 12, 1, PTO_F32, PTO_I32, PTO_MATMUL_TRANS_B, PTO_EDTYPE,
+       "'q' i32[12,8]"},
+      {4, 12, 1, PTO_F32, PTO_F32, 0, PTO_ESHAPE, "K of a"},
+      {4, 12, 1, PTO_F32, PTO_F32, PTO_MATMUL_TRANS_B | (1u << 7), PTO_EINVAL,
+       "flags"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    p = pto_program_new("wsum_bad");
+    q = in2(p, "q", bad[i].qdt, 12, 8);
+    k = in2(p, "k", PTO_F32, 20, 8);
+    w = in2(p, "w", bad[i].wdt, bad[i].wr, bad[i].wc);
+    cr_expect_null(pto_matmul_relu_wsum(p, q, k, w, bad[i].group,
+                                        bad[i].flags, 0),
+                   "case %zu", i);
+    cr_expect_eq(pto_program_status(p), bad[i].st, "case %zu: %s", i,
+                 pto_program_error(p));
+    EXPECT_MSG_HAS(p, "matmul_relu_wsum");
+    EXPECT_MSG_HAS(p, bad[i].needle);
+    pto_program_free(p);
+  }
+}
+
 Test(core, program_add_broadcast_mismatch) {
   pto_program *p = pto_program_new("bc");
   pto_tensor *a = in2(p, "a", PTO_F32, 4, 5), *b = in2(p, "b", PTO_F32, 4, 6);

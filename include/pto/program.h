@@ -188,6 +188,25 @@ PTO_API pto_tensor *pto_matmul_acc(pto_program *p, pto_tensor *acc,
                                    pto_tensor *a, pto_tensor *b,
                                    unsigned flags);
 
+/* The weighted ReLU sum of each group of `group` consecutive rows of a
+ * matmul, in one op (the lightning indexer's score: a query's H heads are
+ * a group):
+ *   out[.., r, n] = sum_{g < group} w[.., r*group + g, 0] *
+ *                   ReLU((a x b)[.., r*group + g, n])
+ * a [..,M,K] and b [..,K,N] as pto_matmul's (flags TRANS_A, TRANS_B; batch
+ * dims broadcast), w f32 [..,M,1], group >= 1 dividing M; out f32
+ * [..,M/group,N]. With PTO_MATMUL_CAUSAL, out[.., r, n] = -inf where
+ * n > r + diag, and tiles wholly past that diagonal are never computed.
+ * It runs on the cube as one instruction (TMATMUL_RELU_WSUM): the M x N
+ * product never reaches memory. Cube tile {m, n, k}: m rows of a (rounded
+ * down to whole groups, at least one), n cols; K is never split (ReLU
+ * needs whole dot products), so k is ignored. */
+enum { PTO_MATMUL_CAUSAL = 1u << 2 };
+PTO_API pto_tensor *pto_matmul_relu_wsum(pto_program *p, pto_tensor *a,
+                                         pto_tensor *b, pto_tensor *w,
+                                         int64_t group, unsigned flags,
+                                         int64_t diag);
+
 /* ---- composites and data movement --------------------------------------- */
 
 /* Softmax along the last axis: exp(x - rowmax) * (1 / rowsum); built from
