@@ -90,6 +90,31 @@ static pto_status check_inputs(pto_program *p, pto_tensor *q, pto_tensor *k,
   return PTO_OK;
 }
 
+pto_tile_shape pto_indexer_qk_tile(const pto_machine *m,
+                                   const pto_indexer_dims *d) {
+  pto_tile_shape t = {0, 0, 0, 0, 0};
+  pto_machine host;
+  if (!m && pto_machine_host(&host) == PTO_OK)
+    m = &host;
+  if (!d || d->h < 1 || d->d < 1)
+    return t;
+  const size_t l0a = m ? m->mem[PTO_MEM_L0A] : 256u << 10,
+               l0b = m ? m->mem[PTO_MEM_L0B] : 256u << 10;
+  uint32_t mr, nr;
+  pto_matmul_panel(&mr, &nr);
+  /* A: whole queries (a query's heads padded to whole panels) in L0A,
+   * which keeps it in L2 while B's panels stream past it */
+  const size_t query = (size_t)((d->h + mr - 1) / mr * mr) * (size_t)d->d * 4;
+  int64_t queries = (int64_t)(l0a / query);
+  queries = queries < 1 ? 1 : queries > d->s1 ? d->s1 : queries;
+  /* B: as many keys as fill L0B, in whole panels */
+  int64_t keys = (int64_t)(l0b / ((size_t)d->d * 4)) / nr * nr;
+  keys = keys < nr ? nr : keys > d->s2 ? d->s2 : keys;
+  t.cube_m = (uint32_t)(queries * d->h);
+  t.cube_n = (uint32_t)keys;
+  return t;
+}
+
 static int tile_set(const pto_tile_shape *t) {
   return t->vec_rows || t->vec_cols || t->cube_m || t->cube_n || t->cube_k;
 }
@@ -115,15 +140,18 @@ pto_tensor *pto_indexer(pto_program *p, pto_tensor *q, pto_tensor *k,
     return NULL;
   }
   pto_program_push_label(p, "indexer");
-  /* score = colsum over heads of w * ReLU(q k^T): [B,S1,H,S2] -> [B,S1,S2] */
-  pto_program_push_tile(p, tile_set(&prm->qk_tile) ? &prm->qk_tile : NULL);
+  /* score[b,i,j] = sum_h w * ReLU(q k^T): one cube instruction per tile,
+   * the heads of a query one group, masked keys -inf */
+  pto_tile_shape qk = prm->qk_tile;
+  if (!tile_set(&qk))
+    qk = pto_indexer_qk_tile(NULL, &d);
+  pto_program_push_tile(p, &qk);
   pto_program_push_label(p, "qk");
-  const int64_t k4[4] = {d.b, 1, d.s2, d.d}, w4[4] = {d.b, d.s1, d.h, 1},
-                s3[3] = {d.b, d.s1, d.s2};
-  pto_tensor *s = pto_matmul(p, q, pto_reshape(p, k, 4, k4),
-                             PTO_MATMUL_TRANS_B);
-  s = pto_mul(p, pto_relu(p, s), pto_reshape(p, w, 4, w4));
-  s = pto_reshape(p, pto_colsum(p, s), 3, s3);
+  const int64_t q3[3] = {d.b, d.s1 * d.h, d.d}, w3[3] = {d.b, d.s1 * d.h, 1};
+  const int causal = prm->mask == PTO_MASK_CAUSAL;
+  pto_tensor *s = pto_matmul_relu_wsum(
+      p, pto_reshape(p, q, 3, q3), k, pto_reshape(p, w, 3, w3), d.h,
+      PTO_MATMUL_TRANS_B | (causal ? PTO_MATMUL_CAUSAL : 0u), d.s2 - d.s1);
   pto_program_pop_label(p);
   pto_program_pop_tile(p);
   pto_program_push_tile(p, tile_set(&prm->topk_tile) ? &prm->topk_tile
@@ -131,13 +159,6 @@ pto_tensor *pto_indexer(pto_program *p, pto_tensor *q, pto_tensor *k,
   pto_program_push_label(p, "topk");
   pto_tensor *neg_inf = pto_full(p, PTO_F32, 1, (const int64_t[]){1},
                                  -INFINITY);
-  if (prm->mask == PTO_MASK_CAUSAL) { /* j <= S2 - S1 + i */
-    const int64_t row[2] = {1, d.s2}, col[2] = {1, d.s1};
-    pto_tensor *j = pto_iota(p, PTO_I32, 2, row, 0);
-    pto_tensor *lim = pto_transpose(
-        p, pto_iota(p, PTO_I32, 2, col, d.s2 - d.s1), 0, 1);
-    s = pto_select(p, pto_cmp(p, j, lim, PTO_CMP_LE), s, neg_inf);
-  }
   pto_tensor *idx = NULL;
   pto_tensor *v = pto_topk(p, s, prm->topk, &idx);
   /* keys the mask hid are padding: -1 */

@@ -9,15 +9,7 @@
 
 #include "pto/gemm.h"
 #include "pto/pto.h"
-
-static float *random_f32(int64_t n, unsigned seed) {
-  float *v = malloc((size_t)n * sizeof *v);
-  cr_assert_not_null(v);
-  srand(seed);
-  for (int64_t i = 0; i < n; i++)
-    v[i] = (float)rand() / (float)RAND_MAX * 4.0f - 2.0f;
-  return v;
-}
+#include "tests/kernels_test.h"
 
 /* got within the f32 accumulation bound of the double reference:
  * |got - want| <= 1e-5 * sqrt(K) * sum_k |a_ik b_kj| (+ a denormal's worth),
@@ -37,21 +29,6 @@ static void expect_gemm(const char *what, int64_t M, int64_t N, int64_t K,
                 "%s %ldx%ldx%ld: C[%ld][%ld] = %.9g, expected %.9g within %.3g",
                 what, (long)M, (long)N, (long)K, (long)i, (long)j, g, w, tol);
     }
-}
-
-static pto_runtime *runtime_with(uint32_t workers) {
-  pto_machine m;
-  cr_assert_eq(pto_machine_host(&m), PTO_OK);
-  m.shared = 1;
-  m.workers[0] = m.workers[1] = workers;
-  pto_runtime_params p = pto_runtime_params_default();
-  p.machine = &m;
-  p.pin = 0;
-  p.spin_us = 50;
-  p.yield_us = 200;
-  pto_runtime *rt = NULL;
-  cr_assert_eq(pto_runtime_new(&p, &rt), PTO_OK, "%u workers", workers);
-  return rt;
 }
 
 /* C = A x B through the program (evaluator), the compiled executable

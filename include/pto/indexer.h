@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pto/config.h"
 #include "pto/export.h"
 #include "pto/program.h"
 #include "pto/status.h"
@@ -63,6 +64,12 @@ PTO_API pto_tensor *pto_indexer(pto_program *p, pto_tensor *q, pto_tensor *k,
  * "values", as above. NULL on ENOMEM; check pto_program_status. */
 PTO_API pto_program *pto_indexer_program(const pto_indexer_dims *d,
                                          const pto_indexer_params *prm);
+
+/* The score's cube tile for machine m (NULL: the host): whole queries'
+ * heads by as many keys as its L0A and L0B hold (pto_matmul_relu_wsum's
+ * tile: m rows of q, n keys). */
+PTO_API pto_tile_shape pto_indexer_qk_tile(const pto_machine *m,
+                                           const pto_indexer_dims *d);
 
 /* GFLOP of one run: 2 * H * D per visible (query, key) pair. */
 PTO_API double pto_indexer_gflop(const pto_indexer_dims *d,
