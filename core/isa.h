@@ -50,7 +50,9 @@ typedef struct pto_insn_info {
 
 /* Per-call flags (pto_targs.flags). */
 enum {
-  PTO_TF_ACC = 1u << 0,     /* TSTORE: accumulate into global */
+  /* TSTORE: accumulate into global; TSOFTMAXONLINE: continue the state
+   * in src2 */
+  PTO_TF_ACC = 1u << 0,
   PTO_TF_STRICT = 1u << 1,  /* TGATHER: out-of-range index is an error */
   PTO_TF_TRANS_A = 1u << 2, /* TMATMUL*: src0 stored transposed */
   PTO_TF_TRANS_B = 1u << 3, /* TMATMUL*: src1 stored transposed */
@@ -65,6 +67,8 @@ enum {
   PTO_TF_PACK_B = 1u << 7,
   /* TMATMUL_RELU_WSUM: -inf where col > row + s (core/isa.def) */
   PTO_TF_CAUSAL = 1u << 8,
+  /* TMATMUL_ACC: scale dst's rows by src2's column 0 first */
+  PTO_TF_ROWSCALE = 1u << 9,
 };
 
 /* Largest panel width a packed operand may have. */

@@ -1981,6 +1981,214 @@ static void drive_mrgsort(int op, const oracle_case *oc) {
 #define CEXP(f, i, g1)                                                         \
   { .drive = drive_colexpand2, .fb = f, .ib = i, .gen0 = G_F32, .gen1 = g1 }
 
+/* ---- drivers: attention's instructions ------------------------------------
+ * TGATHERPACK is exact: its whole buffers are compared with the layouts
+ * written out here (core/isa.def); TSOFTMAXONLINE and TSOFTMAXFINAL take
+ * exps, logs and sums: each value within a relative 4e-6 (a few ulp of
+ * vf_exp plus a sum of up to 40 positive terms in another order) of the
+ * double-precision result, every untouched byte still the sentinel. */
+
+/* An index tile of n slots (1 x n valid in 1 x cap), every fifth invalid
+ * (-1, rows, INT32_MIN, or rows + 3 in turn), the rest rows apart. */
+static pto_tile *index_tile(rng *r, uint32_t n, uint32_t cap, int32_t rows) {
+  pto_tile *t = tile_new(PTO_I32, 1, cap, 1, n, 0x11);
+  static const int32_t bad[] = {-1, 0, INT32_MIN, 3};
+  for (uint32_t c = 0; c < n; c++) {
+    int32_t v = (int32_t)below(r, (uint32_t)rows);
+    if (c % 5 == 4)
+      v = bad[(c / 5) % 4] + (bad[(c / 5) % 4] >= 0 ? rows : 0);
+    seti(t, 0, c, v);
+  }
+  return t;
+}
+
+static int index_ok(const pto_tile *ix, uint32_t c, int64_t rows) {
+  int32_t v = geti(ix, 0, c);
+  return v >= 0 && v < rows;
+}
+
+static void drive_gatherpack(int op, const oracle_case *oc) {
+  (void)oc;
+  /* slots n, D, dv, panel width, table rows */
+  static const uint32_t dims[][5] = {
+      {16, 24, 16, 16, 50}, {13, 37, 20, 16, 9}, {7, 5, 5, 5, 30},
+      {1, 1, 1, 1, 2},     {33, 64, 48, 8, 100}};
+  static const pto_dtype gdts[] = {PTO_F32, PTO_BF16, PTO_F16};
+  for (int gi = 0; gi < 3; gi++)
+    for (int di = 0; di < 5; di++)
+      for (int cm = 0; cm < 2; cm++) { /* table row- or column-major */
+        const uint32_t *D = dims[di];
+        const uint32_t n = D[0], K = D[1], dv = D[2], w = D[3];
+        rng r = rng_seed(seed_of(op, gi, di, cm));
+        gbuf tb = gbuf_gen(&r, gdts[gi], D[4], K + 2, cm, G_MM);
+        pto_tile *ix = index_tile(&r, n, n + 3, (int32_t)D[4]);
+        const uint32_t np = (n + w - 1) / w * w, vp = (dv + w - 1) / w * w;
+        pto_tile *gt = dst_new(PTO_F32, K + 1, np + 2, K, n);
+        pto_tile *v = dst_new(PTO_F32, n + 2, vp, n, dv);
+        pto_tile *wg = tile_clone(gt), *wv = tile_clone(v);
+        for (uint32_t t = 0; t < np; t++) {
+          const int ok = t < n && index_ok(ix, t, D[4]);
+          const int32_t j = ok ? geti(ix, 0, t) : 0;
+          for (uint32_t d = 0; d < K; d++) /* G^T: (d, t) */
+            ((float *)wg->data)[pto__pack_b_index(wg, w, d, t)] =
+                ok ? (float)value_of(tb.g.dtype, gat(&tb.g, j, d)) : 0.0f;
+          for (uint32_t c = 0; t < n && c < vp; c++) /* V: (t, c) */
+            ((float *)wv->data)[pto__pack_b_index(wv, w, t, c)] =
+                ok && c < dv ? (float)value_of(tb.g.dtype, gat(&tb.g, j, c))
+                             : 0.0f;
+        }
+        char ctx[128];
+        snprintf(ctx, sizeof ctx, "%s %s table%s n=%u D=%u dv=%u w=%u",
+                 pto__insn_name(op), pto_dtype_name(gdts[gi]),
+                 cm ? " (col-major)" : "", n, K, dv, w);
+        pto_targs a = {0};
+        a.dst[0] = gt;
+        a.dst[1] = v;
+        a.src[0] = ix;
+        a.g = tb.g;
+        a.imm[0] = (int32_t)w;
+        run_ok(op, &a, ctx);
+        cr_assert(memcmp(gt->data, wg->data, tile_size(gt)) == 0,
+                  "%s: G^T differs from the packed layout", ctx);
+        cr_assert(memcmp(v->data, wv->data, tile_size(v)) == 0,
+                  "%s: V differs from the packed layout", ctx);
+      }
+}
+
+/* within 4e-6 relative, or both the same infinity or zero */
+static void expect_close(const char *ctx, const char *what, uint32_t r,
+                         uint32_t c, double got, double want) {
+  int ok = isinf(want) ? got == want
+                       : fabs(got - want) <= 4e-6 * fabs(want) + 1e-37;
+  cr_assert(ok, "%s: %s (%u,%u) is %.9g, expected %.9g", ctx, what, r, c, got,
+            want);
+}
+
+static void drive_smonline(int op, const oracle_case *oc) {
+  (void)oc;
+  /* M, N, panel width */
+  static const uint32_t dims[][3] = {
+      {8, 16, 6}, {13, 37, 6}, {1, 1, 1}, {5, 40, 4}, {12, 9, 12}};
+  static const double scales[] = {0.125, 1.0};
+  for (int di = 0; di < 5; di++)
+    for (int fl = 0; fl < 4; fl++) { /* continue a state; scale */
+      const uint32_t M = dims[di][0], N = dims[di][1], w = dims[di][2];
+      const int cont = fl & 1;
+      const double scale = scales[fl >> 1];
+      const int32_t rows = 40;
+      rng r = rng_seed(seed_of(op, di, fl, 0));
+      pto_tile *S = src_new(&r, PTO_F32, M + 1, N + 3, M, N, G_MM);
+      pto_tile *ix = index_tile(&r, N, N + 1, rows);
+      if (di == 4) /* a block with nothing valid */
+        for (uint32_t c = 0; c < N; c++)
+          seti(ix, 0, c, -7);
+      pto_tile *prev = tile_new(PTO_F32, M, 8, M, 3, 0x5b);
+      for (uint32_t i = 0; i < M; i++) { /* some rows start empty */
+        const int empty = i % 4 == 3;
+        setf(prev, i, 0, 1.0f);
+        setf(prev, i, 1, empty ? -INFINITY : (float)uniform(&r, -3, 3));
+        setf(prev, i, 2, empty ? 0.0f : (float)uniform(&r, 0.5, 20));
+      }
+      const uint32_t mp = (M + w - 1) / w * w;
+      pto_tile *P = dst_new(PTO_F32, mp + 1, N + 2, M, N);
+      pto_tile *st = dst_new(PTO_F32, M + 2, 4, M, 3);
+      pto_tile *sentinel = tile_clone(P), *st_want = tile_clone(st);
+      char ctx[128];
+      snprintf(ctx, sizeof ctx, "%s M=%u N=%u w=%u scale %g%s",
+               pto__insn_name(op), M, N, w, scale, cont ? " continued" : "");
+      pto_targs a = {0};
+      a.dst[0] = P;
+      a.dst[1] = st;
+      a.src[0] = S;
+      a.src[1] = ix;
+      a.src[2] = cont ? prev : NULL;
+      a.flags = cont ? PTO_TF_ACC : 0;
+      a.s = scale;
+      a.imm[0] = (int32_t)w;
+      a.imm[1] = rows;
+      run_ok(op, &a, ctx);
+      unsigned char *touched = keep(calloc((size_t)P->rows * P->stride, 1));
+      for (uint32_t i = 0; i < mp; i++) {
+        double m = cont ? getf(prev, i % M, 1) : -INFINITY;
+        double l = cont ? getf(prev, i % M, 2) : 0.0;
+        double mx = m, sum = 0;
+        for (uint32_t c = 0; i < M && c < N; c++)
+          if (index_ok(ix, c, rows)) {
+            double x = (double)(getf(S, i, c) * (float)scale);
+            mx = x > mx ? x : mx;
+          }
+        for (uint32_t c = 0; c < N; c++) {
+          size_t at = pto__pack_a_index(P, w, i, c);
+          double e = 0;
+          if (i < M && mx != -INFINITY && index_ok(ix, c, rows))
+            e = exp((double)(getf(S, i, c) * (float)scale) - mx);
+          sum += e;
+          touched[at] = 1;
+          expect_close(ctx, "P", i, c, ((float *)P->data)[at], e);
+        }
+        if (i >= M)
+          continue;
+        const double alpha = mx == -INFINITY ? 1.0 : exp(m - mx);
+        expect_close(ctx, "alpha", i, 0, getf(st, i, 0), alpha);
+        expect_close(ctx, "max", i, 1, getf(st, i, 1), mx);
+        expect_close(ctx, "sum", i, 2,
+                     getf(st, i, 2), mx == -INFINITY ? l : l * alpha + sum);
+      }
+      for (size_t x = 0; x < (size_t)P->rows * P->stride; x++)
+        cr_assert(touched[x] || ((uint32_t *)P->data)[x] ==
+                                    ((uint32_t *)sentinel->data)[x],
+                  "%s: P element %zu outside the panels was written", ctx, x);
+      for (uint32_t i = 0; i < st->rows; i++) /* beyond (alpha, m, l) */
+        for (uint32_t c = i < M ? 3 : 0; c < st->stride; c++)
+          cr_assert(elem_same(PTO_F32, el(st, i, c), el(st_want, i, c)),
+                    "%s: state (%u,%u) outside the valid region written", ctx,
+                    i, c);
+    }
+}
+
+static void drive_smfinal(int op, const oracle_case *oc) {
+  (void)oc;
+  static const uint32_t dims[][2] = {{8, 16}, {13, 37}, {1, 1}, {5, 70}};
+  for (int di = 0; di < 4; di++) {
+    const uint32_t M = dims[di][0], N = dims[di][1];
+    rng r = rng_seed(seed_of(op, di, 0, 0));
+    pto_tile *O = src_new(&r, PTO_F32, M + 1, N + 1, M, N, G_MM);
+    pto_tile *st = tile_new(PTO_F32, M, 4, M, 3, 0x33);
+    for (uint32_t i = 0; i < M; i++) {
+      const int empty = i % 3 == 2;
+      setf(st, i, 0, 0.5f);
+      setf(st, i, 1, empty ? -INFINITY : (float)uniform(&r, -5, 5));
+      setf(st, i, 2, empty ? 0.0f : (float)uniform(&r, 1, 600));
+    }
+    pto_tile *Y = dst_new(PTO_F32, M + 2, N + 4, M, N);
+    pto_tile *L = dst_new(PTO_F32, M + 1, 2, M, 1);
+    pto_tile *wy = tile_clone(Y), *wl = tile_clone(L);
+    double *vy = dbuf(Y), *ty = dbuf(Y), *vl = dbuf(L), *tl = dbuf(L);
+    for (uint32_t i = 0; i < M; i++) {
+      const double m = getf(st, i, 1), l = getf(st, i, 2);
+      for (uint32_t c = 0; c < N; c++) {
+        size_t at = (size_t)i * Y->stride + c;
+        vy[at] = l > 0 ? getf(O, i, c) / l : 0.0;
+        ty[at] = 4e-7 * fabs(vy[at]);
+      }
+      /* logf's error is relative to ln(l), m's exact: cancellation in the
+       * sum makes the bound relative to both terms */
+      vl[(size_t)i * L->stride] = l > 0 ? m + log(l) : INFINITY;
+      tl[(size_t)i * L->stride] = l > 0 ? 2e-7 * (fabs(m) + fabs(log(l))) : 0;
+    }
+    char ctx[96];
+    snprintf(ctx, sizeof ctx, "%s M=%u N=%u", pto__insn_name(op), M, N);
+    pto_targs a = {0};
+    a.dst[0] = Y;
+    a.dst[1] = L;
+    a.src[0] = O;
+    a.src[1] = st;
+    run_ok(op, &a, ctx);
+    expect_tile(ctx, Y, wy, vy, ty);
+    expect_tile(ctx, L, wl, vl, tl);
+  }
+}
+
 static const oracle_case cases[PTO_OP_COUNT] = {
     [PTO_OP_TLOAD] = {.drive = drive_load},
     [PTO_OP_TSTORE] = {.drive = drive_store},
@@ -2045,6 +2253,9 @@ static const oracle_case cases[PTO_OP_COUNT] = {
     [PTO_OP_TLOADROWMAX] = {.drive = drive_loadmax},
     [PTO_OP_TLOADEXPDIFSUM] = {.drive = drive_loadexpsum, .fb = o_expdif},
     [PTO_OP_TLOADSOFTMAXSTORE] = {.drive = drive_loadsoftmax},
+    [PTO_OP_TGATHERPACK] = {.drive = drive_gatherpack},
+    [PTO_OP_TSOFTMAXONLINE] = {.drive = drive_smonline},
+    [PTO_OP_TSOFTMAXFINAL] = {.drive = drive_smfinal},
 };
 
 static void run_case(int op) {
@@ -3131,6 +3342,137 @@ Test(tileops, packed_TMATMUL_RELU_WSUM, .fini = free_all) {
             free_all();
           }
   }
+}
+
+/* TMATMUL_ACC with PTO_TF_ROWSCALE (the online softmax's rescale of its
+ * accumulator) on every table, packed (the tables' fast path) and plain:
+ * dst * src2[r][0] + A x B. */
+Test(tileops, rowscale_TMATMUL_ACC, .fini = free_all) {
+  static const uint32_t dims[][3] = {{13, 37, 29}, {1, 1, 1}, {24, 64, 48}};
+  isa_list tables = tables_here();
+  const int op = PTO_OP_TMATMUL_ACC;
+  for (int ti = 0; ti < tables.n; ti++) {
+    const pto_isa_table *T = tables.t[ti];
+    for (int di = 0; di < 3; di++)
+      for (int pk = 0; pk < 2; pk++) {
+        const uint32_t M = dims[di][0], N = dims[di][1], K = dims[di][2];
+        char ctx[160];
+        snprintf(ctx, sizeof ctx, "rowscale on %s: M=%u N=%u K=%u %s",
+                 T->name, M, N, K, pk ? "packed" : "plain");
+        rng r = rng_seed(seed_of(op, ti, di, pk));
+        pto_gview ga, gb;
+        pto_tile *A = operand_tile(T, &r, PTO_F32, PTO_F32, M, K, 0,
+                                   pk ? 'A' : 0, 0, T->mm_mr, &ga, ctx);
+        pto_tile *B = operand_tile(T, &r, PTO_F32, PTO_F32, K, N, 0,
+                                   pk ? 'B' : 0, 0, T->mm_nr, &gb, ctx);
+        pto_tile *f = src_new(&r, PTO_F32, M + 1, 3, M, 3, G_MM);
+        pto_tile *d = mm_dst(&r, 1, M + 2, N + 5, M, N);
+        pto_tile *want = tile_clone(d);
+        double *val = dbuf(d), *tol = dbuf(d);
+        const mm_operand oa = {&ga, NULL, 0}, ob = {&gb, NULL, 0};
+        mm_oracle(d, 1, K, &oa, &ob, val, tol);
+        for (uint32_t i = 0; i < M; i++) /* the oracle added d unscaled */
+          for (uint32_t j = 0; j < N; j++) {
+            size_t at = (size_t)i * d->stride + j;
+            double c0 = getf(d, i, j), s0 = getf(f, i, 0);
+            val[at] += c0 * s0 - c0;
+            tol[at] += 1e-6 * fabs(c0 * s0);
+          }
+        pto_targs a = {0};
+        a.dst[0] = d;
+        a.src[0] = A;
+        a.src[1] = B;
+        a.src[2] = f;
+        a.flags = PTO_TF_ROWSCALE | (pk ? PTO_TF_PACK_A | PTO_TF_PACK_B : 0);
+        a.imm[0] = pk ? (int32_t)T->mm_mr : 0;
+        a.imm[1] = pk ? (int32_t)T->mm_nr : 0;
+        run_on(T, op, &a, ctx);
+        expect_tile(ctx, d, want, val, tol);
+        free_all();
+      }
+  }
+}
+
+Test(tileops, check_attention_operands, .fini = free_all) {
+  /* TMATMUL_ACC's row scale */
+  pto_tile *A = dst_new(PTO_F32, 16, 32, 16, 29),
+           *B = dst_new(PTO_F32, 32, 48, 29, 37),
+           *C = dst_new(PTO_F32, 16, 48, 16, 37),
+           *f = dst_new(PTO_F32, 16, 4, 15, 3);
+  pto_targs a = binop_args(C, A, B);
+  a.src[2] = f;
+  a.flags = PTO_TF_ROWSCALE;
+  expect_reject(PTO_OP_TMATMUL_ACC, &a, PTO_ESHAPE, "src2", "15x3");
+  f->valid_rows = 16;
+  expect_accept(PTO_OP_TMATMUL_ACC, &a);
+  expect_reject(PTO_OP_TMATMUL, &a, PTO_EINVAL, "TMATMUL_ACC only", NULL);
+  a.src[2] = NULL;
+  expect_reject(PTO_OP_TMATMUL_ACC, &a, PTO_EINVAL, "src2", NULL);
+  /* TGATHERPACK */
+  pto_tile *ix = dst_new(PTO_I32, 1, 32, 1, 20),
+           *gt = dst_new(PTO_F32, 24, 30, 24, 20),
+           *v = dst_new(PTO_F32, 32, 25, 20, 16);
+  float table[10 * 24];
+  pto_targs g = {0};
+  g.src[0] = ix;
+  g.dst[0] = gt;
+  g.dst[1] = v;
+  g.g = (pto_gview){table, PTO_F32, 10, 24, 24, 1};
+  g.imm[0] = 16;
+  expect_accept(PTO_OP_TGATHERPACK, &g);
+  g.imm[0] = 0;
+  expect_reject(PTO_OP_TGATHERPACK, &g, PTO_EINVAL, "imm[0]", NULL);
+  g.imm[0] = 16;
+  ix->valid_cols = 19;
+  expect_reject(PTO_OP_TGATHERPACK, &g, PTO_ESHAPE, "19 indices", "20");
+  ix->valid_cols = 20;
+  g.g.cols = 23;
+  expect_reject(PTO_OP_TGATHERPACK, &g, PTO_ESHAPE, "10x23", "24");
+  g.g.cols = 24;
+  g.g.dtype = PTO_I32;
+  expect_reject(PTO_OP_TGATHERPACK, &g, PTO_EDTYPE, "i32", NULL);
+  g.g.dtype = PTO_F32;
+  g.imm[0] = 25; /* 20 slots in panels of 25 need 25 cols: dst0 has 32 */
+  expect_accept(PTO_OP_TGATHERPACK, &g);
+  gt->valid_cols = ix->valid_cols = v->valid_rows = 30; /* 50 > 32 */
+  expect_reject(PTO_OP_TGATHERPACK, &g, PTO_ESHAPE, "panels of 25", "50");
+  /* TSOFTMAXONLINE */
+  pto_tile *S = dst_new(PTO_F32, 12, 32, 12, 20),
+           *P = dst_new(PTO_F32, 12, 32, 12, 20),
+           *st = dst_new(PTO_F32, 12, 4, 12, 3);
+  ix->valid_cols = 20;
+  pto_targs o = {0};
+  o.src[0] = S;
+  o.src[1] = ix;
+  o.dst[0] = P;
+  o.dst[1] = st;
+  o.imm[0] = 6;
+  o.imm[1] = 100;
+  expect_accept(PTO_OP_TSOFTMAXONLINE, &o);
+  o.flags = PTO_TF_ACC;
+  expect_reject(PTO_OP_TSOFTMAXONLINE, &o, PTO_EINVAL, "src2", NULL);
+  o.src[2] = st;
+  expect_reject(PTO_OP_TSOFTMAXONLINE, &o, PTO_EINVAL, "overlaps", NULL);
+  pto_tile *st0 = dst_new(PTO_F32, 12, 4, 11, 3);
+  o.src[2] = st0;
+  expect_reject(PTO_OP_TSOFTMAXONLINE, &o, PTO_ESHAPE, "src2", "11x3");
+  o.flags = 0;
+  o.imm[0] = 7; /* 12 rows in panels of 7 need 14 */
+  expect_reject(PTO_OP_TSOFTMAXONLINE, &o, PTO_ESHAPE, "14", NULL);
+  o.imm[0] = 6;
+  ix->valid_cols = 21;
+  expect_reject(PTO_OP_TSOFTMAXONLINE, &o, PTO_ESHAPE, "21 indices", NULL);
+  /* TSOFTMAXFINAL */
+  pto_tile *Y = dst_new(PTO_F32, 12, 32, 12, 20),
+           *L = dst_new(PTO_F32, 12, 1, 12, 1);
+  pto_targs fn = {0};
+  fn.src[0] = S;
+  fn.src[1] = st;
+  fn.dst[0] = Y;
+  fn.dst[1] = L;
+  expect_accept(PTO_OP_TSOFTMAXFINAL, &fn);
+  L->valid_rows = 11;
+  expect_reject(PTO_OP_TSOFTMAXFINAL, &fn, PTO_ESHAPE, "dst1", "11x1");
 }
 
 Test(tileops, check_matmul_relu_wsum_operands, .fini = free_all) {

@@ -416,6 +416,9 @@ typedef enum op_class {
   K_COLEXPAND2,
   K_MATMUL,
   K_MATMUL_WSUM, /* K_MATMUL's operands, a rowvec of weights, R x N dst */
+  K_GATHERPACK,  /* indices, a table, two packed destinations */
+  K_SMONLINE,    /* scores, indices (and a state) -> packed P, state */
+  K_SMFINAL,     /* accumulator, state -> output, rowvec lse */
   K_EXTRACT,
   K_INSERT,
   K_TRANS,
@@ -507,6 +510,12 @@ static op_class class_of(pto_opcode op) {
     return K_MATMUL;
   case PTO_OP_TMATMUL_RELU_WSUM:
     return K_MATMUL_WSUM;
+  case PTO_OP_TGATHERPACK:
+    return K_GATHERPACK;
+  case PTO_OP_TSOFTMAXONLINE:
+    return K_SMONLINE;
+  case PTO_OP_TSOFTMAXFINAL:
+    return K_SMFINAL;
   case PTO_OP_TEXTRACT:
     return K_EXTRACT;
   case PTO_OP_TINSERT:
@@ -786,8 +795,81 @@ static int check_rules(const chk *k, op_class cl, const pto_targs *a) {
   case K_MATMUL: {
     uint32_t M, N;
     TRY(check_matmul(k, a, &M, &N));
+    if (a->flags & PTO_TF_ROWSCALE) {
+      if (k->op != PTO_OP_TMATMUL_ACC)
+        return fail(k, PTO_EINVAL,
+                    "PTO_TF_ROWSCALE scales an accumulator: TMATMUL_ACC only");
+      TRY(check_dtype_is(k, "src2", s2, PTO_F32));
+      if (s2->valid_rows != M)
+        return fail(k, PTO_ESHAPE,
+                    "src2 valid %" PRIu32 "x%" PRIu32 ": PTO_TF_ROWSCALE "
+                    "needs a scale per row of dst, %" PRIu32,
+                    s2->valid_rows, s2->valid_cols, M);
+    }
     return check_valid_is(k, "dst", d, M, N, "M x N of src0 x src1");
   }
+  case K_GATHERPACK: {
+    const pto_tile *d1 = a->dst[1];
+    TRY(check_dtype_is(k, "src0", s0, PTO_I32));
+    TRY(check_dtype_is(k, "dst0", d, PTO_F32));
+    TRY(check_dtype_is(k, "dst1", d1, PTO_F32));
+    TRY(check_gview_base(k, &a->g, "global view"));
+    if (a->g.dtype == PTO_I32)
+      return fail(k, PTO_EDTYPE, "global view is i32; the table is f32, bf16 "
+                                 "or f16");
+    const uint64_t n = (uint64_t)s0->valid_rows * s0->valid_cols;
+    if (d->valid_cols != n || d1->valid_rows != n)
+      return fail(k, PTO_ESHAPE,
+                  "src0 holds %" PRIu64 " indices: dst0 valid %" PRIu32
+                  "x%" PRIu32 " needs %" PRIu64 " cols, dst1 valid %" PRIu32
+                  "x%" PRIu32 " %" PRIu64 " rows",
+                  n, d->valid_rows, d->valid_cols, n, d1->valid_rows,
+                  d1->valid_cols, n);
+    if (a->g.cols < d->valid_rows || a->g.cols < d1->valid_cols)
+      return fail(k, PTO_ESHAPE,
+                  "global view %" PRId64 "x%" PRId64 " has fewer cols than "
+                  "dst0's rows (%" PRIu32 ") or dst1's cols (%" PRIu32 ")",
+                  a->g.rows, a->g.cols, d->valid_rows, d1->valid_cols);
+    TRY(check_packed(k, "dst0", d, 0, a->imm[0], 0));
+    return check_packed(k, "dst1", d1, 0, a->imm[0], 0);
+  }
+  case K_SMONLINE: {
+    const pto_tile *d1 = a->dst[1];
+    TRY(check_dtype_is(k, "src0", s0, PTO_F32));
+    TRY(check_dtype_is(k, "src1", s1, PTO_I32));
+    TRY(check_dtype_is(k, "dst0", d, PTO_F32));
+    TRY(check_dtype_is(k, "dst1", d1, PTO_F32));
+    if ((uint64_t)s1->valid_rows * s1->valid_cols != s0->valid_cols)
+      return fail(k, PTO_ESHAPE,
+                  "src1 valid %" PRIu32 "x%" PRIu32 " holds %" PRIu64
+                  " indices, src0 valid %" PRIu32 "x%" PRIu32 " has %" PRIu32
+                  " scores per row",
+                  s1->valid_rows, s1->valid_cols,
+                  (uint64_t)s1->valid_rows * s1->valid_cols, s0->valid_rows,
+                  s0->valid_cols, s0->valid_cols);
+    TRY(check_same_valid(k, "dst0", d, "src0", s0));
+    TRY(check_packed(k, "dst0", d, 1, a->imm[0], 0));
+    if (a->imm[1] < 0)
+      return fail(k, PTO_EINVAL, "table rows imm[1] = %" PRId32 " < 0",
+                  a->imm[1]);
+    TRY(check_valid_is(k, "dst1", d1, s0->valid_rows, 3,
+                       "(alpha, m, l) per row of src0"));
+    if (!(a->flags & PTO_TF_ACC))
+      return PTO_OK;
+    TRY(check_dtype_is(k, "src2", s2, PTO_F32));
+    return check_valid_is(k, "src2", s2, s0->valid_rows, 3,
+                          "the state (alpha, m, l) per row of src0");
+  }
+  case K_SMFINAL:
+    TRY(check_dtype_is(k, "src0", s0, PTO_F32));
+    TRY(check_dtype_is(k, "src1", s1, PTO_F32));
+    TRY(check_dtype_is(k, "dst0", d, PTO_F32));
+    TRY(check_dtype_is(k, "dst1", a->dst[1], PTO_F32));
+    TRY(check_valid_is(k, "src1", s1, s0->valid_rows, 3,
+                       "the state (alpha, m, l) per row of src0"));
+    TRY(check_same_valid(k, "dst0", d, "src0", s0));
+    return check_valid_is(k, "dst1", a->dst[1], s0->valid_rows, 1,
+                          "a rowvec of src0's rows");
   case K_MATMUL_WSUM: {
     uint32_t M, N;
     TRY(check_matmul(k, a, &M, &N));
@@ -881,6 +963,10 @@ int pto__tileop_check(int op, const pto_targs *a, char *msg, size_t msg_size) {
 
   op_class cl = class_of((pto_opcode)op);
   int n_src = info->n_src, n_dst = info->n_dst, st;
+  /* a source the flags add: a row scale, a softmax state to continue */
+  if ((op == PTO_OP_TMATMUL_ACC && (a->flags & PTO_TF_ROWSCALE)) ||
+      (op == PTO_OP_TSOFTMAXONLINE && (a->flags & PTO_TF_ACC)))
+    n_src++;
   for (int i = 0; i < n_dst; i++)
     /* TFILLPAD sets dst's valid region: what it held does not matter. */
     if ((st = check_tile(&k, dst_name(n_dst, i), a->dst[i], cl != K_FILLPAD)))

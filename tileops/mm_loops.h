@@ -140,6 +140,16 @@ static int mm_TMATMUL(int op, const pto_targs *a) {
 static int mm_TMATMUL_ACC(int op, const pto_targs *a) {
   if (!fast_path(a))
     return pto__isa_scalar.fn[op](op, a);
+  if (a->flags & PTO_TF_ROWSCALE) { /* dst's rows by src2's column 0 */
+    pto_tile *d = a->dst[0];
+    const pto_tile *f = a->src[2];
+    for (uint32_t r = 0; r < d->valid_rows; r++) {
+      const float s = ((const float *)f->data)[(size_t)r * f->stride];
+      float *row = (float *)d->data + (size_t)r * d->stride;
+      for (uint32_t c = 0; c < d->valid_cols; c++)
+        row[c] *= s;
+    }
+  }
   matmul_packed(a, 1);
   return PTO_OK;
 }
@@ -294,6 +304,7 @@ static void mm_install(pto_isa_table *t) {
   t->fn[PTO_OP_TMATMUL] = mm_TMATMUL;
   t->fn[PTO_OP_TMATMUL_ACC] = mm_TMATMUL_ACC;
   t->fn[PTO_OP_TMATMUL_RELU_WSUM] = mm_TMATMUL_RELU_WSUM;
+  t->fn[PTO_OP_TGATHERPACK] = pto__tgatherpack;
   tload_unpacked = t->fn[PTO_OP_TLOAD];
   t->fn[PTO_OP_TLOAD] = mm_TLOAD;
   /* results leave L0C through TSTORE: a fast copy unless the vector

@@ -150,6 +150,80 @@ int pto__tload_pack(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
+/* TGATHERPACK from an f32 table with contiguous rows into f32 tiles (the
+ * reference for anything else): each selected row read once, in panels of
+ * w slots. Its first D values go to dst0 (G^T: K = D, N = the slots)
+ * through 4x4 transposes of four rows at a time, and its first dv values
+ * to dst1 (K = the slots, N = dv) as whole panel rows. An invalid index
+ * gives zeros, as do the padding slots of the last panel. */
+int pto__tgatherpack(int op, const pto_targs *a) {
+  pto_tile *gt = a->dst[0], *v = a->dst[1];
+  const pto_tile *idx = a->src[0];
+  const pto_gview *g = &a->g;
+  if (g->dtype != PTO_F32 || g->col_stride != 1)
+    return pto__isa_scalar.fn[PTO_OP_TGATHERPACK](op, a);
+  const uint32_t w = (uint32_t)a->imm[0], n = gt->valid_cols,
+                 D = gt->valid_rows, dv = v->valid_cols;
+  const size_t gt_panel = (size_t)w * gt->rows, v_panel = (size_t)w * v->rows;
+  float *G = gt->data, *V = v->data;
+  for (uint32_t t0 = 0; t0 < n; t0 += w) {
+    const float *row[PTO_MM_PANEL_MAX];
+    const uint32_t slots = n - t0 < w ? n - t0 : w;
+    for (uint32_t j = 0; j < w; j++) {
+      row[j] = NULL;
+      if (j >= slots)
+        continue;
+      const uint32_t t = t0 + j;
+      const int32_t i = ((const int32_t *)idx->data)[(size_t)(t / idx->valid_cols) *
+                                                         idx->stride +
+                                                     t % idx->valid_cols];
+      if (i >= 0 && i < g->rows)
+        row[j] = (const float *)g->base + (int64_t)i * g->row_stride;
+    }
+    float *gp = G + (size_t)(t0 / w) * gt_panel; /* gp[d * w + j] */
+    uint32_t j = 0;
+#if defined(__SSE__)
+    for (; j + 4 <= w; j += 4) {
+      if (!row[j] || !row[j + 1] || !row[j + 2] || !row[j + 3])
+        break; /* the rest one by one */
+      uint32_t d = 0;
+      for (; d + 4 <= D; d += 4) {
+        __m128 r0 = _mm_loadu_ps(row[j] + d), r1 = _mm_loadu_ps(row[j + 1] + d),
+               r2 = _mm_loadu_ps(row[j + 2] + d),
+               r3 = _mm_loadu_ps(row[j + 3] + d);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        float *dd = gp + (size_t)d * w + j;
+        _mm_storeu_ps(dd, r0);
+        _mm_storeu_ps(dd + w, r1);
+        _mm_storeu_ps(dd + 2 * w, r2);
+        _mm_storeu_ps(dd + 3 * w, r3);
+      }
+      for (; d < D; d++)
+        for (uint32_t q = 0; q < 4; q++)
+          gp[(size_t)d * w + j + q] = row[j + q][d];
+    }
+#endif
+    for (; j < w; j++)
+      for (uint32_t d = 0; d < D; d++)
+        gp[(size_t)d * w + j] = row[j] ? row[j][d] : 0.0f;
+    /* dst1: slot t's row k = t of every panel of dv columns */
+    for (uint32_t q = 0; q < slots; q++) {
+      float *vk = V + (size_t)(t0 + q) * w;
+      for (uint32_t c0 = 0; c0 < dv; c0 += w) {
+        float *dp = vk + (size_t)(c0 / w) * v_panel;
+        const uint32_t m = dv - c0 < w ? dv - c0 : w;
+        uint32_t c = 0;
+        if (row[q])
+          for (; c < m; c++)
+            dp[c] = row[q][c0 + c];
+        for (; c < w; c++)
+          dp[c] = 0.0f;
+      }
+    }
+  }
+  return PTO_OK;
+}
+
 int pto__tstore_f32(int op, const pto_targs *a) {
   const pto_tile *s = a->src[0];
   const pto_gview *g = &a->g;

@@ -592,12 +592,18 @@ static float dot(const pto_targs *a, uint32_t m, uint32_t n, float acc) {
   return sum;
 }
 
-/* dst[m][n] = (acc ? dst[m][n] : 0) + sum_k A[m][k] * B[k][n]. */
+/* dst[m][n] = (acc ? dst[m][n] : 0) + sum_k A[m][k] * B[k][n], dst[m][n]
+ * first scaled by src2[m][0] under PTO_TF_ROWSCALE. */
 static int matmul(const pto_targs *a, int acc) {
   pto_tile *d = a->dst[0];
-  for (uint32_t m = 0; m < d->valid_rows; m++)
-    for (uint32_t n = 0; n < d->valid_cols; n++)
-      stf(d, m, n, dot(a, m, n, acc ? ldf(d, m, n) : 0.0f));
+  const int scaled = acc && (a->flags & PTO_TF_ROWSCALE);
+  for (uint32_t m = 0; m < d->valid_rows; m++) {
+    const float f = scaled ? ldf(a->src[2], m, 0) : 1.0f;
+    for (uint32_t n = 0; n < d->valid_cols; n++) {
+      const float c0 = acc ? ldf(d, m, n) : 0.0f;
+      stf(d, m, n, dot(a, m, n, scaled ? c0 * f : c0));
+    }
+  }
   return PTO_OK;
 }
 
@@ -950,6 +956,11 @@ static int ref_TLOADSOFTMAXSTORE(int op, const pto_targs *a) {
 }
 
 /* ---- the table ---------------------------------------------------------- */
+
+/* attention's instructions live in tileops/ref_attn.c */
+#define ref_TGATHERPACK pto__ref_TGATHERPACK
+#define ref_TSOFTMAXONLINE pto__ref_TSOFTMAXONLINE
+#define ref_TSOFTMAXFINAL pto__ref_TSOFTMAXFINAL
 
 /* Generated from the instruction list: an instruction without a ref_<NAME>
  * function does not compile. */

@@ -114,11 +114,20 @@ static inline size_t pto__pack_b_index(const pto_tile *t, uint32_t w,
  * tile are f32 (and through the reference otherwise): the packing the SIMD
  * tables share (tileops/pack.c). Same contract as a table entry. */
 int pto__tload_pack(int op, const pto_targs *a);
+/* TGATHERPACK, fast for an f32 table with contiguous rows (tileops/pack.c),
+ * the reference otherwise. */
+int pto__tgatherpack(int op, const pto_targs *a);
 /* TSTORE of an f32 tile to an f32 global with unit column stride (a matmul
  * result leaving L0C), row by row; the reference for anything else.
  * Bit-exact with the reference, PTO_TF_ACC included. The matmul tables
  * install it only where their table still has the reference's TSTORE. */
 int pto__tstore_f32(int op, const pto_targs *a);
+
+/* The references of attention's instructions (tileops/ref_attn.c), entries
+ * of the scalar table. */
+int pto__ref_TGATHERPACK(int op, const pto_targs *a);
+int pto__ref_TSOFTMAXONLINE(int op, const pto_targs *a);
+int pto__ref_TSOFTMAXFINAL(int op, const pto_targs *a);
 
 /* The reference: every entry set. */
 extern const pto_isa_table pto__isa_scalar;

@@ -298,7 +298,9 @@ static inline vp vp_rev(vp p) {
               : _mm256_shuffle_epi32(p, 0xb1))
 
 #include "tileops/vec_kernels.h"
+#include "tileops/attn_kernels.h"
 
 void pto__vec_avx512(pto_isa_table *t) {
   vec_install(t);
+  attn_install(t);
 }

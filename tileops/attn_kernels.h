@@ -1,0 +1,114 @@
+/* tileops/attn_kernels.h (internal): the SIMD versions of the online
+ * softmax's instructions (TSOFTMAXONLINE, TSOFTMAXFINAL; core/isa.def),
+ * over tileops/vec_kernels.h's primitives and its vf_exp. Included by
+ * tileops/vec_avx2.c and tileops/vec_avx512.c right after vec_kernels.h;
+ * attn_install() overrides their entries. Same values as the reference but
+ * for the exps (vf_exp, within 1 ulp of expf) and the order of the row
+ * sums. */
+#ifndef PTO_TILEOPS_ATTN_KERNELS_H
+#define PTO_TILEOPS_ATTN_KERNELS_H
+
+#define ATTN_BLOCK_MAX 2048 /* scores per row a block may hold here */
+
+/* TSOFTMAXONLINE: per row, the masked, scaled scores' max in one pass,
+ * their exps and sum in a second, each row's P scattered into its A panel
+ * (w floats apart: a panel is k-major). The mask per column is computed
+ * once per call. */
+static int vec_TSOFTMAXONLINE(int op, const pto_targs *a) {
+  pto_tile *p = a->dst[0], *st = a->dst[1];
+  const pto_tile *s = a->src[0], *idx = a->src[1], *prev = a->src[2];
+  const uint32_t w = (uint32_t)a->imm[0], M = s->valid_rows, N = s->valid_cols;
+  if (N > ATTN_BLOCK_MAX)
+    return pto__isa_scalar.fn[op](op, a);
+  const int cont = (a->flags & PTO_TF_ACC) != 0;
+  _Alignas(64) int32_t ok[ATTN_BLOCK_MAX]; /* all ones where valid */
+  _Alignas(64) float e[ATTN_BLOCK_MAX];
+  for (uint32_t c = 0; c < N; c++) {
+    const int32_t i = ((const int32_t *)idx->data)[(size_t)(c / idx->valid_cols) *
+                                                       idx->stride +
+                                                   c % idx->valid_cols];
+    ok[c] = i >= 0 && i < a->imm[1] ? -1 : 0;
+  }
+  const vf scale = vf_set((float)a->s), ninf = vf_set(-INFINITY);
+  float *pd = p->data;
+  for (uint32_t r = M; r < (M + w - 1) / w * w; r++) /* padding rows */
+    for (uint32_t c = 0; c < N; c++)
+      pd[pto__pack_a_index(p, w, r, c)] = 0.0f;
+  for (uint32_t r = 0; r < M; r++) {
+    const float *sr = row_of(s, r);
+    const float m = cont ? ((const float *)row_of(prev, r))[1] : -INFINITY;
+    const float l = cont ? ((const float *)row_of(prev, r))[2] : 0.0f;
+    vf vmx = ninf;
+#define MAX_STEP(c, n)                                                         \
+  {                                                                            \
+    const vf x = vf_blend(vi_eq(ldi(ok + (c), n), vi_set(0)),                  \
+                          vf_mul(ldf(sr + (c), n), scale), ninf);              \
+    vmx = vf_maxr(vmx, x); /* lanes past n load ok = 0: -inf */               \
+  }
+    FOR_COLS(N, MAX_STEP);
+#undef MAX_STEP
+    _Alignas(64) float lanes[VL];
+    vf_st(lanes, vmx);
+    float mx = m;
+    for (int q = 0; q < VL; q++)
+      mx = lanes[q] > mx ? lanes[q] : mx;
+    float *o = row_of(st, r);
+    if (mx == -INFINITY) { /* nothing valid yet: P = 0 */
+      for (uint32_t c = 0; c < N; c++)
+        pd[pto__pack_a_index(p, w, r, c)] = 0.0f;
+      o[0] = 1.0f;
+      o[1] = mx;
+      o[2] = l;
+      continue;
+    }
+    const vf vm = vf_set(mx), zero = vf_set(0.0f);
+    vf vsum = zero;
+#define EXP_STEP(c, n)                                                         \
+  {                                                                            \
+    const vf x = vf_exp(vf_sub(vf_mul(ldf(sr + (c), n), scale), vm));          \
+    const vf y = vf_blend(vi_eq(ldi(ok + (c), n), vi_set(0)), x, zero);        \
+    stf(e + (c), y, n);                                                        \
+    vsum = vf_add(vsum, y);                                                    \
+  }
+    FOR_COLS(N, EXP_STEP);
+#undef EXP_STEP
+    vf_st(lanes, vsum);
+    float sum = 0.0f;
+    for (int q = 0; q < VL; q++)
+      sum += lanes[q];
+    for (uint32_t c = 0; c < N; c++)
+      pd[pto__pack_a_index(p, w, r, c)] = e[c];
+    const float alpha = expf(m - mx);
+    o[0] = alpha;
+    o[1] = mx;
+    o[2] = l * alpha + sum;
+  }
+  return PTO_OK;
+}
+
+/* TSOFTMAXFINAL: each row times the reciprocal of its sum, the
+ * log-sum-exp beside it. */
+static int vec_TSOFTMAXFINAL(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *out = a->dst[0], *lse = a->dst[1];
+  const pto_tile *o = a->src[0], *st = a->src[1];
+  for (uint32_t r = 0; r < o->valid_rows; r++) {
+    const float *sr = row_of(st, r);
+    const float m = sr[1], l = sr[2];
+    const vf inv = vf_set(l > 0 ? 1.0f / l : 0.0f);
+    const float *x = row_of(o, r);
+    float *y = row_of(out, r);
+#define SCALE_STEP(c, n) stf(y + (c), vf_mul(ldf(x + (c), n), inv), n)
+    FOR_COLS(o->valid_cols, SCALE_STEP);
+#undef SCALE_STEP
+    *(float *)row_of(lse, r) = l > 0 ? m + logf(l) : INFINITY;
+  }
+  return PTO_OK;
+}
+
+static void attn_install(pto_isa_table *t) {
+  t->fn[PTO_OP_TSOFTMAXONLINE] = vec_TSOFTMAXONLINE;
+  t->fn[PTO_OP_TSOFTMAXFINAL] = vec_TSOFTMAXFINAL;
+}
+
+#endif /* PTO_TILEOPS_ATTN_KERNELS_H */
