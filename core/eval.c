@@ -658,6 +658,66 @@ done:
   return st;
 }
 
+/* Per query: the valid indices, scores in double, a max-shifted log-sum-
+ * exp, then the weighted sum of the value rows. */
+static pto_status eval_attention(eval_ctx *e, const pto_node *n) {
+  const pto_tensor *q = n->in[0], *kv = n->in[1], *ix = n->in[2];
+  const pto_tensor *out = n->out[0], *lse = n->out[1];
+  const int64_t B = q->shape[0], S1 = q->shape[1], H = q->shape[2],
+                D = q->shape[3], S2 = kv->shape[1], T = ix->shape[2],
+                dv = n->ival;
+  int64_t *sel = malloc((size_t)T * sizeof *sel);
+  double *x = malloc((size_t)T * sizeof *x);
+  if (!sel || !x) {
+    free(sel);
+    free(x);
+    return run_fail(e->p, "sparse_attention", n->label, PTO_ENOMEM,
+                    "out of memory for %" PRId64 " slots", T);
+  }
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t i = 0; i < S1; i++) {
+      int64_t nv = 0;
+      for (int64_t t = 0; t < T; t++) {
+        int64_t j = ldi(e, ix, ix->offset + b * ix->stride[0] +
+                                   i * ix->stride[1] + t * ix->stride[2]);
+        if (j >= 0 && j < S2)
+          sel[nv++] = j;
+      }
+      for (int64_t h = 0; h < H; h++) {
+        const int64_t qo = q->offset + b * q->stride[0] + i * q->stride[1] +
+                           h * q->stride[2];
+        double mx = -INFINITY;
+        for (int64_t t = 0; t < nv; t++) {
+          const int64_t ko = kv->offset + b * kv->stride[0] +
+                             sel[t] * kv->stride[1];
+          double dot = 0;
+          for (int64_t d = 0; d < D; d++)
+            dot += ldf(e, q, qo + d * q->stride[3]) *
+                   ldf(e, kv, ko + d * kv->stride[2]);
+          x[t] = n->scalar * dot;
+          mx = x[t] > mx ? x[t] : mx;
+        }
+        double sum = 0;
+        for (int64_t t = 0; t < nv; t++)
+          sum += exp(x[t] - mx);
+        const double l = nv ? mx + log(sum) : INFINITY;
+        const int64_t row = ((b * S1 + i) * H + h);
+        stf(e, lse, row, l);
+        for (int64_t c = 0; c < dv; c++) {
+          double o = 0;
+          for (int64_t t = 0; t < nv; t++)
+            o += exp(x[t] - l) * ldf(e, kv, kv->offset + b * kv->stride[0] +
+                                                sel[t] * kv->stride[1] +
+                                                c * kv->stride[2]);
+          stf(e, out, row * dv + c, o);
+        }
+      }
+    }
+  free(sel);
+  free(x);
+  return PTO_OK;
+}
+
 static const eval_fn eval_fns[PTO_TC_COUNT] = {
     [PTO_TC_BINARY] = eval_binary, [PTO_TC_SCALAR] = eval_scalar,
     [PTO_TC_UNARY] = eval_unary,   [PTO_TC_CAST] = eval_cast,
@@ -666,6 +726,7 @@ static const eval_fn eval_fns[PTO_TC_COUNT] = {
     [PTO_TC_TOPK] = eval_topk,     [PTO_TC_GATHER] = eval_gather,
     [PTO_TC_CONCAT] = eval_concat, [PTO_TC_FILL] = eval_fill,
     [PTO_TC_IOTA] = eval_iota,     [PTO_TC_CUSTOM] = eval_custom,
+    [PTO_TC_ATTENTION] = eval_attention,
 };
 
 /* ---- the run ------------------------------------------------------------ */

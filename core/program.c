@@ -27,6 +27,12 @@ const char *pto__top_name(pto_top op) {
 
 pto_top_class pto__top_class(pto_top op) { return tops[op].cls; }
 
+pto_core_type pto__top_core(pto_top op) {
+  pto_top_class c = pto__top_class(op);
+  return c == PTO_TC_MATMUL || c == PTO_TC_ATTENTION ? PTO_CORE_CUBE
+                                                     : PTO_CORE_VECTOR;
+}
+
 /* ---- helpers ------------------------------------------------------------ */
 
 void pto__dense_strides(int ndim, const int64_t *shape, int64_t *stride) {
@@ -927,6 +933,64 @@ pto_tensor *pto_matmul_relu_wsum(pto_program *p, pto_tensor *a,
   node->ival = group;
   node->scalar = (double)diag;
   return node_out(node);
+}
+
+pto_tensor *pto_sparse_attention(pto_program *p, pto_tensor *q, pto_tensor *kv,
+                                 pto_tensor *idx, int64_t dv, double scale,
+                                 pto_tensor **lse) {
+  static const char op[] = "sparse_attention";
+  if (lse)
+    *lse = NULL;
+  pto_tensor *in[3] = {q, kv, idx};
+  if (!p || !check_operands(p, op, 3, in))
+    return NULL;
+  if (!lse)
+    return fail(p, op, PTO_EINVAL, "lse must not be NULL");
+  if (q->ndim != 4 || kv->ndim != 3 || idx->ndim != 3)
+    return fail(p, op, PTO_ESHAPE,
+                "q %s must be [B,S1,H,D], kv %s [B,S2,D] and indices %s "
+                "[B,S1,T]",
+                D(q), D(kv), D(idx));
+  if (q->dtype != PTO_F32 || kv->dtype != PTO_F32)
+    return fail(p, op, PTO_EDTYPE, "q %s and kv %s must be f32", D(q), D(kv));
+  if (idx->dtype != PTO_I32)
+    return fail(p, op, PTO_EDTYPE, "indices %s must be i32", D(idx));
+  const int64_t B = q->shape[0], S1 = q->shape[1], H = q->shape[2],
+                Dq = q->shape[3];
+  if (kv->shape[0] != B || kv->shape[2] != Dq)
+    return fail(p, op, PTO_ESHAPE,
+                "kv %s must be [B,S2,D] = [%" PRId64 ",S2,%" PRId64
+                "] for q %s",
+                D(kv), B, Dq, D(q));
+  if (idx->shape[0] != B || idx->shape[1] != S1)
+    return fail(p, op, PTO_ESHAPE,
+                "indices %s must be [B,S1,T] = [%" PRId64 ",%" PRId64
+                ",T] for q %s",
+                D(idx), B, S1, D(q));
+  if (dv < 1 || dv > Dq)
+    return fail(p, op, PTO_ERANGE,
+                "value dim %" PRId64 " is outside [1, %" PRId64 "] (q %s)", dv,
+                Dq, D(q));
+  if (!isfinite(scale))
+    return fail(p, op, PTO_EINVAL, "scale %g is not finite", scale);
+  if (kv->shape[1] > INT32_MAX)
+    return fail(p, op, PTO_ERANGE, "kv %s has more rows than i32 indices reach",
+                D(kv));
+  const int64_t oshape[4] = {B, S1, H, dv};
+  pto_node *node = new_node(p, PTO_TOP_SPARSE_ATTENTION, 3, in, PTO_F32, 4,
+                            oshape);
+  if (!node)
+    return NULL;
+  pto_tensor *l = new_root(p, op, PTO_F32, 3, oshape, NULL);
+  if (!l)
+    return NULL;
+  l->producer = node;
+  node->out[1] = l;
+  node->n_out = 2;
+  node->ival = dv;
+  node->scalar = scale;
+  *lse = l;
+  return node->out[0];
 }
 
 /* ---- composites and data movement --------------------------------------- */

@@ -30,11 +30,15 @@ typedef enum pto_top_class {
   PTO_TC_FILL,
   PTO_TC_IOTA,
   PTO_TC_CUSTOM,
+  PTO_TC_ATTENTION,
   PTO_TC_COUNT
 } pto_top_class;
 
 const char *pto__top_name(pto_top op);
 pto_top_class pto__top_class(pto_top op);
+/* The core type an op's tiles run on: CUBE for matmuls and attention,
+ * VECTOR for the rest. */
+pto_core_type pto__top_core(pto_top op);
 
 typedef struct pto_node pto_node;
 

@@ -174,6 +174,7 @@ static inline uint32_t compute1(tiler *t, int op, pto_dtype dt, uint32_t a) {
 
 /* The cube's ops (core/tiling_cube.c): matmul, matmul_relu_wsum and
  * sparse_attention, each under its cube tile. */
+void pto__tile_cube(tiler *t, const pto_node *n, const pto_tile_shape *ts);
 void pto__tile_matmul(tiler *t, const pto_node *n, const pto_tile_shape *ts);
 
 #endif /* PTO_CORE_TILER_H */

@@ -444,7 +444,8 @@ pto_status pto__tile(pto_tgraph *tg, const pto_program *p,
       tile_reduce(&t, n, ts.vec_rows, ts.vec_cols);
       break;
     case PTO_TC_MATMUL:
-      pto__tile_matmul(&t, n, &ts);
+    case PTO_TC_ATTENTION:
+      pto__tile_cube(&t, n, &ts);
       break;
     case PTO_TC_TOPK:
       tile_topk(&t, n, ts.vec_rows);

@@ -126,3 +126,122 @@ void pto__tile_matmul(tiler *t, const pto_node *n, const pto_tile_shape *ts) {
   }
 }
 
+
+/* t as a 4-D view with a unit axis inserted before its dim `at` (0..ndim):
+ * [B,S1,T] at 2 is [B,S1,1,T], [B,S2,D] at 1 is [B,1,S2,D]. */
+static view4 view_with_unit_axis(const pto_tensor *t, int at) {
+  view4 v;
+  v.storage = t->root->id;
+  v.dtype = t->root->dtype;
+  v.off = t->offset;
+  for (int d = 0, s = 0; d < 4; d++) {
+    const int unit = d == at;
+    v.shape[d] = unit ? 1 : t->shape[s];
+    v.stride[d] = unit ? 0 : t->stride[s];
+    s += !unit;
+  }
+  return v;
+}
+
+/* sparse_attention: one cube unit per (batch, query, tile of th heads),
+ * over all dv output columns. Per block of kb slots: the indices, the
+ * selected rows gathered into both packed operands (TGATHERPACK), the
+ * scores S = Q G^T, the online softmax step (P packed for the next matmul,
+ * the running max and sum), and O = alpha O + P V (TMATMUL_ACC with its
+ * row scale); then O / l and the log-sum-exp, stored. Every instruction of
+ * a unit works in local memory: no global copy of the gathered rows. */
+static void tile_attention(tiler *t, const pto_node *n,
+                           const pto_tile_shape *ts) {
+  const pto_tensor *q = n->in[0], *kv = n->in[1], *ix = n->in[2];
+  const int64_t H = q->shape[2], D = q->shape[3], S2 = kv->shape[1],
+                T = ix->shape[2], dv = n->ival;
+  const view4 out = view_of(n->out[0]), vq = view_of(q);
+  /* indices [B,S1,1,T], kv [B,1,S2,D], lse [B,S1,H,1] */
+  const view4 vi = view_with_unit_axis(ix, 2), vk = view_with_unit_axis(kv, 1),
+              vl = view_with_unit_axis(n->out[1], 3);
+  const uint32_t th = clamp_tile(ts->cube_m, H), kb = clamp_tile(ts->cube_n, T);
+  FOR_TILES(out.shape, th, (uint32_t)dv, pos) {
+    unit_begin(t, n->id, PTO_CORE_CUBE);
+    tpos pq = pos, pk = pos, pl = pos;
+    pq.c0 = 0;
+    pq.nc = D;
+    pto_gref gq = window(&vq, &pq);
+    const uint32_t Q = load(t, &gq, th, (uint32_t)D);
+    pk.r0 = 0;
+    pk.nr = S2;
+    pk.c0 = 0;
+    pk.nc = D;
+    const pto_gref table = window(&vk, &pk);
+    uint32_t state = PTO_NONE, O = PTO_NONE;
+    for (int64_t j0 = 0; j0 < T; j0 += kb) {
+      const int64_t nb = T - j0 < kb ? T - j0 : kb;
+      tpos pi = pos;
+      pi.r0 = 0;
+      pi.nr = 1;
+      pi.c0 = j0;
+      pi.nc = nb;
+      pto_gref gi = window(&vi, &pi);
+      const uint32_t I = load(t, &gi, 1, kb);
+      const uint32_t G = new_val(t, PTO_F32, (uint32_t)D, kb, D, nb),
+                     V = new_val(t, PTO_F32, kb, (uint32_t)dv, nb, dv);
+      pto_tinst *in = emit(t, PTO_OP_TGATHERPACK);
+      in->src[0] = I;
+      in->dst[0] = G;
+      in->dst[1] = V;
+      in->g = table;
+      const uint32_t S = new_val(t, PTO_F32, th, kb, pos.nr, nb);
+      in = emit(t, PTO_OP_TMATMUL);
+      in->src[0] = Q;
+      in->src[1] = G;
+      in->dst[0] = S;
+      const uint32_t P = new_val(t, PTO_F32, th, kb, pos.nr, nb),
+                     st = new_val(t, PTO_F32, th, 3, pos.nr, 3);
+      in = emit(t, PTO_OP_TSOFTMAXONLINE);
+      in->src[0] = S;
+      in->src[1] = I;
+      in->dst[0] = P;
+      in->dst[1] = st;
+      in->s = n->scalar;
+      in->imm[1] = (int32_t)S2;
+      if (state != PTO_NONE) { /* continue the running max and sum */
+        in->n_src = 3;
+        in->src[2] = state;
+        in->flags |= PTO_TF_ACC;
+      }
+      state = st;
+      const uint32_t O2 = new_val(t, PTO_F32, th, (uint32_t)dv, pos.nr, dv);
+      in = emit(t, O == PTO_NONE ? PTO_OP_TMATMUL : PTO_OP_TMATMUL_ACC);
+      in->src[0] = P;
+      in->src[1] = V;
+      in->dst[0] = O2;
+      if (O != PTO_NONE) { /* O2 = alpha O + P V, in O's buffer */
+        in->n_src = 4;
+        in->src[2] = O;
+        in->src[3] = state;
+        in->flags |= PTO_TF_ROWSCALE;
+      }
+      O = O2;
+    }
+    const uint32_t Y = new_val(t, PTO_F32, th, (uint32_t)dv, pos.nr, dv),
+                   L = new_val(t, PTO_F32, th, 1, pos.nr, 1);
+    pto_tinst *in = emit(t, PTO_OP_TSOFTMAXFINAL);
+    in->src[0] = O;
+    in->src[1] = state;
+    in->dst[0] = Y;
+    in->dst[1] = L;
+    pto_gref go = window(&out, &pos);
+    store(t, Y, &go);
+    pl.c0 = 0;
+    pl.nc = 1;
+    pto_gref gl = window(&vl, &pl);
+    store(t, L, &gl);
+    unit_end(t);
+  }
+}
+
+void pto__tile_cube(tiler *t, const pto_node *n, const pto_tile_shape *ts) {
+  if (n->op == PTO_TOP_SPARSE_ATTENTION)
+    tile_attention(t, n, ts);
+  else
+    pto__tile_matmul(t, n, ts);
+}

@@ -299,7 +299,7 @@ static void tile_desc(const pto_tgraph *tg, uint32_t n, char *buf,
                       size_t size) {
   const pto_tile_shape *ts = &tg->node_tile[n];
   char d[3][12];
-  int cube = pto__top_class(tg->prog->nodes[n]->op) == PTO_TC_MATMUL;
+  int cube = pto__top_core(tg->prog->nodes[n]->op) == PTO_CORE_CUBE;
   const uint32_t v[3] = {cube ? ts->cube_m : ts->vec_rows,
                          cube ? ts->cube_n : ts->vec_cols, ts->cube_k};
   for (int k = 0; k < 3; k++) /* 0: the whole extent */
@@ -499,8 +499,7 @@ static pto_status tensor_dot(const pto_executable *e, FILE *f) {
   }
   for (uint32_t n = 0; n < p->n_nodes; n++) {
     const pto_node *nd = p->nodes[n];
-    pto_core_type core =
-        pto__top_class(nd->op) == PTO_TC_MATMUL ? PTO_CORE_CUBE : PTO_CORE_VECTOR;
+    pto_core_type core = pto__top_core(nd->op);
     for (uint32_t u = 0; u < e->tg.n_units; u++)
       if (e->tg.units[u].node == n) {
         core = e->tg.units[u].core;

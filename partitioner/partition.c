@@ -18,6 +18,7 @@
  * 5. Tasks, their read-after-write dependencies, and the workspace. */
 #include "partitioner/partition.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -379,7 +380,13 @@ static pto_status pack_operands(pto_cprog *pr, interval *iv) {
   for (uint32_t k = 0; k < pr->n_insts; k++) {
     const pto_pinst *pi = &pr->insts[k];
     int mm = pto__insn_matmul(pi->op);
+    /* TLOAD packs when told; TGATHERPACK and TSOFTMAXONLINE's P are born
+     * packed and only need their panel width */
     if (pi->op == PTO_OP_TLOAD && def[pi->dst[0]] == PTO_NONE)
+      def[pi->dst[0]] = k;
+    if (pi->op == PTO_OP_TGATHERPACK)
+      def[pi->dst[0]] = def[pi->dst[1]] = k;
+    if (pi->op == PTO_OP_TSOFTMAXONLINE)
       def[pi->dst[0]] = k;
     for (int r = 0; r < pi->n_src; r++) {
       uint32_t want = NOT_PACKED;
@@ -405,8 +412,14 @@ static pto_status pack_operands(pto_cprog *pr, interval *iv) {
       pt->cols = (pt->cols + w - 1) / w * w;
     pt->stride = pto_tile_stride(pt->dtype, pt->cols);
     iv[t].size = pto_tile_bytes(pt->dtype, pt->rows, pt->cols);
-    pr->insts[def[t]].flags |= flag;
-    pr->insts[def[t]].imm[0] = (int32_t)w;
+    pto_pinst *d = &pr->insts[def[t]];
+    /* born packed, always for the role the tiler reads them in */
+    assert(d->op == PTO_OP_TLOAD ||
+           (d->op == PTO_OP_TGATHERPACK && !is_a) ||
+           (d->op == PTO_OP_TSOFTMAXONLINE && is_a));
+    if (d->op == PTO_OP_TLOAD)
+      d->flags |= flag;
+    d->imm[0] = (int32_t)w;
     for (uint32_t k = 0; k < pr->n_insts; k++) {
       pto_pinst *pi = &pr->insts[k];
       if (pto__insn_matmul(pi->op) && pi->src[is_a ? 0 : 1] == t) {
@@ -489,10 +502,12 @@ static pto_status build_program(part *s, const sgraph *sg, uint32_t *alias,
     }
     /* TMATMUL_ACC accumulates in place: its destination takes the
      * accumulator's buffer, which dies here */
-    if (in->op == PTO_OP_TMATMUL_ACC && in->n_src == 3) {
-      pi->n_src = 2;
+    if (in->op == PTO_OP_TMATMUL_ACC && in->n_src >= 3) {
+      const uint16_t acc = pi->src[2];
+      pi->src[2] = pi->src[3]; /* its row scale, if it has one */
+      pi->n_src--;
       iv[pi->dst[0]].size = 0; /* placed at its accumulator's offset */
-      iv[pi->dst[0]].off = UINT64_MAX - pi->src[2];
+      iv[pi->dst[0]].off = UINT64_MAX - acc;
     }
   }
   if (pr->n_tiles > UINT16_MAX) {
@@ -922,7 +937,7 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out,
       }
       char packed[96] = "";
       if (node != PTO_NONE &&
-          pto__top_class(s->p->nodes[node]->op) == PTO_TC_MATMUL) {
+          pto__top_core(s->p->nodes[node]->op) == PTO_CORE_CUBE) {
         uint32_t mr, nr;
         pto__mm_panel(&mr, &nr);
         snprintf(packed, sizeof packed,

@@ -207,6 +207,26 @@ PTO_API pto_tensor *pto_matmul_relu_wsum(pto_program *p, pto_tensor *a,
                                          int64_t group, unsigned flags,
                                          int64_t diag);
 
+/* Sparse attention (DeepSeek's sparse MLA) with an online softmax, in one
+ * op. For query i of batch b and each of its T slots whose index
+ * j = idx[b,i,t] is valid (0 <= j < S2; any other value is skipped,
+ * wherever it sits in the row):
+ *   x_t[h] = scale * q[b,i,h,:] . kv[b,j,:]
+ *   lse[b,i,h] = ln sum_t exp(x_t[h])
+ *   out[b,i,h,:] = sum_t exp(x_t[h] - lse[b,i,h]) * kv[b,j,:dv]
+ * q f32 [B,S1,H,D], kv f32 [B,S2,D] (one head shared by all queries'
+ * heads; its first dv columns are the values), idx i32 [B,S1,T],
+ * 1 <= dv <= D. Returns out f32 [B,S1,H,dv] and sets *lse to f32
+ * [B,S1,H]; a query with no valid index gets out 0 and lse +inf.
+ * Tiled per query on the cube: cube tile {m, n, k} = m heads per task (0:
+ * all), n slots per block of the online softmax (0: all T); k is ignored.
+ * Each block's rows are read once per task, straight into the packed
+ * operands of both matmuls (TGATHERPACK): no global copy of them exists. */
+PTO_API pto_tensor *pto_sparse_attention(pto_program *p, pto_tensor *q,
+                                         pto_tensor *kv, pto_tensor *idx,
+                                         int64_t dv, double scale,
+                                         pto_tensor **lse);
+
 /* ---- composites and data movement --------------------------------------- */
 
 /* Softmax along the last axis: exp(x - rowmax) * (1 / rowsum); built from
