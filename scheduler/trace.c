@@ -108,10 +108,16 @@ pto_status pto__trace_write_json(const pto_trace *t, FILE *f) {
                "\"dur\":%.3f,\"name\":",
             t->worker[i], t->start[i] / 1e3,
             (t->end[i] - t->start[i]) / 1e3);
-    json_str(f, t->label_of(t->owner, i));
-    fprintf(f, ",\"cat\":\"%s\",\"args\":{\"task\":%u,\"program\":",
+    /* the box's name: its label, or its program when it has none (a
+     * blank box says nothing) */
+    const char *label = t->label_of(t->owner, i);
+    const char *program = t->program_of(t->owner, i);
+    json_str(f, label && label[0] ? label : program);
+    fprintf(f, ",\"cat\":\"%s\",\"args\":{\"task\":%u,\"label\":",
             pto_core_type_name((pto_core_type)t->core[i]), i);
-    json_str(f, t->program_of(t->owner, i));
+    json_str(f, label);
+    fprintf(f, ",\"program\":");
+    json_str(f, program);
     fprintf(f, ",\"producers\":[");
     for (uint32_t k = off[i]; k < off[i + 1]; k++)
       fprintf(f, "%s%u", k > off[i] ? "," : "", pred[k]);
