@@ -1,5 +1,8 @@
-/* scheduler: what runs of compiled executables tell the user. Swimlane
- * boxes are named even without a label. Every test has a timeout. */
+/* scheduler: what runs of compiled executables tell the user. A failing
+ * strict gather names its index, position and table as the evaluator does,
+ * serially and on the runtime; swimlane boxes are named even without a
+ * label; every failing call of the run API leaves a message about itself.
+ * Every test has a timeout. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -26,6 +29,134 @@ static pto_runtime *runtime_n(uint32_t workers, int trace) {
   pto_runtime *rt = NULL;
   cr_assert_eq(pto_runtime_new(&p, &rt), PTO_OK, "%s", pto_runtime_error(NULL));
   return rt;
+}
+
+/* ---- strict gather ------------------------------------------------------- */
+
+enum { GN = 5, GD = 8 };
+
+/* Runs e serially and on runtimes of 1 and 2 workers; each must fail with
+ * PTO_ERANGE and a message holding every part of want[] (NULL-ended). */
+static void expect_run_fails(pto_executable *e, const void *const *in,
+                             void *const *out, const char *const *want) {
+  for (int how = 0; how < 3; how++) {
+    pto_runtime *rt = how ? runtime_n((uint32_t)how, 0) : NULL;
+    pto_status st =
+        rt ? pto_runtime_run(rt, e, in, out) : pto_executable_run_serial(e, in, out);
+    cr_expect_eq(st, PTO_ERANGE, "%s: %s", how ? "runtime" : "serial",
+                 pto_executable_error(e));
+    for (int k = 0; want[k]; k++)
+      EXPECT_HAS(pto_executable_error(e), want[k]);
+    pto_runtime_free(rt);
+  }
+}
+
+/* A 1-D index input: the compiled run's message holds the evaluator's,
+ * word for word (index, position, index tensor, table). */
+Test(scheduler, strict_gather_failure_names_index_position_and_table,
+     .timeout = 60) {
+  static float table[GN * GD], out[4 * GD];
+  for (int i = 0; i < GN * GD; i++)
+    table[i] = (float)i;
+  int32_t bad[4] = {0, 1, 7, 2};
+  pto_program *p = pto_program_new("strict");
+  int64_t ts[2] = {GN, GD}, is[1] = {4};
+  pto_program_push_label(p, "sfa");
+  pto_program_push_label(p, "kv");
+  pto_tensor *tt = pto_input(p, "table", PTO_F32, 2, ts);
+  pto_tensor *ti = pto_input(p, "idx", PTO_I32, 1, is);
+  pto_output(p, pto_gather(p, tt, ti, PTO_GATHER_STRICT), "g");
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  const void *in[] = {table, bad};
+  void *outs[] = {out};
+  cr_assert_eq(pto_program_eval(p, in, outs), PTO_ERANGE);
+  char eval_msg[512];
+  snprintf(eval_msg, sizeof eval_msg, "%s", pto_program_error(p));
+  EXPECT_HAS(eval_msg, "index 7 at [2] of idx");
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  const char *want[] = {eval_msg, "TGATHER", "label 'sfa.kv'", NULL};
+  expect_run_fails(e, in, outs, want);
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
+/* A 2-D index read through a transposed view, one tile per index row: the
+ * position is in the view's coordinates, and a good index afterwards runs. */
+Test(scheduler, strict_gather_failure_position_in_an_index_view,
+     .timeout = 60) {
+  static float table[GN * GD], out[3 * 2 * GD];
+  for (int i = 0; i < GN * GD; i++)
+    table[i] = (float)i;
+  /* idx [2,3]; its transpose [3,2] is gathered: view [1][1] = idx[1][1] */
+  int32_t bad[6] = {0, 1, 2, 3, -4, 4}, good[6] = {4, 3, 2, 1, 0, 0};
+  pto_program *p = pto_program_new("strict2d");
+  int64_t ts[2] = {GN, GD}, is[2] = {2, 3};
+  pto_tensor *tt = pto_input(p, "table", PTO_F32, 2, ts);
+  pto_tensor *ti = pto_input(p, "idx", PTO_I32, 2, is);
+  pto_program_set_vec_tile(p, 1, GD);
+  pto_tensor *tv = pto_transpose(p, ti, 0, 1);
+  pto_output(p, pto_gather(p, tt, tv, PTO_GATHER_STRICT), "g");
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  const void *in[] = {table, bad};
+  void *outs[] = {out};
+  cr_assert_eq(pto_program_eval(p, in, outs), PTO_ERANGE);
+  char eval_msg[512];
+  snprintf(eval_msg, sizeof eval_msg, "%s", pto_program_error(p));
+  EXPECT_HAS(eval_msg, "index -4 at [1,1]");
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  const char *want[] = {eval_msg, NULL};
+  expect_run_fails(e, in, outs, want);
+  in[1] = good;
+  cr_expect_eq(pto_executable_run_serial(e, in, outs), PTO_OK, "%s",
+               pto_executable_error(e));
+  cr_expect_str_eq(pto_executable_error(e), "");
+  for (int r = 0; r < 3; r++)
+    for (int c = 0; c < 2; c++)
+      cr_expect_eq(out[(r * 2 + c) * GD], table[good[c * 3 + r] * GD], "%d,%d",
+                   r, c);
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
+/* An index the task computes itself (its cast fused into the gather's
+ * subgraph): the position comes from where the gathered row is stored,
+ * again word for word the evaluator's. When the gathered rows are consumed
+ * in the task too, there is no tensor position to name: the message still
+ * names the value, the op, the tensor the index comes from and the table. */
+static pto_program *computed_index(int then_exp) {
+  pto_program *p = pto_program_new("computed");
+  int64_t ts[2] = {GN, GD}, xs[1] = {4};
+  pto_tensor *tt = pto_input(p, "table", PTO_F32, 2, ts);
+  pto_tensor *tx = pto_input(p, "x", PTO_F32, 1, xs);
+  pto_program_push_label(p, "pick");
+  pto_tensor *g = pto_gather(p, tt, pto_cast(p, tx, PTO_I32), PTO_GATHER_STRICT);
+  pto_output(p, then_exp ? pto_exp(p, g) : g, "g");
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  return p;
+}
+
+Test(scheduler, strict_gather_failure_of_a_computed_index, .timeout = 60) {
+  static float table[GN * GD], out[4 * GD];
+  float x[4] = {0, 1, 9, 2};
+  const void *in[] = {table, x};
+  void *outs[] = {out};
+  for (int then_exp = 0; then_exp < 2; then_exp++) {
+    pto_program *p = computed_index(then_exp);
+    cr_assert_eq(pto_program_eval(p, in, outs), PTO_ERANGE);
+    char eval_msg[512];
+    snprintf(eval_msg, sizeof eval_msg, "%s", pto_program_error(p));
+    pto_executable *e = NULL;
+    cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+    cr_expect_eq(pto_executable_num_tasks(e), 1, "the cast is fused");
+    const char *exact[] = {eval_msg, NULL};
+    const char *parts[] = {"gather 'pick'", "index 9", "cast", "[0, 5)",
+                           "table 'table' f32[5,8]", NULL};
+    expect_run_fails(e, in, outs, then_exp ? parts : exact);
+    pto_executable_free(e);
+    pto_program_free(p);
+  }
 }
 
 /* ---- traces ---------------------------------------------------------------- */
