@@ -126,6 +126,9 @@ struct pto_executable {
   uint32_t *unit_subgraph;
   uint32_t *subgraph_task;
   uint32_t n_subgraphs;
+  /* what the compile noticed but did not refuse (arena-owned lines), or
+   * NULL: pto_executable_warnings */
+  const char *warnings;
 };
 
 #endif /* PTO_CORE_EXE_H */

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/config.h"
 #include "core/exe.h"
 #include "partitioner/partition.h"
 #include "pto/executable.h"
@@ -40,6 +41,23 @@ void pto_executable_free(pto_executable *e) {
 
 const char *pto_executable_error(const pto_executable *e) {
   return e ? e->err.msg : "executable is NULL";
+}
+
+const char *pto_executable_warnings(const pto_executable *e) {
+  return e && e->warnings ? e->warnings : "";
+}
+
+/* Settings of cfg the program does not read, kept as e's warnings. */
+static pto_status note_unused_settings(pto_executable *e, const pto_program *p,
+                                       const pto_config *cfg) {
+  char *lines = NULL;
+  pto_status st = pto__config_unused(cfg, p, &lines);
+  if (st == PTO_OK && lines) {
+    e->warnings = pto__arena_strdup(&e->arena, lines);
+    st = e->warnings ? PTO_OK : PTO_ENOMEM;
+  }
+  free(lines);
+  return st;
 }
 
 /* Names programs after their instructions: "p0:TLOAD.TMULS.TLOAD.TADD..." */
@@ -364,6 +382,8 @@ pto_status pto_compile(pto_program *p, const pto_config *cfg,
   fuse_softmax_store(e);
   name_programs(e);
   if ((st = mark_streaming_stores(e)))
+    goto fail_compile;
+  if ((st = note_unused_settings(e, p, cfg)))
     goto fail_compile;
   if (e->workspace_bytes) {
     e->workspace = aligned_alloc(64, (e->workspace_bytes + 63) & ~63ull);

@@ -24,7 +24,16 @@ typedef struct pto_executable pto_executable;
 PTO_API pto_status pto_compile(pto_program *p, const pto_config *cfg,
                                pto_executable **exe);
 PTO_API void pto_executable_free(pto_executable *e); /* NULL is a no-op */
+/* The message of the last failed call on e ("" if none). */
 PTO_API const char *pto_executable_error(const pto_executable *e);
+/* What the compile noticed but did not refuse, one line each ("" when
+ * nothing; e NULL gives ""). Today: settings of the config's label
+ * overrides that no op of the program reads, e.g. "config: label 'atention'
+ * (l1_reuse, cube_tile) matches no op of program 'sfa': ..." for a typo, or
+ * "config: label 'mlp.act': cube_tile is unused: it applies to matmuls, and
+ * the label has none". One config may serve several programs, so these are
+ * warnings, not errors; tools print them (pto-dump does, on stderr). */
+PTO_API const char *pto_executable_warnings(const pto_executable *e);
 
 /* Runs every task on the calling thread in a topological order. inputs and
  * outputs are dense row-major buffers in declaration order. */
