@@ -237,10 +237,10 @@ static void host_detect(void) {
 
 pto_status pto_machine_host(pto_machine *m) {
   if (!m)
-    return PTO_EINVAL;
+    return pto__last_error(PTO_EINVAL, "pto_machine_host: m is NULL");
   uv_once(&host_once, host_detect);
   if (host_status != PTO_OK)
-    return host_status;
+    return pto__last_error(host_status, "%s", host_msg);
   *m = host_machine;
   return PTO_OK;
 }
@@ -316,8 +316,10 @@ struct pto_config {
 
 pto_config *pto_config_new(void) {
   pto_config *c = calloc(1, sizeof *c);
-  if (!c)
+  if (!c) {
+    pto__last_error(PTO_ENOMEM, "pto_config_new: out of memory");
     return NULL;
+  }
   host_or_fallback(&c->machine);
   for (int k = 0; k < PTO_KNOB_COUNT; k++)
     c->knob[k] = knobs[k].def;

@@ -332,14 +332,17 @@ static pto_status mark_streaming_stores(pto_executable *e) {
 
 pto_status pto_compile(pto_program *p, const pto_config *cfg,
                        pto_executable **out) {
-  if (!out)
-    return PTO_EINVAL;
-  *out = NULL;
+  if (out)
+    *out = NULL;
   if (!p)
-    return PTO_EINVAL;
+    return pto__last_error(PTO_EINVAL, "pto_compile: the program is NULL");
   pto__error_clear(&p->run_err);
   if (p->err.status != PTO_OK)
     return p->err.status;
+  if (!out)
+    return pto__error_set(&p->run_err, PTO_EINVAL,
+                          "compile: exe is NULL (pass the address of a "
+                          "pto_executable * to receive the executable)");
   if (p->n_outputs == 0)
     return pto__error_set(&p->run_err, PTO_EINVAL,
                           "compile: program '%s' has no outputs", p->name);
@@ -409,8 +412,11 @@ fail_alloc:
 }
 
 pto_status pto_executable_stats(const pto_executable *e, pto_exe_stats *s) {
-  if (!e || !s)
-    return PTO_EINVAL;
+  if (!e)
+    return pto__last_error(PTO_EINVAL,
+                           "pto_executable_stats: the executable is NULL");
+  if (!s)
+    return pto__error_set(pto__exe_err(e), PTO_EINVAL, "stats: s is NULL");
   const pto_compile_stats *c = &e->stats;
   memset(s, 0, sizeof *s);
   s->tensor_ops = c->tensor_ops;

@@ -1,6 +1,7 @@
 /* Traces: taking them from runs; writing them. */
 #include "scheduler/trace.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,13 +40,24 @@ void pto__trace_take(pto_trace *t, pto_run *run, const void *owner,
   snprintf(t->machine, sizeof t->machine, "%s", rt->machine.name);
 }
 
-pto_status pto__trace_write_path(const pto_trace *t, const char *path) {
+pto_status pto__trace_write_path(const pto_trace *t, const char *path,
+                                 pto_error *err) {
+  char eb[128];
   FILE *f = fopen(path, "w");
   if (!f)
-    return PTO_EIO;
+    return pto__error_set(err, PTO_EIO, "write_trace: cannot open '%s': %s",
+                          path, strerror_r(errno, eb, sizeof eb));
+  errno = 0; /* what a failing write or close sets, and nothing before */
   pto_status st = pto__trace_write_json(t, f);
   if (fclose(f) && !st)
     st = PTO_EIO;
+  if (st == PTO_EIO)
+    return pto__error_set(err, st, "write_trace: cannot write '%s': %s", path,
+                          errno ? strerror_r(errno, eb, sizeof eb)
+                                : "stream error");
+  if (st)
+    return pto__error_set(err, st, "write_trace: '%s': %s", path,
+                          pto_strerror(st));
   return st;
 }
 

@@ -120,3 +120,39 @@ Test(partitioner, example_config_has_no_unused_settings) {
   pto_program_free(p);
   pto_config_free(c);
 }
+
+/* ---- failing calls leave a message about themselves ----------------------- */
+
+Test(partitioner, failing_compile_and_dump_calls_say_why) {
+  pto_program *p = pto_example_pypto();
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  /* no place for the executable */
+  cr_expect_eq(pto_compile(p, NULL, NULL), PTO_EINVAL);
+  EXPECT_HAS(pto_program_error(p), "compile: exe is NULL");
+  /* the next compile starts clean */
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  cr_expect_str_eq(pto_program_error(p), "");
+  /* no program: nowhere but the thread's last error */
+  pto_executable *none = e;
+  cr_expect_eq(pto_compile(NULL, NULL, &none), PTO_EINVAL);
+  cr_expect_null(none);
+  EXPECT_HAS(pto_last_error(), "pto_compile: the program is NULL");
+  /* queries on the executable */
+  cr_expect_eq(pto_executable_stats(e, NULL), PTO_EINVAL);
+  EXPECT_HAS(pto_executable_error(e), "stats: s is NULL");
+  cr_expect_eq(pto_executable_dump(e, PTO_STAGE_COUNT, PTO_DUMP_DOT, stdout),
+               PTO_EINVAL);
+  EXPECT_HAS(pto_executable_error(e), "dump: stage 4");
+  cr_expect_eq(pto_executable_dump(e, PTO_STAGE_TILE, PTO_DUMP_JSON, NULL),
+               PTO_EINVAL);
+  EXPECT_HAS(pto_executable_error(e), "dump: out is NULL");
+  cr_expect_eq(pto_executable_dump(NULL, PTO_STAGE_TILE, PTO_DUMP_JSON, stdout),
+               PTO_EINVAL);
+  EXPECT_HAS(pto_last_error(), "pto_executable_dump: the executable is NULL");
+  cr_expect_eq(pto_executable_stats(NULL, NULL), PTO_EINVAL);
+  EXPECT_HAS(pto_last_error(), "pto_executable_stats: the executable is NULL");
+  cr_expect_str_eq(pto_executable_error(NULL), "executable is NULL");
+  pto_executable_free(e);
+  pto_program_free(p);
+}

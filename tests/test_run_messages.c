@@ -225,3 +225,132 @@ Test(scheduler, trace_names_unlabelled_tasks_by_program, .timeout = 60) {
   pto_config_free(c);
   pto_program_free(p);
 }
+
+/* ---- failing calls leave a message about themselves ----------------------- */
+
+static pto_program *small_program(void) {
+  pto_program *p = pto_program_new("small");
+  int64_t s[2] = {8, 8};
+  pto_output(p, pto_exp(p, pto_input(p, "x", PTO_F32, 2, s)), "y");
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  return p;
+}
+
+Test(scheduler, failing_run_calls_say_why, .timeout = 60) {
+  pto_program *p = small_program();
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  pto_runtime *rt = runtime_n(1, 0);
+  static float x[64], y[64];
+  const void *in[] = {x};
+  void *out[] = {y};
+  cr_expect_eq(pto_runtime_run(rt, NULL, in, out), PTO_EINVAL);
+  EXPECT_HAS(pto_runtime_error(rt), "run: the executable is NULL");
+  cr_expect_str_eq(pto_executable_error(NULL), "executable is NULL");
+  cr_expect_eq(pto_runtime_run(NULL, e, in, out), PTO_EINVAL);
+  EXPECT_HAS(pto_executable_error(e), "run: the runtime is NULL");
+  cr_expect_eq(pto_runtime_run(NULL, NULL, in, out), PTO_EINVAL);
+  EXPECT_HAS(pto_last_error(), "run: the runtime and the executable are NULL");
+  cr_expect_eq(pto_runtime_submit(rt, e, in, out, NULL, NULL, NULL, NULL),
+               PTO_EINVAL);
+  EXPECT_HAS(pto_executable_error(e), "submit: a loop and a callback");
+  cr_expect_eq(pto_executable_run_serial(NULL, in, out), PTO_EINVAL);
+  EXPECT_HAS(pto_last_error(), "pto_executable_run_serial: the executable");
+  /* and the executable still runs */
+  cr_expect_eq(pto_runtime_run(rt, e, in, out), PTO_OK, "%s",
+               pto_executable_error(e));
+  cr_expect_str_eq(pto_executable_error(e), "");
+  pto_runtime_free(rt);
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
+/* Before this was fixed, write_trace on an untraced executable returned
+ * ENOTFOUND and left the previous run's message in place. */
+Test(scheduler, trace_calls_say_why_not_what_came_before, .timeout = 60) {
+  pto_program *p = small_program();
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  pto_runtime *rt = runtime_n(1, 0);
+  static float x[64];
+  const void *in[] = {x};
+  cr_expect_eq(pto_runtime_run(rt, e, in, NULL), PTO_EINVAL);
+  EXPECT_HAS(pto_executable_error(e), "buffers are required");
+  cr_expect_eq(pto_executable_write_trace(e, "/tmp/pto_never_written.json"),
+               PTO_ENOTFOUND);
+  EXPECT_HAS(pto_executable_error(e),
+             "write_trace: no traced run has finished");
+  EXPECT_HAS(pto_executable_error(e), "params.trace");
+  cr_expect_eq(access("/tmp/pto_never_written.json", F_OK), -1);
+  cr_expect_eq(pto_executable_trace_summary(e, stdout), PTO_ENOTFOUND);
+  EXPECT_HAS(pto_executable_error(e), "trace_summary: no traced run");
+  cr_expect_eq(pto_executable_write_trace(e, NULL), PTO_EINVAL);
+  EXPECT_HAS(pto_executable_error(e), "write_trace: path is NULL");
+  cr_expect_eq(pto_executable_write_trace(NULL, "x"), PTO_EINVAL);
+  EXPECT_HAS(pto_last_error(), "the executable is NULL");
+  pto_runtime_free(rt);
+  /* traced: a path that cannot be written names itself and why */
+  rt = runtime_n(1, 1);
+  static float y[64];
+  void *out[] = {y};
+  cr_assert_eq(pto_runtime_run(rt, e, in, out), PTO_OK, "%s",
+               pto_executable_error(e));
+  cr_expect_eq(pto_executable_write_trace(e, "/nonexistent-dir/t.json"),
+               PTO_EIO);
+  EXPECT_HAS(pto_executable_error(e),
+             "write_trace: cannot open '/nonexistent-dir/t.json': No such file");
+  pto_runtime_free(rt);
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
+static int nop_task(void *arg) {
+  (void)arg;
+  return 0;
+}
+
+Test(scheduler, failing_graph_calls_say_why, .timeout = 60) {
+  pto_graph *g = pto_graph_new();
+  cr_assert_not_null(g);
+  cr_assert_eq(pto_graph_add(g, PTO_CORE_VECTOR, nop_task, NULL), 0);
+  cr_expect_eq(pto_runtime_run_graph(NULL, g), PTO_EINVAL);
+  EXPECT_HAS(pto_graph_error(g), "run_graph: the runtime is NULL");
+  pto_runtime *rt = runtime_n(1, 0);
+  cr_expect_eq(pto_runtime_run_graph(rt, NULL), PTO_EINVAL);
+  EXPECT_HAS(pto_runtime_error(rt), "run_graph: the graph is NULL");
+  cr_expect_eq(pto_runtime_run_graph(rt, g), PTO_OK, "%s", pto_graph_error(g));
+  cr_expect_eq(pto_graph_write_trace(g, "/tmp/pto_never_written.json"),
+               PTO_ENOTFOUND);
+  EXPECT_HAS(pto_graph_error(g), "write_trace: no traced run has finished");
+  cr_expect_eq(pto_graph_trace_summary(g, NULL), PTO_EINVAL);
+  EXPECT_HAS(pto_graph_error(g), "trace_summary: out is NULL");
+  cr_expect_eq(pto_graph_add(NULL, PTO_CORE_VECTOR, nop_task, NULL),
+               PTO_EINVAL);
+  EXPECT_HAS(pto_last_error(), "pto_graph_add: the graph is NULL");
+  pto_runtime_free(rt);
+  pto_graph_free(g);
+}
+
+Test(scheduler, failing_runtime_new_says_why, .timeout = 60) {
+  pto_runtime_params prm = pto_runtime_params_default();
+  prm.policy = (pto_policy)7;
+  pto_runtime *rt = (pto_runtime *)&prm; /* set to NULL on failure */
+  cr_expect_eq(pto_runtime_new(&prm, &rt), PTO_EINVAL);
+  cr_expect_null(rt);
+  EXPECT_HAS(pto_runtime_error(NULL), "runtime: unknown policy 7");
+  EXPECT_HAS(pto_runtime_error(NULL), "fifo, critical-path, locality");
+  EXPECT_HAS(pto_last_error(), "runtime: unknown policy 7");
+  cr_expect_eq(pto_runtime_new(NULL, NULL), PTO_EINVAL);
+  EXPECT_HAS(pto_runtime_error(NULL), "runtime: rt is NULL");
+  pto_machine m = pto_machine_ascend();
+  prm = pto_runtime_params_default();
+  prm.machine = &m;
+  m.workers[PTO_CORE_CUBE] = 0;
+  m.workers[PTO_CORE_VECTOR] = 0;
+  cr_expect_eq(pto_runtime_new(&prm, &rt), PTO_ECONFIG);
+  EXPECT_HAS(pto_runtime_error(NULL), "machine 'ascend' has no workers");
+  /* a success clears what pto_runtime_error(NULL) reports */
+  rt = runtime_n(1, 0);
+  cr_expect_str_eq(pto_runtime_error(NULL), "runtime is NULL");
+  pto_runtime_free(rt);
+}

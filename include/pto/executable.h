@@ -18,13 +18,15 @@ typedef struct pto_executable pto_executable;
 /* Tiles, partitions, plans local memory, compiles programs and builds the
  * execution graph. cfg NULL uses pto_config_new()'s defaults. On failure
  * *exe is NULL and pto_program_error(p) says why, e.g. "compile: rowsum
- * 'x.sum' needs 262144 bytes of UB, the machine has 196608". The program
+ * 'x.sum' needs 262144 bytes of UB, the machine has 196608" (p NULL:
+ * pto_last_error). The program
  * must outlive the executable (dumps read its tensor graph); building more
  * ops into it afterwards does not change the executable. */
 PTO_API pto_status pto_compile(pto_program *p, const pto_config *cfg,
                                pto_executable **exe);
 PTO_API void pto_executable_free(pto_executable *e); /* NULL is a no-op */
-/* The message of the last failed call on e ("" if none). */
+/* The message of the last failed call on e ("" if none; a run clears it
+ * when it starts). */
 PTO_API const char *pto_executable_error(const pto_executable *e);
 /* What the compile noticed but did not refuse, one line each ("" when
  * nothing; e NULL gives ""). Today: settings of the config's label
