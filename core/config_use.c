@@ -62,8 +62,8 @@ typedef struct lines {
   int oom;
 } lines;
 
-__attribute__((format(printf, 2, 3))) static void add(lines *l,
-                                                       const char *fmt, ...) {
+__attribute__((format(printf, 2, 3))) static void add(lines *l, const char *fmt,
+                                                      ...) {
   char line[512];
   va_list ap;
   va_start(ap, fmt);

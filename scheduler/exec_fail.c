@@ -101,8 +101,7 @@ static void gather_failure(const pto_executable *e, const pto_cprog *pr,
       break;
     }
   }
-  const pto_node *node =
-      gather_node(p, args[pi->slot].storage, index_storage);
+  const pto_node *node = gather_node(p, args[pi->slot].storage, index_storage);
   /* else where its row is stored: out[s..., :] is gathered by index[s...],
    * so the output row's position is the index's */
   int64_t out_off = -1;
@@ -150,9 +149,9 @@ static void gather_failure(const pto_executable *e, const pto_cprog *pr,
              head, v, r, node->in[1]->name, rows, table);
 }
 
-void pto__insn_failure(const pto_executable *e, const pto_cprog *pr,
-                       uint32_t i, const pto_tile *tiles,
-                       const pto_targ *args, int rc, char *buf, size_t size) {
+void pto__insn_failure(const pto_executable *e, const pto_cprog *pr, uint32_t i,
+                       const pto_tile *tiles, const pto_targ *args, int rc,
+                       char *buf, size_t size) {
   const pto_pinst *pi = &pr->insts[i];
   if (pi->op == PTO_OP_TGATHER && rc == PTO_ERANGE &&
       (pi->flags & PTO_TF_STRICT) && pi->slot >= 0 && pi->n_src && pi->n_dst)

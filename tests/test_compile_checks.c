@@ -121,7 +121,8 @@ Test(partitioner, example_config_has_no_unused_settings) {
   pto_config_free(c);
 }
 
-/* ---- failing calls leave a message about themselves ----------------------- */
+/* ---- failing calls leave a message about themselves -----------------------
+ */
 
 Test(partitioner, failing_compile_and_dump_calls_say_why) {
   pto_program *p = pto_example_pypto();

@@ -41,8 +41,8 @@ static void expect_run_fails(pto_executable *e, const void *const *in,
                              void *const *out, const char *const *want) {
   for (int how = 0; how < 3; how++) {
     pto_runtime *rt = how ? runtime_n((uint32_t)how, 0) : NULL;
-    pto_status st =
-        rt ? pto_runtime_run(rt, e, in, out) : pto_executable_run_serial(e, in, out);
+    pto_status st = rt ? pto_runtime_run(rt, e, in, out)
+                       : pto_executable_run_serial(e, in, out);
     cr_expect_eq(st, PTO_ERANGE, "%s: %s", how ? "runtime" : "serial",
                  pto_executable_error(e));
     for (int k = 0; want[k]; k++)
@@ -131,7 +131,8 @@ static pto_program *computed_index(int then_exp) {
   pto_tensor *tt = pto_input(p, "table", PTO_F32, 2, ts);
   pto_tensor *tx = pto_input(p, "x", PTO_F32, 1, xs);
   pto_program_push_label(p, "pick");
-  pto_tensor *g = pto_gather(p, tt, pto_cast(p, tx, PTO_I32), PTO_GATHER_STRICT);
+  pto_tensor *g =
+      pto_gather(p, tt, pto_cast(p, tx, PTO_I32), PTO_GATHER_STRICT);
   pto_output(p, then_exp ? pto_exp(p, g) : g, "g");
   cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
   return p;
@@ -151,15 +152,17 @@ Test(scheduler, strict_gather_failure_of_a_computed_index, .timeout = 60) {
     cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
     cr_expect_eq(pto_executable_num_tasks(e), 1, "the cast is fused");
     const char *exact[] = {eval_msg, NULL};
-    const char *parts[] = {"gather 'pick'", "index 9", "cast", "[0, 5)",
-                           "table 'table' f32[5,8]", NULL};
+    const char *parts[] = {
+        "gather 'pick'",          "index 9", "cast", "[0, 5)",
+        "table 'table' f32[5,8]", NULL};
     expect_run_fails(e, in, outs, then_exp ? parts : exact);
     pto_executable_free(e);
     pto_program_free(p);
   }
 }
 
-/* ---- traces ---------------------------------------------------------------- */
+/* ---- traces ----------------------------------------------------------------
+ */
 
 /* Every box of a traced run has a name: its label, or its program's when it
  * has none; args keep both. */
@@ -226,7 +229,8 @@ Test(scheduler, trace_names_unlabelled_tasks_by_program, .timeout = 60) {
   pto_program_free(p);
 }
 
-/* ---- failing calls leave a message about themselves ----------------------- */
+/* ---- failing calls leave a message about themselves -----------------------
+ */
 
 static pto_program *small_program(void) {
   pto_program *p = pto_program_new("small");
@@ -297,8 +301,9 @@ Test(scheduler, trace_calls_say_why_not_what_came_before, .timeout = 60) {
                pto_executable_error(e));
   cr_expect_eq(pto_executable_write_trace(e, "/nonexistent-dir/t.json"),
                PTO_EIO);
-  EXPECT_HAS(pto_executable_error(e),
-             "write_trace: cannot open '/nonexistent-dir/t.json': No such file");
+  EXPECT_HAS(
+      pto_executable_error(e),
+      "write_trace: cannot open '/nonexistent-dir/t.json': No such file");
   pto_runtime_free(rt);
   pto_executable_free(e);
   pto_program_free(p);
