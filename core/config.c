@@ -44,6 +44,19 @@ static int knob_is_flag(pto_knob k) {
   return knobs[k].min == 0 && knobs[k].max == 1;
 }
 
+/* policy orders the ready queues every task of a run shares, so one run
+ * has one policy: it is a run-wide setting, not a per-label one. */
+static int knob_per_label(pto_knob k) {
+  return k != PTO_KNOB_POLICY;
+}
+
+static const char *knob_not_per_label(pto_knob k) {
+  (void)k; /* policy is the only one */
+  return "policy is chosen per run (the ready queues every task of a run "
+         "shares follow one policy), not per label: set it globally "
+         "(knobs.policy, which pto_runtime_params_from_config reads)";
+}
+
 const char *pto_knob_name(pto_knob k) {
   return (unsigned)k < PTO_KNOB_COUNT ? knobs[k].name : "?";
 }
@@ -224,10 +237,10 @@ static void host_detect(void) {
 
 pto_status pto_machine_host(pto_machine *m) {
   if (!m)
-    return PTO_EINVAL;
+    return pto__last_error(PTO_EINVAL, "pto_machine_host: m is NULL");
   uv_once(&host_once, host_detect);
   if (host_status != PTO_OK)
-    return host_status;
+    return pto__last_error(host_status, "%s", host_msg);
   *m = host_machine;
   return PTO_OK;
 }
@@ -303,8 +316,10 @@ struct pto_config {
 
 pto_config *pto_config_new(void) {
   pto_config *c = calloc(1, sizeof *c);
-  if (!c)
+  if (!c) {
+    pto__last_error(PTO_ENOMEM, "pto_config_new: out of memory");
     return NULL;
+  }
   host_or_fallback(&c->machine);
   for (int k = 0; k < PTO_KNOB_COUNT; k++)
     c->knob[k] = knobs[k].def;
@@ -548,6 +563,39 @@ int pto_config_tile(const pto_config *c, const char *label,
   return pto__config_tile(c, label, shape);
 }
 
+/* ---- label overrides, for reports (core/config_use.c) --------------------- */
+
+_Static_assert(PTO__SET_COUNT <= 32, "a label's settings are a 32-bit mask");
+
+uint32_t pto__config_n_labels(const pto_config *c) {
+  return c ? c->n_labels : 0;
+}
+
+const char *pto__config_label_name(const pto_config *c, uint32_t i) {
+  return c->labels[i].name;
+}
+
+static uint32_t label_sets(const config_label *l) {
+  return l->knob_set |
+         (l->tile_set & TILE_VEC ? UINT32_C(1) << PTO__SET_VEC_TILE : 0) |
+         (l->tile_set & TILE_CUBE ? UINT32_C(1) << PTO__SET_CUBE_TILE : 0);
+}
+
+uint32_t pto__config_label_sets(const pto_config *c, uint32_t i) {
+  return label_sets(&c->labels[i]);
+}
+
+long pto__config_source(const pto_config *c, const char *label, int setting) {
+  if (!c || !label)
+    return -1;
+  for (size_t len = strlen(label); len; len = label_parent(label, len)) {
+    long i = label_find(c, label, len, NULL);
+    if (i >= 0 && (label_sets(&c->labels[i]) & (UINT32_C(1) << setting)))
+      return i;
+  }
+  return -1;
+}
+
 pto_status pto_config_set_knob(pto_config *c, const char *label, pto_knob k,
                                int64_t value) {
   config_label *l;
@@ -560,6 +608,10 @@ pto_status pto_config_set_knob(pto_config *c, const char *label, pto_knob k,
   if (label && !label[0])
     return pto__error_set(&c->err, PTO_EINVAL,
                           "pto_config_set_knob: empty label");
+  if (label && !knob_per_label(k))
+    return pto__error_set(&c->err, PTO_ECONFIG,
+                          "pto_config_set_knob: label '%s': %s", label,
+                          knob_not_per_label(k));
   if (value < knobs[k].min || value > knobs[k].max)
     return pto__error_set(&c->err, PTO_EINVAL,
                           "%s%s%s = %" PRId64 " is out of range [%" PRId64
@@ -983,7 +1035,17 @@ static const char *const label_keys[] = {
 #undef PTO__KNOB_KEY
         "vec_tile",
     "cube_tile"};
-enum { LK_VEC = PTO_KNOB_COUNT, LK_CUBE, LK_COUNT };
+enum {
+  LK_VEC = PTO__SET_VEC_TILE,
+  LK_CUBE = PTO__SET_CUBE_TILE,
+  LK_COUNT = PTO__SET_COUNT
+};
+_Static_assert(sizeof label_keys / sizeof label_keys[0] == LK_COUNT,
+               "label_keys lists a label's settings in PTO__SET_* order");
+
+const char *pto__config_setting_name(int setting) {
+  return setting >= 0 && setting < LK_COUNT ? label_keys[setting] : "?";
+}
 
 static pto_status parse_label(const load_ctx *x, pto_config *c,
                               const char *label, json_t *v) {
@@ -1003,8 +1065,17 @@ static pto_status parse_label(const load_ctx *x, pto_config *c,
     int64_t value = 0;
     uint32_t t[3] = {0, 0, 0};
     path_join(path, sizeof path, lpath, key);
-    if (i < 0)
-      return unknown_key(x, path, label_keys, LK_COUNT);
+    if (i < 0) { /* list what a label may set */
+      const char *allowed[LK_COUNT];
+      size_t n = 0;
+      for (int j = 0; j < LK_COUNT; j++)
+        if (j >= PTO_KNOB_COUNT || knob_per_label((pto_knob)j))
+          allowed[n++] = label_keys[j];
+      return unknown_key(x, path, allowed, n);
+    }
+    if (i < PTO_KNOB_COUNT && !knob_per_label((pto_knob)i))
+      return load_fail(x, PTO_ECONFIG, path, "%s",
+                       knob_not_per_label((pto_knob)i));
     if (i < PTO_KNOB_COUNT)
       st = parse_knob(x, path, (pto_knob)i, val, &value);
     else if (i == LK_VEC)

@@ -24,6 +24,34 @@ void pto__config_knobs(const pto_config *c, const char *label,
 int pto__config_tile(const pto_config *c, const char *label,
                      pto_tile_shape *shape);
 
+/* What a label override may set: knob k (bit k), the vector part of the
+ * tile shape and the cube part. */
+enum {
+  PTO__SET_VEC_TILE = PTO_KNOB_COUNT,
+  PTO__SET_CUBE_TILE,
+  PTO__SET_COUNT
+};
+/* "nbuffer", ... "vec_tile", "cube_tile" (as the JSON spells them). */
+const char *pto__config_setting_name(int setting);
+
+/* The label overrides, sorted by name: how many, entry i's name and what it
+ * sets (bit s for setting s). */
+uint32_t pto__config_n_labels(const pto_config *c);
+const char *pto__config_label_name(const pto_config *c, uint32_t i);
+uint32_t pto__config_label_sets(const pto_config *c, uint32_t i);
+/* The entry that gives ops labelled `label` setting s (the longest matching
+ * label that sets it), or -1 when none does. */
+long pto__config_source(const pto_config *c, const char *label, int setting);
+
+/* Lines (joined by '\n', malloc'ed; NULL with PTO_OK when there are none)
+ * naming every setting of c's label overrides that no op of p reads: a
+ * label no op is under (a typo), a setting for ops the label has none of
+ * (cube_tile where it has no matmul), one every op under the label takes
+ * from a longer label. PTO_ENOMEM. */
+struct pto_program;
+pto_status pto__config_unused(const pto_config *c, const struct pto_program *p,
+                              char **lines);
+
 /* The machine (the host's for a NULL config). */
 const pto_machine *pto__config_machine(const pto_config *c);
 

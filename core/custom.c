@@ -2,6 +2,8 @@
  * never lock: a slot is filled before the count that publishes it. */
 #include "core/custom.h"
 
+#include "core/error.h"
+
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,23 +40,41 @@ int pto_custom_op_find(const char *name) {
   return find_locked(name, n);
 }
 
+#define REG "pto_custom_op_register"
+
 pto_status pto_custom_op_register(const pto_custom_op_desc *d, int *id) {
-  if (!d || !id || !d->name || !d->name[0] || !d->fn)
-    return PTO_EINVAL;
-  if (strlen(d->name) >= sizeof ops[0].name || d->n_src < 1 ||
-      d->n_src > PTO_MAX_SRC ||
-      (d->core != PTO_CORE_CUBE && d->core != PTO_CORE_VECTOR) ||
-      (unsigned)d->out_dtype >= PTO_DTYPE_COUNT)
-    return PTO_EINVAL;
+  if (!d || !id)
+    return pto__last_error(PTO_EINVAL, REG ": %s is NULL", d ? "id" : "desc");
+  if (!d->name || !d->name[0] || strlen(d->name) >= sizeof ops[0].name)
+    return pto__last_error(PTO_EINVAL,
+                           REG ": a name of 1 to %zu characters is required",
+                           sizeof ops[0].name - 1);
+  if (!d->fn)
+    return pto__last_error(PTO_EINVAL, REG ": '%s' has no function", d->name);
+  if (d->n_src < 1 || d->n_src > PTO_MAX_SRC)
+    return pto__last_error(PTO_EINVAL,
+                           REG ": '%s' has n_src %d, not 1..%d", d->name,
+                           d->n_src, PTO_MAX_SRC);
+  if (d->core != PTO_CORE_CUBE && d->core != PTO_CORE_VECTOR)
+    return pto__last_error(PTO_EINVAL,
+                           REG ": '%s' has core type %d, not cube or vector",
+                           d->name, (int)d->core);
+  if ((unsigned)d->out_dtype >= PTO_DTYPE_COUNT)
+    return pto__last_error(PTO_EINVAL, REG ": '%s' has out_dtype %d, not a dtype",
+                           d->name, (int)d->out_dtype);
   uv_once(&once, registry_init);
   uv_mutex_lock(&lock);
   /* relaxed: writers are serialised by the mutex. */
   int n = atomic_load_explicit(&n_ops, memory_order_relaxed);
   pto_status st = PTO_OK;
-  if (find_locked(d->name, n) >= 0) {
-    st = PTO_EINVAL;
+  int taken = find_locked(d->name, n);
+  if (taken >= 0) {
+    st = pto__last_error(PTO_EINVAL, REG ": '%s' is already registered (id %d)",
+                         d->name, taken);
   } else if (n == PTO_CUSTOM_MAX) {
-    st = PTO_ENOMEM;
+    st = pto__last_error(PTO_ENOMEM,
+                         REG ": '%s': the registry is full (%d custom ops)",
+                         d->name, PTO_CUSTOM_MAX);
   } else {
     pto_custom_op *op = &ops[n];
     strcpy(op->name, d->name);

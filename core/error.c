@@ -35,3 +35,18 @@ void pto__error_clear(pto_error *e) {
   e->status = PTO_OK;
   e->msg[0] = '\0';
 }
+
+/* The calling thread's last failure that had no object to keep it. */
+static _Thread_local pto_error last_error;
+
+pto_status pto__last_error(pto_status status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  error_vset(&last_error, status, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+const char *pto_last_error(void) {
+  return last_error.msg;
+}

@@ -19,4 +19,9 @@ pto_status pto__error_first(pto_error *e, pto_status status, const char *fmt,
                             ...) __attribute__((format(printf, 3, 4)));
 void pto__error_clear(pto_error *e);
 
+/* Records the message pto_last_error() returns on this thread (for calls
+ * with no object to keep it); returns status. */
+pto_status pto__last_error(pto_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 #endif /* PTO_CORE_ERROR_H */

@@ -126,6 +126,16 @@ struct pto_executable {
   uint32_t *unit_subgraph;
   uint32_t *subgraph_task;
   uint32_t n_subgraphs;
+  /* what the compile noticed but did not refuse (arena-owned lines), or
+   * NULL: pto_executable_warnings */
+  const char *warnings;
 };
+
+/* The error record of an executable a const call fails on: like a cache,
+ * the record is not part of the executable's value, and every executable
+ * is heap-allocated, never a const object. */
+static inline pto_error *pto__exe_err(const pto_executable *e) {
+  return (pto_error *)(uintptr_t)&e->err;
+}
 
 #endif /* PTO_CORE_EXE_H */

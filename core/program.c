@@ -103,8 +103,14 @@ fail(pto_program *p, const char *op, pto_status st, const char *fmt, ...) {
 
 pto_status pto_program_fail(pto_program *p, pto_status status,
                             const char *op, const char *fmt, ...) {
-  if (!p || !op || !fmt || status >= 0)
-    return PTO_EINVAL;
+  if (!p || !op || !fmt)
+    return pto__last_error(PTO_EINVAL, "pto_program_fail: %s is NULL",
+                           !p ? "the program" : !op ? "op" : "fmt");
+  if (status >= 0) /* not recorded: the program stays usable */
+    return pto__last_error(PTO_EINVAL,
+                           "pto_program_fail: status %d is not an error "
+                           "(errors are negative)",
+                           (int)status);
   char msg[PTO_ERROR_MSG];
   va_list ap;
   va_start(ap, fmt);

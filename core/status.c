@@ -1,6 +1,8 @@
 /* Names of status codes, dtypes and core types. */
+#include <stdio.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "pto/status.h"
 #include "pto/types.h"
 
@@ -64,7 +66,18 @@ int pto_mask_from_name(const char *name, pto_mask_mode *m) {
       *m = (pto_mask_mode)i;
       return PTO_OK;
     }
-  return PTO_EINVAL;
+  if (!name || !m)
+    return pto__last_error(PTO_EINVAL, "pto_mask_from_name: %s is NULL",
+                           name ? "m" : "name");
+  char known[64] = "";
+  for (int i = 0, len = 0; i < PTO_MASK_MODE_COUNT && len < (int)sizeof known;
+       i++)
+    len += snprintf(known + len, sizeof known - (size_t)len, "%s%s",
+                    i ? ", " : "", mask_names[i]);
+  return pto__last_error(PTO_EINVAL,
+                         "pto_mask_from_name: unknown mask '%.64s' (expected "
+                         "one of %s)",
+                         name, known);
 }
 
 pto_tile_shape pto_tile_shape_default(void) {

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/config.h"
 #include "core/exe.h"
 #include "partitioner/partition.h"
 #include "pto/executable.h"
@@ -40,6 +41,23 @@ void pto_executable_free(pto_executable *e) {
 
 const char *pto_executable_error(const pto_executable *e) {
   return e ? e->err.msg : "executable is NULL";
+}
+
+const char *pto_executable_warnings(const pto_executable *e) {
+  return e && e->warnings ? e->warnings : "";
+}
+
+/* Settings of cfg the program does not read, kept as e's warnings. */
+static pto_status note_unused_settings(pto_executable *e, const pto_program *p,
+                                       const pto_config *cfg) {
+  char *lines = NULL;
+  pto_status st = pto__config_unused(cfg, p, &lines);
+  if (st == PTO_OK && lines) {
+    e->warnings = pto__arena_strdup(&e->arena, lines);
+    st = e->warnings ? PTO_OK : PTO_ENOMEM;
+  }
+  free(lines);
+  return st;
 }
 
 /* Names programs after their instructions: "p0:TLOAD.TMULS.TLOAD.TADD..." */
@@ -314,14 +332,17 @@ static pto_status mark_streaming_stores(pto_executable *e) {
 
 pto_status pto_compile(pto_program *p, const pto_config *cfg,
                        pto_executable **out) {
-  if (!out)
-    return PTO_EINVAL;
-  *out = NULL;
+  if (out)
+    *out = NULL;
   if (!p)
-    return PTO_EINVAL;
+    return pto__last_error(PTO_EINVAL, "pto_compile: the program is NULL");
   pto__error_clear(&p->run_err);
   if (p->err.status != PTO_OK)
     return p->err.status;
+  if (!out)
+    return pto__error_set(&p->run_err, PTO_EINVAL,
+                          "compile: exe is NULL (pass the address of a "
+                          "pto_executable * to receive the executable)");
   if (p->n_outputs == 0)
     return pto__error_set(&p->run_err, PTO_EINVAL,
                           "compile: program '%s' has no outputs", p->name);
@@ -365,6 +386,8 @@ pto_status pto_compile(pto_program *p, const pto_config *cfg,
   name_programs(e);
   if ((st = mark_streaming_stores(e)))
     goto fail_compile;
+  if ((st = note_unused_settings(e, p, cfg)))
+    goto fail_compile;
   if (e->workspace_bytes) {
     e->workspace = aligned_alloc(64, (e->workspace_bytes + 63) & ~63ull);
     if (!e->workspace) {
@@ -389,8 +412,11 @@ fail_alloc:
 }
 
 pto_status pto_executable_stats(const pto_executable *e, pto_exe_stats *s) {
-  if (!e || !s)
-    return PTO_EINVAL;
+  if (!e)
+    return pto__last_error(PTO_EINVAL,
+                           "pto_executable_stats: the executable is NULL");
+  if (!s)
+    return pto__error_set(pto__exe_err(e), PTO_EINVAL, "stats: s is NULL");
   const pto_compile_stats *c = &e->stats;
   memset(s, 0, sizeof *s);
   s->tensor_ops = c->tensor_ops;

@@ -8,6 +8,7 @@
  * is a jansson object, so strings are escaped and numbers are exact.
  * DOT node ids are stable across stages: t<i> tensors, n<i> ops, i<i> tile
  * instructions, sg<i> subgraphs, task<i> tasks. */
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
@@ -1266,9 +1267,21 @@ static pto_status exec_dot(const pto_executable *e, FILE *f) {
 
 pto_status pto_executable_dump(const pto_executable *e, pto_stage stage,
                                pto_dump_format fmt, FILE *out) {
-  if (!e || !out || (unsigned)stage >= PTO_STAGE_COUNT ||
-      (fmt != PTO_DUMP_DOT && fmt != PTO_DUMP_JSON) || !e->tg.prog)
-    return PTO_EINVAL;
+  if (!e)
+    return pto__last_error(PTO_EINVAL,
+                           "pto_executable_dump: the executable is NULL");
+  pto_error *err = pto__exe_err(e);
+  if (!out)
+    return pto__error_set(err, PTO_EINVAL, "dump: out is NULL");
+  if ((unsigned)stage >= PTO_STAGE_COUNT ||
+      (fmt != PTO_DUMP_DOT && fmt != PTO_DUMP_JSON))
+    return pto__error_set(err, PTO_EINVAL,
+                          "dump: stage %d or format %d is not one of "
+                          "pto_stage or pto_dump_format",
+                          (int)stage, (int)fmt);
+  if (!e->tg.prog)
+    return pto__error_set(err, PTO_EINVAL,
+                          "dump: the executable has no tensor graph");
   static pto_status (*const fns[PTO_STAGE_COUNT][2])(const pto_executable *,
                                                      FILE *) = {
       {tensor_dot, tensor_json},
@@ -1277,9 +1290,17 @@ pto_status pto_executable_dump(const pto_executable *e, pto_stage stage,
       {exec_dot, exec_json},
   };
   if (stage >= PTO_STAGE_SUBGRAPH && !e->unit_subgraph)
-    return PTO_EINVAL; /* not a compiled executable */
+    return pto__error_set(err, PTO_EINVAL,
+                          "dump: the executable has no subgraphs to dump "
+                          "(it was not made by pto_compile)");
   pto_status st = fns[stage][fmt == PTO_DUMP_JSON](e, out);
-  if (fflush(out) == EOF || ferror(out))
-    return PTO_EIO;
+  if (fflush(out) == EOF || ferror(out)) {
+    char eb[128];
+    return pto__error_set(err, PTO_EIO, "dump: cannot write: %s",
+                          errno ? strerror_r(errno, eb, sizeof eb)
+                                : "stream error");
+  }
+  if (st != PTO_OK)
+    return pto__error_set(err, st, "dump: %s", pto_strerror(st));
   return st;
 }

@@ -237,12 +237,14 @@ pto_status pto__task_exec(const pto_executable *e, uint32_t t, uint32_t next,
       a.imm[1] = pi->imm[1];
       a.flags = pi->flags;
       int rc = pi->fn(pi->op, &a);
-      if (rc < 0)
+      if (rc < 0) {
+        char why[PTO_ERROR_MSG];
+        pto__insn_failure(e, pr, i, tiles, args, rc, why, sizeof why);
         return pto__error_set(
             err, (pto_status)rc,
             "task %u (program %s, label '%s'): instruction %u %s failed: %s",
-            t, pr->name, task->label, i, pto__insn_name(pi->op),
-            pto_strerror(rc));
+            t, pr->name, task->label, i, pto__insn_name(pi->op), why);
+      }
     }
     pto__pf_advance(&pf, pf.lines);
   }

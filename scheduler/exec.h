@@ -31,6 +31,14 @@ pto_status pto__task_exec(const pto_executable *e, uint32_t t, uint32_t next,
                           pto_scratch *s, unsigned char *const *base,
                           pto_error *err);
 
+/* The detail of instruction i of pr failing with status rc (tiles and args
+ * as the task ran it), for its message: for a strict TGATHER the index out
+ * of range, its position in the index tensor and the table, worded as the
+ * evaluator words it; otherwise the status's text. */
+void pto__insn_failure(const pto_executable *e, const pto_cprog *pr,
+                       uint32_t i, const pto_tile *tiles,
+                       const pto_targ *args, int rc, char *buf, size_t size);
+
 /* Fills ahead (PTO_AHEAD_MAX entries) with the windows of the TLOADs that
  * directly follow instruction i of a cube program, when i computes (the
  * operands of the next matmul, which the current one may prefetch: its

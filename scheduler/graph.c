@@ -1,5 +1,6 @@
 /* Task graphs of user callbacks: the scheduler without the compiler, for
  * measuring it and for work that is not a tensor program. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +31,15 @@ pto_graph *pto_graph_new(void) {
   pto_graph *g = calloc(1, sizeof *g);
   if (g)
     g->dirty = 1;
+  else
+    pto__last_error(PTO_ENOMEM, "pto_graph_new: out of memory");
   return g;
+}
+
+/* The error record of a graph a const call fails on (graphs are
+ * heap-allocated, never const objects; the record is not their value). */
+static pto_error *graph_err(const pto_graph *g) {
+  return (pto_error *)(uintptr_t)&g->err;
 }
 
 static void csr_free(pto_graph *g) {
@@ -60,7 +69,7 @@ const char *pto_graph_error(const pto_graph *g) {
 int64_t pto_graph_add(pto_graph *g, pto_core_type core, pto_task_fn fn,
                       void *arg) {
   if (!g)
-    return PTO_EINVAL;
+    return pto__last_error(PTO_EINVAL, "pto_graph_add: the graph is NULL");
   if (!fn || (core != PTO_CORE_CUBE && core != PTO_CORE_VECTOR))
     return pto__error_set(&g->err, PTO_EINVAL,
                           "graph_add: a task needs a function and the core "
@@ -78,7 +87,7 @@ int64_t pto_graph_add(pto_graph *g, pto_core_type core, pto_task_fn fn,
 
 pto_status pto_graph_depend(pto_graph *g, int64_t before, int64_t after) {
   if (!g)
-    return PTO_EINVAL;
+    return pto__last_error(PTO_EINVAL, "pto_graph_depend: the graph is NULL");
   if (before < 0 || after < 0 || before >= g->n || after >= g->n ||
       before == after)
     return pto__error_set(&g->err, PTO_EINVAL,
@@ -191,9 +200,15 @@ static void graph_finish(pto_run *run) {
 }
 
 pto_status pto_runtime_run_graph(pto_runtime *rt, pto_graph *g) {
-  if (!rt || !g)
-    return PTO_EINVAL;
+  if (!g)
+    return rt ? pto__error_set(&rt->err, PTO_EINVAL,
+                               "run_graph: the graph is NULL")
+              : pto__last_error(PTO_EINVAL,
+                                "run_graph: the runtime and the graph are "
+                                "NULL");
   pto__error_clear(&g->err);
+  if (!rt)
+    return pto__error_set(&g->err, PTO_EINVAL, "run_graph: the runtime is NULL");
   pto_status st;
   if (g->dirty && (st = build(g)))
     return st;
@@ -242,15 +257,36 @@ out:
   return st;
 }
 
+static pto_status no_trace(const pto_graph *g, const char *call) {
+  return pto__error_set(graph_err(g), PTO_ENOTFOUND,
+                        "%s: no traced run has finished (runs record a "
+                        "trace when the runtime is made with params.trace "
+                        "set)",
+                        call);
+}
+
 pto_status pto_graph_write_trace(const pto_graph *g, const char *path) {
-  if (!g || !path)
-    return PTO_EINVAL;
-  return g->trace.start ? pto__trace_write_path(&g->trace, path)
-                        : PTO_ENOTFOUND;
+  if (!g)
+    return pto__last_error(PTO_EINVAL,
+                           "pto_graph_write_trace: the graph is NULL");
+  if (!path)
+    return pto__error_set(graph_err(g), PTO_EINVAL,
+                          "write_trace: path is NULL");
+  return g->trace.start ? pto__trace_write_path(&g->trace, path, graph_err(g))
+                        : no_trace(g, "write_trace");
 }
 
 pto_status pto_graph_trace_summary(const pto_graph *g, FILE *out) {
-  if (!g || !out)
-    return PTO_EINVAL;
-  return g->trace.start ? pto__trace_summary(&g->trace, out) : PTO_ENOTFOUND;
+  if (!g)
+    return pto__last_error(PTO_EINVAL,
+                           "pto_graph_trace_summary: the graph is NULL");
+  if (!out)
+    return pto__error_set(graph_err(g), PTO_EINVAL,
+                          "trace_summary: out is NULL");
+  if (!g->trace.start)
+    return no_trace(g, "trace_summary");
+  pto_status st = pto__trace_summary(&g->trace, out);
+  return st ? pto__error_set(graph_err(g), st, "trace_summary: %s",
+                             pto_strerror(st))
+            : st;
 }

@@ -122,9 +122,14 @@ static pto_status exe_run_new(pto_runtime *rt, pto_executable *e,
                               const void *const *inputs, void *const *outputs,
                               exe_run **out) {
   *out = NULL;
-  if (!rt || !e)
-    return PTO_EINVAL;
+  if (!e)
+    return rt ? pto__error_set(&rt->err, PTO_EINVAL,
+                               "run: the executable is NULL")
+              : pto__last_error(PTO_EINVAL,
+                                "run: the runtime and the executable are NULL");
   pto__error_clear(&e->err);
+  if (!rt)
+    return pto__error_set(&e->err, PTO_EINVAL, "run: the runtime is NULL");
   exe_sched *s = exe_sched_get(e);
   if (!s)
     return pto__error_set(&e->err, PTO_ENOMEM, "run: out of memory");
@@ -237,10 +242,12 @@ pto_status pto_runtime_submit(pto_runtime *rt, pto_executable *e,
                               pto_run **run) {
   if (run)
     *run = NULL;
-  if (!loop || !cb)
-    return e ? pto__error_set(&e->err, PTO_EINVAL,
-                              "submit: a loop and a callback are required")
-             : PTO_EINVAL;
+  if (!loop || !cb) {
+    const char *msg = "submit: a loop and a callback are required";
+    return e    ? pto__error_set(&e->err, PTO_EINVAL, "%s", msg)
+           : rt ? pto__error_set(&rt->err, PTO_EINVAL, "%s", msg)
+                : pto__last_error(PTO_EINVAL, "%s", msg);
+  }
   exe_run *r;
   pto_status st = exe_run_new(rt, e, inputs, outputs, &r);
   if (st)
@@ -283,17 +290,39 @@ static const pto_trace *exe_trace(const pto_executable *e) {
   return s && s->trace.start ? &s->trace : NULL;
 }
 
+/* ENOTFOUND, saying why there is no trace. */
+static pto_status no_trace(pto_error *err, const char *call) {
+  return pto__error_set(err, PTO_ENOTFOUND,
+                        "%s: no traced run has finished (runs record a "
+                        "trace when the runtime is made with params.trace "
+                        "set)",
+                        call);
+}
+
 pto_status pto_executable_write_trace(const pto_executable *e,
                                       const char *path) {
-  if (!e || !path)
-    return PTO_EINVAL;
+  if (!e)
+    return pto__last_error(PTO_EINVAL,
+                           "pto_executable_write_trace: the executable is NULL");
+  pto_error *err = pto__exe_err(e);
+  if (!path)
+    return pto__error_set(err, PTO_EINVAL, "write_trace: path is NULL");
   const pto_trace *t = exe_trace(e);
-  return t ? pto__trace_write_path(t, path) : PTO_ENOTFOUND;
+  return t ? pto__trace_write_path(t, path, err) : no_trace(err, "write_trace");
 }
 
 pto_status pto_executable_trace_summary(const pto_executable *e, FILE *out) {
-  if (!e || !out)
-    return PTO_EINVAL;
+  if (!e)
+    return pto__last_error(PTO_EINVAL,
+                           "pto_executable_trace_summary: the executable is "
+                           "NULL");
+  pto_error *err = pto__exe_err(e);
+  if (!out)
+    return pto__error_set(err, PTO_EINVAL, "trace_summary: out is NULL");
   const pto_trace *t = exe_trace(e);
-  return t ? pto__trace_summary(t, out) : PTO_ENOTFOUND;
+  if (!t)
+    return no_trace(err, "trace_summary");
+  pto_status st = pto__trace_summary(t, out);
+  return st ? pto__error_set(err, st, "trace_summary: %s", pto_strerror(st))
+            : st;
 }

@@ -8,6 +8,7 @@
 
 #include <hwloc.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -458,27 +459,41 @@ static void pin(pto_runtime *rt, pto_worker *w, hwloc_obj_t pu) {
  * has no runtime to keep it in (pto_runtime_error(NULL) returns it). */
 static _Thread_local char new_error[PTO_ERROR_MSG];
 
+/* A failed pto_runtime_new's message: for pto_runtime_error(NULL) and
+ * pto_last_error(). */
+__attribute__((format(printf, 2, 3))) static pto_status
+new_fail(pto_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(new_error, sizeof new_error, fmt, ap);
+  va_end(ap);
+  return pto__last_error(st, "%s", new_error);
+}
+
 pto_status pto_runtime_new(const pto_runtime_params *params,
                            pto_runtime **out) {
-  if (!out)
-    return PTO_EINVAL;
-  *out = NULL;
   new_error[0] = '\0';
+  if (!out)
+    return new_fail(PTO_EINVAL, "runtime: rt is NULL (pass the address of a "
+                                "pto_runtime * to receive the runtime)");
+  *out = NULL;
   char isa_msg[256];
-  if (pto__isa_check(isa_msg, sizeof isa_msg)) {
-    snprintf(new_error, sizeof new_error, "runtime: %s", isa_msg);
-    return PTO_EISA;
-  }
+  if (pto__isa_check(isa_msg, sizeof isa_msg))
+    return new_fail(PTO_EISA, "runtime: %s", isa_msg);
   pto_runtime_params p = params ? *params : pto_runtime_params_default();
   if ((unsigned)p.policy >= PTO_POLICY_COUNT)
-    return PTO_EINVAL;
+    return new_fail(PTO_EINVAL,
+                    "runtime: unknown policy %d (expected 0..%d: fifo, "
+                    "critical-path, locality)",
+                    (int)p.policy, PTO_POLICY_COUNT - 1);
   pto_runtime *rt = calloc(1, sizeof *rt);
   if (!rt)
-    return PTO_ENOMEM;
+    return new_fail(PTO_ENOMEM, "runtime: out of memory");
   pto_status st = PTO_ENOMEM;
   if (p.machine) {
     rt->machine = *p.machine;
   } else if ((st = pto_machine_host(&rt->machine))) {
+    pto__error_set(&rt->err, st, "runtime: %s", pto_last_error());
     goto fail_machine;
   }
   rt->policy = p.policy;
@@ -508,13 +523,15 @@ pto_status pto_runtime_new(const pto_runtime_params *params,
   }
   rt->n_workers = n;
   rt->workers = calloc(n, sizeof *rt->workers);
-  st = PTO_ENOMEM;
+  st = pto__error_set(&rt->err, PTO_ENOMEM,
+                      "runtime: out of memory for %u workers", n);
   if (!rt->workers || uv_sem_init(&rt->wake[0], 0))
     goto fail_workers;
   if (uv_sem_init(&rt->wake[1], 0)) {
     uv_sem_destroy(&rt->wake[0]);
     goto fail_workers;
   }
+  pto__error_clear(&rt->err);
   for (uint32_t i = 0; i < n; i++) {
     pto_worker *w = &rt->workers[i];
     w->rt = rt;
@@ -560,11 +577,11 @@ fail_threads:
   uv_sem_destroy(&rt->wake[0]);
   uv_sem_destroy(&rt->wake[1]);
 fail_workers:
-  snprintf(new_error, sizeof new_error, "%s", rt->err.msg);
   free(rt->workers);
   if (rt->topo)
     hwloc_topology_destroy(rt->topo);
 fail_machine:
+  new_fail(st, "%s", rt->err.msg);
   free(rt);
   return st;
 }
@@ -629,10 +646,12 @@ pto_status pto__run_start(pto_runtime *rt, pto_run *run) {
                             rt->machine.name);
   }
   if (rq_reserve(&rt->rq[0], j->reserve[0]))
-    return PTO_ENOMEM;
+    return pto__error_set(&rt->err, PTO_ENOMEM,
+                          "runtime: out of memory for the ready queues");
   if (rq_reserve(&rt->rq[1], j->reserve[1])) {
     rq_release(&rt->rq[0], j->reserve[0]);
-    return PTO_ENOMEM;
+    return pto__error_set(&rt->err, PTO_ENOMEM,
+                          "runtime: out of memory for the ready queues");
   }
   /* relaxed: published to workers by the queue lock of the first push */
   atomic_store_explicit(&run->remaining, j->n_tasks, memory_order_relaxed);

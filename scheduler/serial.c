@@ -12,7 +12,8 @@ pto_status pto_executable_run_serial(pto_executable *e,
                                      const void *const *inputs,
                                      void *const *outputs) {
   if (!e)
-    return PTO_EINVAL;
+    return pto__last_error(PTO_EINVAL,
+                           "pto_executable_run_serial: the executable is NULL");
   pto__error_clear(&e->err);
   char isa_msg[256];
   if (pto__isa_check(isa_msg, sizeof isa_msg))

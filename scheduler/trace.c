@@ -1,6 +1,7 @@
 /* Traces: taking them from runs; writing them. */
 #include "scheduler/trace.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,13 +40,24 @@ void pto__trace_take(pto_trace *t, pto_run *run, const void *owner,
   snprintf(t->machine, sizeof t->machine, "%s", rt->machine.name);
 }
 
-pto_status pto__trace_write_path(const pto_trace *t, const char *path) {
+pto_status pto__trace_write_path(const pto_trace *t, const char *path,
+                                 pto_error *err) {
+  char eb[128];
   FILE *f = fopen(path, "w");
   if (!f)
-    return PTO_EIO;
+    return pto__error_set(err, PTO_EIO, "write_trace: cannot open '%s': %s",
+                          path, strerror_r(errno, eb, sizeof eb));
+  errno = 0; /* what a failing write or close sets, and nothing before */
   pto_status st = pto__trace_write_json(t, f);
   if (fclose(f) && !st)
     st = PTO_EIO;
+  if (st == PTO_EIO)
+    return pto__error_set(err, st, "write_trace: cannot write '%s': %s", path,
+                          errno ? strerror_r(errno, eb, sizeof eb)
+                                : "stream error");
+  if (st)
+    return pto__error_set(err, st, "write_trace: '%s': %s", path,
+                          pto_strerror(st));
   return st;
 }
 
@@ -108,10 +120,16 @@ pto_status pto__trace_write_json(const pto_trace *t, FILE *f) {
                "\"dur\":%.3f,\"name\":",
             t->worker[i], t->start[i] / 1e3,
             (t->end[i] - t->start[i]) / 1e3);
-    json_str(f, t->label_of(t->owner, i));
-    fprintf(f, ",\"cat\":\"%s\",\"args\":{\"task\":%u,\"program\":",
+    /* the box's name: its label, or its program when it has none (a
+     * blank box says nothing) */
+    const char *label = t->label_of(t->owner, i);
+    const char *program = t->program_of(t->owner, i);
+    json_str(f, label && label[0] ? label : program);
+    fprintf(f, ",\"cat\":\"%s\",\"args\":{\"task\":%u,\"label\":",
             pto_core_type_name((pto_core_type)t->core[i]), i);
-    json_str(f, t->program_of(t->owner, i));
+    json_str(f, label);
+    fprintf(f, ",\"program\":");
+    json_str(f, program);
     fprintf(f, ",\"producers\":[");
     for (uint32_t k = off[i]; k < off[i + 1]; k++)
       fprintf(f, "%s%u", k > off[i] ? "," : "", pred[k]);

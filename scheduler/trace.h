@@ -36,9 +36,10 @@ void pto__trace_free(pto_trace *t);
  * complete event per task with its label, program and producers in args),
  * loadable in Perfetto. */
 pto_status pto__trace_write_json(const pto_trace *t, FILE *f);
-/* pto__trace_write_json into a new file at path; EIO naming nothing (the
- * caller knows the path) when it cannot be written. */
-pto_status pto__trace_write_path(const pto_trace *t, const char *path);
+/* pto__trace_write_json into a new file at path; on failure (PTO_EIO when
+ * it cannot be written) a message naming the path and why goes to err. */
+pto_status pto__trace_write_path(const pto_trace *t, const char *path,
+                                 pto_error *err);
 /* Makespan, busy fraction per worker and per core type, time per label,
  * critical path (by measured task times) versus the makespan. */
 pto_status pto__trace_summary(const pto_trace *t, FILE *f);

@@ -533,14 +533,14 @@ Test(core, config_failed_load_leaves_config_unchanged) {
   cr_expect_eq(pto_config_load_string(
                    c, "{\"machine\": \"host\", \"knobs\": {\"nbuffer\": 9},"
                       " \"labels\": {\"mlp\": {\"fuse\": 1}, \"new\": "
-                      "{\"policy\": 0}, \"z\": {\"l1_reuse\": \"x\"}}}"),
+                      "{\"nbuffer\": 5}, \"z\": {\"l1_reuse\": \"x\"}}}"),
                PTO_ECONFIG);
   EXPECT_ERR_HAS(c, "labels.z.l1_reuse");
   cr_expect(pto__config_equal(c, before));
   cr_expect_str_eq(pto_config_machine(c)->name, "ascend");
   cr_expect_eq(pto_config_knob(c, NULL, PTO_KNOB_NBUFFER), 2);
   cr_expect_eq(pto_config_knob(c, "mlp", PTO_KNOB_FUSE), 0);
-  cr_expect_eq(pto_config_knob(c, "new", PTO_KNOB_POLICY), 1);
+  cr_expect_eq(pto_config_knob(c, "new", PTO_KNOB_NBUFFER), 2);
   a = pto_config_to_json(c);
   b = pto_config_to_json(before);
   cr_assert_not_null(a);
@@ -563,7 +563,7 @@ Test(core, config_label_matching) {
   cr_assert_eq(pto_config_set_knob(c, "indexer", PTO_KNOB_L1_REUSE, 3), PTO_OK);
   cr_assert_eq(pto_config_set_knob(c, "indexer.qk", PTO_KNOB_NBUFFER, 8),
                PTO_OK);
-  cr_assert_eq(pto_config_set_knob(c, "indexer.qk.score", PTO_KNOB_POLICY, 2),
+  cr_assert_eq(pto_config_set_knob(c, "indexer.qk.score", PTO_KNOB_FUSE, 0),
                PTO_OK);
 
   /* exact */
@@ -580,27 +580,27 @@ Test(core, config_label_matching) {
   cr_expect_eq(pto_config_knob(c, "indexer.qk", PTO_KNOB_NBUFFER), 8);
   cr_expect_eq(pto_config_knob(c, "indexer.qk.score.max", PTO_KNOB_NBUFFER), 8);
   cr_expect_eq(pto_config_knob(c, "indexer.qkx", PTO_KNOB_NBUFFER), 4);
-  /* fall-through: indexer.qk.score sets only policy; nbuffer from
-   * indexer.qk, l1_reuse from indexer, fuse from the global value */
-  cr_expect_eq(pto_config_knob(c, "indexer.qk.score", PTO_KNOB_POLICY), 2);
+  /* fall-through: indexer.qk.score sets only fuse; nbuffer from
+   * indexer.qk, l1_reuse from indexer, policy from the global value */
+  cr_expect_eq(pto_config_knob(c, "indexer.qk.score", PTO_KNOB_FUSE), 0);
   cr_expect_eq(pto_config_knob(c, "indexer.qk.score", PTO_KNOB_NBUFFER), 8);
   cr_expect_eq(pto_config_knob(c, "indexer.qk.score", PTO_KNOB_L1_REUSE), 3);
-  cr_expect_eq(pto_config_knob(c, "indexer.qk.score", PTO_KNOB_FUSE), 1);
-  cr_expect_eq(pto_config_knob(c, "indexer.qk", PTO_KNOB_POLICY), 0);
+  cr_expect_eq(pto_config_knob(c, "indexer.qk.score", PTO_KNOB_POLICY), 0);
+  cr_expect_eq(pto_config_knob(c, "indexer.qk", PTO_KNOB_FUSE), 1);
   {
     int64_t all[PTO_KNOB_COUNT];
     pto__config_knobs(c, "indexer.qk.score.x", all);
     cr_expect_eq(all[PTO_KNOB_NBUFFER], 8);
     cr_expect_eq(all[PTO_KNOB_L1_REUSE], 3);
-    cr_expect_eq(all[PTO_KNOB_POLICY], 2);
-    cr_expect_eq(all[PTO_KNOB_FUSE], 1);
+    cr_expect_eq(all[PTO_KNOB_POLICY], 0);
+    cr_expect_eq(all[PTO_KNOB_FUSE], 0);
     pto__config_knobs(c, "other", all);
     cr_expect_eq(all[PTO_KNOB_NBUFFER], 1);
-    cr_expect_eq(all[PTO_KNOB_POLICY], 0);
+    cr_expect_eq(all[PTO_KNOB_FUSE], 1);
   }
   /* changing the global value shows through where no label sets it */
-  cr_assert_eq(pto_config_set_knob(c, NULL, PTO_KNOB_FUSE, 0), PTO_OK);
-  cr_expect_eq(pto_config_knob(c, "indexer.qk.score", PTO_KNOB_FUSE), 0);
+  cr_assert_eq(pto_config_set_knob(c, NULL, PTO_KNOB_POLICY, 2), PTO_OK);
+  cr_expect_eq(pto_config_knob(c, "indexer.qk.score", PTO_KNOB_POLICY), 2);
   pto_config_free(c);
 }
 
@@ -611,14 +611,50 @@ Test(core, config_label_matching_from_json) {
                    c, "{\"knobs\": {\"nbuffer\": 1},"
                       " \"labels\": {\"b\": {\"nbuffer\": 2},"
                       " \"a.b\": {\"nbuffer\": 3}, \"a\": {\"fuse\": false},"
-                      " \"a.b.c\": {\"policy\": \"fifo\"}}}"),
+                      " \"a.b.c\": {\"l1_reuse\": 5}}}"),
                PTO_OK, "%s", pto_config_error(c));
   cr_expect_eq(pto_config_knob(c, "a.b.c", PTO_KNOB_NBUFFER), 3);
   cr_expect_eq(pto_config_knob(c, "a.b.c", PTO_KNOB_FUSE), 0);
-  cr_expect_eq(pto_config_knob(c, "a.b.c", PTO_KNOB_POLICY), 0);
+  cr_expect_eq(pto_config_knob(c, "a.b.c", PTO_KNOB_L1_REUSE), 5);
+  cr_expect_eq(pto_config_knob(c, "a.b", PTO_KNOB_L1_REUSE), 1);
   cr_expect_eq(pto_config_knob(c, "a.c", PTO_KNOB_NBUFFER), 1);
   cr_expect_eq(pto_config_knob(c, "b.a", PTO_KNOB_NBUFFER), 2);
   cr_expect_eq(pto_config_knob(c, "ab", PTO_KNOB_NBUFFER), 1);
+  pto_config_free(c);
+}
+
+/* policy orders the ready queues of a whole run: a label may not set it,
+ * in code or in JSON, and the refusal says where to set it instead. */
+Test(core, config_policy_is_global_only) {
+  pto_config *c = pto_config_new();
+  cr_assert_not_null(c);
+  char *before = pto_config_to_json(c);
+  cr_assert_not_null(before);
+  cr_expect_eq(pto_config_set_knob(c, "mlp", PTO_KNOB_POLICY, 2), PTO_ECONFIG);
+  EXPECT_ERR_HAS(c, "label 'mlp'");
+  EXPECT_ERR_HAS(c, "policy is chosen per run");
+  EXPECT_ERR_HAS(c, "knobs.policy");
+  cr_expect_eq(pto_config_load_string(
+                   c, "{\"labels\": {\"mlp\": {\"fuse\": false, "
+                      "\"policy\": \"locality\"}}}"),
+               PTO_ECONFIG);
+  EXPECT_ERR_HAS(c, "labels.mlp.policy: policy is chosen per run");
+  /* nor is it offered for a misspelt label key */
+  cr_expect_eq(pto_config_load_string(
+                   c, "{\"labels\": {\"mlp\": {\"fusee\": false}}}"),
+               PTO_ECONFIG);
+  EXPECT_ERR_HAS(c, "expected nbuffer, l1_reuse, fuse, vec_tile, cube_tile)");
+  char *after = pto_config_to_json(c);
+  cr_assert_not_null(after);
+  cr_expect_str_eq(after, before, "a refused setting leaves no trace");
+  /* globally it is fine */
+  cr_expect_eq(pto_config_set_knob(c, NULL, PTO_KNOB_POLICY, 2), PTO_OK);
+  cr_expect_eq(pto_config_load_string(
+                   c, "{\"knobs\": {\"policy\": \"fifo\"}}"),
+               PTO_OK, "%s", pto_config_error(c));
+  cr_expect_eq(pto_config_knob(c, "mlp", PTO_KNOB_POLICY), 0);
+  free(before);
+  free(after);
   pto_config_free(c);
 }
 

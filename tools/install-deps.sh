@@ -7,6 +7,7 @@ packages=(
   build-essential cmake pkg-config git
   libuv1-dev      # threads, semaphores, clock, event-loop completion
   libhwloc-dev    # topology and pinning
+  libudev-dev     # -ludev: hwloc.pc's Libs.private, so `pkg-config --static pto` links
   libjansson-dev  # JSON config and dumps
   libxxhash-dev   # structural hashing of subgraphs
   libcriterion-dev

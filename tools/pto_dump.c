@@ -265,6 +265,13 @@ int main(int argc, char **argv) {
             pto_program_error(p));
     goto done;
   }
+  /* settings the program does not read (a label with a typo, say) */
+  const char *warn = pto_executable_warnings(e);
+  while (*warn) {
+    size_t len = strcspn(warn, "\n");
+    fprintf(stderr, "pto-dump: warning: %.*s\n", (int)len, warn);
+    warn += len + (warn[len] == '\n');
+  }
   pto_exe_stats s;
   pto_executable_stats(e, &s);
   const pto_machine *cm = pto_config_machine(cfg);

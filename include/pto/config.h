@@ -90,7 +90,8 @@ PTO_API pto_config *pto_config_clone(const pto_config *c);
  *    "knobs": {"nbuffer": N, "l1_reuse": N,
  *              "policy": "fifo" | "critical-path" | "locality" | 0..2,
  *              "fuse": bool | 0 | 1},
- *    "labels": {"<label>": {<any knob>, "vec_tile": [rows, cols],
+ *    "labels": {"<label>": {<any knob but policy>,
+ *                           "vec_tile": [rows, cols],
  *                           "cube_tile": [m, n, k]}}}
  * A size is a non-negative integer of bytes or a string like "192KiB",
  * "1MiB", "512K" (K, KB, KiB = 1024; likewise M and G). A machine object with
@@ -115,8 +116,10 @@ PTO_API const pto_machine *pto_config_machine(const pto_config *c);
 /* label NULL sets the global value; otherwise the value for ops whose label
  * is label or starts with label + "." (the longest matching label that sets
  * the knob wins, else the global value). PTO_EINVAL for a value outside the
- * knob's range. The getter gives the default for a NULL config and 0 for an
- * unknown knob. */
+ * knob's range; PTO_ECONFIG for policy with a label (one run has one
+ * policy: it is global only). A label setting no op of a compiled program
+ * reads is reported by pto_executable_warnings. The getter gives the
+ * default for a NULL config and 0 for an unknown knob. */
 PTO_API pto_status pto_config_set_knob(pto_config *c, const char *label,
                                        pto_knob k, int64_t value);
 PTO_API int64_t pto_config_knob(const pto_config *c, const char *label,

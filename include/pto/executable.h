@@ -18,13 +18,24 @@ typedef struct pto_executable pto_executable;
 /* Tiles, partitions, plans local memory, compiles programs and builds the
  * execution graph. cfg NULL uses pto_config_new()'s defaults. On failure
  * *exe is NULL and pto_program_error(p) says why, e.g. "compile: rowsum
- * 'x.sum' needs 262144 bytes of UB, the machine has 196608". The program
+ * 'x.sum' needs 262144 bytes of UB, the machine has 196608" (p NULL:
+ * pto_last_error). The program
  * must outlive the executable (dumps read its tensor graph); building more
  * ops into it afterwards does not change the executable. */
 PTO_API pto_status pto_compile(pto_program *p, const pto_config *cfg,
                                pto_executable **exe);
 PTO_API void pto_executable_free(pto_executable *e); /* NULL is a no-op */
+/* The message of the last failed call on e ("" if none; a run clears it
+ * when it starts). */
 PTO_API const char *pto_executable_error(const pto_executable *e);
+/* What the compile noticed but did not refuse, one line each ("" when
+ * nothing; e NULL gives ""). Today: settings of the config's label
+ * overrides that no op of the program reads, e.g. "config: label 'atention'
+ * (l1_reuse, cube_tile) matches no op of program 'sfa': ..." for a typo, or
+ * "config: label 'mlp.act': cube_tile is unused: it applies to matmuls, and
+ * the label has none". One config may serve several programs, so these are
+ * warnings, not errors; tools print them (pto-dump does, on stderr). */
+PTO_API const char *pto_executable_warnings(const pto_executable *e);
 
 /* Runs every task on the calling thread in a topological order. inputs and
  * outputs are dense row-major buffers in declaration order. */

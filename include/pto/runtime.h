@@ -123,10 +123,12 @@ PTO_API const char *pto_graph_error(const pto_graph *g);
 /* With params.trace set, every run records each task's worker, start and
  * end (libuv's high-resolution clock); the executable or graph keeps its last
  * run's trace. Write it as Chrome trace-event JSON (Perfetto loads it: one
- * lane per worker, one box per task with its label, program and producers)
- * or as a text summary (makespan, busy fraction per worker and core type,
- * time per label, critical path versus makespan). ENOTFOUND when no traced
- * run has finished. */
+ * lane per worker, one box per task named by its label, or by its program
+ * when it has none, with label, program and producers in its args) or as a
+ * text summary (makespan, busy fraction per worker and core type, time per
+ * label, critical path versus makespan). ENOTFOUND when no traced run has
+ * finished, EIO when the file cannot be written; the message goes to
+ * pto_executable_error(e) or pto_graph_error(g). */
 PTO_API pto_status pto_executable_write_trace(const pto_executable *e,
                                               const char *path);
 PTO_API pto_status pto_executable_trace_summary(const pto_executable *e,

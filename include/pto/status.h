@@ -36,6 +36,19 @@ PTO_API const char *pto_status_name(int status);
 /* "shape mismatch" for PTO_ESHAPE. Never NULL. */
 PTO_API const char *pto_strerror(int status);
 
+/* Every failing call leaves a message about itself. A call on an object
+ * keeps it there: pto_program_error, pto_config_error,
+ * pto_executable_error, pto_runtime_error and pto_graph_error return it
+ * (given NULL, each says the object is NULL). A call with no object of its
+ * own (pto_machine_host, pto_custom_op_register, pto_mask_from_name,
+ * pto_graph_new, pto_runtime_new, which pto_runtime_error(NULL) also
+ * reports), and a compile, run, dump or trace call whose objects are all
+ * NULL, leaves it here instead: the message of the calling thread's last
+ * such failure, e.g. "pto_custom_op_register: 'my.op' is already
+ * registered (id 61)"; "" when there has been none. A later success does
+ * not clear it. */
+PTO_API const char *pto_last_error(void);
+
 PTO_EXTERN_C_END
 
 #endif /* PTO_STATUS_H */
