@@ -410,11 +410,17 @@ done:
 
 /* ---- the command --------------------------------------------------------------------- */
 
+/* ms with 3-4 significant digits: 0.412, 12.35, 123.5, 2606 */
+static int ms_digits(double ms) {
+  return ms < 1 ? 3 : ms < 100 ? 2 : ms < 1000 ? 1 : 0;
+}
+
 static void ms_cell(char *buf, size_t n, const bench_stats *s, int have) {
   if (!have)
     snprintf(buf, n, "-");
   else
-    snprintf(buf, n, "%.2f [%.2f-%.2f]", s->median, s->min, s->max);
+    snprintf(buf, n, "%.*f [%.*f-%.*f]", ms_digits(s->median), s->median,
+             ms_digits(s->min), s->min, ms_digits(s->max), s->max);
 }
 
 static void report(const bench_opts *o, const ix_opts *x, int k, int threads,
