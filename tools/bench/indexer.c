@@ -352,8 +352,15 @@ static int run_case(const bench_opts *o, const ix_opts *x, int k,
                                    : 10;
   bench_progress(o, "indexer: %s: compiling", c.preset);
   p = pto_indexer_program(&c.d, &c.prm);
-  if (bench_pto_compile(&r, "indexer", p, cfg))
+  char who[96];
+  snprintf(who, sizeof who, "indexer: %s", c.preset);
+  if (bench_pto_compile(&r, who, p, cfg)) {
+    if (p && pto_program_status(p) == PTO_OK)
+      fprintf(stderr, "pto-bench %s: a config (--config) sets tiles per "
+                      "label: \"indexer.qk\", \"indexer.topk\"\n",
+              who);
     goto done;
+  }
   res->compile_ms = r.compile_ms;
   res->tasks = r.tasks;
   const void *in[3] = {c.q, c.k, c.w};
