@@ -12,6 +12,7 @@ packages=(
   libxxhash-dev   # structural hashing of subgraphs
   libcriterion-dev
   libopenblas-dev # pto-bench gemm's peer (loaded at run time)
+  python3-numpy python3-torch # pto-bench indexer's peer (tools/pto_bench_torch.py)
 )
 
 missing=()

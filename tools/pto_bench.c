@@ -2,14 +2,16 @@
  * user would otherwise pick side by side in one run, and prints medians,
  * ratios and fractions of the machine's measured peak (--json: one JSON
  * array on stdout). With no subcommand it runs every one on its default
- * workload. */
+ * workload, in the order of cmds[] below. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/bench.h"
 
+/* In this order with no command: the indexer against PyTorch first. */
 static const bench_cmd *const cmds[] = {
+    &bench_indexer,
     &bench_runtime,
     &bench_gemm,
     &bench_softmax,
@@ -20,7 +22,8 @@ static void usage(FILE *f) {
   fputs("usage: pto-bench [options] [command [command options]]\n"
         "\n"
         "Runs PTO side by side with its peers on this machine, in one run.\n"
-        "With no command, runs every command on its default workload.\n"
+        "With no command, runs every command on its default workload,\n"
+        "the indexer against PyTorch first.\n"
         "\n"
         "options:\n"
         "  --json         print results as a JSON array on stdout (the table\n"

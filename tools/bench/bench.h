@@ -26,6 +26,7 @@ typedef struct bench_cmd {
   void (*usage)(FILE *f);
 } bench_cmd;
 
+extern const bench_cmd bench_indexer;
 extern const bench_cmd bench_runtime;
 extern const bench_cmd bench_gemm;
 extern const bench_cmd bench_softmax;

@@ -1,0 +1,265 @@
+/* The operator benchmarks' shared options and PTO side (bench/harness.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/harness.h"
+#include "bench/preset.h"
+
+bench_harness bench_harness_default(const char *cmd) {
+  bench_harness h;
+  memset(&h, 0, sizeof h);
+  h.cmd = cmd;
+  h.seed = 1;
+  return h;
+}
+
+int bench_harness_arg(bench_harness *h, int argc, char **argv, int *i) {
+  static const struct {
+    const char *opt;
+    size_t off;
+  } paths[] = {
+      {"--save", offsetof(bench_harness, save_dir)},
+      {"--config", offsetof(bench_harness, config_path)},
+      {"--trace", offsetof(bench_harness, trace_path)},
+      {"--python", offsetof(bench_harness, python)},
+      {"--peer-script", offsetof(bench_harness, peer_script)},
+  };
+  const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+  if (!strcmp(a, "--no-peer")) {
+    h->no_peer = 1;
+    return 1;
+  }
+  if (!strcmp(a, "--seed")) {
+    int64_t s;
+    ++*i;
+    if (bench_parse_i64(h->cmd, a, v, 0, INT64_MAX, &s))
+      return -1;
+    h->seed = (uint64_t)s;
+    return 1;
+  }
+  for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++) {
+    if (strcmp(a, paths[k].opt))
+      continue;
+    ++*i;
+    if (!v || !*v) {
+      fprintf(stderr, "pto-bench %s: %s needs a %s\n", h->cmd, a,
+              k == 0 ? "directory" : "file");
+      return -1;
+    }
+    *(const char **)((char *)h + paths[k].off) = v;
+    return 1;
+  }
+  return 0;
+}
+
+void bench_harness_usage(FILE *f) {
+  fputs("  --seed N         inputs drawn from seed N (default 1)\n"
+        "  --save DIR       write the inputs and PTO's outputs as .npy files\n"
+        "                   and meta.json into DIR (DIR/PRESET/ when several\n"
+        "                   presets run)\n"
+        "  --config FILE    a tuning config (JSON: machine, knobs, label\n"
+        "                   overrides such as \"indexer.qk\"; see README)\n"
+        "  --trace FILE     one extra traced PTO run: its swimlane as Chrome\n"
+        "                   trace JSON in FILE (FILE-PRESET.json when several\n"
+        "                   presets run), its summary on stderr\n"
+        "  --python PATH    the interpreter for the PyTorch peer (default:\n"
+        "                   /usr/bin/python3, then python3 on PATH, the first\n"
+        "                   that imports torch and numpy)\n"
+        "  --peer-script F  another peer script (default: pto_bench_torch.py\n"
+        "                   beside pto-bench or in ../share/pto/)\n"
+        "  --no-peer        time PTO alone\n",
+        f);
+}
+
+int bench_case_path(char *buf, size_t size, const char *path,
+                    const char *name, int several, int is_dir) {
+  int n;
+  if (!several) {
+    n = snprintf(buf, size, "%s", path);
+  } else if (is_dir) {
+    n = snprintf(buf, size, "%s/%s", path, name);
+  } else {
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    if (!dot || (slash && dot < slash) || dot == path ||
+        (slash && dot == slash + 1))
+      n = snprintf(buf, size, "%s-%s", path, name);
+    else
+      n = snprintf(buf, size, "%.*s-%s%s", (int)(dot - path), path, name,
+                   dot);
+  }
+  return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+pto_config *bench_harness_config(const bench_harness *h, int threads) {
+  pto_machine m;
+  if (bench_machine(h->cmd, threads, &m))
+    return NULL;
+  pto_config *cfg = pto_config_new();
+  if (!cfg) {
+    fprintf(stderr, "pto-bench %s: out of memory\n", h->cmd);
+    return NULL;
+  }
+  if (pto_config_set_machine(cfg, &m)) {
+    fprintf(stderr, "pto-bench %s: machine: %s\n", h->cmd,
+            pto_config_error(cfg));
+    pto_config_free(cfg);
+    return NULL;
+  }
+  if (h->config_path && pto_config_load_file(cfg, h->config_path)) {
+    fprintf(stderr, "pto-bench %s: --config: %s\n", h->cmd,
+            pto_config_error(cfg));
+    pto_config_free(cfg);
+    return NULL;
+  }
+  return cfg;
+}
+
+/* ---- inputs and statistics --------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+void bench_fill_uniform(float *x, size_t n, uint64_t seed, uint64_t stream,
+                        float lo, float hi) {
+  uint64_t s = seed * 0x2545f4914f6cdd1dull + stream * 0x9e3779b97f4a7c15ull;
+  const double span = (double)hi - (double)lo;
+  for (size_t i = 0; i < n; i++)
+    x[i] = (float)(lo + span * (double)(splitmix64(&s) >> 11) * 0x1p-53);
+}
+
+static double quantile(const double *v, int n, double q) {
+  double pos = q * (n - 1);
+  int i = (int)pos;
+  return i + 1 < n ? v[i] + (pos - i) * (v[i + 1] - v[i]) : v[n - 1];
+}
+
+bench_stats bench_stats_of(double *v, int n) {
+  bench_stats s;
+  memset(&s, 0, sizeof s);
+  if (n < 1)
+    return s;
+  s.n = n;
+  s.median = bench_median(v, n); /* sorts v */
+  s.min = v[0];
+  s.max = v[n - 1];
+  s.q1 = quantile(v, n, 0.25);
+  s.q3 = quantile(v, n, 0.75);
+  return s;
+}
+
+/* ---- the PTO side -------------------------------------------------------------- */
+
+int bench_pto_compile(bench_pto *r, const char *cmd, pto_program *p,
+                      const pto_config *cfg) {
+  memset(r, 0, sizeof *r);
+  r->cmd = cmd;
+  r->cfg = cfg;
+  if (!p) {
+    fprintf(stderr, "pto-bench %s: out of memory\n", cmd);
+    return -1;
+  }
+  if (pto_program_status(p) != PTO_OK) {
+    fprintf(stderr, "pto-bench %s: %s\n", cmd, pto_program_error(p));
+    return -1;
+  }
+  uint64_t t0 = bench_now_ns();
+  pto_status st = pto_compile(p, cfg, &r->e);
+  r->compile_ms = (double)(bench_now_ns() - t0) * 1e-6;
+  if (st) {
+    fprintf(stderr, "pto-bench %s: compile: %s: %s\n", cmd, pto_strerror(st),
+            pto_program_error(p));
+    return -1;
+  }
+  r->tasks = pto_executable_num_tasks(r->e);
+  return 0;
+}
+
+static pto_runtime *start(const bench_pto *r, int trace) {
+  pto_runtime_params prm = pto_runtime_params_from_config(r->cfg);
+  prm.trace = trace;
+  pto_runtime *rt = NULL;
+  if (pto_runtime_new(&prm, &rt)) {
+    fprintf(stderr, "pto-bench %s: cannot start the runtime: %s\n", r->cmd,
+            pto_runtime_error(NULL));
+    return NULL;
+  }
+  return rt;
+}
+
+int bench_pto_start(bench_pto *r) {
+  if (!r->rt)
+    r->rt = start(r, 0);
+  return r->rt ? 0 : -1;
+}
+
+int bench_pto_run(bench_pto *r, const void *const *in, void *const *out) {
+  if (bench_pto_start(r))
+    return -1;
+  pto_status st = pto_runtime_run(r->rt, r->e, in, out);
+  if (st) {
+    fprintf(stderr, "pto-bench %s: run: %s: %s\n", r->cmd, pto_strerror(st),
+            pto_executable_error(r->e));
+    return -1;
+  }
+  return 0;
+}
+
+int bench_pto_time(bench_pto *r, const void *const *in, void *const *out,
+                   int warmup, int repeats, bench_stats *st) {
+  double *t = calloc((size_t)repeats, sizeof *t);
+  if (!t) {
+    fprintf(stderr, "pto-bench %s: out of memory\n", r->cmd);
+    return -1;
+  }
+  for (int k = -warmup; k < repeats; k++) {
+    uint64_t t0 = bench_now_ns();
+    if (bench_pto_run(r, in, out)) {
+      free(t);
+      return -1;
+    }
+    if (k >= 0)
+      t[k] = (double)(bench_now_ns() - t0) * 1e-6;
+  }
+  *st = bench_stats_of(t, repeats);
+  free(t);
+  return 0;
+}
+
+void bench_pto_stop(bench_pto *r) {
+  pto_runtime_free(r->rt);
+  r->rt = NULL;
+}
+
+int bench_pto_trace(bench_pto *r, const void *const *in, void *const *out,
+                    const char *path) {
+  bench_pto_stop(r);
+  pto_runtime *rt = start(r, 1);
+  if (!rt)
+    return -1;
+  pto_status st = pto_runtime_run(rt, r->e, in, out);
+  pto_runtime_free(rt);
+  if (st) {
+    fprintf(stderr, "pto-bench %s: traced run: %s: %s\n", r->cmd,
+            pto_strerror(st), pto_executable_error(r->e));
+    return -1;
+  }
+  if ((st = pto_executable_write_trace(r->e, path))) {
+    fprintf(stderr, "pto-bench %s: --trace %s: %s\n", r->cmd, path,
+            pto_strerror(st));
+    return -1;
+  }
+  fprintf(stderr, "pto-bench %s: swimlane of one traced run in %s\n", r->cmd,
+          path);
+  pto_executable_trace_summary(r->e, stderr);
+  return 0;
+}
+
+void bench_pto_free(bench_pto *r) {
+  bench_pto_stop(r);
+  pto_executable_free(r->e);
+  r->e = NULL;
+}

@@ -1,0 +1,89 @@
+/* tools/bench/harness.h (internal to pto-bench): what the operator
+ * benchmarks (indexer, attention) share around their own code: the common
+ * options (--seed --save --config --trace --python --peer-script
+ * --no-peer), the config a case compiles with, seeded inputs, timing
+ * statistics, and the PTO side of a case: compile once, run on a runtime
+ * of every core, time, trace, and free the runtime before a peer runs. */
+#ifndef PTO_TOOLS_BENCH_HARNESS_H
+#define PTO_TOOLS_BENCH_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bench/bench.h"
+
+typedef struct bench_harness {
+  const char *cmd;         /* "indexer" */
+  uint64_t seed;           /* --seed N (default 1) */
+  const char *save_dir;    /* --save DIR */
+  const char *config_path; /* --config FILE */
+  const char *trace_path;  /* --trace FILE */
+  const char *python;      /* --python PATH: this interpreter only */
+  const char *peer_script; /* --peer-script FILE: another peer script */
+  int no_peer;             /* --no-peer: PTO alone */
+} bench_harness;
+
+/* The defaults (seed 1, nothing else set). */
+bench_harness bench_harness_default(const char *cmd);
+/* Takes argv[*i] when it is one of the common options, with its value
+ * (advancing *i): 1; not one: 0; a bad value: -1 after printing why. */
+int bench_harness_arg(bench_harness *h, int argc, char **argv, int *i);
+/* The common options' lines for a command's usage text. */
+void bench_harness_usage(FILE *f);
+
+/* Where case `name` goes when `several` cases run: path itself for one
+ * case; for several, path/<name> (is_dir) or path with "-<name>" before
+ * its extension ("trace.json" -> "trace-medium.json"). -1 if too long. */
+int bench_case_path(char *buf, size_t size, const char *path,
+                    const char *name, int several, int is_dir);
+
+/* A config for `threads` shared workers of this host with --config's file
+ * loaded over it (its machine, knobs and label overrides win), or NULL
+ * after printing why (the file's own message when it does not load). */
+pto_config *bench_harness_config(const bench_harness *h, int threads);
+
+/* n floats uniform in [lo, hi), the same for the same (seed, stream) on
+ * every machine (splitmix64). */
+void bench_fill_uniform(float *x, size_t n, uint64_t seed, uint64_t stream,
+                        float lo, float hi);
+
+/* Medians with their spread. */
+typedef struct bench_stats {
+  int n;
+  double median, min, max, q1, q3;
+} bench_stats;
+/* Sorts v (n >= 1). */
+bench_stats bench_stats_of(double *v, int n);
+
+/* ---- the PTO side of a case ----------------------------------------------- */
+
+typedef struct bench_pto {
+  const char *cmd;
+  const pto_config *cfg;
+  pto_executable *e;
+  pto_runtime *rt;
+  double compile_ms; /* pto_compile alone */
+  uint32_t tasks;
+} bench_pto;
+
+/* Compiles p with cfg (timed). 0, or -1 after printing why. */
+int bench_pto_compile(bench_pto *r, const char *cmd, pto_program *p,
+                      const pto_config *cfg);
+/* Starts a runtime with cfg's machine and policy. 0, or -1 (printed). */
+int bench_pto_start(bench_pto *r);
+/* One run on the runtime. 0, or -1 after printing the executable's error. */
+int bench_pto_run(bench_pto *r, const void *const *in, void *const *out);
+/* warmup untimed runs, then `repeats` timed ones; 0 or -1 (printed). */
+int bench_pto_time(bench_pto *r, const void *const *in, void *const *out,
+                   int warmup, int repeats, bench_stats *st);
+/* Frees the runtime: its workers stop spinning, so a peer that runs next
+ * has every core. bench_pto_start starts it again. */
+void bench_pto_stop(bench_pto *r);
+/* One extra run on a tracing runtime (the main one stopped first): writes
+ * the swimlane to path (Chrome trace JSON) and its summary to stderr. */
+int bench_pto_trace(bench_pto *r, const void *const *in, void *const *out,
+                    const char *path);
+void bench_pto_free(bench_pto *r); /* runtime and executable */
+
+#endif /* PTO_TOOLS_BENCH_HARNESS_H */

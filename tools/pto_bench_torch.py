@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""pto-bench's PyTorch peer: times PyTorch on the inputs pto-bench wrote.
+
+usage: pto_bench_torch.py WORKLOAD DIR [--threads N] [--repeats N]
+                          [--warmup N] [--quiet]
+
+DIR holds meta.json (the workload's parameters) and the inputs as .npy
+files. Every variant of WORKLOAD is run `warmup` times, then timed `repeats`
+times, on `threads` threads (torch.set_num_threads). The fastest variant's
+outputs are written back into DIR as .npy files, and DIR/result.json says
+what ran:
+
+  {"workload": "indexer", "torch": "1.13.1", "threads": 2,
+   "best": "chunked", "outputs": ["indices", "values"],
+   "variants": {"chunked": {"times_ms": [...], "median_ms": 12.3},
+                "naive": {"skipped": "intermediate of 8.0 GiB"}}}
+
+Run by pto-bench (tools/bench/peer.c), which checks the outputs with the
+same checker as PTO's. Exit status 0, or 1 with the reason on stderr.
+Workloads: indexer (the lightning indexer with its top-k).
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+# A variant whose intermediate would exceed this is skipped, not run.
+MAX_INTERMEDIATE = 4 << 30
+# The chunked indexer scores this many bytes of [rows, H, keys] at a time:
+# well inside the last-level cache of one socket, big enough for the
+# matmul to run at its rate.
+CHUNK_BYTES = 8 << 20
+
+
+def log(args, msg):
+    if not args.quiet:
+        print(f"pto-bench {args.workload}: torch: {msg}", file=sys.stderr,
+              flush=True)
+
+
+# ---- the lightning indexer ---------------------------------------------------
+#
+# q [B,S1,H,D], k [B,S2,D], w [B,S1,H] f32; meta: topk, mask ("none" or
+# "causal": query i sees keys j <= S2 - S1 + i). score[b,i,j] =
+# sum_h w[b,i,h] * relu(q[b,i,h,:] . k[b,j,:]), -inf where hidden; outputs
+# indices [B,S1,topk] int32 and values [B,S1,topk] f32: the topk largest
+# visible scores, descending, then -1 / -inf past the visible keys.
+
+
+def indexer_load(d, meta):
+    t = {n: torch.from_numpy(np.load(os.path.join(d, n + ".npy")))
+         for n in ("q", "k", "w")}
+    t["topk"] = int(meta["topk"])
+    t["causal"] = meta["mask"] == "causal"
+    if meta["mask"] not in ("none", "causal"):
+        raise ValueError(f"unknown mask {meta['mask']!r}")
+    return t
+
+
+def topk_into(scores, topk, out_v, out_i):
+    """The topk largest of each row of scores (-inf: hidden) into out_v,
+    out_i (rows x topk, prefilled with -inf / -1)."""
+    kk = min(topk, scores.shape[-1])
+    if kk == 0:
+        return
+    v, i = torch.topk(scores, kk, dim=-1, largest=True, sorted=True)
+    i = i.to(torch.int32)
+    i.masked_fill_(torch.isneginf(v), -1)  # hidden keys are padding
+    out_v[..., :kk] = v
+    out_i[..., :kk] = i
+
+
+def causal_hidden(s1, s2, rows, keys, device=None):
+    """Mask [len(rows), keys] of the keys hidden from queries `rows`."""
+    i = torch.arange(rows.start, rows.stop).unsqueeze(1)
+    j = torch.arange(keys).unsqueeze(0)
+    return j > (s2 - s1 + i)
+
+
+def indexer_outputs(t):
+    B, S1 = t["q"].shape[:2]
+    v = torch.full((B, S1, t["topk"]), -math.inf, dtype=torch.float32)
+    i = torch.full((B, S1, t["topk"]), -1, dtype=torch.int32)
+    return v, i
+
+
+def indexer_naive(t):
+    """As written from the formula: the whole [B,S1,H,S2] product at once."""
+    q, k, w = t["q"], t["k"], t["w"]
+    B, S1, H, D = q.shape
+    S2 = k.shape[1]
+    s = torch.matmul(q.reshape(B, S1 * H, D), k.transpose(1, 2))
+    s = s.view(B, S1, H, S2).relu_().mul_(w.unsqueeze(-1))
+    scores = s.sum(dim=2)
+    del s
+    if t["causal"]:
+        scores.masked_fill_(causal_hidden(S1, S2, range(S1), S2), -math.inf)
+    v, i = indexer_outputs(t)
+    topk_into(scores, t["topk"], v, i)
+    return {"indices": i, "values": v}
+
+
+def indexer_chunked(t):
+    """Blocks of query rows, so [rows, H, keys] stays within CHUNK_BYTES;
+    keys no query of a block sees are not scored; the head reduction is a
+    batched (1 x H) . (H x keys) product."""
+    q, k, w = t["q"], t["k"], t["w"]
+    B, S1, H, D = q.shape
+    S2 = k.shape[1]
+    rows = max(1, CHUNK_BYTES // (H * S2 * 4))
+    v, i = indexer_outputs(t)
+    for b in range(B):
+        for r0 in range(0, S1, rows):
+            r1 = min(S1, r0 + rows)
+            n = min(S2, S2 - S1 + r1) if t["causal"] else S2
+            if n <= 0:
+                continue  # no query of the block sees a key: all padding
+            c = r1 - r0
+            s = torch.matmul(q[b, r0:r1].reshape(c * H, D), k[b, :n].t())
+            s = torch.bmm(w[b, r0:r1].unsqueeze(1), s.relu_().view(c, H, n))
+            s = s.view(c, n)
+            if t["causal"]:
+                s.masked_fill_(causal_hidden(S1, S2, range(r0, r1), n),
+                               -math.inf)
+            topk_into(s, t["topk"], v[b, r0:r1], i[b, r0:r1])
+    return {"indices": i, "values": v}
+
+
+def indexer_naive_bytes(t):
+    B, S1, H, _ = t["q"].shape
+    return B * S1 * H * t["k"].shape[1] * 4
+
+
+WORKLOADS = {
+    "indexer": {
+        "load": indexer_load,
+        "outputs": ("indices", "values"),
+        # name -> (function, bytes of its largest intermediate or None)
+        "variants": {
+            "chunked": (indexer_chunked, None),
+            "naive": (indexer_naive, indexer_naive_bytes),
+        },
+    },
+}
+
+
+# ---- the driver ----------------------------------------------------------------
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("workload", choices=sorted(WORKLOADS))
+    ap.add_argument("dir")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args()
+    wl = WORKLOADS[args.workload]
+    torch.set_num_threads(max(1, args.threads))
+    with open(os.path.join(args.dir, "meta.json")) as f:
+        meta = json.load(f)
+    inputs = wl["load"](args.dir, meta)
+
+    variants, best, best_out = {}, None, None
+    with torch.no_grad():
+        for name, (fn, size) in wl["variants"].items():
+            if size and size(inputs) > MAX_INTERMEDIATE:
+                why = f"intermediate of {size(inputs) / (1 << 30):.1f} GiB"
+                variants[name] = {"skipped": why}
+                log(args, f"{name}: skipped ({why})")
+                continue
+            log(args, f"{name}: {args.warmup} warm-up + {args.repeats} runs "
+                      f"on {torch.get_num_threads()} threads")
+            try:
+                for _ in range(args.warmup):
+                    out = fn(inputs)
+                times = []
+                for _ in range(args.repeats):
+                    t0 = time.perf_counter()
+                    out = fn(inputs)
+                    times.append((time.perf_counter() - t0) * 1e3)
+            except (RuntimeError, MemoryError) as e:
+                variants[name] = {"skipped": str(e).splitlines()[0]}
+                log(args, f"{name}: failed: {variants[name]['skipped']}")
+                continue
+            med = statistics.median(times)
+            variants[name] = {"times_ms": times, "median_ms": med}
+            log(args, f"{name}: median {med:.2f} ms")
+            if best is None or med < variants[best]["median_ms"]:
+                best, best_out = name, out
+    if best is None:
+        print(f"pto_bench_torch: {args.workload}: no variant ran",
+              file=sys.stderr)
+        return 1
+    for n in wl["outputs"]:
+        np.save(os.path.join(args.dir, n + ".npy"),
+                np.ascontiguousarray(best_out[n].numpy()))
+    result = {"workload": args.workload, "torch": torch.__version__,
+              "threads": torch.get_num_threads(), "best": best,
+              "outputs": list(wl["outputs"]), "variants": variants}
+    with open(os.path.join(args.dir, "result.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

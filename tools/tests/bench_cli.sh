@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# pto-bench's command line, as a user meets it.
+#   bench_cli.sh usage PTO_BENCH   bad input: clear message, exit 2 or 1
+#   bench_cli.sh run PTO_BENCH     a tiny indexer case through every option:
+#                                  --json, --save, --trace, a missing and a
+#                                  lying peer
+#   bench_cli.sh quick PTO_BENCH   `pto-bench --quick indexer`, with the
+#                                  peer and with a missing interpreter
+# Exit 0 passed, 1 failed, 77 skipped (what the part needs is missing).
+set -uo pipefail
+part=$1
+bench=$2
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/pto-bench-cli-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+passed=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  failed=$((failed + 1))
+}
+
+# expect STATUS PATTERN -- ARGS...: runs pto-bench ARGS, wants exit STATUS
+# and PATTERN (grep -E) in its stderr.
+expect() {
+  local want=$1 pattern=$2
+  shift 3
+  "$bench" "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [ "$got" -ne "$want" ]; then
+    fail "pto-bench $*: exit $got, expected $want"
+    sed 's/^/  | /' "$tmp/err" | tail -5 >&2
+  elif ! grep -qE -- "$pattern" "$tmp/err"; then
+    fail "pto-bench $*: stderr lacks /$pattern/"
+    sed 's/^/  | /' "$tmp/err" | tail -5 >&2
+  else
+    passed=$((passed + 1))
+  fi
+}
+
+# An interpreter with torch and numpy, as pto-bench looks for one.
+torch_python() {
+  for py in /usr/bin/python3 python3; do
+    if "$py" -c 'import numpy, torch' >/dev/null 2>&1; then
+      echo "$py"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# json_get FILE EXPR: evaluates a Python expression over the JSON array
+# `r` in FILE (any python3: json is in its standard library).
+json_check() {
+  python3 -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$1"
+}
+
+# Small enough for every machine's default tiles and fast under sanitizers.
+tiny=(--preset smoke --s1 8 --s2 512 --topk 64)
+
+case $part in
+usage)
+  expect 2 "unknown preset 'huge'" -- indexer --preset huge
+  expect 2 "presets: smoke small medium real-topk large decode all" -- indexer --preset huge
+  expect 2 "unknown preset 'smoke,'|unknown preset ''" -- indexer --preset smoke,
+  expect 2 "--preset needs a name" -- indexer --preset
+  expect 2 "--s1 needs an integer in \[1, " -- indexer --s1 abc
+  expect 2 "--s2 needs an integer" -- indexer --s2 0
+  expect 2 "--topk needs an integer" -- indexer --topk -5
+  expect 2 "--seed needs an integer" -- indexer --seed x
+  expect 2 "unknown mask 'diagonal' \(none or causal\)" -- indexer --mask diagonal
+  expect 2 "unknown option '--bogus'" -- indexer --bogus
+  expect 2 "--save needs a directory" -- indexer --save
+  expect 2 "--threads needs an integer" -- --threads 0 indexer
+  expect 2 "unknown command 'indexr'" -- indexr
+  expect 1 "--config: .*nonexistent.json" -- indexer --config "$tmp/nonexistent.json"
+  printf '{"knobs": {"nbuffer": }' >"$tmp/bad.json"
+  expect 1 "--config: .*bad.json:1:" -- indexer --config "$tmp/bad.json"
+  printf '{"knobs": {"bogus": 1}}' >"$tmp/unknown.json"
+  expect 1 "--config: .*knobs.bogus" -- indexer --config "$tmp/unknown.json"
+  expect 1 "needs [0-9.]+ GiB of buffers" -- indexer --b 4096 --s1 4096 --no-peer
+  "$bench" indexer --help >"$tmp/out" 2>&1 && grep -q "real-topk" "$tmp/out" &&
+    grep -q "PyTorch / PTO" "$tmp/out" && passed=$((passed + 1)) ||
+    fail "indexer --help lacks the presets or how to read the table"
+  ;;
+
+run)
+  # no interpreter: one line says so, PTO alone, exit 0, torch_ms null
+  expect 0 "no PyTorch peer" -- --quick --json indexer "${tiny[@]}" --python "$tmp/no/python3"
+  json_check "$tmp/out" 'len(r) == 1 and r[0]["workload"] == "indexer" and r[0]["torch_ms"] is None and r[0]["check"] == "ok" and r[0]["pto_ms"] > 0 and r[0]["s2"] == 512 and r[0]["mask"] == "causal" and r[0]["peak_gflops"] >= 0' &&
+    passed=$((passed + 1)) || fail "JSON without a peer: $(cat "$tmp/out")"
+
+  # --save, --trace and --mask none, no peer
+  expect 0 "swimlane of one traced run" -- --quick indexer "${tiny[@]}" --mask none --no-peer --seed 7 \
+    --save "$tmp/saved" --trace "$tmp/trace.json"
+  for f in q k w indices values; do
+    [ -s "$tmp/saved/$f.npy" ] || fail "--save wrote no $f.npy"
+  done
+  [ -s "$tmp/trace.json" ] && passed=$((passed + 1)) || fail "--trace wrote nothing"
+  python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); sys.exit(0 if m["mask"]=="none" and m["seed"]==7 and m["s2"]==512 and m["topk"]==64 else 1)' \
+    "$tmp/saved/meta.json" && passed=$((passed + 1)) || fail "meta.json: $(cat "$tmp/saved/meta.json")"
+
+  # two presets: one file and directory per preset
+  expect 0 "" -- --quick indexer --preset smoke,small --s1 4 --s2 256 --topk 32 --no-peer \
+    --save "$tmp/two" --trace "$tmp/two.json"
+  for p in smoke small; do
+    [ -s "$tmp/two/$p/values.npy" ] && [ -s "$tmp/two-$p.json" ] || fail "--save/--trace for $p"
+  done
+
+  if ! py=$(torch_python); then
+    echo "bench_cli: no python3 with torch and numpy; the peer parts are skipped" >&2
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ] && exit 77 || exit 1
+  fi
+  # the saved files are NumPy's: what PTO saved checks out in NumPy
+  "$py" - "$tmp/saved" <<'EOF' && passed=$((passed + 1)) || fail "NumPy disagrees with the saved run"
+import sys, numpy as np
+d = sys.argv[1]
+q, k, w = (np.load(f"{d}/{n}.npy").astype(np.float64) for n in "qkw")
+idx, val = np.load(f"{d}/indices.npy"), np.load(f"{d}/values.npy")
+assert q.shape == (1, 8, 64, 128) and k.shape == (1, 512, 128) and w.shape == (1, 8, 64)
+assert idx.dtype == np.int32 and val.dtype == np.float32 and idx.shape == (1, 8, 64)
+s = np.einsum("bsh,bsht->bst", w, np.maximum(np.einsum("bshd,btd->bsht", q, k), 0))
+for i in range(8):
+    top = np.sort(s[0, i])[::-1][:64]
+    assert np.allclose(np.sort(s[0, i, idx[0, i]])[::-1], top, rtol=1e-4, atol=1e-3)
+    assert np.allclose(val[0, i], top, rtol=1e-4, atol=1e-3)
+EOF
+
+  # with the peer: both sides checked, times and ratio reported
+  expect 0 "checking PyTorch's result" -- --quick --json indexer "${tiny[@]}" --python "$py"
+  json_check "$tmp/out" 'r[0]["torch_ms"] > 0 and r[0]["ratio"] > 0 and r[0]["torch_check"] == "ok" and r[0]["torch_variant"] in ("chunked", "naive") and set(r[0]["torch_variants"]) == {"chunked", "naive"}' &&
+    passed=$((passed + 1)) || fail "JSON with the peer: $(cat "$tmp/out")"
+
+  # a peer whose answer is wrong fails the run
+  cat >"$tmp/liar.py" <<'EOF'
+import json, sys, numpy as np
+d = sys.argv[2]
+m = json.load(open(d + "/meta.json"))
+shape = (m["b"], m["s1"], m["topk"])
+np.save(d + "/indices.npy", np.tile(np.arange(m["topk"], dtype=np.int32), shape[:2] + (1,)))
+np.save(d + "/values.npy", np.zeros(shape, np.float32))
+json.dump({"best": "liar", "variants": {"liar": {"times_ms": [1.0], "median_ms": 1.0}}}, open(d + "/result.json", "w"))
+EOF
+  expect 1 "WRONG RESULT from PyTorch" -- --quick indexer "${tiny[@]}" --python "$py" --peer-script "$tmp/liar.py"
+  # a peer that writes the wrong shape, and one that crashes
+  sed -i 's/m\["topk"\])$/m["topk"] + 1)/' "$tmp/liar.py"
+  expect 1 "values.npy: holds float32 \(1, 8, 65\), expected float32 \(1, 8, 64\)" -- \
+    --quick indexer "${tiny[@]}" --python "$py" --peer-script "$tmp/liar.py"
+  echo 'raise SystemExit(3)' >"$tmp/crash.py"
+  expect 1 "the PyTorch peer .* failed: exit status 3" -- --quick indexer "${tiny[@]}" --python "$py" --peer-script "$tmp/crash.py"
+  ;;
+
+quick)
+  expect 0 "no PyTorch peer" -- --quick indexer --python "$tmp/no/python3"
+  n=$(grep -ci "torch" "$tmp/err")
+  [ "$n" -eq 1 ] && passed=$((passed + 1)) || fail "the missing peer took $n lines"
+  grep -qE "^smoke .* ok$" "$tmp/out" && passed=$((passed + 1)) || fail "no smoke row: $(cat "$tmp/out")"
+  if torch_python >/dev/null; then
+    expect 0 "checking PyTorch's result" -- --quick indexer
+    grep -qE "^smoke .*x .* ok$" "$tmp/out" && passed=$((passed + 1)) || fail "no smoke row with a ratio: $(cat "$tmp/out")"
+  else
+    echo "bench_cli: no python3 with torch and numpy; --quick indexer ran without its peer only" >&2
+  fi
+  ;;
+
+*)
+  echo "usage: bench_cli.sh usage|run|quick PTO_BENCH" >&2
+  exit 2
+  ;;
+esac
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,334 @@
+/* The pto-bench modules the operator benchmarks share (tools/bench/): .npy
+ * files, preset tables, per-case paths, rows over threads. Suite "tools". */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/files.h"
+#include "bench/harness.h"
+#include "bench/npy.h"
+#include "bench/parallel.h"
+#include "bench/preset.h"
+
+static char dir[256];
+
+static void make_dir(void) {
+  snprintf(dir, sizeof dir, "/tmp/pto-test-tools-XXXXXX");
+  cr_assert_not_null(mkdtemp(dir));
+}
+
+static void remove_dir(void) {
+  bench_tmpdir_free(strdup(dir));
+}
+
+static void path_of(char *buf, size_t n, const char *name) {
+  cr_assert_eq(bench_path(buf, n, dir, name), 0);
+}
+
+TestSuite(tools, .init = make_dir, .fini = remove_dir, .timeout = 60);
+
+/* ---- .npy ------------------------------------------------------------------------ */
+
+Test(tools, npy_round_trip_every_dtype_and_rank) {
+  const int64_t shapes[][4] = {{0}, {7}, {3, 5}, {2, 3, 4}, {1, 2, 3, 5}};
+  char p[512], err[512];
+  for (int t = 0; t < BENCH_DTYPE_COUNT; t++)
+    for (int nd = 0; nd <= 4; nd++) {
+      const int64_t *shape = shapes[nd];
+      size_t count = 1;
+      for (int i = 0; i < nd; i++)
+        count *= (size_t)shape[i];
+      const size_t es = bench_dtype_size((bench_dtype)t);
+      unsigned char *data = malloc(count * es), *back = malloc(count * es);
+      for (size_t i = 0; i < count * es; i++)
+        data[i] = (unsigned char)(i * 37 + (size_t)t);
+      snprintf(err, sizeof err, "a%d_%d.npy", t, nd);
+      path_of(p, sizeof p, err);
+      cr_assert_eq(bench_npy_save(p, (bench_dtype)t, nd, shape, data, err,
+                                  sizeof err),
+                   0, "%s", err);
+      /* NumPy's layout: header padded so the data starts on 64 bytes */
+      FILE *f = fopen(p, "rb");
+      unsigned char pre[10];
+      cr_assert_eq(fread(pre, 1, 10, f), 10);
+      fseek(f, 0, SEEK_END);
+      long size = ftell(f);
+      fclose(f);
+      cr_assert_eq(memcmp(pre, "\x93NUMPY\x01\x00", 8), 0);
+      const size_t hl = (size_t)pre[8] | (size_t)pre[9] << 8;
+      cr_assert_eq((10 + hl) % 64, 0);
+      cr_assert_eq((size_t)size, 10 + hl + count * es);
+
+      bench_npy a;
+      cr_assert_eq(bench_npy_load(p, &a, err, sizeof err), 0, "%s", err);
+      cr_assert_eq(a.dtype, (bench_dtype)t);
+      cr_assert_eq(a.ndim, nd);
+      cr_assert_eq(a.count, count);
+      for (int i = 0; i < nd; i++)
+        cr_assert_eq(a.shape[i], shape[i]);
+      cr_assert_eq(memcmp(a.data, data, count * es), 0);
+      bench_npy_free(&a);
+      cr_assert_eq(bench_npy_load_into(p, (bench_dtype)t, nd, shape, back,
+                                       err, sizeof err),
+                   0, "%s", err);
+      cr_assert_eq(memcmp(back, data, count * es), 0);
+      free(data);
+      free(back);
+    }
+}
+
+Test(tools, npy_float_values_survive_exactly) {
+  float v[6] = {0.0f, -0.0f, 1e-38f, -3.5f, INFINITY, -INFINITY}, w[6];
+  const int64_t shape[1] = {6};
+  char p[512], err[256];
+  path_of(p, sizeof p, "f.npy");
+  cr_assert_eq(bench_npy_save(p, BENCH_F32, 1, shape, v, err, sizeof err), 0);
+  cr_assert_eq(bench_npy_load_into(p, BENCH_F32, 1, shape, w, err, sizeof err),
+               0, "%s", err);
+  cr_assert_eq(memcmp(v, w, sizeof v), 0);
+}
+
+static void write_raw(const char *name, const void *bytes, size_t n, char *p,
+                      size_t size) {
+  path_of(p, size, name);
+  FILE *f = fopen(p, "wb");
+  cr_assert_not_null(f);
+  cr_assert_eq(fwrite(bytes, 1, n, f), n);
+  fclose(f);
+}
+
+/* A version 2.0 header with the keys in another order, as another writer
+ * may produce it. */
+Test(tools, npy_reads_version_2_and_any_key_order) {
+  const char hdr[] = "{'shape': (2, 2), 'fortran_order': False, "
+                     "'descr': '<i4'}\n";
+  unsigned char buf[256];
+  const size_t hl = sizeof hdr - 1;
+  memcpy(buf, "\x93NUMPY\x02\x00", 8);
+  buf[8] = (unsigned char)hl;
+  buf[9] = buf[10] = buf[11] = 0;
+  memcpy(buf + 12, hdr, hl);
+  const int32_t data[4] = {1, -2, 3, -4};
+  memcpy(buf + 12 + hl, data, sizeof data);
+  char p[512], err[256];
+  write_raw("v2.npy", buf, 12 + hl + sizeof data, p, sizeof p);
+  bench_npy a;
+  cr_assert_eq(bench_npy_load(p, &a, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(a.dtype, BENCH_I32);
+  cr_assert_eq(a.ndim, 2);
+  cr_assert_eq(memcmp(a.data, data, sizeof data), 0);
+  bench_npy_free(&a);
+}
+
+Test(tools, npy_refuses_what_it_cannot_read_with_a_reason) {
+  char p[512], err[512];
+  const int64_t shape[2] = {2, 3};
+  float data[6] = {0};
+  path_of(p, sizeof p, "x.npy");
+  cr_assert_eq(bench_npy_save(p, BENCH_F32, 2, shape, data, err, sizeof err),
+               0);
+  int32_t i32[6];
+  const int64_t other[2] = {3, 2};
+  cr_assert_eq(bench_npy_load_into(p, BENCH_I32, 2, shape, i32, err,
+                                   sizeof err),
+               -1);
+  cr_assert(strstr(err, "holds float32 (2, 3), expected int32 (2, 3)"), "%s",
+            err);
+  cr_assert_eq(bench_npy_load_into(p, BENCH_F32, 2, other, data, err,
+                                   sizeof err),
+               -1);
+  cr_assert(strstr(err, "expected float32 (3, 2)"), "%s", err);
+
+  bench_npy a;
+  path_of(p, sizeof p, "missing.npy");
+  cr_assert_eq(bench_npy_load(p, &a, err, sizeof err), -1);
+  cr_assert(strstr(err, "No such file"), "%s", err);
+
+  write_raw("text.npy", "hello, world", 12, p, sizeof p);
+  cr_assert_eq(bench_npy_load(p, &a, err, sizeof err), -1);
+  cr_assert(strstr(err, "not an .npy file"), "%s", err);
+
+  const char bh[] = "{'descr': '>f4', 'fortran_order': False, "
+                    "'shape': (1,), }\n";
+  unsigned char big[128] = "\x93NUMPY\x01\x00";
+  big[8] = (unsigned char)(sizeof bh - 1);
+  big[9] = 0;
+  memcpy(big + 10, bh, sizeof bh - 1);
+  write_raw("big.npy", big, 10 + sizeof bh - 1 + 4, p, sizeof p);
+  cr_assert_eq(bench_npy_load(p, &a, err, sizeof err), -1);
+  cr_assert(strstr(err, "big-endian"), "%s", err);
+
+  /* a header promising 6 floats, then 2 */
+  path_of(p, sizeof p, "x.npy");
+  FILE *f = fopen(p, "rb");
+  unsigned char buf[128 + 8];
+  size_t n = fread(buf, 1, 64 + 8, f);
+  fclose(f);
+  cr_assert_eq(n, 64 + 8);
+  write_raw("short.npy", buf, n, p, sizeof p);
+  cr_assert_eq(bench_npy_load(p, &a, err, sizeof err), -1);
+  cr_assert(strstr(err, "truncated"), "%s", err);
+}
+
+Test(tools, write_arrays_makes_the_directory_and_meta) {
+  char sub[512], p[600], err[256];
+  snprintf(sub, sizeof sub, "%s/a/b", dir);
+  const float x[2] = {1, 2};
+  bench_array arr = {"x", BENCH_F32, 1, {2}, x};
+  json_t *meta = json_pack("{s:s}", "mask", "causal");
+  cr_assert_eq(bench_write_arrays(sub, &arr, 1, meta, err, sizeof err), 0,
+               "%s", err);
+  json_decref(meta);
+  snprintf(p, sizeof p, "%s/x.npy", sub);
+  cr_assert_eq(access(p, R_OK), 0);
+  snprintf(p, sizeof p, "%s/meta.json", sub);
+  json_t *back = json_load_file(p, 0, NULL);
+  cr_assert_str_eq(json_string_value(json_object_get(back, "mask")),
+                   "causal");
+  json_decref(back);
+  /* clean up what bench_tmpdir_free does not descend into */
+  snprintf(p, sizeof p, "%s/x.npy", sub);
+  unlink(p);
+  snprintf(p, sizeof p, "%s/meta.json", sub);
+  unlink(p);
+  rmdir(sub);
+  snprintf(p, sizeof p, "%s/a", dir);
+  rmdir(p);
+}
+
+/* ---- presets and paths --------------------------------------------------------- */
+
+static const bench_param tparams[2] = {{"s1", "S1", 1, 100},
+                                       {"topk", "topk", 1, 1000}};
+static const bench_preset tpresets[3] = {
+    {"smoke", {1, 10}}, {"medium", {8, 100}}, {"large", {64, 500}}};
+static const bench_preset_table ttable = {"test", tparams, 2, tpresets, 3,
+                                          "medium", "smoke"};
+
+static int parse_args(bench_preset_sel *s, int argc, const char **args) {
+  char *argv[8];
+  for (int i = 0; i < argc; i++)
+    argv[i] = (char *)args[i];
+  memset(s, 0, sizeof *s);
+  for (int i = 1; i < argc; i++)
+    if (bench_preset_arg(&ttable, s, argc, argv, &i) != 1)
+      return -1;
+  return 0;
+}
+
+Test(tools, presets_lists_all_and_flags) {
+  bench_preset_sel s;
+  const char *a1[] = {"x", "--preset", "large,smoke,large", "--s1", "3"};
+  cr_assert_eq(parse_args(&s, 5, a1), 0);
+  cr_assert_eq(s.n, 2);
+  cr_assert_str_eq(bench_preset_name(&ttable, &s, 0), "large");
+  int64_t v[2];
+  bench_preset_values(&ttable, &s, 1, v);
+  cr_assert_eq(v[0], 3);
+  cr_assert_eq(v[1], 10);
+  cr_assert(bench_preset_changed(&ttable, &s, 1));
+
+  const char *a2[] = {"x", "--preset", "all"};
+  cr_assert_eq(parse_args(&s, 3, a2), 0);
+  cr_assert_eq(s.n, 3);
+
+  const char *a3[] = {"x"};
+  cr_assert_eq(parse_args(&s, 1, a3), 0);
+  bench_preset_finish(&ttable, &s, 0);
+  cr_assert_str_eq(bench_preset_name(&ttable, &s, 0), "medium");
+  cr_assert_not(bench_preset_changed(&ttable, &s, 0));
+  cr_assert_eq(parse_args(&s, 1, a3), 0);
+  bench_preset_finish(&ttable, &s, 1);
+  cr_assert_str_eq(bench_preset_name(&ttable, &s, 0), "smoke");
+}
+
+Test(tools, presets_refuse_bad_names_and_numbers) {
+  bench_preset_sel s;
+  const char *bad[][3] = {{"x", "--preset", "huge"},  {"x", "--preset", "smoke,"},
+                    {"x", "--s1", "0"},         {"x", "--s1", "101"},
+                    {"x", "--s1", "12abc"},     {"x", "--topk", ""},
+                    {"x", "--s1", "99999999999999999999"}};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+    cr_assert_eq(parse_args(&s, 3, bad[k]), -1, "accepted %s %s", bad[k][1],
+                 bad[k][2]);
+  const char *missing[] = {"x", "--preset"};
+  cr_assert_eq(parse_args(&s, 2, missing), -1);
+}
+
+Test(tools, case_paths) {
+  char b[256];
+  cr_assert_eq(bench_case_path(b, sizeof b, "t.json", "medium", 0, 0), 0);
+  cr_assert_str_eq(b, "t.json");
+  cr_assert_eq(bench_case_path(b, sizeof b, "d/t.json", "medium", 1, 0), 0);
+  cr_assert_str_eq(b, "d/t-medium.json");
+  cr_assert_eq(bench_case_path(b, sizeof b, "d.x/trace", "small", 1, 0), 0);
+  cr_assert_str_eq(b, "d.x/trace-small");
+  cr_assert_eq(bench_case_path(b, sizeof b, "out", "small", 1, 1), 0);
+  cr_assert_str_eq(b, "out/small");
+  cr_assert_eq(bench_case_path(b, 8, "long/path", "small", 1, 1), -1);
+}
+
+Test(tools, stats_and_seeded_inputs) {
+  double v[5] = {5, 1, 4, 2, 3};
+  bench_stats s = bench_stats_of(v, 5);
+  cr_assert_eq(s.median, 3);
+  cr_assert_eq(s.min, 1);
+  cr_assert_eq(s.max, 5);
+  cr_assert_eq(s.q1, 2);
+  cr_assert_eq(s.q3, 4);
+  float a[1000], b[1000], c[1000];
+  bench_fill_uniform(a, 1000, 7, 1, -1, 1);
+  bench_fill_uniform(b, 1000, 7, 1, -1, 1);
+  bench_fill_uniform(c, 1000, 7, 2, -1, 1);
+  cr_assert_eq(memcmp(a, b, sizeof a), 0);
+  cr_assert_neq(memcmp(a, c, sizeof a), 0);
+  double mean = 0;
+  for (int i = 0; i < 1000; i++) {
+    cr_assert(a[i] >= -1 && a[i] < 1);
+    mean += a[i] / 1000;
+  }
+  cr_assert(fabs(mean) < 0.1, "mean %g", mean);
+}
+
+/* ---- rows over threads ------------------------------------------------------------ */
+
+typedef struct rows_ctx {
+  unsigned char seen[1000];
+  int64_t fail_from;
+} rows_ctx;
+
+static int mark_rows(void *ctx, int64_t r0, int64_t r1, char *msg,
+                     size_t size) {
+  rows_ctx *c = ctx;
+  for (int64_t r = r0; r < r1; r++) {
+    if (r >= c->fail_from) {
+      snprintf(msg, size, "row %lld is bad", (long long)r);
+      return -1;
+    }
+    c->seen[r]++;
+  }
+  return 0;
+}
+
+Test(tools, parallel_rows_covers_each_row_once_and_reports_failures) {
+  rows_ctx c;
+  char msg[128];
+  for (int threads = 1; threads <= 4; threads++) {
+    memset(&c, 0, sizeof c);
+    c.fail_from = 1000;
+    cr_assert_eq(bench_parallel_rows(threads, 1000, 0, mark_rows, &c, NULL,
+                                     msg, sizeof msg),
+                 0);
+    for (int r = 0; r < 1000; r++)
+      cr_assert_eq(c.seen[r], 1, "row %d seen %d times", r, c.seen[r]);
+  }
+  memset(&c, 0, sizeof c);
+  c.fail_from = 500;
+  cr_assert_eq(bench_parallel_rows(3, 1000, 7, mark_rows, &c, NULL, msg,
+                                   sizeof msg),
+               -1);
+  cr_assert_str_eq(msg, "row 500 is bad");
+}
