@@ -1,0 +1,102 @@
+/* pto/attention.h: DeepSeek-V3.2's sparse attention (MLA over the top-k
+ * keys the lightning indexer picked), built with the public API, and a
+ * plain-C reference and checker.
+ *
+ * For query i of batch b (S1 queries, H heads of dim D = 576: 512 latent
+ * + 64 rope) and each of its topk selected keys j = idx[b,i,t] that is
+ * valid (0 <= j < S2, and j <= S2 - S1 + i when causal; anything else is
+ * skipped, wherever it sits in the row):
+ *
+ *   x_t[h]   = scale * q[b,i,h,:] . kv[b,j,:]        (one KV head)
+ *   lse[b,i,h] = ln sum_t exp(x_t[h])
+ *   out[b,i,h,:] = sum_t exp(x_t[h] - lse) * kv[b,j,:dv]   (V = first dv)
+ *
+ * A query with no valid index gets out 0 and lse +inf.
+ *
+ *   pto_attention_dims d = {1, 128, 8192, 128, 576, 512, 512};
+ *   pto_attention_params prm = pto_attention_params_default();
+ *   pto_program *p = pto_attention_program(&d, &prm); // inputs q, kv,
+ *                                                     // indices; outputs
+ *                                                     // out, lse
+ */
+#ifndef PTO_ATTENTION_H
+#define PTO_ATTENTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pto/config.h"
+#include "pto/export.h"
+#include "pto/program.h"
+#include "pto/status.h"
+#include "pto/types.h"
+
+PTO_EXTERN_C_BEGIN
+
+/* Batch, queries, keys, query heads, head dim, value dim, slots per query. */
+typedef struct pto_attention_dims {
+  int64_t b, s1, s2, h, d, dv, topk;
+} pto_attention_dims;
+
+typedef struct pto_attention_params {
+  double scale; /* softmax scale; 0: 1 / sqrt(D) */
+  int causal;   /* a key is also valid only if j <= S2 - S1 + i */
+  /* {m, n}: heads per task and slots per block of the online softmax;
+   * zeros: pto_attention_tile for the host. A config file's "attention"
+   * label overrides win. */
+  pto_tile_shape tile;
+} pto_attention_params;
+
+/* scale 0 (1 / sqrt(D)), not causal, tiles chosen for the host. */
+PTO_API pto_attention_params pto_attention_params_default(void);
+
+/* Adds the attention to p: q f32 [B,S1,H,D], kv f32 [B,S2,D], indices i32
+ * [B,S1,topk], value dim dv. Returns out f32 [B,S1,H,dv] and sets *lse to
+ * f32 [B,S1,H]. Its ops are labelled "attention.*" under the current
+ * label. NULL on bad input, with the program's sticky error naming the
+ * tensors and sizes. */
+PTO_API pto_tensor *pto_attention(pto_program *p, pto_tensor *q,
+                                  pto_tensor *kv, pto_tensor *indices,
+                                  int64_t dv, const pto_attention_params *prm,
+                                  pto_tensor **lse);
+
+/* A program "attention" with inputs "q", "kv", "indices" and outputs
+ * "out", "lse". NULL on ENOMEM; check pto_program_status. */
+PTO_API pto_program *pto_attention_program(const pto_attention_dims *d,
+                                           const pto_attention_params *prm);
+
+/* The tile for machine m (NULL: the host): all heads per task when their
+ * queries and scores fit L0A (else as few head tiles as fit: on a 512 KiB
+ * L2 the 128 heads of D = 576 take two), and as many slots per block as
+ * the gathered rows' two packed layouts fit in L0B. */
+PTO_API pto_tile_shape pto_attention_tile(const pto_machine *m,
+                                          const pto_attention_dims *d);
+
+/* GFLOP of one run, counting every slot: 2 * B * S1 * H * topk * (D + dv). */
+PTO_API double pto_attention_gflop(const pto_attention_dims *d);
+
+/* ---- plain-C reference (double accumulation) ----------------------------- */
+
+/* out and lse for query rows [r0, r1) of the B*S1 (row r is batch r / S1,
+ * query r % S1); out and lse point at row 0's ([B,S1,H,dv], [B,S1,H]).
+ * PTO_EINVAL for bad sizes or pointers, PTO_ENOMEM. */
+PTO_API pto_status pto_attention_ref(const pto_attention_dims *d,
+                                     const pto_attention_params *prm,
+                                     const float *q, const float *kv,
+                                     const int32_t *indices, int64_t r0,
+                                     int64_t r1, float *out, float *lse);
+
+/* Checks out and lse for query rows [r0, r1) against the reference in
+ * double: |out - ref| <= 1e-5 + 1e-4 |ref| and |lse - ref| <= 1e-6 +
+ * 1e-6 |ref| (ANCHORS.md's fp32 tolerances), an infinite lse exactly.
+ * Returns 0, or -1 with the first failure in msg. */
+PTO_API int pto_attention_check(const pto_attention_dims *d,
+                                const pto_attention_params *prm,
+                                const float *q, const float *kv,
+                                const int32_t *indices, const float *out,
+                                const float *lse, int64_t r0, int64_t r1,
+                                char *msg, size_t msg_size);
+
+PTO_EXTERN_C_END
+
+#endif /* PTO_ATTENTION_H */

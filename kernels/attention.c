@@ -1,0 +1,305 @@
+/* DeepSeek's sparse attention as a PTO program, and its plain-C reference
+ * and checker (pto/attention.h). */
+#include "pto/attention.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pto/pto.h"
+
+#define OP "attention"
+
+pto_attention_params pto_attention_params_default(void) {
+  pto_attention_params prm;
+  memset(&prm, 0, sizeof prm);
+  return prm;
+}
+
+double pto_attention_gflop(const pto_attention_dims *d) {
+  return 2.0 * (double)d->b * (double)d->s1 * (double)d->h *
+         (double)d->topk * (double)(d->d + d->dv) * 1e-9;
+}
+
+static double scale_of(const pto_attention_params *prm, int64_t D) {
+  return prm->scale != 0 ? prm->scale : 1.0 / sqrt((double)D);
+}
+
+static uint64_t round_up(uint64_t v, uint64_t w) {
+  return (v + w - 1) / w * w;
+}
+
+/* Bytes of an f32 tile of rows x cols (rows 64-byte aligned). */
+static uint64_t f32_tile(uint64_t rows, uint64_t cols) {
+  return rows * round_up(cols, 16) * 4;
+}
+
+pto_tile_shape pto_attention_tile(const pto_machine *m,
+                                  const pto_attention_dims *d) {
+  pto_tile_shape t = {0, 0, 0, 0, 0};
+  pto_machine host;
+  if (!m && pto_machine_host(&host) == PTO_OK)
+    m = &host;
+  if (!m || !d || d->h < 1 || d->d < 1 || d->dv < 1 || d->topk < 1)
+    return t;
+  uint32_t mr, nr;
+  pto_matmul_panel(&mr, &nr);
+  const uint64_t l0a = m->mem[PTO_MEM_L0A], l0b = m->mem[PTO_MEM_L0B];
+  const uint64_t T = (uint64_t)d->topk, H = (uint64_t)d->h;
+  /* slots per block: G^T (D x kb) and V (kb x dv) packed fit L0B */
+  uint64_t kb = 0;
+  for (uint64_t k = nr; k <= round_up(T, nr) && k <= 512; k += nr)
+    if (f32_tile((uint64_t)d->d, k) + f32_tile(k, round_up(d->dv, nr)) <= l0b)
+      kb = k;
+  if (!kb)
+    kb = nr;
+  kb = kb > T ? T : kb;
+  /* heads per task: as few balanced head tiles as fit Q (th x D) and P
+   * (th x kb) packed in L0A */
+  uint64_t th = H;
+  for (uint64_t parts = 1; parts <= H; parts++) {
+    th = round_up((H + parts - 1) / parts, mr);
+    th = th > H ? H : th;
+    const uint64_t rows = round_up(th, mr);
+    if (f32_tile(rows, (uint64_t)d->d) + f32_tile(rows, kb) <= l0a)
+      break;
+  }
+  t.cube_m = (uint32_t)th;
+  t.cube_n = (uint32_t)kb;
+  return t;
+}
+
+static int tile_set(const pto_tile_shape *t) {
+  return t->cube_m || t->cube_n || t->cube_k || t->vec_rows || t->vec_cols;
+}
+
+pto_tensor *pto_attention(pto_program *p, pto_tensor *q, pto_tensor *kv,
+                          pto_tensor *indices, int64_t dv,
+                          const pto_attention_params *prm, pto_tensor **lse) {
+  if (lse)
+    *lse = NULL;
+  if (!p)
+    return NULL;
+  if (!prm || !lse) {
+    pto_program_fail(p, PTO_EINVAL, OP, "%s is NULL", prm ? "lse" : "params");
+    return NULL;
+  }
+  if (!q || !kv || !indices) {
+    if (!pto_program_status(p))
+      pto_program_fail(p, PTO_EINVAL, OP, "q, kv or indices is NULL");
+    return NULL;
+  }
+  char bq[96], bi[96];
+  if (pto_tensor_ndim(q) != 4 || pto_tensor_ndim(indices) != 3) {
+    pto_program_fail(p, PTO_ESHAPE, OP,
+                     "q %s must be [B,S1,H,D] and indices %s [B,S1,topk]",
+                     pto_tensor_describe(q, bq, sizeof bq),
+                     pto_tensor_describe(indices, bi, sizeof bi));
+    return NULL;
+  }
+  const pto_attention_dims d = {pto_tensor_dim(q, 0),
+                                pto_tensor_dim(q, 1),
+                                pto_tensor_ndim(kv) > 1 ? pto_tensor_dim(kv, 1)
+                                                        : 0,
+                                pto_tensor_dim(q, 2),
+                                pto_tensor_dim(q, 3),
+                                dv,
+                                pto_tensor_dim(indices, 2)};
+  pto_program_push_label(p, OP);
+  if (prm->causal) { /* key j is visible to query i when j <= S2 - S1 + i */
+    pto_program_push_label(p, "mask");
+    const int64_t col[2] = {1, d.s1};
+    pto_tensor *lim = pto_reshape(
+        p, pto_iota(p, PTO_I32, 2, col, d.s2 - d.s1), 2,
+        (const int64_t[]){d.s1, 1});
+    pto_tensor *none = pto_full(p, PTO_I32, 1, (const int64_t[]){1}, -1);
+    indices = pto_select(p, pto_cmp(p, indices, lim, PTO_CMP_LE), indices,
+                         none);
+    pto_program_pop_label(p);
+  }
+  pto_tile_shape tile = prm->tile;
+  if (!tile_set(&tile))
+    tile = pto_attention_tile(NULL, &d);
+  pto_program_push_tile(p, &tile);
+  pto_tensor *out =
+      pto_sparse_attention(p, q, kv, indices, dv, scale_of(prm, d.d), lse);
+  pto_program_pop_tile(p);
+  pto_program_pop_label(p);
+  if (pto_program_status(p)) {
+    *lse = NULL;
+    return NULL;
+  }
+  return out;
+}
+
+pto_program *pto_attention_program(const pto_attention_dims *d,
+                                   const pto_attention_params *prm) {
+  pto_program *p = pto_program_new("attention");
+  if (!p)
+    return NULL;
+  if (!d) {
+    pto_program_fail(p, PTO_EINVAL, OP, "dims are NULL");
+    return p;
+  }
+  const int64_t qs[4] = {d->b, d->s1, d->h, d->d}, ks[3] = {d->b, d->s2, d->d},
+                is[3] = {d->b, d->s1, d->topk};
+  pto_tensor *q = pto_input(p, "q", PTO_F32, 4, qs);
+  pto_tensor *kv = pto_input(p, "kv", PTO_F32, 3, ks);
+  pto_tensor *ix = pto_input(p, "indices", PTO_I32, 3, is);
+  pto_tensor *lse = NULL;
+  pto_tensor *out = pto_attention(p, q, kv, ix, d->dv, prm, &lse);
+  pto_output(p, out, "out");
+  pto_output(p, lse, "lse");
+  return p;
+}
+
+/* ---- plain-C reference ------------------------------------------------------ */
+
+static int dims_ok(const pto_attention_dims *d) {
+  return d && d->b >= 1 && d->s1 >= 1 && d->s2 >= 1 && d->h >= 1 &&
+         d->d >= 1 && d->dv >= 1 && d->dv <= d->d && d->topk >= 1;
+}
+
+/* Row r's valid keys (in slot order) into sel; their count. */
+static int64_t valid_keys(const pto_attention_dims *d,
+                          const pto_attention_params *prm,
+                          const int32_t *indices, int64_t r, int64_t *sel) {
+  const int64_t i = r % d->s1, last = prm->causal ? d->s2 - d->s1 + i : d->s2;
+  int64_t n = 0;
+  for (int64_t t = 0; t < d->topk; t++) {
+    const int64_t j = indices[r * d->topk + t];
+    if (j >= 0 && j < d->s2 && j <= last)
+      sel[n++] = j;
+  }
+  return n;
+}
+
+/* out (dv values) and lse of row r, head h, in double. */
+static void ref_head(const pto_attention_dims *d, double scale, const float *q,
+                     const float *kv, const int64_t *sel, int64_t n, int64_t r,
+                     int64_t h, double *x, double *out, double *lse) {
+  const float *qh = q + (r * d->h + h) * d->d;
+  const float *kb = kv + (r / d->s1) * d->s2 * d->d;
+  double mx = -INFINITY;
+  for (int64_t t = 0; t < n; t++) {
+    const float *k = kb + sel[t] * d->d;
+    double dot = 0;
+    for (int64_t c = 0; c < d->d; c++)
+      dot += (double)qh[c] * (double)k[c];
+    x[t] = scale * dot;
+    mx = x[t] > mx ? x[t] : mx;
+  }
+  double sum = 0;
+  for (int64_t t = 0; t < n; t++)
+    sum += exp(x[t] - mx);
+  *lse = n ? mx + log(sum) : INFINITY;
+  for (int64_t c = 0; c < d->dv; c++)
+    out[c] = 0;
+  for (int64_t t = 0; t < n; t++) {
+    const double p = exp(x[t] - *lse);
+    const float *v = kb + sel[t] * d->d;
+    for (int64_t c = 0; c < d->dv; c++)
+      out[c] += p * (double)v[c];
+  }
+}
+
+typedef struct scratch {
+  int64_t *sel;
+  double *x, *o;
+} scratch;
+
+static int scratch_new(const pto_attention_dims *d, scratch *s) {
+  s->sel = malloc((size_t)d->topk * sizeof *s->sel);
+  s->x = malloc((size_t)d->topk * sizeof *s->x);
+  s->o = malloc((size_t)d->dv * sizeof *s->o);
+  return s->sel && s->x && s->o ? 0 : -1;
+}
+
+static void scratch_free(scratch *s) {
+  free(s->sel);
+  free(s->x);
+  free(s->o);
+}
+
+pto_status pto_attention_ref(const pto_attention_dims *d,
+                             const pto_attention_params *prm, const float *q,
+                             const float *kv, const int32_t *indices,
+                             int64_t r0, int64_t r1, float *out, float *lse) {
+  if (!dims_ok(d) || !prm || !q || !kv || !indices || !out || !lse ||
+      r0 < 0 || r0 > r1 || r1 > d->b * d->s1)
+    return PTO_EINVAL;
+  scratch s;
+  if (scratch_new(d, &s)) {
+    scratch_free(&s);
+    return PTO_ENOMEM;
+  }
+  const double scale = scale_of(prm, d->d);
+  for (int64_t r = r0; r < r1; r++) {
+    const int64_t n = valid_keys(d, prm, indices, r, s.sel);
+    for (int64_t h = 0; h < d->h; h++) {
+      double l;
+      ref_head(d, scale, q, kv, s.sel, n, r, h, s.x, s.o, &l);
+      lse[r * d->h + h] = (float)l;
+      for (int64_t c = 0; c < d->dv; c++)
+        out[(r * d->h + h) * d->dv + c] = (float)s.o[c];
+    }
+  }
+  scratch_free(&s);
+  return PTO_OK;
+}
+
+int pto_attention_check(const pto_attention_dims *d,
+                        const pto_attention_params *prm, const float *q,
+                        const float *kv, const int32_t *indices,
+                        const float *out, const float *lse, int64_t r0,
+                        int64_t r1, char *msg, size_t msg_size) {
+  char dummy[1];
+  if (!msg || !msg_size) {
+    msg = dummy;
+    msg_size = sizeof dummy;
+  }
+  msg[0] = 0;
+  if (!dims_ok(d) || !prm || !q || !kv || !indices || !out || !lse ||
+      r0 < 0 || r0 > r1 || r1 > d->b * d->s1) {
+    snprintf(msg, msg_size, "bad arguments");
+    return -1;
+  }
+  scratch s;
+  if (scratch_new(d, &s)) {
+    scratch_free(&s);
+    snprintf(msg, msg_size, "out of memory");
+    return -1;
+  }
+  const double scale = scale_of(prm, d->d);
+  int bad = 0;
+  for (int64_t r = r0; r < r1 && !bad; r++) {
+    const int64_t n = valid_keys(d, prm, indices, r, s.sel);
+    for (int64_t h = 0; h < d->h && !bad; h++) {
+      double l;
+      ref_head(d, scale, q, kv, s.sel, n, r, h, s.x, s.o, &l);
+      const double got = lse[r * d->h + h];
+      if (isinf(l) ? got != l : !(fabs(got - l) <= 1e-6 + 1e-6 * fabs(l))) {
+        snprintf(msg, msg_size,
+                 "row %" PRId64 " (b %" PRId64 ", i %" PRId64 "), head %" PRId64
+                 ": lse %.9g, expected %.9g (%" PRId64 " valid keys)",
+                 r, r / d->s1, r % d->s1, h, got, l, n);
+        bad = 1;
+      }
+      for (int64_t c = 0; c < d->dv && !bad; c++) {
+        const double g = out[(r * d->h + h) * d->dv + c], w = s.o[c];
+        if (!(fabs(g - w) <= 1e-5 + 1e-4 * fabs(w))) {
+          snprintf(msg, msg_size,
+                   "row %" PRId64 " (b %" PRId64 ", i %" PRId64
+                   "), head %" PRId64 ", column %" PRId64
+                   ": out %.9g, expected %.9g",
+                   r, r / d->s1, r % d->s1, h, c, g, w);
+          bad = 1;
+        }
+      }
+    }
+  }
+  scratch_free(&s);
+  return bad ? -1 : 0;
+}
