@@ -156,6 +156,19 @@ int pto__tload_pack(int op, const pto_targs *a) {
  * through 4x4 transposes of four rows at a time, and its first dv values
  * to dst1 (K = the slots, N = dv) as whole panel rows. An invalid index
  * gives zeros, as do the padding slots of the last panel. */
+/* Row t of the table for slot t of a TGATHERPACK, or NULL when its index
+ * is invalid (or t is past the n slots). */
+static const float *gathered_row(const pto_tile *idx, const pto_gview *g,
+                                 uint32_t t, uint32_t n) {
+  if (t >= n)
+    return NULL;
+  const int32_t i = ((const int32_t *)idx->data)[(size_t)(t / idx->valid_cols) *
+                                                     idx->stride +
+                                                 t % idx->valid_cols];
+  return i >= 0 && i < g->rows ? (const float *)g->base + (int64_t)i * g->row_stride
+                               : NULL;
+}
+
 int pto__tgatherpack(int op, const pto_targs *a) {
   pto_tile *gt = a->dst[0], *v = a->dst[1];
   const pto_tile *idx = a->src[0];
@@ -169,42 +182,46 @@ int pto__tgatherpack(int op, const pto_targs *a) {
   for (uint32_t t0 = 0; t0 < n; t0 += w) {
     const float *row[PTO_MM_PANEL_MAX];
     const uint32_t slots = n - t0 < w ? n - t0 : w;
-    for (uint32_t j = 0; j < w; j++) {
-      row[j] = NULL;
-      if (j >= slots)
-        continue;
-      const uint32_t t = t0 + j;
-      const int32_t i = ((const int32_t *)idx->data)[(size_t)(t / idx->valid_cols) *
-                                                         idx->stride +
-                                                     t % idx->valid_cols];
-      if (i >= 0 && i < g->rows)
-        row[j] = (const float *)g->base + (int64_t)i * g->row_stride;
-    }
+    for (uint32_t j = 0; j < w; j++)
+      row[j] = gathered_row(idx, g, t0 + j, n);
     float *gp = G + (size_t)(t0 / w) * gt_panel; /* gp[d * w + j] */
-    uint32_t j = 0;
+    uint32_t d = 0;
 #if defined(__SSE__)
-    for (; j + 4 <= w; j += 4) {
-      if (!row[j] || !row[j + 1] || !row[j + 2] || !row[j + 3])
-        break; /* the rest one by one */
-      uint32_t d = 0;
+    if (w % 4 == 0) {
+      /* four d at a time across all w rows, so each line of the panel is
+       * written whole at once (a panel is larger than L1: four passes over
+       * it would fetch every line four times); an invalid row reads as
+       * zeros. The next panel's rows are prefetched meanwhile, spread over
+       * the steps: the rows are random, no hardware prefetcher runs ahead */
+      const float *next[PTO_MM_PANEL_MAX];
+      for (uint32_t j = 0; j < w; j++)
+        next[j] = gathered_row(idx, g, t0 + w + j, n);
+      const uint32_t lines = (D + 15) / 16, steps = D / 4 ? D / 4 : 1;
+      const uint32_t per_step = (w * lines + steps - 1) / steps;
+      uint32_t pf = 0; /* next line: row pf / lines, line pf % lines */
+      const __m128 zero = _mm_setzero_ps();
       for (; d + 4 <= D; d += 4) {
-        __m128 r0 = _mm_loadu_ps(row[j] + d), r1 = _mm_loadu_ps(row[j + 1] + d),
-               r2 = _mm_loadu_ps(row[j + 2] + d),
-               r3 = _mm_loadu_ps(row[j + 3] + d);
-        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-        float *dd = gp + (size_t)d * w + j;
-        _mm_storeu_ps(dd, r0);
-        _mm_storeu_ps(dd + w, r1);
-        _mm_storeu_ps(dd + 2 * w, r2);
-        _mm_storeu_ps(dd + 3 * w, r3);
+        for (uint32_t k = 0; k < per_step && pf < w * lines; k++, pf++)
+          if (next[pf / lines])
+            _mm_prefetch((const char *)(next[pf / lines] + (pf % lines) * 16),
+                         _MM_HINT_T0);
+        float *dd = gp + (size_t)d * w;
+        for (uint32_t j = 0; j < w; j += 4) {
+          __m128 r0 = row[j] ? _mm_loadu_ps(row[j] + d) : zero,
+                 r1 = row[j + 1] ? _mm_loadu_ps(row[j + 1] + d) : zero,
+                 r2 = row[j + 2] ? _mm_loadu_ps(row[j + 2] + d) : zero,
+                 r3 = row[j + 3] ? _mm_loadu_ps(row[j + 3] + d) : zero;
+          _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+          _mm_storeu_ps(dd + j, r0);
+          _mm_storeu_ps(dd + w + j, r1);
+          _mm_storeu_ps(dd + 2 * w + j, r2);
+          _mm_storeu_ps(dd + 3 * w + j, r3);
+        }
       }
-      for (; d < D; d++)
-        for (uint32_t q = 0; q < 4; q++)
-          gp[(size_t)d * w + j + q] = row[j + q][d];
     }
 #endif
-    for (; j < w; j++)
-      for (uint32_t d = 0; d < D; d++)
+    for (; d < D; d++)
+      for (uint32_t j = 0; j < w; j++)
         gp[(size_t)d * w + j] = row[j] ? row[j][d] : 0.0f;
     /* dst1: slot t's row k = t of every panel of dv columns */
     for (uint32_t q = 0; q < slots; q++) {
@@ -213,9 +230,14 @@ int pto__tgatherpack(int op, const pto_targs *a) {
         float *dp = vk + (size_t)(c0 / w) * v_panel;
         const uint32_t m = dv - c0 < w ? dv - c0 : w;
         uint32_t c = 0;
-        if (row[q])
+        if (row[q]) {
+#if defined(__SSE__) /* not memcpy: a call per 64 bytes */
+          for (; c + 4 <= m; c += 4)
+            _mm_storeu_ps(dp + c, _mm_loadu_ps(row[q] + c0 + c));
+#endif
           for (; c < m; c++)
             dp[c] = row[q][c0 + c];
+        }
         for (; c < w; c++)
           dp[c] = 0.0f;
       }
