@@ -421,6 +421,50 @@ static pto_status pack_operands(pto_cprog *pr, interval *iv) {
   return PTO_OK;
 }
 
+/* TMATMUL_ACC accumulates in place: its destination takes its accumulator's
+ * buffer. That is only right when the accumulator dies there, as a plain
+ * (unpacked) tile read by nothing else: a window loaded once for several
+ * readers (two loads of one window share one tile), a forwarded tile other
+ * units read too, or an accumulator that is also this matmul's A or B. For
+ * any other accumulator a TMOV first copies it into a tile of its own, which
+ * the matmul then accumulates into, and every other reader keeps the value
+ * it expects. Instructions move up to make room; tiles are added at the end.
+ * Returns the number of copies made (pr->n_insts and n_tiles grow). */
+static uint32_t copy_shared_accumulators(pto_cprog *pr, interval *iv) {
+  uint32_t n_copies = 0;
+  for (uint32_t k = 0; k < pr->n_insts; k++) {
+    const pto_pinst *pi = &pr->insts[k];
+    if (pi->op != PTO_OP_TMATMUL_ACC || pi->n_src != 3)
+      continue;
+    uint32_t c = pi->src[2];
+    n_copies += iv[c].end > k || c == pi->src[0] || c == pi->src[1];
+  }
+  if (!n_copies)
+    return 0;
+  for (uint32_t k = pr->n_insts, j = pr->n_insts + n_copies; k-- > 0;) {
+    pto_pinst pi = pr->insts[k];
+    pr->insts[--j] = pi;
+    if (pi.op != PTO_OP_TMATMUL_ACC || pi.n_src != 3)
+      continue;
+    uint32_t c = pi.src[2];
+    if (!(iv[c].end > k || c == pi.src[0] || c == pi.src[1]))
+      continue;
+    uint32_t t = pr->n_tiles++;
+    pr->tiles[t] = pr->tiles[c];
+    iv[t] = iv[c];
+    pr->insts[j].src[2] = (uint16_t)t;
+    pto_pinst *mv = &pr->insts[--j];
+    memset(mv, 0, sizeof *mv);
+    mv->op = PTO_OP_TMOV;
+    mv->n_src = mv->n_dst = 1;
+    mv->src[0] = (uint16_t)c;
+    mv->dst[0] = (uint16_t)t;
+    mv->slot = mv->slot2 = -1;
+  }
+  pr->n_insts += n_copies;
+  return n_copies;
+}
+
 /* Builds the program for sg: tiles, slots, instructions, and the liveness
  * based local-memory plan. Returns PTO_ECAPACITY (with *lvl and *need) when a
  * level overflows. */
@@ -431,11 +475,13 @@ static pto_status build_program(part *s, const sgraph *sg, uint32_t *alias,
   pto_cprog *pr = &b->prog;
   memset(pr, 0, sizeof *pr);
   pr->core = core;
-  pr->insts = calloc(sg->n_insts + 1, sizeof *pr->insts);
-  pr->tiles = calloc(2 * sg->n_insts + 1, sizeof *pr->tiles);
+  /* room for a copy before every instruction (copy_shared_accumulators) */
+  pr->insts = calloc(2 * sg->n_insts + 1, sizeof *pr->insts);
+  pr->tiles = calloc(3 * sg->n_insts + 1, sizeof *pr->tiles);
   pr->slots = calloc(sg->n_insts + 1, sizeof *pr->slots);
   b->slot_inst = calloc(sg->n_insts + 1, sizeof *b->slot_inst);
-  interval *iv = calloc(2 * sg->n_insts + 1, sizeof *iv);
+  interval *iv = calloc(3 * sg->n_insts + 1, sizeof *iv);
+  uint32_t *acc_of = NULL; /* in-place destination -> its accumulator */
   if (!pr->insts || !pr->tiles || !pr->slots || !b->slot_inst || !iv) {
     free(iv);
     return PTO_ENOMEM;
@@ -488,22 +534,40 @@ static pto_status build_program(part *s, const sgraph *sg, uint32_t *alias,
       else
         pi->src[r] = (uint16_t)t;
     }
-    /* TMATMUL_ACC accumulates in place: its destination takes the
-     * accumulator's buffer, which dies here */
-    if (in->op == PTO_OP_TMATMUL_ACC && in->n_src == 3) {
-      pi->n_src = 2;
-      iv[pi->dst[0]].size = 0; /* placed at its accumulator's offset */
-      iv[pi->dst[0]].off = UINT64_MAX - pi->src[2];
-    }
   }
+  if (copy_shared_accumulators(pr, iv))
+    for (uint32_t k = 0; k < pr->n_insts; k++) { /* last uses moved */
+      const pto_pinst *pi = &pr->insts[k];
+      for (int r = 0; r < pi->n_src; r++)
+        iv[pi->src[r]].end = k;
+      for (int d = 0; d < pi->n_dst; d++)
+        iv[pi->dst[d]].end = k;
+    }
   if (pr->n_tiles > UINT16_MAX) {
     free(iv);
     *need = pr->n_tiles;
     return PTO_ERANGE; /* reported by the caller */
   }
+  /* packing sees the accumulator as a third operand, never packed */
   if (core == PTO_CORE_CUBE && pack_operands(pr, iv)) {
     free(iv);
     return PTO_ENOMEM;
+  }
+  /* every accumulator now dies at its TMATMUL_ACC: the destination takes
+   * its buffer (placed below) and the instruction its two operands */
+  acc_of = malloc((pr->n_tiles + 1) * sizeof *acc_of);
+  if (!acc_of) {
+    free(iv);
+    return PTO_ENOMEM;
+  }
+  for (uint32_t t = 0; t < pr->n_tiles; t++)
+    acc_of[t] = PTO_NONE;
+  for (uint32_t k = 0; k < pr->n_insts; k++) {
+    pto_pinst *pi = &pr->insts[k];
+    if (pi->op == PTO_OP_TMATMUL_ACC && pi->n_src == 3) {
+      pi->n_src = 2;
+      acc_of[pi->dst[0]] = pi->src[2];
+    }
   }
   /* a tile's level follows its use, not its definition: the operands of a
    * matmul live in L0A/L0B and its accumulator in L0C, even though a TLOAD
@@ -521,9 +585,9 @@ static pto_status build_program(part *s, const sgraph *sg, uint32_t *alias,
   /* liveness-based placement: first fit among the offsets of tiles dead
    * before this instruction */
   uint32_t *live = malloc((pr->n_tiles + 1) * sizeof *live);
+  uint8_t *placed = calloc(pr->n_tiles + 1, 1);
   uint32_t n_live = 0;
-  pto_status st = live ? PTO_OK : PTO_ENOMEM;
-  uint32_t next_def = 0;
+  pto_status st = live && placed ? PTO_OK : PTO_ENOMEM;
   for (uint32_t k = 0; st == PTO_OK && k < pr->n_insts; k++) {
     const pto_pinst *pi = &pr->insts[k];
     /* free the tiles whose last use was before k */
@@ -537,11 +601,11 @@ static pto_status build_program(part *s, const sgraph *sg, uint32_t *alias,
     }
     for (int d = 0; d < pi->n_dst; d++) {
       uint32_t t = pi->dst[d];
-      if (t < next_def)
-        continue; /* defined earlier (in place) */
-      next_def = t + 1;
-      if (iv[t].size == 0 && iv[t].off >= UINT64_MAX - pr->n_tiles) {
-        uint32_t acc = (uint32_t)(UINT64_MAX - iv[t].off);
+      if (placed[t])
+        continue;
+      placed[t] = 1;
+      if (acc_of[t] != PTO_NONE) { /* in place, at its accumulator */
+        uint32_t acc = acc_of[t];
         iv[t].off = iv[acc].off;
         iv[t].size = iv[acc].size;
         iv[t].level = iv[acc].level;
@@ -585,6 +649,8 @@ static pto_status build_program(part *s, const sgraph *sg, uint32_t *alias,
     }
   }
   free(live);
+  free(placed);
+  free(acc_of);
   free(iv);
   for (int l = 0; st == PTO_OK && l < PTO_MEM_LEVEL_COUNT; l++)
     if (pr->mem[l] > s->m->mem[l]) {
