@@ -97,6 +97,7 @@ typedef struct part {
   uint32_t *match;
   /* per node */
   uint32_t *cluster;   /* union-find over nodes */
+  uint32_t *cnext;     /* the members of a cluster: a ring through cnext */
   uint8_t *dissolved;  /* node may not fuse (its subgraph did not fit) */
   /* per unit */
   uint32_t *unit_sg;   /* union-find over units, then subgraph ids */
@@ -244,39 +245,51 @@ static pto_status node_edges(part *s, nedges *g) {
 }
 
 /* Whether clusters a and b may merge: every edge between them fusable, and
- * no path from one to the other through a third cluster. */
+ * no path from one to the other through a third cluster. A cluster becomes
+ * subgraphs that run as whole tasks, so a path enters a cluster at any of
+ * its nodes and leaves it from any other: the search walks clusters (every
+ * member's edges), not single nodes. Following node edges alone misses
+ * a -> x, y -> b with x and y in one cluster, and merging a and b then makes
+ * two tasks wait for each other. */
 static int can_merge(part *s, const nedges *g, uint32_t a, uint32_t b,
                      uint32_t *stack, uint8_t *seen) {
-  uint32_t nn = s->p->n_nodes;
-  memset(seen, 0, nn);
+  memset(seen, 0, s->p->n_nodes);
+  seen[a] = seen[b] = 1;
   uint32_t sp = 0;
-  for (uint32_t v = 0; v < nn; v++) {
-    uint32_t cv = uf_find(s->cluster, v);
-    if (cv != a && cv != b)
-      continue;
-    for (uint32_t k = g->first[v]; k < g->first[v + 1]; k++) {
-      uint32_t w = g->to[k], cw = uf_find(s->cluster, w);
-      if ((cw == a || cw == b) && cw != cv && !g->fusable[k])
-        return 0;
-      if (cw != a && cw != b && !seen[w]) {
-        seen[w] = 1;
-        stack[sp++] = w;
+  /* first the edges out of a and b: between them each must fuse; every
+   * other cluster they lead to starts the search */
+  for (int side = 0; side < 2; side++) {
+    uint32_t c = side ? b : a, v = c;
+    do {
+      for (uint32_t k = g->first[v]; k < g->first[v + 1]; k++) {
+        uint32_t cw = uf_find(s->cluster, g->to[k]);
+        if (cw == a || cw == b) {
+          if (cw != c && !g->fusable[k])
+            return 0;
+        } else if (!seen[cw]) {
+          seen[cw] = 1;
+          stack[sp++] = cw;
+        }
       }
-    }
+      v = s->cnext[v];
+    } while (v != c);
   }
-  /* anything reachable from outside a and b that lands back in a or b
-   * would make a cycle once they are one cluster */
+  /* then every cluster reachable from those: reaching a or b again would
+   * be a cycle once they are one cluster */
   while (sp) {
-    uint32_t v = stack[--sp];
-    for (uint32_t k = g->first[v]; k < g->first[v + 1]; k++) {
-      uint32_t w = g->to[k], cw = uf_find(s->cluster, w);
-      if (cw == a || cw == b)
-        return 0;
-      if (!seen[w]) {
-        seen[w] = 1;
-        stack[sp++] = w;
+    uint32_t c = stack[--sp], v = c;
+    do {
+      for (uint32_t k = g->first[v]; k < g->first[v + 1]; k++) {
+        uint32_t cw = uf_find(s->cluster, g->to[k]);
+        if (cw == a || cw == b)
+          return 0;
+        if (!seen[cw]) {
+          seen[cw] = 1;
+          stack[sp++] = cw;
+        }
       }
-    }
+      v = s->cnext[v];
+    } while (v != c);
   }
   return 1;
 }
@@ -284,7 +297,7 @@ static int can_merge(part *s, const nedges *g, uint32_t a, uint32_t b,
 static pto_status cluster_ops(part *s) {
   uint32_t nn = s->p->n_nodes;
   for (uint32_t v = 0; v < nn; v++)
-    s->cluster[v] = v;
+    s->cluster[v] = s->cnext[v] = v;
   nedges g = {0};
   pto_status st = node_edges(s, &g);
   uint32_t *stack = malloc((nn + 1) * sizeof *stack);
@@ -296,8 +309,12 @@ static pto_status cluster_ops(part *s) {
       if (!g.fusable[k])
         continue;
       uint32_t a = uf_find(s->cluster, v), b = uf_find(s->cluster, g.to[k]);
-      if (a != b && can_merge(s, &g, a, b, stack, seen))
-        s->cluster[b] = a;
+      if (a == b || !can_merge(s, &g, a, b, stack, seen))
+        continue;
+      s->cluster[b] = a;
+      uint32_t t = s->cnext[a]; /* splice b's member ring into a's */
+      s->cnext[a] = s->cnext[b];
+      s->cnext[b] = t;
     }
   free(stack);
   free(seen);
@@ -1291,19 +1308,28 @@ static pto_status group_tasks(part *s, const sgraph *sgs, uint32_t n_sg,
   return PTO_OK;
 }
 
-/* path[t]: the largest total cost from t to any exit, t included: the
- * critical-path scheduling priority. Kahn order, then backwards. */
-static pto_status critical_paths(pto_executable *e) {
-  uint32_t n = e->n_tasks;
-  uint32_t *order = malloc((n + 1) * sizeof *order);
-  uint32_t *pending = malloc((n + 1) * sizeof *pending);
-  if (!order || !pending) {
-    free(order);
-    free(pending);
-    return PTO_ENOMEM;
+/* What a task computes, for messages: "matmul 'label' -> 'y'". */
+static void task_what(const pto_executable *e, uint32_t t, char *buf,
+                      size_t size) {
+  uint32_t node = e->tasks[t].node;
+  if (node == PTO_NONE) {
+    snprintf(buf, size, "output copy");
+    return;
   }
+  const pto_node *pn = e->tg.prog->nodes[node];
+  snprintf(buf, size, "%s%s%s%s -> '%s'", pto__top_name(pn->op),
+           pn->label[0] ? " '" : "", pn->label, pn->label[0] ? "'" : "",
+           pn->out[0]->name);
+}
+
+/* Kahn's algorithm over e's tasks: fills order (n_tasks entries) with the
+ * tasks in a topological order and pending with how many producers each
+ * still waits for; returns how many were ordered (n_tasks unless the graph
+ * has a cycle). */
+static uint32_t topo_order(const pto_executable *e, uint32_t *order,
+                           uint32_t *pending) {
   uint32_t head = 0, tail = 0;
-  for (uint32_t t = 0; t < n; t++) {
+  for (uint32_t t = 0; t < e->n_tasks; t++) {
     pending[t] = e->tasks[t].n_pred;
     if (!pending[t])
       order[tail++] = t;
@@ -1314,7 +1340,89 @@ static pto_status critical_paths(pto_executable *e) {
       if (--pending[e->succ[t->succ + k]] == 0)
         order[tail++] = e->succ[t->succ + k];
   }
-  for (uint32_t i = tail; i-- > 0;) {
+  return tail;
+}
+
+/* Fails naming the tasks of one cycle among those Kahn's algorithm left
+ * waiting (pending > 0: each waits on another of them). */
+static pto_status fail_cycle(pto_executable *e, const uint32_t *pending) {
+  uint32_t n = e->n_tasks, left = 0;
+  uint32_t *pred = malloc((n + 1) * sizeof *pred);
+  uint32_t *step = malloc((n + 1) * sizeof *step);
+  if (!pred || !step) {
+    free(pred);
+    free(step);
+    return pto__error_set(&e->err, PTO_ENOMEM, "compile: out of memory");
+  }
+  uint32_t v = PTO_NONE;
+  for (uint32_t t = 0; t < n; t++) {
+    pred[t] = step[t] = PTO_NONE;
+    left += pending[t] > 0;
+  }
+  for (uint32_t t = 0; t < n; t++)
+    for (uint32_t k = 0; pending[t] && k < e->tasks[t].n_succ; k++) {
+      uint32_t w = e->succ[e->tasks[t].succ + k];
+      if (pending[w]) {
+        pred[w] = t;
+        v = w;
+      }
+    }
+  /* walk back along waiting producers until a task repeats */
+  uint32_t i = 0;
+  while (v != PTO_NONE && step[v] == PTO_NONE) {
+    step[v] = i++;
+    v = pred[v];
+  }
+  /* v is on the cycle; pred[] runs against the edges: collect the cycle
+   * backwards (into step[], no longer needed), then print it forwards */
+  uint32_t n_cyc = v == PTO_NONE ? 0 : i - step[v];
+  uint32_t *cyc = step;
+  for (uint32_t k = 0, u = v; k < n_cyc; k++, u = pred[u])
+    cyc[n_cyc - 1 - k] = u;
+  char msg[PTO_ERROR_MSG - 64], what[160];
+  size_t len = 0;
+  msg[0] = '\0';
+  for (uint32_t k = 0; k <= n_cyc && n_cyc && len < sizeof msg; k++) {
+    uint32_t t = cyc[k % n_cyc];
+    task_what(e, t, what, sizeof what);
+    len += (size_t)snprintf(msg + len, sizeof msg - len, "%stask %u (%s)",
+                            k ? " -> " : "", t, what);
+  }
+  free(pred);
+  free(step);
+  return pto__error_set(&e->err, PTO_ESTATE,
+                        "compile: the task graph has a cycle (%u of %u "
+                        "tasks wait on each other): %s",
+                        left, n, msg);
+}
+
+pto_status pto__exe_check_acyclic(pto_executable *e) {
+  uint32_t *order = malloc((e->n_tasks + 1) * sizeof *order);
+  uint32_t *pending = malloc((e->n_tasks + 1) * sizeof *pending);
+  pto_status st = PTO_OK;
+  if (!order || !pending)
+    st = pto__error_set(&e->err, PTO_ENOMEM, "compile: out of memory");
+  else if (topo_order(e, order, pending) < e->n_tasks)
+    st = fail_cycle(e, pending);
+  free(order);
+  free(pending);
+  return st;
+}
+
+/* path[t]: the largest total cost from t to any exit, t included: the
+ * critical-path scheduling priority. Kahn order, then backwards. The
+ * executable is checked for a cycle here, as it is built: fusion must never
+ * make one, and a run of a graph with one could never end. */
+static pto_status critical_paths(pto_executable *e) {
+  uint32_t n = e->n_tasks;
+  uint32_t *order = malloc((n + 1) * sizeof *order);
+  uint32_t *pending = malloc((n + 1) * sizeof *pending);
+  pto_status st = PTO_OK;
+  if (!order || !pending)
+    st = pto__error_set(&e->err, PTO_ENOMEM, "compile: out of memory");
+  else if (topo_order(e, order, pending) < n)
+    st = fail_cycle(e, pending);
+  for (uint32_t i = n; st == PTO_OK && i-- > 0;) {
     pto_task *t = &e->tasks[order[i]];
     uint64_t best = 0;
     for (uint32_t k = 0; k < t->n_succ; k++)
@@ -1324,7 +1432,7 @@ static pto_status critical_paths(pto_executable *e) {
   }
   free(order);
   free(pending);
-  return PTO_OK;
+  return st;
 }
 
 pto_status pto__partition(pto_executable *e, const pto_config *cfg,
@@ -1343,6 +1451,7 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
   uint8_t *drop = malloc(tg->n_insts + 1);
   s.match = malloc((tg->n_insts + 1) * sizeof *s.match);
   s.cluster = malloc((p->n_nodes + 1) * sizeof *s.cluster);
+  s.cnext = malloc((p->n_nodes + 1) * sizeof *s.cnext);
   s.dissolved = calloc(p->n_nodes + 1, 1);
   s.unit_sg = malloc((tg->n_units + 1) * sizeof *s.unit_sg);
   s.inst_unit = malloc((tg->n_insts + 1) * sizeof *s.inst_unit);
@@ -1353,7 +1462,7 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
   cbuild *builds = NULL;
   access *acc = NULL;
   uint32_t *prog_of = NULL, *mark = NULL;
-  if (!alias || !drop || !s.match || !s.cluster || !s.dissolved ||
+  if (!alias || !drop || !s.match || !s.cluster || !s.cnext || !s.dissolved ||
       !s.unit_sg || !s.inst_unit || !s.storage_node || !s.storage_is_output) {
     st = fail(&s, PTO_ENOMEM, "out of memory");
     goto done;
@@ -1538,11 +1647,12 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
     fail(&s, st, "out of memory");
     goto done;
   }
-  st = plan_storages(e, tg);
-  if (!st)
-    st = critical_paths(e);
-  if (st)
+  if ((st = plan_storages(e, tg))) {
     fail(&s, st, "out of memory");
+    goto done;
+  }
+  if ((st = critical_paths(e)))
+    goto done;
   e->stats.tensor_ops = p->n_nodes;
   e->stats.tile_instructions = tg->n_insts;
   e->stats.subgraphs = n_sg;
@@ -1559,6 +1669,7 @@ done:
   free(drop);
   free(s.match);
   free(s.cluster);
+  free(s.cnext);
   free(s.dissolved);
   free(s.unit_sg);
   free(s.inst_unit);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/exe.h"
+#include "partitioner/partition.h"
 #include "pto/pto.h"
 
 /* Input values k/16 for k in [-16, 16]: exact in bf16 and f16 as in f32. */
@@ -292,6 +293,168 @@ Test(partitioner, accumulator_shared_with_bf16_and_f16_operands,
     pto_output(p, pto_matmul_acc(p, y, y, w, 0), "b");
     pto_output(p, pto_matmul_acc(p, y, xh, w, 0), "c");
     expect_right_everywhere(p, 1e-4);
+    pto_program_free(p);
+  }
+}
+
+/* ---- 2. fusion and cycles between subgraphs ------------------------------ */
+
+/* The issue's program: fused by node edges alone it became two tasks, cube
+ * {A, Z} and vector {R, S}, each waiting for the other. */
+static pto_program *cube_vector_crossing(void) {
+  pto_program *p = pto_program_new("cube_vector_crossing");
+  int64_t s[] = {8, 8};
+  pto_tensor *X = pto_input(p, "X", PTO_F32, 2, s);
+  pto_tensor *A = pto_matmul(p, X, X, 0);          /* cube */
+  pto_tensor *R = pto_exp(p, X);                   /* vector */
+  pto_output(p, pto_matmul_acc(p, R, A, X, 0), "Z"); /* cube, reads R */
+  pto_output(p, pto_add(p, R, A), "S");            /* vector, reads A */
+  return p;
+}
+
+Test(partitioner, fusion_never_makes_tasks_wait_on_each_other,
+     .timeout = 300) {
+  pto_program *p = cube_vector_crossing();
+  expect_right_everywhere(p, 1e-5);
+  pto_program_free(p);
+}
+
+/* The executable is checked for a cycle as it is built; forced into one,
+ * the check names the tasks and their ops. */
+Test(partitioner, a_cyclic_task_graph_is_refused_naming_its_ops) {
+  pto_program *p = cube_vector_crossing();
+  pto_config *c = config_n(2); /* fuse 0: A, R, Z, S one task each */
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, c, &e), PTO_OK, "%s", pto_program_error(p));
+  cr_assert_eq(pto__exe_check_acyclic(e), PTO_OK);
+  /* a back edge from the task of Z to the task of A: A -> Z -> A */
+  uint32_t a = UINT32_MAX, z = UINT32_MAX;
+  for (uint32_t t = 0; t < e->n_tasks; t++) {
+    const pto_node *n = e->tg.prog->nodes[e->tasks[t].node];
+    if (n->op == PTO_TOP_MATMUL)
+      *(n->n_in == 3 ? &z : &a) = t;
+  }
+  cr_assert(a != UINT32_MAX && z != UINT32_MAX);
+  uint32_t *succ = malloc((e->n_edges + 2) * sizeof *succ);
+  cr_assert_not_null(succ);
+  uint32_t at = 0;
+  for (uint32_t t = 0; t < e->n_tasks; t++) {
+    pto_task *k = &e->tasks[t];
+    uint32_t first = k->succ;
+    k->succ = at;
+    for (uint32_t i = 0; i < k->n_succ; i++)
+      succ[at++] = e->succ[first + i];
+    if (t == z) {
+      succ[at++] = a;
+      k->n_succ++;
+    }
+  }
+  free(e->succ);
+  e->succ = succ;
+  e->n_edges++;
+  e->tasks[a].n_pred++;
+  cr_assert_eq(pto__exe_check_acyclic(e), PTO_ESTATE);
+  const char *msg = pto_executable_error(e);
+  char ta[32], tz[32];
+  snprintf(ta, sizeof ta, "task %u (matmul", a);
+  snprintf(tz, sizeof tz, "task %u (matmul", z);
+  cr_expect(strstr(msg, "cycle") && strstr(msg, ta) && strstr(msg, tz),
+            "%s", msg);
+  pto_executable_free(e);
+  pto_config_free(c);
+  pto_program_free(p);
+}
+
+/* Random programs over [8, 8] tensors mixing cube ops (matmul, matmul_acc)
+ * and vector ops (add, neg, muls, relu) on shared operands, under random
+ * tiles: each compiles (an executable with a cycle is refused) and gives
+ * the evaluator's values bit for bit (the values are k / 2^n with few
+ * enough bits that every sum is exact in f32, in any order). */
+Test(partitioner, random_cube_vector_fusion_is_acyclic_and_exact,
+     .timeout = 300) {
+  for (unsigned seed = 1; seed <= 200; seed++) {
+    unsigned r = seed * 2654435761u;
+#define RND(n) ((r = r * 1103515245u + 12345u), (r >> 16) % (n))
+    char name[32];
+    snprintf(name, sizeof name, "fusion_seed_%u", seed);
+    pto_program *p = pto_program_new(name);
+    const uint32_t vt[][2] = {{0, 0}, {4, 8}, {2, 4}, {8, 2}};
+    const uint32_t ct[][3] = {{0, 0, 0}, {4, 8, 8}, {8, 4, 4}, {4, 4, 8}};
+    size_t vi = RND(4), ci = RND(4);
+    pto_program_set_vec_tile(p, vt[vi][0], vt[vi][1]);
+    pto_program_set_cube_tile(p, ct[ci][0], ct[ci][1], ct[ci][2]);
+    int64_t s[] = {8, 8};
+    pto_tensor *pool[16];
+    int frac[16], mag[16], n = 0;
+    for (int i = 0; i < 2 + (int)RND(2); i++, n++) {
+      char in[8];
+      snprintf(in, sizeof in, "x%d", i);
+      pool[n] = pto_input(p, in, PTO_F32, 2, s);
+      frac[n] = 4;
+      mag[n] = 0;
+    }
+    int n_ops = 3 + (int)RND(7);
+    for (int k = 0; k < n_ops; k++, n++) {
+      int a = (int)RND((unsigned)n), b = (int)RND((unsigned)n),
+          c = (int)RND((unsigned)n);
+      int op = (int)RND(6), f, m;
+      if (op == 0 && frac[a] + frac[b] + mag[a] + mag[b] + 3 <= 24) {
+        pool[n] = pto_matmul(p, pool[a], pool[b], 0);
+        f = frac[a] + frac[b];
+        m = mag[a] + mag[b] + 3;
+      } else if (op == 1) {
+        f = frac[a] + frac[b] > frac[c] ? frac[a] + frac[b] : frac[c];
+        m = (mag[a] + mag[b] + 3 > mag[c] ? mag[a] + mag[b] + 3 : mag[c]) + 1;
+        if (f + m > 24)
+          goto neg;
+        pool[n] = pto_matmul_acc(p, pool[c], pool[a], pool[b], 0);
+      } else if (op == 2 && (frac[a] > frac[b] ? frac[a] : frac[b]) +
+                                    (mag[a] > mag[b] ? mag[a] : mag[b]) + 1 <=
+                                24) {
+        pool[n] = pto_add(p, pool[a], pool[b]);
+        f = frac[a] > frac[b] ? frac[a] : frac[b];
+        m = (mag[a] > mag[b] ? mag[a] : mag[b]) + 1;
+      } else if (op == 3 && frac[a] + mag[a] < 24) {
+        pool[n] = pto_muls(p, pool[a], 0.5);
+        f = frac[a] + 1;
+        m = mag[a];
+      } else if (op == 4) {
+        pool[n] = pto_relu(p, pool[a]);
+        f = frac[a];
+        m = mag[a];
+      } else {
+      neg:
+        pool[n] = pto_neg(p, pool[a]);
+        f = frac[a];
+        m = mag[a];
+      }
+      frac[n] = f;
+      mag[n] = m;
+      if (n == 15)
+        break;
+    }
+    int n_in = pto_program_num_inputs(p);
+    pto_output(p, pool[n - 1 < 15 ? n - 1 : 15], "out");
+    for (int i = n_in; i < n - 1 && pto_program_num_outputs(p) < 4; i++)
+      if (RND(3) == 0) {
+        char o[8];
+        snprintf(o, sizeof o, "o%d", i);
+        pto_output(p, pool[i], o);
+      }
+#undef RND
+    cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+    pto_executable *e = NULL;
+    cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "seed %u: %s", seed,
+                 pto_program_error(p));
+    bufs b;
+    bufs_init(&b, p);
+    poison(&b);
+    cr_assert_eq(
+        pto_executable_run_serial(e, (const void *const *)b.in, b.got), PTO_OK,
+        "seed %u: %s", seed, pto_executable_error(e));
+    expect_outputs(p, &b, "serial", 0);
+    bufs_free(&b);
+    pto_executable_free(e);
     pto_program_free(p);
   }
 }
