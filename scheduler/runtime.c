@@ -137,11 +137,21 @@ static void rq_insert_locked(pto_rq *q, pto_policy pol, pto_ready it) {
   q->n++;
 }
 
+/* The size a push publishes is what a worker about to sleep checks after
+ * counting itself a sleeper, while the pusher checks the sleepers after
+ * publishing the size (wake_one): the two must not both miss the other.
+ * seq_cst: a relaxed store may still sit in the store buffer when the
+ * pusher reads no sleeper and the sleeper reads the old size, and then
+ * the task waits with its worker asleep (x86 lets a load pass an earlier
+ * store to another address). */
+static void rq_publish_size(pto_rq *q) {
+  atomic_store_explicit(&q->size, q->n, memory_order_seq_cst);
+}
+
 static void rq_push(pto_rq *q, pto_policy pol, pto_ready it) {
   lock(&q->lock);
   rq_insert_locked(q, pol, it);
-  /* relaxed: a hint for idle workers' polling; the lock orders the data */
-  atomic_store_explicit(&q->size, q->n, memory_order_relaxed);
+  rq_publish_size(q);
   unlock(&q->lock);
 }
 
@@ -155,7 +165,7 @@ static void rq_push_roots(pto_rq *q, pto_policy pol, pto_run *run, int core) {
     pto_ready it = {run, t, j->prio ? j->prio[t] : 0};
     rq_insert_locked(q, pol, it);
   }
-  atomic_store_explicit(&q->size, q->n, memory_order_relaxed);
+  rq_publish_size(q);
   unlock(&q->lock);
 }
 
