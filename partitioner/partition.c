@@ -99,6 +99,7 @@ typedef struct part {
   uint32_t *cluster;   /* union-find over nodes */
   uint32_t *cnext;     /* the members of a cluster: a ring through cnext */
   uint8_t *dissolved;  /* node may not fuse (its subgraph did not fit) */
+  uint32_t *reuse;     /* l1_reuse in force: the knob, halved by splits */
   /* per unit */
   uint32_t *unit_sg;   /* union-find over units, then subgraph ids */
   uint32_t *inst_unit; /* per instruction */
@@ -770,7 +771,7 @@ static int reuse_l1(part *s) {
     const pto_unit *un = &tg->units[u];
     if (un->core != PTO_CORE_CUBE || un->node == PTO_NONE)
       continue;
-    int64_t k = knob(s, un->node, PTO_KNOB_L1_REUSE);
+    uint32_t k = s->reuse[un->node];
     if (k <= 1)
       continue;
     /* the load of the first matmul's left operand */
@@ -938,8 +939,35 @@ static void free_subgraphs(sgraph *sgs, uint32_t n) {
   free(sgs);
 }
 
-/* Compiles every subgraph; dissolves clusters whose subgraphs overflow local
- * memory and retries; fails when a single unit overflows. */
+/* Splits subgraph sg, which does not fit: dissolves the fused ops it joins
+ * or, when it holds the units of one op that l1_reuse joined, halves that
+ * op's l1_reuse. Each split dissolves an op or halves a count, so retries
+ * end. Returns 0 when nothing is left to split (a single unit). */
+static int split_subgraph(part *s, const sgraph *sg) {
+  const pto_tgraph *tg = s->tg;
+  int changed = 0, several = 0;
+  uint32_t first = tg->units[sg->units[0]].node;
+  for (uint32_t j = 1; j < sg->n_units; j++)
+    several |= tg->units[sg->units[j]].node != first;
+  for (uint32_t j = 0; several && j < sg->n_units; j++) {
+    uint32_t node = tg->units[sg->units[j]].node;
+    if (node != PTO_NONE && !s->dissolved[node])
+      s->dissolved[node] = 1, changed = 1;
+  }
+  /* units of one op are consecutive: halve each op's l1_reuse once */
+  for (uint32_t j = 0; !changed && j < sg->n_units; j++) {
+    uint32_t node = tg->units[sg->units[j]].node;
+    if (node == PTO_NONE || s->reuse[node] <= 1 ||
+        (j && tg->units[sg->units[j - 1]].node == node))
+      continue;
+    s->reuse[node] /= 2;
+    changed = 1;
+  }
+  return changed;
+}
+
+/* Compiles every subgraph; splits subgraphs that overflow local memory
+ * (split_subgraph) and retries; fails when a single unit overflows. */
 static pto_status compile_subgraphs(part *s, sgraph **sgs_out,
                                     uint32_t *n_out, cbuild **builds_out,
                                     uint32_t *alias, uint8_t *drop) {
@@ -986,12 +1014,9 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out,
       }
       if (st != PTO_ECAPACITY)
         continue;
-      if (sgs[k].n_units > 1) { /* split: dissolve the fused ops */
-        for (uint32_t j = 0; j < sgs[k].n_units; j++) {
-          uint32_t node = tg->units[sgs[k].units[j]].node;
-          if (node != PTO_NONE)
-            s->dissolved[node] = 1;
-        }
+      /* split it; or, when this pass already split another one (perhaps
+       * of the same op), look at it again after the retry */
+      if (split_subgraph(s, &sgs[k]) || retry) {
         retry = 1;
         st = PTO_OK;
         continue;
@@ -1026,7 +1051,7 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out,
         free_build(&builds[k]);
       free(builds);
       free_subgraphs(sgs, n);
-      /* re-cluster without the dissolved ops */
+      /* re-cluster without the dissolved ops, and group again */
       if ((st = cluster_ops(s)))
         return st;
       continue;
@@ -1453,6 +1478,7 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
   s.cluster = malloc((p->n_nodes + 1) * sizeof *s.cluster);
   s.cnext = malloc((p->n_nodes + 1) * sizeof *s.cnext);
   s.dissolved = calloc(p->n_nodes + 1, 1);
+  s.reuse = malloc((p->n_nodes + 1) * sizeof *s.reuse);
   s.unit_sg = malloc((tg->n_units + 1) * sizeof *s.unit_sg);
   s.inst_unit = malloc((tg->n_insts + 1) * sizeof *s.inst_unit);
   s.storage_node = malloc((tg->n_storages + 1) * sizeof *s.storage_node);
@@ -1463,7 +1489,8 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
   access *acc = NULL;
   uint32_t *prog_of = NULL, *mark = NULL;
   if (!alias || !drop || !s.match || !s.cluster || !s.cnext || !s.dissolved ||
-      !s.unit_sg || !s.inst_unit || !s.storage_node || !s.storage_is_output) {
+      !s.reuse || !s.unit_sg || !s.inst_unit || !s.storage_node ||
+      !s.storage_is_output) {
     st = fail(&s, PTO_ENOMEM, "out of memory");
     goto done;
   }
@@ -1478,6 +1505,10 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
       s.storage_node[p->nodes[v]->out[o]->id] = v;
   for (uint32_t j = 0; j < p->n_outputs; j++)
     s.storage_is_output[tg->out_storage[j]] = 1;
+  for (uint32_t v = 0; v < p->n_nodes; v++) {
+    int64_t k = knob(&s, v, PTO_KNOB_L1_REUSE);
+    s.reuse[v] = k < 1 ? 1 : k > UINT32_MAX ? UINT32_MAX : (uint32_t)k;
+  }
 
   if ((st = find_matches(&s)) || (st = cluster_ops(&s))) {
     st = fail(&s, st, "out of memory");
@@ -1671,6 +1702,7 @@ done:
   free(s.cluster);
   free(s.cnext);
   free(s.dissolved);
+  free(s.reuse);
   free(s.unit_sg);
   free(s.inst_unit);
   free(s.storage_node);

@@ -462,3 +462,88 @@ Test(partitioner, random_cube_vector_fusion_is_acyclic_and_exact,
     pto_program_free(p);
   }
 }
+
+/* ---- 3. compiles that must return ---------------------------------------- */
+
+/* The issue's program: the default cube tile needs 84 864 bytes of L0A and
+ * the Ascend model has 65 536. With l1_reuse >= 2 the split of the reuse
+ * group was undone by the next grouping, forever. Under every knob setting
+ * it now fails at once, naming the op; on the host, where it fits, it
+ * compiles and computes what the evaluator does. */
+static pto_program *transposed_matmul(void) {
+  pto_program *p = pto_program_new("l1_reuse_overflow");
+  int64_t s[] = {1, 200, 100};
+  pto_tensor *t0 = pto_input(p, "in0", PTO_F32, 3, s);
+  pto_tensor *t1 = pto_transpose(p, t0, 0, 2); /* [100, 200, 1] */
+  pto_output(p, pto_matmul(p, t0, t1, PTO_MATMUL_TRANS_A), "out0");
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  return p;
+}
+
+Test(partitioner, a_matmul_that_cannot_fit_fails_under_every_knob,
+     .timeout = 120) {
+  pto_program *p = transposed_matmul();
+  const int64_t reuse[] = {1, 2, 3, 4, 32, 1000};
+  const int64_t nbuf[] = {0, 1, 3};
+  for (int ascend = 0; ascend < 2; ascend++)
+    for (int fuse = 0; fuse < 2; fuse++)
+      for (size_t n = 0; n < 3; n++)
+        for (size_t r = 0; r < 6; r++) {
+          pto_config *c = pto_config_new();
+          if (ascend) {
+            pto_machine m = pto_machine_ascend();
+            cr_assert_eq(pto_config_set_machine(c, &m), PTO_OK);
+          }
+          pto_config_set_knob(c, NULL, PTO_KNOB_FUSE, fuse);
+          pto_config_set_knob(c, NULL, PTO_KNOB_NBUFFER, nbuf[n]);
+          pto_config_set_knob(c, NULL, PTO_KNOB_L1_REUSE, reuse[r]);
+          pto_executable *e = NULL;
+          pto_status st = pto_compile(p, c, &e);
+          if (ascend) {
+            cr_assert_eq(st, PTO_ECAPACITY, "fuse %d nbuffer %lld l1_reuse %lld",
+                         fuse, (long long)nbuf[n], (long long)reuse[r]);
+            const char *msg = pto_program_error(p);
+            cr_expect(strstr(msg, "matmul") && strstr(msg, "L0A") &&
+                          strstr(msg, "65536"),
+                      "%s", msg);
+          } else {
+            cr_assert_eq(st, PTO_OK, "%s", pto_program_error(p));
+            if (r == 1 && n == 0)
+              expect_eval_everywhere(p, e, 1e-4);
+            pto_executable_free(e);
+          }
+          pto_config_free(c);
+        }
+  pto_program_free(p);
+}
+
+/* l1_reuse larger than what fits is halved until the group fits, not
+ * refused (nor retried forever): units sharing their A window keep every K
+ * slice of it live (16 of 16 KiB, for 64 KiB of L0A) where one unit alone
+ * holds a slice at a time. */
+Test(partitioner, l1_reuse_group_too_large_is_halved_until_it_fits,
+     .timeout = 120) {
+  pto_program *p = pto_program_new("l1_reuse_halved");
+  int64_t sa[] = {64, 1024}, sb[] = {1024, 512};
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, sa);
+  pto_tensor *b = pto_input(p, "b", PTO_F32, 2, sb);
+  pto_program_set_cube_tile(p, 64, 64, 64);
+  pto_output(p, pto_matmul(p, a, b, 0), "c");
+  for (int64_t reuse = 1; reuse <= 32; reuse *= 2) {
+    pto_config *c = config_n(1);
+    pto_config_set_knob(c, NULL, PTO_KNOB_L1_REUSE, reuse);
+    pto_executable *e = NULL;
+    cr_assert_eq(pto_compile(p, c, &e), PTO_OK, "l1_reuse %lld: %s",
+                 (long long)reuse, pto_program_error(p));
+    pto_exe_stats st;
+    pto_executable_stats(e, &st);
+    cr_expect_eq(st.tasks, 8, "l1_reuse %lld: %u tasks", (long long)reuse,
+                 st.tasks);
+    cr_expect_leq(st.mem_peak[PTO_MEM_L0A], 65536);
+    if (reuse == 32)
+      expect_eval_everywhere(p, e, MM_TOL);
+    pto_executable_free(e);
+    pto_config_free(c);
+  }
+  pto_program_free(p);
+}
