@@ -808,6 +808,14 @@ static int reuse_l1(part *s) {
   return 0;
 }
 
+static void free_subgraphs(sgraph *sgs, uint32_t n) {
+  for (uint32_t k = 0; sgs && k < n; k++) {
+    free(sgs[k].units);
+    free(sgs[k].insts);
+  }
+  free(sgs);
+}
+
 /* Forms subgraphs from the current clusters: fills sgs (array of n) and
  * unit_sg. */
 static pto_status form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
@@ -898,6 +906,14 @@ static pto_status form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
     }
     sgs[k].n_units = sgs[k].n_insts = 0;
   }
+  /* a window loaded twice in one subgraph is loaded once (l1_reuse merges
+   * tasks precisely to share such loads): the first load of each (subgraph,
+   * window, tile shape), found by hash */
+  hmap loads;
+  if (hmap_init(&loads, tg->n_insts)) {
+    free_subgraphs(sgs, n);
+    return PTO_ENOMEM;
+  }
   for (uint32_t u = 0; u < nu; u++) {
     sgraph *g = &sgs[s->unit_sg[u]];
     g->units[g->n_units++] = u;
@@ -905,38 +921,36 @@ static pto_status form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
          i < tg->units[u].first + tg->units[u].count; i++) {
       if (drop[i])
         continue;
-      /* a window loaded twice in one subgraph is loaded once (l1_reuse
-       * merges tasks precisely to share such loads) */
       const pto_tinst *in = &tg->insts[i];
-      uint32_t dup = PTO_NONE;
-      for (uint32_t j = 0; in->op == PTO_OP_TLOAD && j < g->n_insts; j++) {
-        const pto_tinst *prev = &tg->insts[g->insts[j]];
-        if (prev->op == PTO_OP_TLOAD && gref_eq(&prev->g, &in->g) &&
-            !memcmp(&tg->vals[prev->dst[0]], &tg->vals[in->dst[0]],
-                    sizeof(pto_tval))) {
-          dup = prev->dst[0];
-          break;
+      if (in->op == PTO_OP_TLOAD) {
+        const pto_tval *v = &tg->vals[in->dst[0]];
+        int64_t k[12] = {s->unit_sg[u], in->g.storage, in->g.offset,
+                         in->g.rows,    in->g.cols,    in->g.rs,
+                         in->g.cs,      v->dtype,      v->rows,
+                         v->cols,       v->vrows,      v->vcols};
+        uint64_t key = XXH3_64bits(k, sizeof k) | 1;
+        uint32_t slot = hmap_slot(&loads, key);
+        if (!loads.keys[slot]) {
+          loads.keys[slot] = key;
+          loads.vals[slot] = i;
+        } else {
+          const pto_tinst *prev = &tg->insts[loads.vals[slot]];
+          /* equal hashes of different loads (never seen) just load twice */
+          if (gref_eq(&prev->g, &in->g) &&
+              !memcmp(&tg->vals[prev->dst[0]], v, sizeof *v)) {
+            alias[in->dst[0]] = prev->dst[0];
+            drop[i] = 1;
+            continue;
+          }
         }
-      }
-      if (dup != PTO_NONE) {
-        alias[in->dst[0]] = dup;
-        drop[i] = 1;
-        continue;
       }
       g->insts[g->n_insts++] = i;
     }
   }
+  hmap_free(&loads);
   *out = sgs;
   *n_out = n;
   return PTO_OK;
-}
-
-static void free_subgraphs(sgraph *sgs, uint32_t n) {
-  for (uint32_t k = 0; sgs && k < n; k++) {
-    free(sgs[k].units);
-    free(sgs[k].insts);
-  }
-  free(sgs);
 }
 
 /* Splits subgraph sg, which does not fit: dissolves the fused ops it joins
