@@ -100,6 +100,10 @@ typedef struct part {
   uint32_t *cnext;     /* the members of a cluster: a ring through cnext */
   uint8_t *dissolved;  /* node may not fuse (its subgraph did not fit) */
   uint32_t *reuse;     /* l1_reuse in force: the knob, halved by splits */
+  /* producer -> consumer node edges that may not fuse: joined, they left
+   * too few subgraphs for the workers (split_for_parallelism) */
+  uint32_t (*veto)[2];
+  unsigned n_veto, cap_veto;
   /* per unit */
   uint32_t *unit_sg;   /* union-find over units, then subgraph ids */
   uint32_t *inst_unit; /* per instruction */
@@ -160,6 +164,9 @@ static int edge_fusable(const part *s, uint32_t p, uint32_t c) {
   if (s->dissolved[p] || s->dissolved[c] || !knob(s, p, PTO_KNOB_FUSE) ||
       !knob(s, c, PTO_KNOB_FUSE))
     return 0;
+  for (unsigned k = 0; k < s->n_veto; k++)
+    if (s->veto[k][0] == p && s->veto[k][1] == c)
+      return 0;
   pto_core_type core = PTO_CORE_TYPE_COUNT;
   for (uint32_t u = 0; u < tg->n_units; u++) {
     const pto_unit *un = &tg->units[u];
@@ -953,7 +960,8 @@ static pto_status form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
   return PTO_OK;
 }
 
-/* Splits subgraph sg, which does not fit: dissolves the fused ops it joins
+/* Splits subgraph sg, which does not fit (local memory, or the tiles a
+ * program can address): dissolves the fused ops it joins
  * or, when it holds the units of one op that l1_reuse joined, halves that
  * op's l1_reuse. Each split dissolves an op or halves a count, so retries
  * end. Returns 0 when nothing is left to split (a single unit). */
@@ -980,8 +988,161 @@ static int split_subgraph(part *s, const sgraph *sg) {
   return changed;
 }
 
-/* Compiles every subgraph; splits subgraphs that overflow local memory
- * (split_subgraph) and retries; fails when a single unit overflows. */
+/* A forwarded load, as the units and nodes it joins. */
+typedef struct fwd {
+  uint32_t p, c;   /* producer and consumer node */
+  uint32_t up, uc; /* producer and consumer unit */
+} fwd;
+
+static int fwd_cmp(const void *a, const void *b) {
+  const fwd *x = a, *y = b;
+  if (x->p != y->p)
+    return x->p < y->p ? -1 : 1;
+  return x->c < y->c ? -1 : x->c > y->c;
+}
+
+/* Parallelism against fusion. Fusing joins every unit of a consumer with
+ * the producer units it reads, so a consumer that reads many of them (a
+ * column reduction of row tiles) or many consumers of one producer tile
+ * collapse a cluster into a few subgraphs: one worker may end up doing what
+ * the unfused ops would spread over all of them. A cluster of several ops
+ * whose subgraphs (from form_subgraphs, in s->unit_sg) number fewer than
+ * min(workers of its core type, the most tasks one of its ops has alone)
+ * gives up one fusion: the edge between two of its ops whose units, joined
+ * on that edge alone, form the fewest components (the one that collapses
+ * it). Returns 1 when it vetoed an edge (form the subgraphs again), 0 when
+ * every cluster keeps the workers busy, or -1 out of memory. */
+static int split_for_parallelism(part *s) {
+  const pto_tgraph *tg = s->tg;
+  uint32_t nn = s->p->n_nodes, nu = tg->n_units;
+  uint32_t *units = calloc(nn + 1, sizeof *units);  /* per node */
+  uint32_t *most = calloc(nn + 1, sizeof *most);    /* per cluster root */
+  uint32_t *n_sg = calloc(nn + 1, sizeof *n_sg);    /* per cluster root */
+  uint32_t *nodes = calloc(nn + 1, sizeof *nodes);  /* per cluster root */
+  uint32_t *seen = malloc((nu + 1) * sizeof *seen); /* per subgraph */
+  uint32_t *uf = malloc((nu + 1) * sizeof *uf);     /* per unit */
+  uint8_t *core = calloc(nn + 1, 1);                /* per cluster root */
+  fwd *f = NULL;
+  unsigned cap_f = 0, n_f = 0;
+  int rc = -1;
+  if (!units || !most || !n_sg || !nodes || !seen || !uf || !core)
+    goto out;
+  for (uint32_t u = 0; u < nu; u++) {
+    seen[u] = PTO_NONE;
+    uf[u] = u;
+    if (tg->units[u].node != PTO_NONE)
+      units[tg->units[u].node]++;
+  }
+  for (uint32_t v = 0; v < nn; v++) {
+    uint32_t c = uf_find(s->cluster, v);
+    uint32_t alone = (units[v] + s->reuse[v] - 1) / s->reuse[v];
+    nodes[c] += units[v] > 0;
+    if (alone > most[c])
+      most[c] = alone;
+  }
+  for (uint32_t u = 0; u < nu; u++) { /* distinct subgraphs per cluster */
+    uint32_t node = tg->units[u].node, sg = s->unit_sg[u];
+    if (node == PTO_NONE)
+      continue;
+    uint32_t c = uf_find(s->cluster, node);
+    core[c] = (uint8_t)tg->units[u].core;
+    if (seen[sg] != c) {
+      seen[sg] = c;
+      n_sg[c]++;
+    }
+  }
+  int any = 0;
+  for (uint32_t c = 0; c < nn; c++) {
+    if (uf_find(s->cluster, c) != c || nodes[c] < 2)
+      continue;
+    uint32_t w = core[c] < PTO_CORE_MEMORY && s->m->workers[core[c]]
+                     ? s->m->workers[core[c]]
+                     : 1;
+    uint32_t need = most[c] < w ? most[c] : w;
+    most[c] = n_sg[c] < need; /* from here: whether c is too collapsed */
+    any |= (int)most[c];
+  }
+  rc = 0;
+  if (!any)
+    goto out;
+  /* the forwarded loads inside collapsed clusters, by node edge */
+  for (uint32_t i = 0; i < tg->n_insts; i++) {
+    if (!forwarded(s, i))
+      continue;
+    uint32_t uc = s->inst_unit[i], up = s->inst_unit[s->match[i]];
+    uint32_t pn = tg->units[up].node, cn = tg->units[uc].node;
+    if (pn == cn || !most[uf_find(s->cluster, cn)])
+      continue;
+    if (pto__grow((void **)&f, sizeof *f, &cap_f, n_f + 1)) {
+      rc = -1;
+      goto out;
+    }
+    f[n_f++] = (fwd){pn, cn, up, uc};
+  }
+  qsort(f, n_f, sizeof *f, fwd_cmp);
+  /* per collapsed cluster, the edge with the fewest components */
+  uint32_t *best = n_sg; /* reused: per cluster root, the best fwd index */
+  uint64_t *comps = NULL;
+  for (uint32_t c = 0; c < nn; c++)
+    best[c] = PTO_NONE;
+  comps = malloc((n_f + 1) * sizeof *comps);
+  if (!comps) {
+    rc = -1;
+    goto out;
+  }
+  for (unsigned a = 0, b; a < n_f; a = b) {
+    uint64_t joins = 0;
+    for (b = a; b < n_f && f[b].p == f[a].p && f[b].c == f[a].c; b++) {
+      uint32_t x = uf_find(uf, f[b].up), y = uf_find(uf, f[b].uc);
+      if (x != y) {
+        uf[x > y ? x : y] = x < y ? x : y;
+        joins++;
+      }
+    }
+    for (unsigned k = a; k < b; k++) /* reset what this edge touched */
+      uf[f[k].up] = f[k].up, uf[f[k].uc] = f[k].uc;
+    comps[a] = (uint64_t)units[f[a].p] + units[f[a].c] - joins;
+    uint32_t c = uf_find(s->cluster, f[a].c);
+    if (best[c] == PTO_NONE || comps[a] < comps[best[c]])
+      best[c] = a;
+  }
+  for (uint32_t c = 0; c < nn; c++) {
+    if (uf_find(s->cluster, c) != c || !most[c])
+      continue;
+    if (best[c] == PTO_NONE) { /* no edge to blame: undo the cluster */
+      for (uint32_t v = 0; v < nn; v++)
+        if (uf_find(s->cluster, v) == c)
+          s->dissolved[v] = 1;
+      rc = 1;
+      continue;
+    }
+    if (pto__grow((void **)&s->veto, sizeof *s->veto, &s->cap_veto,
+                  s->n_veto + 1)) {
+      rc = -1;
+      break;
+    }
+    s->veto[s->n_veto][0] = f[best[c]].p;
+    s->veto[s->n_veto][1] = f[best[c]].c;
+    s->n_veto++;
+    rc = 1;
+  }
+  free(comps);
+out:
+  free(units);
+  free(most);
+  free(n_sg);
+  free(nodes);
+  free(seen);
+  free(uf);
+  free(core);
+  free(f);
+  return rc;
+}
+
+/* Compiles every subgraph; splits clusters that would leave workers idle
+ * (split_for_parallelism) and subgraphs that overflow local memory or a
+ * program's limits (split_subgraph), and retries; fails when a single unit
+ * does not fit. */
 static pto_status compile_subgraphs(part *s, sgraph **sgs_out,
                                     uint32_t *n_out, cbuild **builds_out,
                                     uint32_t *alias, uint8_t *drop) {
@@ -992,6 +1153,15 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out,
     pto_status st = form_subgraphs(s, &sgs, &n, alias, drop);
     if (st)
       return st;
+    int split = split_for_parallelism(s);
+    if (split) {
+      free_subgraphs(sgs, n);
+      if (split < 0)
+        return PTO_ENOMEM;
+      if ((st = cluster_ops(s)))
+        return st;
+      continue;
+    }
     cbuild *builds = calloc(n + 1, sizeof *builds);
     uint32_t *tov = malloc((tg->n_vals + 1) * sizeof *tov);
     if (!builds || !tov) {
@@ -1017,22 +1187,22 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out,
           tov[resolve(s, alias, in->dst[r])] = PTO_NONE;
       }
       builds[k].tile_of_val = NULL;
-      if (st == PTO_ERANGE) {
-        fail(s, st, "a subgraph of op %s has %" PRIu64 " local tiles; at most "
-             "%u fit a program: use larger tiles or fuse=0",
-             tg->units[sgs[k].units[0]].node == PTO_NONE
-                 ? "output copy"
-                 : pto__top_name(s->p->nodes[tg->units[sgs[k].units[0]].node]->op),
-             need, (unsigned)UINT16_MAX);
-        continue;
-      }
-      if (st != PTO_ECAPACITY)
+      if (st != PTO_ECAPACITY && st != PTO_ERANGE)
         continue;
       /* split it; or, when this pass already split another one (perhaps
        * of the same op), look at it again after the retry */
       if (split_subgraph(s, &sgs[k]) || retry) {
         retry = 1;
         st = PTO_OK;
+        continue;
+      }
+      if (st == PTO_ERANGE) {
+        fail(s, st, "a subgraph of op %s has %" PRIu64 " local tiles; at most "
+             "%u fit a program: use larger tiles",
+             tg->units[sgs[k].units[0]].node == PTO_NONE
+                 ? "output copy"
+                 : pto__top_name(s->p->nodes[tg->units[sgs[k].units[0]].node]->op),
+             need, (unsigned)UINT16_MAX);
         continue;
       }
       uint32_t node = tg->units[sgs[k].units[0]].node;
@@ -1717,6 +1887,7 @@ done:
   free(s.cnext);
   free(s.dissolved);
   free(s.reuse);
+  free(s.veto);
   free(s.unit_sg);
   free(s.inst_unit);
   free(s.storage_node);

@@ -547,3 +547,110 @@ Test(partitioner, l1_reuse_group_too_large_is_halved_until_it_fits,
   }
   pto_program_free(p);
 }
+
+/* ---- 5. fusion against parallelism --------------------------------------- */
+
+static pto_program *colmax_softmax_neg(int64_t rows, int64_t cols, uint32_t tr,
+                                       uint32_t tc) {
+  char name[64];
+  snprintf(name, sizeof name, "colmax_softmax_neg_%lldx%lld_tile_%ux%u",
+           (long long)rows, (long long)cols, tr, tc);
+  pto_program *p = pto_program_new(name);
+  int64_t s[] = {rows, cols};
+  pto_tensor *X = pto_input(p, "X", PTO_F32, 2, s);
+  pto_program_set_vec_tile(p, tr, tc);
+  pto_output(p, pto_colmax(p, pto_softmax(p, pto_neg(p, X))), "Y");
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  return p;
+}
+
+/* Tasks of p compiled for machine m with nbuffer 1 (one subgraph per task,
+ * so the count is the parallelism the partitioner left). */
+static uint32_t tasks_on(pto_program *p, const pto_machine *m) {
+  pto_config *c = pto_config_new();
+  cr_assert_eq(pto_config_set_machine(c, m), PTO_OK);
+  pto_config_set_knob(c, NULL, PTO_KNOB_NBUFFER, 1);
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, c, &e), PTO_OK, "%s", pto_program_error(p));
+  pto_exe_stats st;
+  pto_executable_stats(e, &st);
+  pto_executable_free(e);
+  pto_config_free(c);
+  return st.tasks;
+}
+
+/* colmax joins every row tile of the softmax it reads: fused, the whole
+ * program was one task (one worker did everything). Now the cluster is
+ * split where it collapses, and every shape compiles to at least as many
+ * tasks as the workers can use (or as the row blocks allow), keeping the
+ * fusions that do not cost parallelism (neg into the softmax of its rows). */
+Test(partitioner, fusion_leaves_the_workers_their_parallelism,
+     .timeout = 300) {
+  const struct {
+    int64_t rows, cols;
+    uint32_t tr, tc;
+    uint32_t par; /* tasks the ops allow: row blocks, or colmax's columns */
+  } cases[] = {{64, 127, 2, 1, 32},
+               {64, 127, 2, 127, 32},
+               {8, 127, 2, 1, 127},
+               {64, 64, 2, 2, 32}};
+  pto_machine host, ascend = pto_machine_ascend();
+  cr_assert_eq(pto_machine_host(&host), PTO_OK);
+  const pto_machine *ms[2] = {&host, &ascend};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    pto_program *p = colmax_softmax_neg(cases[i].rows, cases[i].cols,
+                                        cases[i].tr, cases[i].tc);
+    for (int k = 0; k < 2; k++) {
+      uint32_t w = ms[k]->workers[PTO_CORE_VECTOR];
+      uint32_t want = w < cases[i].par ? w : cases[i].par;
+      uint32_t got = tasks_on(p, ms[k]);
+      cr_expect_geq(got, want, "%s on '%s' (%u vector workers): %u tasks",
+                    pto_program_name(p), ms[k]->name, w, got);
+    }
+    expect_right_everywhere(p, 1e-5);
+    pto_program_free(p);
+  }
+  /* the fusion that keeps the rows apart stays */
+  pto_program *p = colmax_softmax_neg(64, 127, 2, 127);
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  const char *name = pto_executable_program_name(e, 0);
+  cr_expect(strstr(name, "TNEG") && strstr(name, "TROWSUM"), "%s", name);
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
+/* With a 1x1 tile everything fused into one subgraph of 179 968 tiles, over
+ * the 65 535 a program can address: PTO_ERANGE where fuse 0 compiles. The
+ * split now happens first, and a subgraph over the limit is split like one
+ * over local memory. */
+Test(partitioner, fusion_past_a_programs_tile_limit_is_split,
+     .timeout = 300) {
+  pto_program *p = colmax_softmax_neg(128, 128, 1, 1);
+  expect_right_everywhere(p, 1e-5);
+  pto_program_free(p);
+}
+
+/* Enough subgraphs for the workers, each over the tile limit: fused, the
+ * rows of rowsum(exp(neg(X))) with a 1x1 tile are two subgraphs of some
+ * 80 000 tiles for two workers, where rowsum alone needs 48 000. Split
+ * like a local-memory overflow, they compile and compute. */
+Test(partitioner, subgraphs_over_the_tile_limit_are_split, .timeout = 300) {
+  pto_program *p = pto_program_new("rowsum_exp_neg_1x1");
+  int64_t s[] = {2, 16000};
+  pto_tensor *X = pto_input(p, "X", PTO_F32, 2, s);
+  pto_program_set_vec_tile(p, 1, 1);
+  pto_output(p, pto_rowsum(p, pto_exp(p, pto_neg(p, X))), "y");
+  pto_machine m;
+  cr_assert_eq(pto_machine_host(&m), PTO_OK);
+  m.shared = 1;
+  m.workers[PTO_CORE_CUBE] = m.workers[PTO_CORE_VECTOR] = 2;
+  pto_config *c = pto_config_new();
+  cr_assert_eq(pto_config_set_machine(c, &m), PTO_OK);
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, c, &e), PTO_OK, "%s", pto_program_error(p));
+  expect_eval_everywhere(p, e, 1e-5);
+  pto_executable_free(e);
+  pto_config_free(c);
+  pto_program_free(p);
+}
