@@ -165,8 +165,10 @@ static int check_shape(pto_program *p, const char *op, const char *what,
   if (i >= 0) {
     char sh[64];
     shape_str(ndim, shape, sh, sizeof sh);
-    fail(p, op, PTO_EINVAL, "%s shape %s: dim %d is %" PRId64
-         " (dims must be >= 1 and numel < 2^40)", what, sh, i, shape[i]);
+    fail(p, op, PTO_EINVAL,
+         "%s shape %s: dim %d is %" PRId64
+         " (dims must be >= 1 and numel < 2^40)",
+         what, sh, i, shape[i]);
     return 0;
   }
   return 1;

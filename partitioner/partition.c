@@ -931,10 +931,9 @@ static pto_status form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
       const pto_tinst *in = &tg->insts[i];
       if (in->op == PTO_OP_TLOAD) {
         const pto_tval *v = &tg->vals[in->dst[0]];
-        int64_t k[12] = {s->unit_sg[u], in->g.storage, in->g.offset,
-                         in->g.rows,    in->g.cols,    in->g.rs,
-                         in->g.cs,      v->dtype,      v->rows,
-                         v->cols,       v->vrows,      v->vcols};
+        int64_t k[12] = {s->unit_sg[u], in->g.storage, in->g.offset, in->g.rows,
+                         in->g.cols,    in->g.rs,      in->g.cs,     v->dtype,
+                         v->rows,       v->cols,       v->vrows,     v->vcols};
         uint64_t key = XXH3_64bits(k, sizeof k) | 1;
         uint32_t slot = hmap_slot(&loads, key);
         if (!loads.keys[slot]) {
@@ -1197,11 +1196,13 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out,
         continue;
       }
       if (st == PTO_ERANGE) {
-        fail(s, st, "a subgraph of op %s has %" PRIu64 " local tiles; at most "
+        fail(s, st,
+             "a subgraph of op %s has %" PRIu64 " local tiles; at most "
              "%u fit a program: use larger tiles",
              tg->units[sgs[k].units[0]].node == PTO_NONE
                  ? "output copy"
-                 : pto__top_name(s->p->nodes[tg->units[sgs[k].units[0]].node]->op),
+                 : pto__top_name(
+                       s->p->nodes[tg->units[sgs[k].units[0]].node]->op),
              need, (unsigned)UINT16_MAX);
         continue;
       }

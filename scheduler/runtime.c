@@ -700,8 +700,7 @@ pto_status pto__run_start(pto_runtime *rt, pto_run *run) {
   atomic_fetch_add_explicit(&rt->active_runs, 1, memory_order_relaxed);
   run->start_ns = uv_hrtime();
   for (uint32_t t = 0; t < j->n_tasks; t++)
-    atomic_store_explicit(&run->pending[t], j->n_pred[t],
-                          memory_order_relaxed);
+    atomic_store_explicit(&run->pending[t], j->n_pred[t], memory_order_relaxed);
   if (j->n_tasks == 0) {
     run_finish(run);
     return PTO_OK;

@@ -77,8 +77,8 @@ static void bufs_init(bufs *b, pto_program *p) {
     b->got[j] = malloc(b->out_bytes[j]);
     cr_assert(b->want[j] && b->got[j]);
   }
-  cr_assert_eq(pto_program_eval(p, (const void *const *)b->in, b->want),
-               PTO_OK, "%s", pto_program_error(p));
+  cr_assert_eq(pto_program_eval(p, (const void *const *)b->in, b->want), PTO_OK,
+               "%s", pto_program_error(p));
 }
 
 /* got equals want: f32 within tol * (1 + |want|), anything else exactly. */
@@ -95,8 +95,7 @@ static void expect_outputs(pto_program *p, bufs *b, const char *where,
     for (size_t k = 0; k < b->out_bytes[j] / 4; k++)
       cr_assert(fabs((double)g[k] - w[k]) <= tol * (1 + fabs((double)w[k])),
                 "%s: %s, output '%s'[%zu] is %.9g, the evaluator's %.9g",
-                pto_program_name(p), where, pto_tensor_name(t), k, g[k],
-                w[k]);
+                pto_program_name(p), where, pto_tensor_name(t), k, g[k], w[k]);
   }
 }
 
@@ -242,8 +241,7 @@ Test(partitioner, accumulator_is_a_slice_of_the_operand, .timeout = 300) {
     pto_tensor *x = pto_input(p, "x", PTO_F32, 2, sx);
     pto_tensor *y = pto_input(p, "y", PTO_F32, 2, sy);
     pto_program_set_cube_tile(p, cube[i][0], cube[i][1], cube[i][2]);
-    pto_tensor *acc =
-        pto_slice(p, x, (int64_t[]){0, 0}, (int64_t[]){32, 16});
+    pto_tensor *acc = pto_slice(p, x, (int64_t[]){0, 0}, (int64_t[]){32, 16});
     pto_output(p, pto_matmul_acc(p, acc, x, y, 0), "out");
     expect_right_everywhere(p, MM_TOL);
     pto_program_free(p);
@@ -305,15 +303,14 @@ static pto_program *cube_vector_crossing(void) {
   pto_program *p = pto_program_new("cube_vector_crossing");
   int64_t s[] = {8, 8};
   pto_tensor *X = pto_input(p, "X", PTO_F32, 2, s);
-  pto_tensor *A = pto_matmul(p, X, X, 0);          /* cube */
-  pto_tensor *R = pto_exp(p, X);                   /* vector */
+  pto_tensor *A = pto_matmul(p, X, X, 0);            /* cube */
+  pto_tensor *R = pto_exp(p, X);                     /* vector */
   pto_output(p, pto_matmul_acc(p, R, A, X, 0), "Z"); /* cube, reads R */
-  pto_output(p, pto_add(p, R, A), "S");            /* vector, reads A */
+  pto_output(p, pto_add(p, R, A), "S");              /* vector, reads A */
   return p;
 }
 
-Test(partitioner, fusion_never_makes_tasks_wait_on_each_other,
-     .timeout = 300) {
+Test(partitioner, fusion_never_makes_tasks_wait_on_each_other, .timeout = 300) {
   pto_program *p = cube_vector_crossing();
   expect_right_everywhere(p, 1e-5);
   pto_program_free(p);
@@ -358,8 +355,8 @@ Test(partitioner, a_cyclic_task_graph_is_refused_naming_its_ops) {
   char ta[32], tz[32];
   snprintf(ta, sizeof ta, "task %u (matmul", a);
   snprintf(tz, sizeof tz, "task %u (matmul", z);
-  cr_expect(strstr(msg, "cycle") && strstr(msg, ta) && strstr(msg, tz),
-            "%s", msg);
+  cr_expect(strstr(msg, "cycle") && strstr(msg, ta) && strstr(msg, tz), "%s",
+            msg);
   pto_executable_free(e);
   pto_config_free(c);
   pto_program_free(p);
@@ -453,9 +450,8 @@ Test(partitioner, random_cube_vector_fusion_is_acyclic_and_exact,
     bufs b;
     bufs_init(&b, p);
     poison(&b);
-    cr_assert_eq(
-        pto_executable_run_serial(e, (const void *const *)b.in, b.got), PTO_OK,
-        "seed %u: %s", seed, pto_executable_error(e));
+    cr_assert_eq(pto_executable_run_serial(e, (const void *const *)b.in, b.got),
+                 PTO_OK, "seed %u: %s", seed, pto_executable_error(e));
     expect_outputs(p, &b, "serial", 0);
     bufs_free(&b);
     pto_executable_free(e);
@@ -500,8 +496,9 @@ Test(partitioner, a_matmul_that_cannot_fit_fails_under_every_knob,
           pto_executable *e = NULL;
           pto_status st = pto_compile(p, c, &e);
           if (ascend) {
-            cr_assert_eq(st, PTO_ECAPACITY, "fuse %d nbuffer %lld l1_reuse %lld",
-                         fuse, (long long)nbuf[n], (long long)reuse[r]);
+            cr_assert_eq(st, PTO_ECAPACITY,
+                         "fuse %d nbuffer %lld l1_reuse %lld", fuse,
+                         (long long)nbuf[n], (long long)reuse[r]);
             const char *msg = pto_program_error(p);
             cr_expect(strstr(msg, "matmul") && strstr(msg, "L0A") &&
                           strstr(msg, "65536"),
@@ -584,8 +581,7 @@ static uint32_t tasks_on(pto_program *p, const pto_machine *m) {
  * split where it collapses, and every shape compiles to at least as many
  * tasks as the workers can use (or as the row blocks allow), keeping the
  * fusions that do not cost parallelism (neg into the softmax of its rows). */
-Test(partitioner, fusion_leaves_the_workers_their_parallelism,
-     .timeout = 300) {
+Test(partitioner, fusion_leaves_the_workers_their_parallelism, .timeout = 300) {
   const struct {
     int64_t rows, cols;
     uint32_t tr, tc;
@@ -624,8 +620,7 @@ Test(partitioner, fusion_leaves_the_workers_their_parallelism,
  * the 65 535 a program can address: PTO_ERANGE where fuse 0 compiles. The
  * split now happens first, and a subgraph over the limit is split like one
  * over local memory. */
-Test(partitioner, fusion_past_a_programs_tile_limit_is_split,
-     .timeout = 300) {
+Test(partitioner, fusion_past_a_programs_tile_limit_is_split, .timeout = 300) {
   pto_program *p = colmax_softmax_neg(128, 128, 1, 1);
   expect_right_everywhere(p, 1e-5);
   pto_program_free(p);
