@@ -15,7 +15,9 @@
  * 4. Isomorphism: a subgraph's canonical form (opcodes, dtypes, tile shapes,
  *    internal edges, window shapes; not which tiles it touches) is hashed
  *    with xxHash and compared exactly; equal forms share one program.
- * 5. Tasks, their read-after-write dependencies, and the workspace. */
+ * 5. Tasks, their read-after-write dependencies, and the workspace.
+ * Steps 1 and 2 live in fuse.c, 3 in plan.c, 5 in graph.c (shared state in
+ * part.h); this file runs them and deduplicates the programs (step 4). */
 #include "partitioner/partition.h"
 
 #include <inttypes.h>
@@ -26,725 +28,13 @@
 #include <time.h>
 #include <xxhash.h>
 
-#include "core/custom.h"
+#include "partitioner/part.h"
 #include "tileops/tileops.h"
 
 static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/* ---- a small open-addressing hash map: 64-bit key -> uint32 ----------- */
-
-typedef struct hmap {
-  uint64_t *keys;
-  uint32_t *vals;
-  uint32_t cap, n;
-} hmap;
-
-static int hmap_init(hmap *m, uint32_t n) {
-  m->cap = 64;
-  while (m->cap < 2 * n + 2)
-    m->cap *= 2;
-  m->n = 0;
-  m->keys = calloc(m->cap, sizeof *m->keys);
-  m->vals = malloc(m->cap * sizeof *m->vals);
-  return m->keys && m->vals ? 0 : -1;
-}
-static void hmap_free(hmap *m) {
-  free(m->keys);
-  free(m->vals);
-}
-/* Slot for key (key 0 is reserved as empty: callers use hash | 1). */
-static uint32_t hmap_slot(const hmap *m, uint64_t key) {
-  uint32_t i = (uint32_t)(key ^ (key >> 32)) & (m->cap - 1);
-  while (m->keys[i] && m->keys[i] != key)
-    i = (i + 1) & (m->cap - 1);
-  return i;
-}
-
-static uint64_t gref_key(const pto_gref *g) {
-  int64_t k[6] = {g->storage, g->offset, g->rows, g->cols, g->rs, g->cs};
-  return XXH3_64bits(k, sizeof k) | 1;
-}
-
-static int gref_eq(const pto_gref *a, const pto_gref *b) {
-  return a->storage == b->storage && a->offset == b->offset &&
-         a->rows == b->rows && a->cols == b->cols && a->rs == b->rs &&
-         a->cs == b->cs;
-}
-
-/* ---- union-find --------------------------------------------------------- */
-
-static uint32_t uf_find(uint32_t *parent, uint32_t x) {
-  while (parent[x] != x) {
-    parent[x] = parent[parent[x]];
-    x = parent[x];
-  }
-  return x;
-}
-
-/* ---- state -------------------------------------------------------------- */
-
-typedef struct part {
-  pto_executable *e;
-  const pto_program *p;
-  const pto_config *cfg;
-  const pto_machine *m;
-  pto_tgraph *tg;
-  /* per instruction: the store a TLOAD matches exactly, or PTO_NONE */
-  uint32_t *match;
-  /* per node */
-  uint32_t *cluster;   /* union-find over nodes */
-  uint32_t *cnext;     /* the members of a cluster: a ring through cnext */
-  uint8_t *dissolved;  /* node may not fuse (its subgraph did not fit) */
-  uint32_t *reuse;     /* l1_reuse in force: the knob, halved by splits */
-  /* producer -> consumer node edges that may not fuse: joined, they left
-   * too few subgraphs for the workers (split_for_parallelism) */
-  uint32_t (*veto)[2];
-  unsigned n_veto, cap_veto;
-  /* per unit */
-  uint32_t *unit_sg;   /* union-find over units, then subgraph ids */
-  uint32_t *inst_unit; /* per instruction */
-  /* storage -> producing node */
-  uint32_t *storage_node;
-  uint8_t *storage_is_output;
-} part;
-
-static const char *node_label(const part *s, uint32_t node) {
-  return node == PTO_NONE ? "output" : s->p->nodes[node]->label;
-}
-
-static int64_t knob(const part *s, uint32_t node, pto_knob k) {
-  return pto_config_knob(s->cfg, node == PTO_NONE ? NULL : node_label(s, node),
-                         k);
-}
-
-/* ---- step 1: exact matches and op-level fusion -------------------------- */
-
-static pto_status find_matches(part *s) {
-  pto_tgraph *tg = s->tg;
-  hmap stores;
-  if (hmap_init(&stores, tg->n_insts))
-    return PTO_ENOMEM;
-  for (uint32_t i = 0; i < tg->n_insts; i++) {
-    const pto_tinst *in = &tg->insts[i];
-    if (in->op != PTO_OP_TSTORE || in->flags & PTO_TF_ACC)
-      continue;
-    uint32_t slot = hmap_slot(&stores, gref_key(&in->g));
-    stores.keys[slot] = gref_key(&in->g);
-    stores.vals[slot] = i;
-  }
-  for (uint32_t i = 0; i < tg->n_insts; i++) {
-    const pto_tinst *in = &tg->insts[i];
-    s->match[i] = PTO_NONE;
-    if (in->op != PTO_OP_TLOAD)
-      continue;
-    uint32_t slot = hmap_slot(&stores, gref_key(&in->g));
-    if (!stores.keys[slot])
-      continue;
-    const pto_tinst *st = &tg->insts[stores.vals[slot]];
-    const pto_tval *sv = &tg->vals[st->src[0]], *lv = &tg->vals[in->dst[0]];
-    /* forward only when the store does not convert (the value in memory is
-     * the value in the tile) and the tile shapes agree */
-    if (gref_eq(&st->g, &in->g) && sv->dtype == lv->dtype &&
-        pto_dtype_size(st->g.dtype) == 4 && sv->rows == lv->rows &&
-        sv->cols == lv->cols)
-      s->match[i] = stores.vals[slot];
-  }
-  hmap_free(&stores);
-  return PTO_OK;
-}
-
-/* Whether every global read of consumer node c from producer node p is an
- * exact match of a store of p, and the two run on one core type. */
-static int edge_fusable(const part *s, uint32_t p, uint32_t c) {
-  const pto_tgraph *tg = s->tg;
-  if (s->dissolved[p] || s->dissolved[c] || !knob(s, p, PTO_KNOB_FUSE) ||
-      !knob(s, c, PTO_KNOB_FUSE))
-    return 0;
-  for (unsigned k = 0; k < s->n_veto; k++)
-    if (s->veto[k][0] == p && s->veto[k][1] == c)
-      return 0;
-  pto_core_type core = PTO_CORE_TYPE_COUNT;
-  for (uint32_t u = 0; u < tg->n_units; u++) {
-    const pto_unit *un = &tg->units[u];
-    if (un->node != p && un->node != c)
-      continue;
-    if (core == PTO_CORE_TYPE_COUNT)
-      core = un->core;
-    if (un->core != core)
-      return 0;
-    if (un->node != c)
-      continue;
-    for (uint32_t i = un->first; i < un->first + un->count; i++) {
-      const pto_tinst *in = &tg->insts[i];
-      if (!(pto__insn_info(in->op)->flags & PTO_IF_GLOBAL) ||
-          in->op == PTO_OP_TSTORE)
-        continue;
-      if (in->g.storage >= s->p->n_tensors ||
-          s->storage_node[in->g.storage] != p)
-        continue;
-      if (in->op != PTO_OP_TLOAD || s->match[i] == PTO_NONE)
-        return 0;
-    }
-  }
-  return 1;
-}
-
-/* Node-level edges (producer -> consumer), deduplicated, CSR by producer. */
-typedef struct nedges {
-  uint32_t *first, *to;
-  uint8_t *fusable;
-  uint32_t n;
-} nedges;
-
-static pto_status node_edges(part *s, nedges *g) {
-  const pto_program *p = s->p;
-  uint32_t nn = p->n_nodes;
-  uint32_t cap = 0, n = 0;
-  uint32_t (*pairs)[2] = NULL;
-  for (uint32_t c = 0; c < nn; c++) {
-    const pto_node *node = p->nodes[c];
-    for (int i = 0; i < node->n_in; i++) {
-      uint32_t prod = s->storage_node[node->in[i]->root->id];
-      if (prod == PTO_NONE)
-        continue;
-      int dup = 0;
-      for (uint32_t k = n; k > 0 && pairs[k - 1][1] == c; k--)
-        dup |= pairs[k - 1][0] == prod;
-      if (dup)
-        continue;
-      if (pto__grow((void **)&pairs, sizeof *pairs, &cap, n + 1)) {
-        free(pairs);
-        return PTO_ENOMEM;
-      }
-      pairs[n][0] = prod;
-      pairs[n][1] = c;
-      n++;
-    }
-  }
-  g->first = calloc(nn + 1, sizeof *g->first);
-  g->to = malloc((n + 1) * sizeof *g->to);
-  g->fusable = malloc(n + 1);
-  if (!g->first || !g->to || !g->fusable) {
-    free(pairs);
-    return PTO_ENOMEM;
-  }
-  for (uint32_t k = 0; k < n; k++)
-    g->first[pairs[k][0] + 1]++;
-  for (uint32_t v = 0; v < nn; v++)
-    g->first[v + 1] += g->first[v];
-  uint32_t *fill = calloc(nn + 1, sizeof *fill);
-  if (!fill) {
-    free(pairs);
-    return PTO_ENOMEM;
-  }
-  for (uint32_t k = 0; k < n; k++) {
-    uint32_t at = g->first[pairs[k][0]] + fill[pairs[k][0]]++;
-    g->to[at] = pairs[k][1];
-    g->fusable[at] = (uint8_t)edge_fusable(s, pairs[k][0], pairs[k][1]);
-  }
-  g->n = n;
-  free(fill);
-  free(pairs);
-  return PTO_OK;
-}
-
-/* Whether clusters a and b may merge: every edge between them fusable, and
- * no path from one to the other through a third cluster. A cluster becomes
- * subgraphs that run as whole tasks, so a path enters a cluster at any of
- * its nodes and leaves it from any other: the search walks clusters (every
- * member's edges), not single nodes. Following node edges alone misses
- * a -> x, y -> b with x and y in one cluster, and merging a and b then makes
- * two tasks wait for each other. */
-static int can_merge(part *s, const nedges *g, uint32_t a, uint32_t b,
-                     uint32_t *stack, uint8_t *seen) {
-  memset(seen, 0, s->p->n_nodes);
-  seen[a] = seen[b] = 1;
-  uint32_t sp = 0;
-  /* first the edges out of a and b: between them each must fuse; every
-   * other cluster they lead to starts the search */
-  for (int side = 0; side < 2; side++) {
-    uint32_t c = side ? b : a, v = c;
-    do {
-      for (uint32_t k = g->first[v]; k < g->first[v + 1]; k++) {
-        uint32_t cw = uf_find(s->cluster, g->to[k]);
-        if (cw == a || cw == b) {
-          if (cw != c && !g->fusable[k])
-            return 0;
-        } else if (!seen[cw]) {
-          seen[cw] = 1;
-          stack[sp++] = cw;
-        }
-      }
-      v = s->cnext[v];
-    } while (v != c);
-  }
-  /* then every cluster reachable from those: reaching a or b again would
-   * be a cycle once they are one cluster */
-  while (sp) {
-    uint32_t c = stack[--sp], v = c;
-    do {
-      for (uint32_t k = g->first[v]; k < g->first[v + 1]; k++) {
-        uint32_t cw = uf_find(s->cluster, g->to[k]);
-        if (cw == a || cw == b)
-          return 0;
-        if (!seen[cw]) {
-          seen[cw] = 1;
-          stack[sp++] = cw;
-        }
-      }
-      v = s->cnext[v];
-    } while (v != c);
-  }
-  return 1;
-}
-
-static pto_status cluster_ops(part *s) {
-  uint32_t nn = s->p->n_nodes;
-  for (uint32_t v = 0; v < nn; v++)
-    s->cluster[v] = s->cnext[v] = v;
-  nedges g = {0};
-  pto_status st = node_edges(s, &g);
-  uint32_t *stack = malloc((nn + 1) * sizeof *stack);
-  uint8_t *seen = malloc(nn + 1);
-  if (st == PTO_OK && (!stack || !seen))
-    st = PTO_ENOMEM;
-  for (uint32_t v = 0; st == PTO_OK && v < nn; v++)
-    for (uint32_t k = g.first[v]; k < g.first[v + 1]; k++) {
-      if (!g.fusable[k])
-        continue;
-      uint32_t a = uf_find(s->cluster, v), b = uf_find(s->cluster, g.to[k]);
-      if (a == b || !can_merge(s, &g, a, b, stack, seen))
-        continue;
-      s->cluster[b] = a;
-      uint32_t t = s->cnext[a]; /* splice b's member ring into a's */
-      s->cnext[a] = s->cnext[b];
-      s->cnext[b] = t;
-    }
-  free(stack);
-  free(seen);
-  free(g.first);
-  free(g.to);
-  free(g.fusable);
-  return st;
-}
-
-/* ---- step 2: subgraphs -------------------------------------------------- */
-
-static uint32_t unit_cluster(const part *s, uint32_t u) {
-  uint32_t node = s->tg->units[u].node;
-  return node == PTO_NONE ? PTO_NONE : uf_find(s->cluster, node);
-}
-
-/* Whether TLOAD i is forwarded from its matching store. */
-static int forwarded(const part *s, uint32_t i) {
-  uint32_t st = s->match[i];
-  if (st == PTO_NONE)
-    return 0;
-  uint32_t cu = unit_cluster(s, s->inst_unit[i]);
-  return cu != PTO_NONE && cu == unit_cluster(s, s->inst_unit[st]);
-}
-
-typedef struct sgraph {
-  uint32_t n_units;
-  uint32_t *units; /* unit ids in order */
-  uint32_t n_insts;
-  uint32_t *insts; /* kept tile-graph instruction ids in order */
-} sgraph;
-
-/* ---- step 3: compile one subgraph into a program ------------------------ */
-
-typedef struct cbuild {
-  pto_cprog prog;
-  uint32_t *tile_of_val; /* tval -> program tile, PTO_NONE */
-  uint32_t *slot_inst;   /* program slot -> tile-graph instruction */
-} cbuild;
-
-/* Where a cube or vector program's tiles live by default; matmul operands
- * are moved to L0A/L0B/L0C once their uses are known. */
-static pto_mem_level level_for(pto_core_type core) {
-  return core == PTO_CORE_CUBE ? PTO_MEM_L1 : PTO_MEM_UB;
-}
-
-/* Resolves forwarding: the value a tile-graph value stands for. */
-static uint32_t resolve(const part *s, const uint32_t *alias, uint32_t v) {
-  (void)s;
-  while (alias[v] != PTO_NONE)
-    v = alias[v];
-  return v;
-}
-
-typedef struct interval {
-  uint64_t off, size;
-  uint32_t end; /* last use (instruction index) */
-  uint8_t level;
-  uint8_t live;
-} interval;
-
-/* Packs matmul operands (PTO_TF_PACK_A / PTO_TF_PACK_B, core/isa.def): a
- * tile that a TLOAD defines and that only TMATMUL* instructions read, always
- * as the same untransposed operand, is loaded packed in panels of the active
- * table's micro-kernel widths (pto__mm_panel), and the matmuls are told so.
- * The tile grows to whole panels: rows up to a multiple of mr for A, cols
- * up to a multiple of nr for B; iv[t].size follows. */
-static pto_status pack_operands(pto_cprog *pr, interval *iv) {
-  enum { UNSEEN, ROLE_A, ROLE_B, NOT_PACKED };
-  uint8_t *role = calloc(pr->n_tiles + 1, 1);
-  uint32_t *def = malloc((pr->n_tiles + 1) * sizeof *def);
-  if (!role || !def) {
-    free(role);
-    free(def);
-    return PTO_ENOMEM;
-  }
-  for (uint32_t t = 0; t < pr->n_tiles; t++)
-    def[t] = PTO_NONE;
-  for (uint32_t k = 0; k < pr->n_insts; k++) {
-    const pto_pinst *pi = &pr->insts[k];
-    int mm = pi->op == PTO_OP_TMATMUL || pi->op == PTO_OP_TMATMUL_ACC;
-    if (pi->op == PTO_OP_TLOAD && def[pi->dst[0]] == PTO_NONE)
-      def[pi->dst[0]] = k;
-    for (int r = 0; r < pi->n_src; r++) {
-      uint32_t want = NOT_PACKED;
-      if (mm && r == 0 && !(pi->flags & PTO_TF_TRANS_A))
-        want = ROLE_A;
-      if (mm && r == 1 && !(pi->flags & PTO_TF_TRANS_B))
-        want = ROLE_B;
-      uint8_t *have = &role[pi->src[r]];
-      *have = *have == UNSEEN || *have == want ? (uint8_t)want : NOT_PACKED;
-    }
-  }
-  uint32_t mr, nr;
-  pto__mm_panel(&mr, &nr);
-  for (uint32_t t = 0; t < pr->n_tiles; t++) {
-    if ((role[t] != ROLE_A && role[t] != ROLE_B) || def[t] == PTO_NONE)
-      continue;
-    int is_a = role[t] == ROLE_A;
-    uint32_t w = is_a ? mr : nr, flag = is_a ? PTO_TF_PACK_A : PTO_TF_PACK_B;
-    pto_ptile *pt = &pr->tiles[t];
-    if (is_a)
-      pt->rows = (pt->rows + w - 1) / w * w;
-    else
-      pt->cols = (pt->cols + w - 1) / w * w;
-    pt->stride = pto_tile_stride(pt->dtype, pt->cols);
-    iv[t].size = pto_tile_bytes(pt->dtype, pt->rows, pt->cols);
-    pr->insts[def[t]].flags |= flag;
-    pr->insts[def[t]].imm[0] = (int32_t)w;
-    for (uint32_t k = 0; k < pr->n_insts; k++) {
-      pto_pinst *pi = &pr->insts[k];
-      if ((pi->op == PTO_OP_TMATMUL || pi->op == PTO_OP_TMATMUL_ACC) &&
-          pi->src[is_a ? 0 : 1] == t) {
-        pi->flags |= flag;
-        pi->imm[is_a ? 0 : 1] = (int32_t)w;
-      }
-    }
-  }
-  free(role);
-  free(def);
-  return PTO_OK;
-}
-
-/* TMATMUL_ACC accumulates in place: its destination takes its accumulator's
- * buffer. That is only right when the accumulator dies there, as a plain
- * (unpacked) tile read by nothing else: a window loaded once for several
- * readers (two loads of one window share one tile), a forwarded tile other
- * units read too, or an accumulator that is also this matmul's A or B. For
- * any other accumulator a TMOV first copies it into a tile of its own, which
- * the matmul then accumulates into, and every other reader keeps the value
- * it expects. Instructions move up to make room; tiles are added at the end.
- * Returns the number of copies made (pr->n_insts and n_tiles grow). */
-static uint32_t copy_shared_accumulators(pto_cprog *pr, interval *iv) {
-  uint32_t n_copies = 0;
-  for (uint32_t k = 0; k < pr->n_insts; k++) {
-    const pto_pinst *pi = &pr->insts[k];
-    if (pi->op != PTO_OP_TMATMUL_ACC || pi->n_src != 3)
-      continue;
-    uint32_t c = pi->src[2];
-    n_copies += iv[c].end > k || c == pi->src[0] || c == pi->src[1];
-  }
-  if (!n_copies)
-    return 0;
-  for (uint32_t k = pr->n_insts, j = pr->n_insts + n_copies; k-- > 0;) {
-    pto_pinst pi = pr->insts[k];
-    pr->insts[--j] = pi;
-    if (pi.op != PTO_OP_TMATMUL_ACC || pi.n_src != 3)
-      continue;
-    uint32_t c = pi.src[2];
-    if (!(iv[c].end > k || c == pi.src[0] || c == pi.src[1]))
-      continue;
-    uint32_t t = pr->n_tiles++;
-    pr->tiles[t] = pr->tiles[c];
-    iv[t] = iv[c];
-    pr->insts[j].src[2] = (uint16_t)t;
-    pto_pinst *mv = &pr->insts[--j];
-    memset(mv, 0, sizeof *mv);
-    mv->op = PTO_OP_TMOV;
-    mv->n_src = mv->n_dst = 1;
-    mv->src[0] = (uint16_t)c;
-    mv->dst[0] = (uint16_t)t;
-    mv->slot = mv->slot2 = -1;
-  }
-  pr->n_insts += n_copies;
-  return n_copies;
-}
-
-/* Builds the program for sg: tiles, slots, instructions, and the liveness
- * based local-memory plan. Returns PTO_ECAPACITY (with *lvl and *need) when a
- * level overflows. */
-static pto_status build_program(part *s, const sgraph *sg, uint32_t *alias,
-                                pto_core_type core, cbuild *b,
-                                pto_mem_level *lvl, uint64_t *need) {
-  const pto_tgraph *tg = s->tg;
-  pto_cprog *pr = &b->prog;
-  memset(pr, 0, sizeof *pr);
-  pr->core = core;
-  /* room for a copy before every instruction (copy_shared_accumulators) */
-  pr->insts = calloc(2 * sg->n_insts + 1, sizeof *pr->insts);
-  pr->tiles = calloc(3 * sg->n_insts + 1, sizeof *pr->tiles);
-  pr->slots = calloc(sg->n_insts + 1, sizeof *pr->slots);
-  b->slot_inst = calloc(sg->n_insts + 1, sizeof *b->slot_inst);
-  interval *iv = calloc(3 * sg->n_insts + 1, sizeof *iv);
-  uint32_t *acc_of = NULL; /* in-place destination -> its accumulator */
-  if (!pr->insts || !pr->tiles || !pr->slots || !b->slot_inst || !iv) {
-    free(iv);
-    return PTO_ENOMEM;
-  }
-  /* instructions, tiles (one per distinct value), slots */
-  for (uint32_t k = 0; k < sg->n_insts; k++) {
-    const pto_tinst *in = &tg->insts[sg->insts[k]];
-    pto_pinst *pi = &pr->insts[pr->n_insts++];
-    pi->op = in->op;
-    pi->s = in->s;
-    pi->imm[0] = in->imm[0];
-    pi->imm[1] = in->imm[1];
-    pi->flags = in->flags;
-    pi->slot = pi->slot2 = -1;
-    pi->n_src = in->n_src;
-    pi->n_dst = in->n_dst;
-    if (pto__insn_info(in->op)->flags & PTO_IF_GLOBAL) {
-      pto_pslot *sl = &pr->slots[pr->n_slots];
-      sl->dtype = in->g.dtype;
-      sl->rows = in->g.rows;
-      sl->cols = in->g.cols;
-      sl->rs = in->g.rs;
-      sl->cs = in->g.cs;
-      b->slot_inst[pr->n_slots] = sg->insts[k];
-      pi->slot = (int32_t)pr->n_slots++;
-    }
-    for (int r = 0; r < in->n_src + in->n_dst; r++) {
-      int is_dst = r >= in->n_src;
-      uint32_t v = resolve(s, alias, is_dst ? in->dst[r - in->n_src]
-                                            : in->src[r]);
-      uint32_t t = b->tile_of_val[v];
-      if (t == PTO_NONE) {
-        const pto_tval *tv = &tg->vals[v];
-        t = pr->n_tiles++;
-        b->tile_of_val[v] = t;
-        pto_ptile *pt = &pr->tiles[t];
-        pt->dtype = tv->dtype;
-        pt->rows = tv->rows;
-        pt->cols = tv->cols;
-        pt->stride = pto_tile_stride(tv->dtype, tv->cols);
-        pt->vrows = tv->vrows;
-        pt->vcols = tv->vcols;
-        pt->level = (uint8_t)level_for(core);
-        iv[t].size = pto_tile_bytes(tv->dtype, tv->rows, tv->cols);
-        iv[t].level = pt->level;
-      }
-      iv[t].end = k;
-      if (is_dst)
-        pi->dst[r - in->n_src] = (uint16_t)t;
-      else
-        pi->src[r] = (uint16_t)t;
-    }
-  }
-  if (copy_shared_accumulators(pr, iv))
-    for (uint32_t k = 0; k < pr->n_insts; k++) { /* last uses moved */
-      const pto_pinst *pi = &pr->insts[k];
-      for (int r = 0; r < pi->n_src; r++)
-        iv[pi->src[r]].end = k;
-      for (int d = 0; d < pi->n_dst; d++)
-        iv[pi->dst[d]].end = k;
-    }
-  if (pr->n_tiles > UINT16_MAX) {
-    free(iv);
-    *need = pr->n_tiles;
-    return PTO_ERANGE; /* reported by the caller */
-  }
-  /* packing sees the accumulator as a third operand, never packed */
-  if (core == PTO_CORE_CUBE && pack_operands(pr, iv)) {
-    free(iv);
-    return PTO_ENOMEM;
-  }
-  /* every accumulator now dies at its TMATMUL_ACC: the destination takes
-   * its buffer (placed below) and the instruction its two operands */
-  acc_of = malloc((pr->n_tiles + 1) * sizeof *acc_of);
-  if (!acc_of) {
-    free(iv);
-    return PTO_ENOMEM;
-  }
-  for (uint32_t t = 0; t < pr->n_tiles; t++)
-    acc_of[t] = PTO_NONE;
-  for (uint32_t k = 0; k < pr->n_insts; k++) {
-    pto_pinst *pi = &pr->insts[k];
-    if (pi->op == PTO_OP_TMATMUL_ACC && pi->n_src == 3) {
-      pi->n_src = 2;
-      acc_of[pi->dst[0]] = pi->src[2];
-    }
-  }
-  /* a tile's level follows its use, not its definition: the operands of a
-   * matmul live in L0A/L0B and its accumulator in L0C, even though a TLOAD
-   * defined them */
-  for (uint32_t k = 0; core == PTO_CORE_CUBE && k < pr->n_insts; k++) {
-    const pto_pinst *pi = &pr->insts[k];
-    if (pi->op != PTO_OP_TMATMUL && pi->op != PTO_OP_TMATMUL_ACC)
-      continue;
-    pr->tiles[pi->src[0]].level = PTO_MEM_L0A;
-    pr->tiles[pi->src[1]].level = PTO_MEM_L0B;
-    pr->tiles[pi->dst[0]].level = PTO_MEM_L0C;
-  }
-  for (uint32_t t = 0; t < pr->n_tiles; t++)
-    iv[t].level = pr->tiles[t].level;
-  /* liveness-based placement: first fit among the offsets of tiles dead
-   * before this instruction */
-  uint32_t *live = malloc((pr->n_tiles + 1) * sizeof *live);
-  uint8_t *placed = calloc(pr->n_tiles + 1, 1);
-  uint32_t n_live = 0;
-  pto_status st = live && placed ? PTO_OK : PTO_ENOMEM;
-  for (uint32_t k = 0; st == PTO_OK && k < pr->n_insts; k++) {
-    const pto_pinst *pi = &pr->insts[k];
-    /* free the tiles whose last use was before k */
-    for (uint32_t j = 0; j < n_live;) {
-      if (iv[live[j]].end < k) {
-        iv[live[j]].live = 0;
-        live[j] = live[--n_live];
-      } else {
-        j++;
-      }
-    }
-    for (int d = 0; d < pi->n_dst; d++) {
-      uint32_t t = pi->dst[d];
-      if (placed[t])
-        continue;
-      placed[t] = 1;
-      if (acc_of[t] != PTO_NONE) { /* in place, at its accumulator */
-        uint32_t acc = acc_of[t];
-        iv[t].off = iv[acc].off;
-        iv[t].size = iv[acc].size;
-        iv[t].level = iv[acc].level;
-        pr->tiles[t].level = iv[acc].level;
-        if (iv[t].end < iv[acc].end)
-          iv[t].end = iv[acc].end;
-        iv[t].live = 1;
-        live[n_live++] = t;
-        continue;
-      }
-      /* first fit: lowest offset not overlapping a live tile of the level */
-      uint64_t off = 0;
-      for (int moved = 1; moved;) {
-        moved = 0;
-        for (uint32_t j = 0; j < n_live; j++) {
-          const interval *o = &iv[live[j]];
-          if (o->level == iv[t].level && off < o->off + o->size &&
-              o->off < off + iv[t].size) {
-            off = (o->off + o->size + PTO_TILE_ALIGN - 1) &
-                  ~(uint64_t)(PTO_TILE_ALIGN - 1);
-            moved = 1;
-          }
-        }
-      }
-      iv[t].off = off;
-      iv[t].live = 1;
-      live[n_live++] = t;
-      uint64_t top = off + iv[t].size;
-      if (top > pr->mem[iv[t].level])
-        pr->mem[iv[t].level] = top;
-    }
-  }
-  for (uint32_t t = 0; t < pr->n_tiles; t++)
-    pr->tiles[t].offset = iv[t].off;
-  /* custom instructions may need scratch beyond their operands */
-  for (uint32_t k = 0; k < pr->n_insts; k++) {
-    const pto_custom_op *c = pto__custom_get(pr->insts[k].op);
-    if (c && c->desc.scratch_bytes) {
-      pto_mem_level l = core == PTO_CORE_CUBE ? PTO_MEM_L1 : PTO_MEM_UB;
-      pr->mem[l] += c->desc.scratch_bytes;
-    }
-  }
-  free(live);
-  free(placed);
-  free(acc_of);
-  free(iv);
-  for (int l = 0; st == PTO_OK && l < PTO_MEM_LEVEL_COUNT; l++)
-    if (pr->mem[l] > s->m->mem[l]) {
-      *lvl = (pto_mem_level)l;
-      *need = pr->mem[l];
-      st = PTO_ECAPACITY;
-    }
-  /* resolve entry points */
-  const pto_isa_table *isa = pto__isa_active();
-  for (uint32_t k = 0; k < pr->n_insts; k++) {
-    int op = pr->insts[k].op;
-    pr->insts[k].fn = op < PTO_OP_COUNT ? isa->fn[op] : pto__tileop_run;
-  }
-  return st;
-}
-
-static void free_build(cbuild *b) {
-  free(b->prog.insts);
-  free(b->prog.tiles);
-  free(b->prog.slots);
-  free(b->slot_inst);
-}
-
-/* Canonical bytes of a program: everything but where its tiles are. */
-static size_t canon(const pto_cprog *pr, unsigned char *buf) {
-  size_t n = 0;
-#define PUT(x)                                                                 \
-  do {                                                                         \
-    if (buf)                                                                   \
-      memcpy(buf + n, &(x), sizeof(x));                                        \
-    n += sizeof(x);                                                            \
-  } while (0)
-  PUT(pr->core);
-  PUT(pr->n_insts);
-  PUT(pr->n_tiles);
-  PUT(pr->n_slots);
-  for (uint32_t k = 0; k < pr->n_insts; k++) {
-    const pto_pinst *pi = &pr->insts[k];
-    PUT(pi->op);
-    PUT(pi->n_src);
-    PUT(pi->n_dst);
-    PUT(pi->src);
-    PUT(pi->dst);
-    PUT(pi->slot);
-    PUT(pi->slot2);
-    PUT(pi->s);
-    PUT(pi->imm);
-    PUT(pi->flags);
-  }
-  for (uint32_t t = 0; t < pr->n_tiles; t++) {
-    const pto_ptile *pt = &pr->tiles[t];
-    PUT(pt->dtype);
-    PUT(pt->level);
-    PUT(pt->rows);
-    PUT(pt->cols);
-    PUT(pt->vrows);
-    PUT(pt->vcols);
-    PUT(pt->offset);
-  }
-  for (uint32_t l = 0; l < pr->n_slots; l++) {
-    const pto_pslot *sl = &pr->slots[l];
-    PUT(sl->dtype);
-    PUT(sl->rows);
-    PUT(sl->cols);
-    PUT(sl->rs);
-    PUT(sl->cs);
-  }
-#undef PUT
-  return n;
 }
 
 /* ---- driver ------------------------------------------------------------- */
@@ -760,404 +50,26 @@ static pto_status fail(part *s, pto_status st, const char *fmt, ...) {
   return pto__error_set(&s->e->err, st, "compile: %s", msg);
 }
 
-/* l1_reuse: cube units of one op whose first load is the same window (the
- * left operand of their matmuls) are joined k at a time into one subgraph,
- * where that window is loaded once for all of them. */
-static int reuse_l1(part *s) {
-  const pto_tgraph *tg = s->tg;
-  hmap groups;
-  uint32_t *root = malloc((tg->n_units + 1) * sizeof *root);
-  uint32_t *count = malloc((tg->n_units + 1) * sizeof *count);
-  if (!root || !count || hmap_init(&groups, tg->n_units)) {
-    free(root);
-    free(count);
-    return -1;
-  }
-  uint32_t n = 0;
-  for (uint32_t u = 0; u < tg->n_units; u++) {
-    const pto_unit *un = &tg->units[u];
-    if (un->core != PTO_CORE_CUBE || un->node == PTO_NONE)
-      continue;
-    uint32_t k = s->reuse[un->node];
-    if (k <= 1)
-      continue;
-    /* the load of the first matmul's left operand */
-    const pto_tinst *first = NULL;
-    uint32_t lhs = PTO_NONE;
-    for (uint32_t i = un->first; lhs == PTO_NONE && i < un->first + un->count;
-         i++)
-      if (tg->insts[i].op == PTO_OP_TMATMUL ||
-          tg->insts[i].op == PTO_OP_TMATMUL_ACC)
-        lhs = tg->insts[i].src[0];
-    for (uint32_t i = un->first; !first && i < un->first + un->count; i++)
-      if (tg->insts[i].op == PTO_OP_TLOAD && tg->insts[i].dst[0] == lhs)
-        first = &tg->insts[i];
-    if (!first)
-      continue;
-    uint64_t key[2] = {un->node, gref_key(&first->g)};
-    uint64_t h = XXH3_64bits(key, sizeof key) | 1;
-    uint32_t slot = hmap_slot(&groups, h);
-    if (!groups.keys[slot] || count[groups.vals[slot]] >= k) {
-      groups.keys[slot] = h;
-      groups.vals[slot] = n;
-      root[n] = uf_find(s->unit_sg, u);
-      count[n++] = 0;
-    }
-    uint32_t g = groups.vals[slot];
-    uint32_t a = uf_find(s->unit_sg, root[g]), b = uf_find(s->unit_sg, u);
-    if (a != b)
-      s->unit_sg[a > b ? a : b] = a < b ? a : b;
-    count[g]++;
-  }
-  hmap_free(&groups);
-  free(root);
-  free(count);
-  return 0;
-}
-
-static void free_subgraphs(sgraph *sgs, uint32_t n) {
-  for (uint32_t k = 0; sgs && k < n; k++) {
-    free(sgs[k].units);
-    free(sgs[k].insts);
-  }
-  free(sgs);
-}
-
-/* Forms subgraphs from the current clusters: fills sgs (array of n) and
- * unit_sg. */
-static pto_status form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
-                                 uint32_t *alias, uint8_t *drop) {
-  pto_tgraph *tg = s->tg;
-  uint32_t nu = tg->n_units;
-  for (uint32_t u = 0; u < nu; u++)
-    s->unit_sg[u] = u;
-  memset(drop, 0, tg->n_insts);
-  for (uint32_t v = 0; v < tg->n_vals; v++)
-    alias[v] = PTO_NONE;
-  for (uint32_t i = 0; i < tg->n_insts; i++) {
-    if (!forwarded(s, i))
-      continue;
-    uint32_t a = uf_find(s->unit_sg, s->inst_unit[i]);
-    uint32_t b = uf_find(s->unit_sg, s->inst_unit[s->match[i]]);
-    if (a != b)
-      s->unit_sg[a > b ? a : b] = a < b ? a : b;
-    alias[tg->insts[i].dst[0]] = tg->insts[s->match[i]].src[0];
-    drop[i] = 1;
-  }
-  /* stores whose tensor never leaves its cluster: one pass over every read,
-   * clearing the tensors some reader outside its producer's cluster (or not
-   * forwarded) still needs in global memory */
-  uint32_t nt = s->p->n_tensors;
-  uint8_t *internal = malloc(nt + 1);
-  if (!internal)
-    return PTO_ENOMEM;
-  for (uint32_t st = 0; st < nt; st++)
-    internal[st] = !s->storage_is_output[st] &&
-                   s->storage_node[st] != PTO_NONE;
-  for (uint32_t i = 0; i < tg->n_insts; i++) {
-    const pto_tinst *in = &tg->insts[i];
-    uint32_t st = in->g.storage;
-    if (in->op == PTO_OP_TSTORE ||
-        !(pto__insn_info(in->op)->flags & PTO_IF_GLOBAL) || st >= nt ||
-        !internal[st])
-      continue;
-    uint32_t c = uf_find(s->cluster, s->storage_node[st]);
-    if (unit_cluster(s, s->inst_unit[i]) != c || !forwarded(s, i))
-      internal[st] = 0;
-  }
-  for (uint32_t i = 0; i < tg->n_insts; i++) {
-    const pto_tinst *in = &tg->insts[i];
-    if (in->op == PTO_OP_TSTORE && in->g.storage < nt &&
-        unit_cluster(s, s->inst_unit[i]) != PTO_NONE)
-      drop[i] = internal[in->g.storage];
-  }
-  free(internal);
-  if (reuse_l1(s))
-    return PTO_ENOMEM;
-  /* number subgraphs in order of their first unit */
-  uint32_t *sgid = malloc((nu + 1) * sizeof *sgid);
-  if (!sgid)
-    return PTO_ENOMEM;
-  uint32_t n = 0;
-  for (uint32_t u = 0; u < nu; u++)
-    sgid[u] = PTO_NONE;
-  for (uint32_t u = 0; u < nu; u++) {
-    uint32_t r = uf_find(s->unit_sg, u);
-    if (sgid[r] == PTO_NONE)
-      sgid[r] = n++;
-    sgid[u] = sgid[r];
-  }
-  for (uint32_t u = 0; u < nu; u++)
-    s->unit_sg[u] = sgid[u];
-  free(sgid);
-  sgraph *sgs = calloc(n + 1, sizeof *sgs);
-  if (!sgs)
-    return PTO_ENOMEM;
-  for (uint32_t u = 0; u < nu; u++) {
-    sgraph *g = &sgs[s->unit_sg[u]];
-    g->n_units++;
-    for (uint32_t i = tg->units[u].first;
-         i < tg->units[u].first + tg->units[u].count; i++)
-      g->n_insts += !drop[i];
-  }
-  for (uint32_t k = 0; k < n; k++) {
-    sgs[k].units = malloc((sgs[k].n_units + 1) * sizeof *sgs[k].units);
-    sgs[k].insts = malloc((sgs[k].n_insts + 1) * sizeof *sgs[k].insts);
-    if (!sgs[k].units || !sgs[k].insts) {
-      for (uint32_t j = 0; j <= k; j++) {
-        free(sgs[j].units);
-        free(sgs[j].insts);
-      }
-      free(sgs);
-      return PTO_ENOMEM;
-    }
-    sgs[k].n_units = sgs[k].n_insts = 0;
-  }
-  /* a window loaded twice in one subgraph is loaded once (l1_reuse merges
-   * tasks precisely to share such loads): the first load of each (subgraph,
-   * window, tile shape), found by hash */
-  hmap loads;
-  if (hmap_init(&loads, tg->n_insts)) {
-    free_subgraphs(sgs, n);
-    return PTO_ENOMEM;
-  }
-  for (uint32_t u = 0; u < nu; u++) {
-    sgraph *g = &sgs[s->unit_sg[u]];
-    g->units[g->n_units++] = u;
-    for (uint32_t i = tg->units[u].first;
-         i < tg->units[u].first + tg->units[u].count; i++) {
-      if (drop[i])
-        continue;
-      const pto_tinst *in = &tg->insts[i];
-      if (in->op == PTO_OP_TLOAD) {
-        const pto_tval *v = &tg->vals[in->dst[0]];
-        int64_t k[12] = {s->unit_sg[u], in->g.storage, in->g.offset, in->g.rows,
-                         in->g.cols,    in->g.rs,      in->g.cs,     v->dtype,
-                         v->rows,       v->cols,       v->vrows,     v->vcols};
-        uint64_t key = XXH3_64bits(k, sizeof k) | 1;
-        uint32_t slot = hmap_slot(&loads, key);
-        if (!loads.keys[slot]) {
-          loads.keys[slot] = key;
-          loads.vals[slot] = i;
-        } else {
-          const pto_tinst *prev = &tg->insts[loads.vals[slot]];
-          /* equal hashes of different loads (never seen) just load twice */
-          if (gref_eq(&prev->g, &in->g) &&
-              !memcmp(&tg->vals[prev->dst[0]], v, sizeof *v)) {
-            alias[in->dst[0]] = prev->dst[0];
-            drop[i] = 1;
-            continue;
-          }
-        }
-      }
-      g->insts[g->n_insts++] = i;
-    }
-  }
-  hmap_free(&loads);
-  *out = sgs;
-  *n_out = n;
-  return PTO_OK;
-}
-
-/* Splits subgraph sg, which does not fit (local memory, or the tiles a
- * program can address): dissolves the fused ops it joins
- * or, when it holds the units of one op that l1_reuse joined, halves that
- * op's l1_reuse. Each split dissolves an op or halves a count, so retries
- * end. Returns 0 when nothing is left to split (a single unit). */
-static int split_subgraph(part *s, const sgraph *sg) {
-  const pto_tgraph *tg = s->tg;
-  int changed = 0, several = 0;
-  uint32_t first = tg->units[sg->units[0]].node;
-  for (uint32_t j = 1; j < sg->n_units; j++)
-    several |= tg->units[sg->units[j]].node != first;
-  for (uint32_t j = 0; several && j < sg->n_units; j++) {
-    uint32_t node = tg->units[sg->units[j]].node;
-    if (node != PTO_NONE && !s->dissolved[node])
-      s->dissolved[node] = 1, changed = 1;
-  }
-  /* units of one op are consecutive: halve each op's l1_reuse once */
-  for (uint32_t j = 0; !changed && j < sg->n_units; j++) {
-    uint32_t node = tg->units[sg->units[j]].node;
-    if (node == PTO_NONE || s->reuse[node] <= 1 ||
-        (j && tg->units[sg->units[j - 1]].node == node))
-      continue;
-    s->reuse[node] /= 2;
-    changed = 1;
-  }
-  return changed;
-}
-
-/* A forwarded load, as the units and nodes it joins. */
-typedef struct fwd {
-  uint32_t p, c;   /* producer and consumer node */
-  uint32_t up, uc; /* producer and consumer unit */
-} fwd;
-
-static int fwd_cmp(const void *a, const void *b) {
-  const fwd *x = a, *y = b;
-  if (x->p != y->p)
-    return x->p < y->p ? -1 : 1;
-  return x->c < y->c ? -1 : x->c > y->c;
-}
-
-/* Parallelism against fusion. Fusing joins every unit of a consumer with
- * the producer units it reads, so a consumer that reads many of them (a
- * column reduction of row tiles) or many consumers of one producer tile
- * collapse a cluster into a few subgraphs: one worker may end up doing what
- * the unfused ops would spread over all of them. A cluster of several ops
- * whose subgraphs (from form_subgraphs, in s->unit_sg) number fewer than
- * min(workers of its core type, the most tasks one of its ops has alone)
- * gives up one fusion: the edge between two of its ops whose units, joined
- * on that edge alone, form the fewest components (the one that collapses
- * it). Returns 1 when it vetoed an edge (form the subgraphs again), 0 when
- * every cluster keeps the workers busy, or -1 out of memory. */
-static int split_for_parallelism(part *s) {
-  const pto_tgraph *tg = s->tg;
-  uint32_t nn = s->p->n_nodes, nu = tg->n_units;
-  uint32_t *units = calloc(nn + 1, sizeof *units);  /* per node */
-  uint32_t *most = calloc(nn + 1, sizeof *most);    /* per cluster root */
-  uint32_t *n_sg = calloc(nn + 1, sizeof *n_sg);    /* per cluster root */
-  uint32_t *nodes = calloc(nn + 1, sizeof *nodes);  /* per cluster root */
-  uint32_t *seen = malloc((nu + 1) * sizeof *seen); /* per subgraph */
-  uint32_t *uf = malloc((nu + 1) * sizeof *uf);     /* per unit */
-  uint8_t *core = calloc(nn + 1, 1);                /* per cluster root */
-  fwd *f = NULL;
-  unsigned cap_f = 0, n_f = 0;
-  int rc = -1;
-  if (!units || !most || !n_sg || !nodes || !seen || !uf || !core)
-    goto out;
-  for (uint32_t u = 0; u < nu; u++) {
-    seen[u] = PTO_NONE;
-    uf[u] = u;
-    if (tg->units[u].node != PTO_NONE)
-      units[tg->units[u].node]++;
-  }
-  for (uint32_t v = 0; v < nn; v++) {
-    uint32_t c = uf_find(s->cluster, v);
-    uint32_t alone = (units[v] + s->reuse[v] - 1) / s->reuse[v];
-    nodes[c] += units[v] > 0;
-    if (alone > most[c])
-      most[c] = alone;
-  }
-  for (uint32_t u = 0; u < nu; u++) { /* distinct subgraphs per cluster */
-    uint32_t node = tg->units[u].node, sg = s->unit_sg[u];
-    if (node == PTO_NONE)
-      continue;
-    uint32_t c = uf_find(s->cluster, node);
-    core[c] = (uint8_t)tg->units[u].core;
-    if (seen[sg] != c) {
-      seen[sg] = c;
-      n_sg[c]++;
-    }
-  }
-  int any = 0;
-  for (uint32_t c = 0; c < nn; c++) {
-    if (uf_find(s->cluster, c) != c || nodes[c] < 2)
-      continue;
-    uint32_t w = core[c] < PTO_CORE_MEMORY && s->m->workers[core[c]]
-                     ? s->m->workers[core[c]]
-                     : 1;
-    uint32_t need = most[c] < w ? most[c] : w;
-    most[c] = n_sg[c] < need; /* from here: whether c is too collapsed */
-    any |= (int)most[c];
-  }
-  rc = 0;
-  if (!any)
-    goto out;
-  /* the forwarded loads inside collapsed clusters, by node edge */
-  for (uint32_t i = 0; i < tg->n_insts; i++) {
-    if (!forwarded(s, i))
-      continue;
-    uint32_t uc = s->inst_unit[i], up = s->inst_unit[s->match[i]];
-    uint32_t pn = tg->units[up].node, cn = tg->units[uc].node;
-    if (pn == cn || !most[uf_find(s->cluster, cn)])
-      continue;
-    if (pto__grow((void **)&f, sizeof *f, &cap_f, n_f + 1)) {
-      rc = -1;
-      goto out;
-    }
-    f[n_f++] = (fwd){pn, cn, up, uc};
-  }
-  qsort(f, n_f, sizeof *f, fwd_cmp);
-  /* per collapsed cluster, the edge with the fewest components */
-  uint32_t *best = n_sg; /* reused: per cluster root, the best fwd index */
-  uint64_t *comps = NULL;
-  for (uint32_t c = 0; c < nn; c++)
-    best[c] = PTO_NONE;
-  comps = malloc((n_f + 1) * sizeof *comps);
-  if (!comps) {
-    rc = -1;
-    goto out;
-  }
-  for (unsigned a = 0, b; a < n_f; a = b) {
-    uint64_t joins = 0;
-    for (b = a; b < n_f && f[b].p == f[a].p && f[b].c == f[a].c; b++) {
-      uint32_t x = uf_find(uf, f[b].up), y = uf_find(uf, f[b].uc);
-      if (x != y) {
-        uf[x > y ? x : y] = x < y ? x : y;
-        joins++;
-      }
-    }
-    for (unsigned k = a; k < b; k++) /* reset what this edge touched */
-      uf[f[k].up] = f[k].up, uf[f[k].uc] = f[k].uc;
-    comps[a] = (uint64_t)units[f[a].p] + units[f[a].c] - joins;
-    uint32_t c = uf_find(s->cluster, f[a].c);
-    if (best[c] == PTO_NONE || comps[a] < comps[best[c]])
-      best[c] = a;
-  }
-  for (uint32_t c = 0; c < nn; c++) {
-    if (uf_find(s->cluster, c) != c || !most[c])
-      continue;
-    if (best[c] == PTO_NONE) { /* no edge to blame: undo the cluster */
-      for (uint32_t v = 0; v < nn; v++)
-        if (uf_find(s->cluster, v) == c)
-          s->dissolved[v] = 1;
-      rc = 1;
-      continue;
-    }
-    if (pto__grow((void **)&s->veto, sizeof *s->veto, &s->cap_veto,
-                  s->n_veto + 1)) {
-      rc = -1;
-      break;
-    }
-    s->veto[s->n_veto][0] = f[best[c]].p;
-    s->veto[s->n_veto][1] = f[best[c]].c;
-    s->n_veto++;
-    rc = 1;
-  }
-  free(comps);
-out:
-  free(units);
-  free(most);
-  free(n_sg);
-  free(nodes);
-  free(seen);
-  free(uf);
-  free(core);
-  free(f);
-  return rc;
-}
-
 /* Compiles every subgraph; splits clusters that would leave workers idle
- * (split_for_parallelism) and subgraphs that overflow local memory or a
- * program's limits (split_subgraph), and retries; fails when a single unit
- * does not fit. */
-static pto_status compile_subgraphs(part *s, sgraph **sgs_out,
-                                    uint32_t *n_out, cbuild **builds_out,
-                                    uint32_t *alias, uint8_t *drop) {
+ * (pto__fuse_split_for_parallelism) and subgraphs that overflow local memory or
+ * a program's limits (pto__fuse_split_subgraph), and retries; fails when a
+ * single unit does not fit. */
+static pto_status compile_subgraphs(part *s, sgraph **sgs_out, uint32_t *n_out,
+                                    cbuild **builds_out, uint32_t *alias,
+                                    uint8_t *drop) {
   pto_tgraph *tg = s->tg;
   for (;;) {
     sgraph *sgs;
     uint32_t n;
-    pto_status st = form_subgraphs(s, &sgs, &n, alias, drop);
+    pto_status st = pto__fuse_form_subgraphs(s, &sgs, &n, alias, drop);
     if (st)
       return st;
-    int split = split_for_parallelism(s);
+    int split = pto__fuse_split_for_parallelism(s);
     if (split) {
-      free_subgraphs(sgs, n);
+      pto__fuse_free_subgraphs(sgs, n);
       if (split < 0)
         return PTO_ENOMEM;
-      if ((st = cluster_ops(s)))
+      if ((st = pto__fuse_cluster(s)))
         return st;
       continue;
     }
@@ -1166,7 +78,7 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out,
     if (!builds || !tov) {
       free(builds);
       free(tov);
-      free_subgraphs(sgs, n);
+      pto__fuse_free_subgraphs(sgs, n);
       return PTO_ENOMEM;
     }
     for (uint32_t v = 0; v < tg->n_vals; v++)
@@ -1176,8 +88,8 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out,
       builds[k].tile_of_val = tov;
       pto_mem_level lvl = PTO_MEM_UB;
       uint64_t need = 0;
-      st = build_program(s, &sgs[k], alias, tg->units[sgs[k].units[0]].core,
-                         &builds[k], &lvl, &need);
+      st = pto__plan_program(s, &sgs[k], alias, tg->units[sgs[k].units[0]].core,
+                             &builds[k], &lvl, &need);
       for (uint32_t i = 0; i < sgs[k].n_insts; i++) { /* reset the map */
         const pto_tinst *in = &tg->insts[sgs[k].insts[i]];
         for (int r = 0; r < in->n_src; r++)
@@ -1190,7 +102,7 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out,
         continue;
       /* split it; or, when this pass already split another one (perhaps
        * of the same op), look at it again after the retry */
-      if (split_subgraph(s, &sgs[k]) || retry) {
+      if (pto__fuse_split_subgraph(s, &sgs[k]) || retry) {
         retry = 1;
         st = PTO_OK;
         continue;
@@ -1212,8 +124,8 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out,
       if (node != PTO_NONE) {
         const pto_node *pn = s->p->nodes[node];
         snprintf(what, sizeof what, "%s%s%s%s -> '%s'", pto__top_name(pn->op),
-                 pn->label[0] ? " '" : "", pn->label,
-                 pn->label[0] ? "'" : "", pn->out[0]->name);
+                 pn->label[0] ? " '" : "", pn->label, pn->label[0] ? "'" : "",
+                 pn->out[0]->name);
       }
       char packed[96] = "";
       if (node != PTO_NONE && s->p->nodes[node]->op == PTO_TOP_MATMUL) {
@@ -1233,19 +145,19 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out,
     free(tov);
     if (st == PTO_OK && retry) {
       for (uint32_t k = 0; k < n; k++)
-        free_build(&builds[k]);
+        pto__plan_free(&builds[k]);
       free(builds);
-      free_subgraphs(sgs, n);
+      pto__fuse_free_subgraphs(sgs, n);
       /* re-cluster without the dissolved ops, and group again */
-      if ((st = cluster_ops(s)))
+      if ((st = pto__fuse_cluster(s)))
         return st;
       continue;
     }
     if (st) {
       for (uint32_t k = 0; k < n; k++)
-        free_build(&builds[k]);
+        pto__plan_free(&builds[k]);
       free(builds);
-      free_subgraphs(sgs, n);
+      pto__fuse_free_subgraphs(sgs, n);
       return st;
     }
     *sgs_out = sgs;
@@ -1253,396 +165,6 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out,
     *builds_out = builds;
     return PTO_OK;
   }
-}
-
-/* A global access of a task, for dependencies. */
-typedef struct access {
-  uint32_t storage, task;
-  int is_write;
-  int64_t lo, hi;       /* element interval [lo, hi] (a bounding range) */
-  int64_t rows, cols, rs, cs, off;
-} access;
-
-static int access_cmp(const void *a, const void *b) {
-  const access *x = a, *y = b;
-  if (x->storage != y->storage)
-    return x->storage < y->storage ? -1 : 1;
-  return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
-static access make_access(uint32_t task, const pto_gref *g, int64_t off,
-                          int is_write) {
-  access a;
-  a.is_write = is_write;
-  a.storage = g->storage;
-  a.task = task;
-  a.off = off;
-  a.rows = g->rows;
-  a.cols = g->cols;
-  a.rs = g->rs;
-  a.cs = g->cs;
-  int64_t span = 0;
-  span += (g->rows - 1) * (g->rs < 0 ? -g->rs : g->rs);
-  span += (g->cols - 1) * (g->cs < 0 ? -g->cs : g->cs);
-  a.lo = off;
-  a.hi = off + span;
-  return a;
-}
-
-/* Whether two windows of one storage share an element. Exact for windows
- * with the same row-major strides; conservative (interval overlap) else. */
-static int overlap(const access *a, const access *b) {
-  if (a->hi < b->lo || b->hi < a->lo)
-    return 0;
-  if (a->rs == b->rs && a->cs == 1 && b->cs == 1 && a->rs > 0 &&
-      a->cols <= a->rs && b->cols <= b->rs) {
-    int64_t ar = a->off / a->rs, ac = a->off % a->rs;
-    int64_t br = b->off / b->rs, bc = b->off % b->rs;
-    return ar < br + b->rows && br < ar + a->rows && ac < bc + b->cols &&
-           bc < ac + a->cols;
-  }
-  return 1;
-}
-
-static int task_cmp(const void *a, const void *b) {
-  const access *x = a, *y = b;
-  return x->task < y->task ? -1 : x->task > y->task;
-}
-
-/* Fills e->succ (CSR) and the tasks' n_pred from the accesses. */
-static pto_status build_edges(pto_executable *e, access *acc, uint32_t n_acc) {
-  uint32_t nt = e->n_tasks;
-  /* writes sorted by (storage, lo); reads sorted by task */
-  uint32_t n_w = 0, n_r = 0;
-  for (uint32_t i = 0; i < n_acc; i++)
-    n_w += acc[i].is_write;
-  n_r = n_acc - n_w;
-  access *w = malloc((n_w + 1) * sizeof *w), *r = malloc((n_r + 1) * sizeof *r);
-  uint32_t *mark = malloc((nt + 1) * sizeof *mark);
-  int64_t *span = calloc(e->tg.n_storages + 1, sizeof *span);
-  uint32_t (*pairs)[2] = NULL;
-  unsigned cap = 0;
-  uint32_t n_pairs = 0;
-  pto_status st = PTO_OK;
-  if (!w || !r || !mark || !span) {
-    st = PTO_ENOMEM;
-    goto out;
-  }
-  n_w = n_r = 0;
-  for (uint32_t i = 0; i < n_acc; i++) {
-    if (acc[i].is_write) {
-      w[n_w++] = acc[i];
-      int64_t sp = acc[i].hi - acc[i].lo;
-      if (sp > span[acc[i].storage])
-        span[acc[i].storage] = sp;
-    } else {
-      r[n_r++] = acc[i];
-    }
-  }
-  qsort(w, n_w, sizeof *w, access_cmp);
-  qsort(r, n_r, sizeof *r, task_cmp);
-  for (uint32_t t = 0; t < nt; t++)
-    mark[t] = PTO_NONE;
-  for (uint32_t i = 0; i < n_r; i++) {
-    const access *rd = &r[i];
-    /* first write of the storage with lo >= rd->lo - span */
-    int64_t from = rd->lo - span[rd->storage];
-    uint32_t lo = 0, hi = n_w;
-    while (lo < hi) {
-      uint32_t mid = (lo + hi) / 2;
-      if (w[mid].storage < rd->storage ||
-          (w[mid].storage == rd->storage && w[mid].lo < from))
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    for (uint32_t j = lo; j < n_w && w[j].storage == rd->storage &&
-                          w[j].lo <= rd->hi;
-         j++) {
-      uint32_t pred = w[j].task;
-      if (pred == rd->task || mark[pred] == rd->task || !overlap(&w[j], rd))
-        continue;
-      mark[pred] = rd->task;
-      if (pto__grow((void **)&pairs, sizeof *pairs, &cap, n_pairs + 1)) {
-        st = PTO_ENOMEM;
-        goto out;
-      }
-      pairs[n_pairs][0] = pred;
-      pairs[n_pairs][1] = rd->task;
-      n_pairs++;
-    }
-  }
-  /* CSR by predecessor */
-  e->succ = malloc((n_pairs + 1) * sizeof *e->succ);
-  if (!e->succ) {
-    st = PTO_ENOMEM;
-    goto out;
-  }
-  for (uint32_t k = 0; k < n_pairs; k++) {
-    e->tasks[pairs[k][0]].n_succ++;
-    e->tasks[pairs[k][1]].n_pred++;
-  }
-  uint32_t at = 0;
-  for (uint32_t t = 0; t < nt; t++) {
-    e->tasks[t].succ = at;
-    at += e->tasks[t].n_succ;
-    e->tasks[t].n_succ = 0;
-  }
-  for (uint32_t k = 0; k < n_pairs; k++) {
-    pto_task *t = &e->tasks[pairs[k][0]];
-    e->succ[t->succ + t->n_succ++] = pairs[k][1];
-  }
-  e->n_edges = n_pairs;
-out:
-  free(w);
-  free(r);
-  free(mark);
-  free(span);
-  free(pairs);
-  return st;
-}
-
-/* Where every storage lives: inputs and outputs are the caller's buffers;
- * intermediates that some task stores get a slice of the workspace. */
-static pto_status plan_storages(pto_executable *e, const pto_tgraph *tg) {
-  const pto_program *p = tg->prog;
-  e->n_storages = tg->n_storages;
-  e->storages = calloc(tg->n_storages + 1, sizeof *e->storages);
-  if (!e->storages)
-    return PTO_ENOMEM;
-  for (uint32_t k = 0; k < tg->n_storages; k++) {
-    pto_storage *s = &e->storages[k];
-    s->bytes = (uint64_t)pto__storage_bytes(tg, k);
-    s->dtype = k < p->n_tensors ? p->tensors[k]->dtype
-                                : p->outputs[k - p->n_tensors]->dtype;
-    if (k < p->n_tensors && p->tensors[k]->input_index >= 0) {
-      s->kind = PTO_STORAGE_INPUT;
-      s->index = (uint32_t)p->tensors[k]->input_index;
-    }
-  }
-  for (uint32_t j = 0; j < p->n_outputs; j++) {
-    pto_storage *s = &e->storages[tg->out_storage[j]];
-    s->kind = PTO_STORAGE_OUTPUT;
-    s->index = j;
-  }
-  for (uint32_t t = 0; t < e->n_tasks; t++) {
-    const pto_cprog *pr = &e->progs[e->tasks[t].prog];
-    for (uint32_t i = 0; i < pr->n_insts; i++) {
-      if (pr->insts[i].op != PTO_OP_TSTORE)
-        continue;
-      pto_storage *s =
-          &e->storages[e->args[e->tasks[t].args + pr->insts[i].slot].storage];
-      if (s->kind == PTO_STORAGE_NONE) {
-        s->kind = PTO_STORAGE_WORKSPACE;
-        s->offset = e->workspace_bytes;
-        e->workspace_bytes += (s->bytes + 63) & ~(uint64_t)63;
-      }
-    }
-  }
-  e->stats.workspace_bytes = e->workspace_bytes;
-  return PTO_OK;
-}
-
-/* Bytes of global memory one instance of program pr moves. */
-static uint64_t prog_bytes(const pto_cprog *pr) {
-  uint64_t b = 0;
-  for (uint32_t l = 0; l < pr->n_slots; l++)
-    b += (uint64_t)(pr->slots[l].rows * pr->slots[l].cols) *
-         pto_dtype_size(pr->slots[l].dtype);
-  return b;
-}
-
-/* Vector instances this small are merged automatically (nbuffer = 0). */
-#define NBUFFER_SMALL_BYTES (64u * 1024u)
-
-/* Assigns each subgraph a task: vector subgraphs with the same program and
- * the same fusion cluster (hence independent) are grouped nbuffer at a time;
- * nbuffer 0 groups small ones into about one task per vector worker. */
-static pto_status group_tasks(part *s, const sgraph *sgs, uint32_t n_sg,
-                              const uint32_t *prog_of, uint32_t *task_of,
-                              uint32_t *n_tasks) {
-  const pto_executable *e = s->e;
-  uint32_t nn = s->p->n_nodes;
-  hmap groups;
-  uint32_t *count = calloc(n_sg + 1, sizeof *count);
-  uint32_t *open = malloc((n_sg + 1) * sizeof *open);
-  uint32_t *fill = calloc(n_sg + 1, sizeof *fill);
-  uint32_t *gid = malloc((n_sg + 1) * sizeof *gid);
-  if (!count || !open || !fill || !gid || hmap_init(&groups, n_sg)) {
-    free(count);
-    free(open);
-    free(fill);
-    free(gid);
-    return PTO_ENOMEM;
-  }
-  uint32_t n_groups = 0;
-  for (uint32_t k = 0; k < n_sg; k++) {
-    uint32_t node = s->tg->units[sgs[k].units[0]].node;
-    uint32_t c = node == PTO_NONE ? nn : uf_find(s->cluster, node);
-    uint64_t key = ((uint64_t)(prog_of[k] + 1) << 32) | (uint64_t)(c + 1);
-    uint32_t slot = hmap_slot(&groups, key);
-    if (!groups.keys[slot]) {
-      groups.keys[slot] = key;
-      groups.vals[slot] = n_groups++;
-    }
-    gid[k] = groups.vals[slot];
-    count[gid[k]]++;
-  }
-  uint32_t workers = s->m->workers[PTO_CORE_VECTOR] ? s->m->workers[PTO_CORE_VECTOR] : 1;
-  uint32_t n = 0;
-  for (uint32_t g = 0; g < n_groups; g++)
-    open[g] = PTO_NONE;
-  for (uint32_t k = 0; k < n_sg; k++) {
-    uint32_t g = gid[k];
-    const pto_cprog *pr = &e->progs[prog_of[k]];
-    uint32_t node = s->tg->units[sgs[k].units[0]].node;
-    int64_t per = pr->core == PTO_CORE_VECTOR ? knob(s, node, PTO_KNOB_NBUFFER)
-                                              : 1;
-    if (per == 0)
-      per = prog_bytes(pr) < NBUFFER_SMALL_BYTES
-                ? (count[g] + workers - 1) / workers
-                : 1;
-    if (open[g] == PTO_NONE || fill[g] >= per) {
-      open[g] = n++;
-      fill[g] = 0;
-    }
-    fill[g]++;
-    task_of[k] = open[g];
-  }
-  *n_tasks = n;
-  hmap_free(&groups);
-  free(count);
-  free(open);
-  free(fill);
-  free(gid);
-  return PTO_OK;
-}
-
-/* What a task computes, for messages: "matmul 'label' -> 'y'". */
-static void task_what(const pto_executable *e, uint32_t t, char *buf,
-                      size_t size) {
-  uint32_t node = e->tasks[t].node;
-  if (node == PTO_NONE) {
-    snprintf(buf, size, "output copy");
-    return;
-  }
-  const pto_node *pn = e->tg.prog->nodes[node];
-  snprintf(buf, size, "%s%s%s%s -> '%s'", pto__top_name(pn->op),
-           pn->label[0] ? " '" : "", pn->label, pn->label[0] ? "'" : "",
-           pn->out[0]->name);
-}
-
-/* Kahn's algorithm over e's tasks: fills order (n_tasks entries) with the
- * tasks in a topological order and pending with how many producers each
- * still waits for; returns how many were ordered (n_tasks unless the graph
- * has a cycle). */
-static uint32_t topo_order(const pto_executable *e, uint32_t *order,
-                           uint32_t *pending) {
-  uint32_t head = 0, tail = 0;
-  for (uint32_t t = 0; t < e->n_tasks; t++) {
-    pending[t] = e->tasks[t].n_pred;
-    if (!pending[t])
-      order[tail++] = t;
-  }
-  while (head < tail) {
-    const pto_task *t = &e->tasks[order[head++]];
-    for (uint32_t k = 0; k < t->n_succ; k++)
-      if (--pending[e->succ[t->succ + k]] == 0)
-        order[tail++] = e->succ[t->succ + k];
-  }
-  return tail;
-}
-
-/* Fails naming the tasks of one cycle among those Kahn's algorithm left
- * waiting (pending > 0: each waits on another of them). */
-static pto_status fail_cycle(pto_executable *e, const uint32_t *pending) {
-  uint32_t n = e->n_tasks, left = 0;
-  uint32_t *pred = malloc((n + 1) * sizeof *pred);
-  uint32_t *step = malloc((n + 1) * sizeof *step);
-  if (!pred || !step) {
-    free(pred);
-    free(step);
-    return pto__error_set(&e->err, PTO_ENOMEM, "compile: out of memory");
-  }
-  uint32_t v = PTO_NONE;
-  for (uint32_t t = 0; t < n; t++) {
-    pred[t] = step[t] = PTO_NONE;
-    left += pending[t] > 0;
-  }
-  for (uint32_t t = 0; t < n; t++)
-    for (uint32_t k = 0; pending[t] && k < e->tasks[t].n_succ; k++) {
-      uint32_t w = e->succ[e->tasks[t].succ + k];
-      if (pending[w]) {
-        pred[w] = t;
-        v = w;
-      }
-    }
-  /* walk back along waiting producers until a task repeats */
-  uint32_t i = 0;
-  while (v != PTO_NONE && step[v] == PTO_NONE) {
-    step[v] = i++;
-    v = pred[v];
-  }
-  /* v is on the cycle; pred[] runs against the edges: collect the cycle
-   * backwards (into step[], no longer needed), then print it forwards */
-  uint32_t n_cyc = v == PTO_NONE ? 0 : i - step[v];
-  uint32_t *cyc = step;
-  for (uint32_t k = 0, u = v; k < n_cyc; k++, u = pred[u])
-    cyc[n_cyc - 1 - k] = u;
-  char msg[PTO_ERROR_MSG - 64], what[160];
-  size_t len = 0;
-  msg[0] = '\0';
-  for (uint32_t k = 0; k <= n_cyc && n_cyc && len < sizeof msg; k++) {
-    uint32_t t = cyc[k % n_cyc];
-    task_what(e, t, what, sizeof what);
-    len += (size_t)snprintf(msg + len, sizeof msg - len, "%stask %u (%s)",
-                            k ? " -> " : "", t, what);
-  }
-  free(pred);
-  free(step);
-  return pto__error_set(&e->err, PTO_ESTATE,
-                        "compile: the task graph has a cycle (%u of %u "
-                        "tasks wait on each other): %s",
-                        left, n, msg);
-}
-
-pto_status pto__exe_check_acyclic(pto_executable *e) {
-  uint32_t *order = malloc((e->n_tasks + 1) * sizeof *order);
-  uint32_t *pending = malloc((e->n_tasks + 1) * sizeof *pending);
-  pto_status st = PTO_OK;
-  if (!order || !pending)
-    st = pto__error_set(&e->err, PTO_ENOMEM, "compile: out of memory");
-  else if (topo_order(e, order, pending) < e->n_tasks)
-    st = fail_cycle(e, pending);
-  free(order);
-  free(pending);
-  return st;
-}
-
-/* path[t]: the largest total cost from t to any exit, t included: the
- * critical-path scheduling priority. Kahn order, then backwards. The
- * executable is checked for a cycle here, as it is built: fusion must never
- * make one, and a run of a graph with one could never end. */
-static pto_status critical_paths(pto_executable *e) {
-  uint32_t n = e->n_tasks;
-  uint32_t *order = malloc((n + 1) * sizeof *order);
-  uint32_t *pending = malloc((n + 1) * sizeof *pending);
-  pto_status st = PTO_OK;
-  if (!order || !pending)
-    st = pto__error_set(&e->err, PTO_ENOMEM, "compile: out of memory");
-  else if (topo_order(e, order, pending) < n)
-    st = fail_cycle(e, pending);
-  for (uint32_t i = n; st == PTO_OK && i-- > 0;) {
-    pto_task *t = &e->tasks[order[i]];
-    uint64_t best = 0;
-    for (uint32_t k = 0; k < t->n_succ; k++)
-      if (e->tasks[e->succ[t->succ + k]].path > best)
-        best = e->tasks[e->succ[t->succ + k]].path;
-    t->path = best + t->cost + 1;
-  }
-  free(order);
-  free(pending);
-  return st;
 }
 
 pto_status pto__partition(pto_executable *e, const pto_config *cfg,
@@ -1695,7 +217,7 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
     s.reuse[v] = k < 1 ? 1 : k > UINT32_MAX ? UINT32_MAX : (uint32_t)k;
   }
 
-  if ((st = find_matches(&s)) || (st = cluster_ops(&s))) {
+  if ((st = pto__fuse_find_matches(&s)) || (st = pto__fuse_cluster(&s))) {
     st = fail(&s, st, "out of memory");
     goto done;
   }
@@ -1729,7 +251,7 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
     goto done;
   }
   for (uint32_t k = 0; k < n_sg && st == PTO_OK; k++) {
-    size_t len = canon(&builds[k].prog, NULL);
+    size_t len = pto__plan_canon(&builds[k].prog, NULL);
     if (len > cbuf_cap) {
       free(cbuf);
       cbuf = malloc(len);
@@ -1739,7 +261,7 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
         break;
       }
     }
-    canon(&builds[k].prog, cbuf);
+    pto__plan_canon(&builds[k].prog, cbuf);
     uint64_t h = XXH3_64bits(cbuf, len) | 1;
     uint32_t slot = hmap_slot(&progs, h);
     /* linear probing may meet a colliding hash: confirm byte for byte */
@@ -1791,8 +313,8 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
     goto done;
   }
   memcpy(e->unit_subgraph, s.unit_sg, tg->n_units * sizeof *s.unit_sg);
-  if ((st = group_tasks(&s, sgs, n_sg, prog_of, e->subgraph_task,
-                        &e->n_tasks))) {
+  if ((st = pto__graph_group_tasks(&s, sgs, n_sg, prog_of, e->subgraph_task,
+                                   &e->n_tasks))) {
     fail(&s, st, "out of memory");
     goto done;
   }
@@ -1839,7 +361,7 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
         e->args[a].offset = in->g.offset;
         a++;
         acc[n_acc++] =
-            make_access(t, &in->g, in->g.offset, in->op == PTO_OP_TSTORE);
+            pto__graph_access(t, &in->g, in->g.offset, in->op == PTO_OP_TSTORE);
         task->cost += bytes;
         e->stats.boundary_bytes += bytes;
       }
@@ -1858,16 +380,16 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
   /* dependencies: each read depends on every write it overlaps
    * (read-after-write). Each storage is written by one op and intermediates
    * are not reused, so there is no write-after-read or write-after-write. */
-  st = build_edges(e, acc, n_acc);
+  st = pto__graph_edges(e, acc, n_acc);
   if (st) {
     fail(&s, st, "out of memory");
     goto done;
   }
-  if ((st = plan_storages(e, tg))) {
+  if ((st = pto__graph_storages(e, tg))) {
     fail(&s, st, "out of memory");
     goto done;
   }
-  if ((st = critical_paths(e)))
+  if ((st = pto__graph_critical_paths(e)))
     goto done;
   e->stats.tensor_ops = p->n_nodes;
   e->stats.tile_instructions = tg->n_insts;
@@ -1897,9 +419,9 @@ done:
   free(mark);
   free(acc);
   for (uint32_t k = 0; builds && k < n_sg; k++)
-    free_build(&builds[k]);
+    pto__plan_free(&builds[k]);
   free(builds);
-  free_subgraphs(sgs, n_sg);
+  pto__fuse_free_subgraphs(sgs, n_sg);
   /* the execution graph alone: programs, tasks, edges, storages */
   e->stats.ms_graph = t_graph ? now_ms() - t_graph : 0;
   return st;
