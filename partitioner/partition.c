@@ -4,14 +4,17 @@
  *    when they run on the same core type and every window the consumer loads
  *    from the producer is exactly a tile the producer stores. Ops are merged
  *    into clusters greedily, never creating a cycle between clusters, and only
- *    when every edge between the two clusters is such an exact match.
+ *    when every edge between the two clusters is such an exact match; a
+ *    cluster whose subgraphs would be fewer than the workers can use gives
+ *    up the fusion that collapses it.
  * 2. Subgraphs: units of one cluster joined by forwarded store->load pairs.
  *    Forwarded loads disappear; a store disappears when nothing outside the
  *    cluster reads its tensor and it is not an output.
  * 3. Local memory: each subgraph's tiles get fixed offsets per level by
- *    liveness; a subgraph that does not fit is split back into its units (the
- *    cluster is dissolved), and a unit that does not fit is an error naming
- *    the op, the level, the bytes needed and the capacity.
+ *    liveness; a subgraph that does not fit (local memory, or the tiles a
+ *    program addresses) is split (its fused ops dissolved, or its l1_reuse
+ *    group halved), and a unit that does not fit is an error naming the op,
+ *    the level, the bytes needed and the capacity.
  * 4. Isomorphism: a subgraph's canonical form (opcodes, dtypes, tile shapes,
  *    internal edges, window shapes; not which tiles it touches) is hashed
  *    with xxHash and compared exactly; equal forms share one program.
