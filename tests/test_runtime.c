@@ -741,6 +741,39 @@ Test(scheduler, cancel_skips_tasks_not_started, .timeout = 60) {
 
 /* ---- runs that can make no progress -------------------------------------- */
 
+/* Many runs of a small fan-in -> fan-out graph (4 roots -> 1 cube task ->
+ * 2), the shape where a worker often still holds finished tasks it has
+ * not counted when the others finish the rest: the no-progress check must
+ * never end such a run early (it once did, and the late count then touched
+ * a run already freed). */
+Test(scheduler, many_small_runs_all_complete, .timeout = 120) {
+  pto_graph *g = pto_graph_new();
+  cr_assert_not_null(g);
+  for (int i = 0; i < 7; i++)
+    pto_graph_add(g, i == 4 ? PTO_CORE_CUBE : PTO_CORE_VECTOR, count_task,
+                  NULL);
+  for (int i = 0; i < 4; i++)
+    cr_assert_eq(pto_graph_depend(g, i, 4), PTO_OK);
+  cr_assert_eq(pto_graph_depend(g, 4, 5), PTO_OK);
+  cr_assert_eq(pto_graph_depend(g, 4, 6), PTO_OK);
+  const struct {
+    uint32_t workers;
+    int shared;
+  } rts[] = {{2, 1}, {3, 0}, {3, 1}, {2, 0}};
+  for (size_t r = 0; r < sizeof rts / sizeof rts[0]; r++) {
+    pto_runtime *rt = runtime(rts[r].workers, rts[r].shared,
+                              (pto_policy)(r % PTO_POLICY_COUNT));
+    for (int rep = 0; rep < (int)scale(300); rep++) {
+      atomic_store(&ran, 0);
+      cr_assert_eq(pto_runtime_run_graph(rt, g), PTO_OK, "run %d: %s", rep,
+                   pto_graph_error(g));
+      cr_assert_eq(atomic_load(&ran), 7);
+    }
+    pto_runtime_free(rt);
+  }
+  pto_graph_free(g);
+}
+
 /* Adds the edge from -> to to e's task graph (rebuilding its successor
  * lists): the way a test makes the cyclic executable the compiler refuses
  * to build. Before e's first run, which caches the graph. */
