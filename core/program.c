@@ -149,6 +149,19 @@ static int check_operands(pto_program *p, const char *op, int n,
   return 1;
 }
 
+/* The first dim of shape that is < 1 or takes numel to 2^40 or more (numel
+ * and the dense strides then stay far inside int64), or -1. */
+static int bad_dim(int ndim, const int64_t *shape) {
+  const int64_t max = (INT64_C(1) << 40) - 1;
+  int64_t numel = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 1 || shape[i] > max / numel)
+      return i;
+    numel *= shape[i];
+  }
+  return -1;
+}
+
 static int check_shape(pto_program *p, const char *op, const char *what,
                        int ndim, const int64_t *shape) {
   if (ndim < 1 || ndim > PTO_MAX_DIMS) {
@@ -160,16 +173,15 @@ static int check_shape(pto_program *p, const char *op, const char *what,
     fail(p, op, PTO_EINVAL, "%s: shape is NULL", what);
     return 0;
   }
-  int64_t numel = 1;
-  for (int i = 0; i < ndim; i++) {
-    if (shape[i] < 1 || shape[i] > (INT64_C(1) << 40) / numel) {
-      char sh[64];
-      shape_str(ndim, shape, sh, sizeof sh);
-      fail(p, op, PTO_EINVAL, "%s shape %s: dim %d is %" PRId64
-           " (dims must be >= 1 and numel < 2^40)", what, sh, i, shape[i]);
-      return 0;
-    }
-    numel *= shape[i];
+  int i = bad_dim(ndim, shape);
+  if (i >= 0) {
+    char sh[64];
+    shape_str(ndim, shape, sh, sizeof sh);
+    fail(p, op, PTO_EINVAL,
+         "%s shape %s: dim %d is %" PRId64
+         " (dims must be >= 1 and numel < 2^40)",
+         what, sh, i, shape[i]);
+    return 0;
   }
   return 1;
 }
@@ -225,11 +237,38 @@ static pto_tensor *new_root(pto_program *p, const char *op, pto_dtype dt,
   return t;
 }
 
+/* Whether the shape an op derives from its operands (broadcast, matmul,
+ * gather, concat ...) is one pto_input would accept (bad_dim), so that its
+ * numel and dense strides fit int64. Else records an error naming the op,
+ * the shape and the operands. */
+static int check_result_shape(pto_program *p, const char *op, int n_in,
+                              pto_tensor *const *in, int ndim,
+                              const int64_t *shape) {
+  int bad = bad_dim(ndim, shape);
+  if (bad < 0)
+    return 1;
+  char sh[96], ops[300];
+  shape_str(ndim, shape, sh, sizeof sh);
+  size_t n = 0;
+  ops[0] = '\0';
+  for (int i = 0; i < n_in && n < sizeof ops; i++)
+    n += (size_t)snprintf(ops + n, sizeof ops - n, "%s%s",
+                          i ? (i + 1 == n_in ? " and " : ", ") : " of ",
+                          D(in[i]));
+  fail(p, op, PTO_ESHAPE,
+       "the result%s would be %s: dim %d is %" PRId64
+       " (dims must be >= 1 and numel < 2^40)",
+       ops, sh, bad, shape[bad]);
+  return 0;
+}
+
 /* A node with n_in inputs producing one new tensor of dt/shape. */
 static pto_node *new_node(pto_program *p, pto_top op, int n_in,
                           pto_tensor *const *in, pto_dtype dt, int ndim,
                           const int64_t *shape) {
   const char *name = pto__top_name(op);
+  if (!check_result_shape(p, name, n_in, in, ndim, shape))
+    return NULL;
   if (pto__grow((void **)&p->nodes, sizeof *p->nodes, &p->cap_nodes,
                 p->n_nodes + 1)) {
     fail_nomem(p, name);

@@ -9,4 +9,9 @@
 pto_status pto__partition(pto_executable *e, const pto_config *cfg,
                           const pto_machine *m);
 
+/* PTO_OK, or PTO_ESTATE with e->err naming the tasks (and their ops) of a
+ * cycle in e's task graph. pto__partition checks every executable it builds;
+ * tests call it on graphs they break on purpose. */
+pto_status pto__exe_check_acyclic(pto_executable *e);
+
 #endif /* PTO_PARTITIONER_PARTITION_H */

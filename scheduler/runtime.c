@@ -138,11 +138,21 @@ static void rq_insert_locked(pto_rq *q, pto_policy pol, pto_ready it) {
   q->n++;
 }
 
+/* The size a push publishes is what a worker about to sleep checks after
+ * counting itself a sleeper, while the pusher checks the sleepers after
+ * publishing the size (wake_one): the two must not both miss the other.
+ * seq_cst: a relaxed store may still sit in the store buffer when the
+ * pusher reads no sleeper and the sleeper reads the old size, and then
+ * the task waits with its worker asleep (x86 lets a load pass an earlier
+ * store to another address). */
+static void rq_publish_size(pto_rq *q) {
+  atomic_store_explicit(&q->size, q->n, memory_order_seq_cst);
+}
+
 static void rq_push(pto_rq *q, pto_policy pol, pto_ready it) {
   lock(&q->lock);
   rq_insert_locked(q, pol, it);
-  /* relaxed: a hint for idle workers' polling; the lock orders the data */
-  atomic_store_explicit(&q->size, q->n, memory_order_relaxed);
+  rq_publish_size(q);
   unlock(&q->lock);
 }
 
@@ -156,7 +166,7 @@ static void rq_push_roots(pto_rq *q, pto_policy pol, pto_run *run, int core) {
     pto_ready it = {run, t, j->prio ? j->prio[t] : 0};
     rq_insert_locked(q, pol, it);
   }
-  atomic_store_explicit(&q->size, q->n, memory_order_relaxed);
+  rq_publish_size(q);
   unlock(&q->lock);
 }
 
@@ -248,35 +258,83 @@ static void run_fail(pto_run *run, int status, const pto_error *err) {
     run->err = *err;
 }
 
+/* Ends a run that can make no progress: tasks are left, yet none is ready
+ * or running. Names a few of the tasks that wait. */
+static void run_stall(pto_run *run, uint32_t left) {
+  const pto_job *j = &run->job;
+  char waiting[128] = "";
+  size_t n = 0;
+  for (uint32_t t = 0, shown = 0; t < j->n_tasks && shown < 4; t++) {
+    unsigned p = atomic_load_explicit(&run->pending[t], memory_order_relaxed);
+    if (!p)
+      continue;
+    n += (size_t)snprintf(waiting + n, sizeof waiting - n, "%s%u (%u)",
+                          shown++ ? ", " : "", t, p);
+    if (n >= sizeof waiting)
+      break;
+  }
+  pto_error err;
+  pto__error_set(&err, PTO_ESTATE,
+                 "run: no task can make progress: %u of %u tasks left, none "
+                 "ready or running (a cycle in the task graph?); waiting "
+                 "tasks (unfinished producers): %s",
+                 left, j->n_tasks, waiting);
+  run_fail(run, PTO_ESTATE, &err);
+  run_finish(run);
+}
+
 /* Publishes the tasks this worker finished since its last flush (all of
- * one run). Called before it runs a task of another run and before it goes
- * idle, so a run is never left waiting on a busy worker's count. */
+ * one run) and returns the live units they left. Called before it runs a
+ * task of another run and before it goes idle, so a run is never left
+ * waiting on a busy worker's count. The flush that finishes the last task
+ * ends the run; one that leaves tasks but no live unit ends it too. */
 static void flush_done(pto_worker *w) {
   uint32_t k = w->done_n;
   if (!k)
     return;
   pto_run *run = w->done_run;
-  w->done_n = 0;
+  uint64_t sub = (uint64_t)k * PTO_RUN_TASK + w->done_live;
+  w->done_n = w->done_live = 0;
   w->done_run = NULL;
   /* acq_rel: the last flush sees every task's effects, and releases this
    * worker's */
-  if (atomic_fetch_sub_explicit(&run->remaining, k, memory_order_acq_rel) ==
-      k)
+  uint64_t now =
+      atomic_fetch_sub_explicit(&run->count, sub, memory_order_acq_rel) - sub;
+  if (!PTO_RUN_LEFT(now))
     run_finish(run);
+  else if (!PTO_RUN_LIVE(now))
+    run_stall(run, PTO_RUN_LEFT(now));
 }
 
 /* Finishes task t of run: decrements its consumers; returns one newly ready
- * task the worker may run next (or no task). */
+ * task the worker may run next (or no task). t's live unit goes to its
+ * first newly ready successor, except for the first task of a batch: its
+ * unit stays with the batch until the flush, so a run never looks idle
+ * while a worker holds finished tasks it has not counted yet. More units
+ * are reserved (pto_run.count) before any further successor is published;
+ * what is left over is returned at the flush. */
 static int complete(pto_worker *w, pto_run *run, uint32_t t, pto_ready *keep) {
   pto_runtime *rt = w->rt;
   const pto_job *j = &run->job;
   int kept = 0;
+  /* counted locally: one shared decrement per batch, not per task */
+  if (w->done_run != run)
+    flush_done(w);
+  uint32_t first = !w->done_n, units = !first;
   for (uint32_t k = j->succ_off[t]; k < j->succ_off[t + 1]; k++) {
     uint32_t v = j->succ[k];
     /* acq_rel: the producer's writes are visible to whoever runs v */
     if (atomic_fetch_sub_explicit(&run->pending[v], 1, memory_order_acq_rel) !=
         1)
       continue;
+    if (!units) {
+      /* at most the successors left to visit, 64 at a time; relaxed: v's
+       * queue lock orders this before whatever its runner subtracts */
+      uint32_t more = j->succ_off[t + 1] - k < 64 ? j->succ_off[t + 1] - k : 64;
+      atomic_fetch_add_explicit(&run->count, more, memory_order_relaxed);
+      units = more;
+    }
+    units--;
     pto_ready it = {run, v, j->prio ? j->prio[v] : 0};
     int c = j->core[v];
     if (!kept && w->serves[c]) {
@@ -287,11 +345,9 @@ static int complete(pto_worker *w, pto_run *run, uint32_t t, pto_ready *keep) {
       wake_one(rt, c);
     }
   }
-  /* counted locally: one shared decrement per batch, not per task */
-  if (w->done_run != run)
-    flush_done(w);
   w->done_run = run;
   w->done_n++;
+  w->done_live += units + first;
   return kept;
 }
 
@@ -653,17 +709,25 @@ pto_status pto__run_start(pto_runtime *rt, pto_run *run) {
     return pto__error_set(&rt->err, PTO_ENOMEM,
                           "runtime: out of memory for the ready queues");
   }
+  /* one live unit per root (pto_run.count) */
+  uint32_t roots = 0;
+  for (uint32_t t = 0; t < j->n_tasks; t++)
+    roots += !j->n_pred[t];
   /* relaxed: published to workers by the queue lock of the first push */
-  atomic_store_explicit(&run->remaining, j->n_tasks, memory_order_relaxed);
+  atomic_store_explicit(&run->count, j->n_tasks * PTO_RUN_TASK + roots,
+                        memory_order_relaxed);
   atomic_fetch_add_explicit(&rt->active_runs, 1, memory_order_relaxed);
   run->start_ns = uv_hrtime();
+  for (uint32_t t = 0; t < j->n_tasks; t++)
+    atomic_store_explicit(&run->pending[t], j->n_pred[t], memory_order_relaxed);
   if (j->n_tasks == 0) {
     run_finish(run);
     return PTO_OK;
   }
-  for (uint32_t t = 0; t < j->n_tasks; t++)
-    atomic_store_explicit(&run->pending[t], j->n_pred[t],
-                          memory_order_relaxed);
+  if (!roots) { /* every task waits on another: nothing can ever start */
+    run_stall(run, j->n_tasks);
+    return PTO_OK;
+  }
   for (int c = 0; c < 2; c++)
     if (j->reserve[c])
       rq_push_roots(&rt->rq[c], rt->policy, run, c);

@@ -48,11 +48,27 @@ typedef struct pto_job {
   int (*exec)(pto_run *run, uint32_t task, pto_worker *w, pto_error *err);
 } pto_job;
 
+/* pto_run.count: tasks not yet finished in the high 32 bits, live units in
+ * the low 32 (see there). */
+#define PTO_RUN_TASK ((uint64_t)1 << 32)
+#define PTO_RUN_LIVE(c) ((uint32_t)(c))
+#define PTO_RUN_LEFT(c) ((uint32_t)((c) >> 32))
+
 struct pto_run {
   pto_runtime *rt;
   pto_job job;
   atomic_uint *pending; /* unfinished producers per task */
-  alignas(PTO_CACHE_LINE) atomic_uint remaining;
+  /* Two counts in one word, so that one atomic step sees both: the tasks
+   * not finished yet (high half), and live units (low half), one for every
+   * task that is ready (queued, in a worker's stash or kept) or running,
+   * at least one for every worker's batch of finished tasks it has not
+   * flushed yet (so the tasks left in the high half are exact whenever the
+   * low half is 0), plus the units a worker reserved and has not used. A
+   * finished task hands its unit to its first newly ready successor, so
+   * chains cost no extra atomic. When the live units reach 0 with tasks
+   * left, nothing is running or ready and nothing ever will be (a cycle, or
+   * a task lost): the run ends with an error instead of waiting forever. */
+  alignas(PTO_CACHE_LINE) _Atomic uint64_t count;
   alignas(PTO_CACHE_LINE) atomic_int status;
   atomic_int cancel;
   pto_error err; /* the first failure's message */
@@ -88,9 +104,10 @@ struct pto_worker {
   pto_scratch scratch; /* grown by this worker only */
   /* tasks popped in one batch, run before looking at the queues again */
   uint32_t n_stash, stash_head;
-  /* tasks of done_run finished but not yet subtracted from its remaining */
+  /* tasks of done_run finished but not yet subtracted from its count, and
+   * the live units they leave (pto_run.count) */
   pto_run *done_run;
-  uint32_t done_n;
+  uint32_t done_n, done_live;
   pto_ready stash[PTO_STASH];
 };
 

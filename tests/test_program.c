@@ -415,6 +415,86 @@ Test(core, program_input_rank_and_dims) {
   pto_program_free(p);
 }
 
+/* An input holds fewer than 2^40 elements, and so does every shape an op
+ * derives from its operands: broadcasting, matmul (batch broadcast too),
+ * gather and concat of acceptable inputs could exceed it, and the dense
+ * strides of the result then overflowed int64. Each is refused with
+ * PTO_ESHAPE naming the op and the sizes. */
+Test(core, program_derived_shapes_past_2_40_elements_are_refused) {
+  const int64_t big = INT64_C(1) << 39, two40 = INT64_C(1) << 40;
+  pto_program *p = pto_program_new("input_2_40");
+  cr_expect_null(pto_input(p, "x", PTO_F32, 2, (int64_t[]){two40, 1}));
+  cr_expect_eq(pto_program_status(p), PTO_EINVAL);
+  EXPECT_MSG_HAS(p, "numel < 2^40");
+  pto_program_free(p);
+  p = pto_program_new("input_2_40_minus_1");
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 1, (int64_t[]){two40 - 1});
+  cr_expect_not_null(x, "%s", pto_program_error(p));
+  cr_expect_eq(pto_tensor_numel(x), two40 - 1);
+  pto_program_free(p);
+
+  p = pto_program_new("add");
+  pto_tensor *col = in2(p, "col", PTO_F32, big, 1),
+             *row = in2(p, "row", PTO_F32, 1, big);
+  cr_expect_null(pto_add(p, col, row));
+  cr_expect_eq(pto_program_status(p), PTO_ESHAPE);
+  EXPECT_MSG_HAS(p, "add: ");
+  EXPECT_MSG_HAS(p, "[549755813888,549755813888]");
+  EXPECT_MSG_HAS(p, "'col' f32[549755813888,1]");
+  EXPECT_MSG_HAS(p, "'row' f32[1,549755813888]");
+  pto_program_free(p);
+
+  p = pto_program_new("cmp_select");
+  col = in2(p, "col", PTO_F32, big, 1);
+  row = in2(p, "row", PTO_F32, 1, big);
+  cr_expect_null(pto_cmp(p, col, row, PTO_CMP_LT));
+  cr_expect_eq(pto_program_status(p), PTO_ESHAPE);
+  EXPECT_MSG_HAS(p, "cmp");
+  pto_program_free(p);
+
+  p = pto_program_new("matmul");
+  col = in2(p, "col", PTO_F32, big, 1);
+  row = in2(p, "row", PTO_F32, 1, big);
+  cr_expect_null(pto_matmul(p, col, row, 0));
+  cr_expect_eq(pto_program_status(p), PTO_ESHAPE);
+  EXPECT_MSG_HAS(p, "matmul");
+  EXPECT_MSG_HAS(p, "[549755813888,549755813888]");
+  pto_program_free(p);
+
+  p = pto_program_new("matmul_batch");
+  int64_t sa[3] = {big, 1, 1}, sb[3] = {1, 1, big};
+  cr_expect_null(pto_matmul(p, pto_input(p, "a", PTO_F32, 3, sa),
+                            pto_input(p, "b", PTO_F32, 3, sb), 0));
+  cr_expect_eq(pto_program_status(p), PTO_ESHAPE);
+  EXPECT_MSG_HAS(p, "[549755813888,1,549755813888]");
+  pto_program_free(p);
+
+  p = pto_program_new("gather");
+  pto_tensor *table = in2(p, "table", PTO_F32, 1, big);
+  pto_tensor *index = in2(p, "index", PTO_I32, 1, big);
+  cr_expect_null(pto_gather(p, table, index, 0));
+  cr_expect_eq(pto_program_status(p), PTO_ESHAPE);
+  EXPECT_MSG_HAS(p, "gather");
+  EXPECT_MSG_HAS(p, "[1,549755813888,549755813888]");
+  pto_program_free(p);
+
+  p = pto_program_new("concat");
+  pto_tensor *h = in2(p, "h", PTO_F32, big, 1);
+  cr_expect_null(pto_concat(p, 2, (pto_tensor *[]){h, h}, 0));
+  cr_expect_eq(pto_program_status(p), PTO_ESHAPE);
+  EXPECT_MSG_HAS(p, "concat");
+  EXPECT_MSG_HAS(p, "[1099511627776,1]");
+  pto_program_free(p);
+
+  p = pto_program_new("fine"); /* just below the limit is accepted */
+  col = in2(p, "col", PTO_F32, 1 << 20, 1);
+  row = in2(p, "row", PTO_F32, 1, (1 << 20) - 1);
+  pto_tensor *y = pto_add(p, col, row);
+  cr_expect_not_null(y, "%s", pto_program_error(p));
+  cr_expect_eq(pto_tensor_numel(y), (INT64_C(1) << 40) - (1 << 20));
+  pto_program_free(p);
+}
+
 Test(core, program_duplicate_names) {
   pto_program *p = pto_program_new("dup_in");
   pto_tensor *a = in2(p, "x", PTO_F32, 2, 2);

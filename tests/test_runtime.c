@@ -739,6 +739,143 @@ Test(scheduler, cancel_skips_tasks_not_started, .timeout = 60) {
   free(y);
 }
 
+/* ---- runs that can make no progress -------------------------------------- */
+
+/* Many runs of a small fan-in -> fan-out graph (4 roots -> 1 cube task ->
+ * 2), the shape where a worker often still holds finished tasks it has
+ * not counted when the others finish the rest: the no-progress check must
+ * never end such a run early (it once did, and the late count then touched
+ * a run already freed). */
+Test(scheduler, many_small_runs_all_complete, .timeout = 120) {
+  pto_graph *g = pto_graph_new();
+  cr_assert_not_null(g);
+  for (int i = 0; i < 7; i++)
+    pto_graph_add(g, i == 4 ? PTO_CORE_CUBE : PTO_CORE_VECTOR, count_task,
+                  NULL);
+  for (int i = 0; i < 4; i++)
+    cr_assert_eq(pto_graph_depend(g, i, 4), PTO_OK);
+  cr_assert_eq(pto_graph_depend(g, 4, 5), PTO_OK);
+  cr_assert_eq(pto_graph_depend(g, 4, 6), PTO_OK);
+  const struct {
+    uint32_t workers;
+    int shared;
+  } rts[] = {{2, 1}, {3, 0}, {3, 1}, {2, 0}};
+  for (size_t r = 0; r < sizeof rts / sizeof rts[0]; r++) {
+    pto_runtime *rt = runtime(rts[r].workers, rts[r].shared,
+                              (pto_policy)(r % PTO_POLICY_COUNT));
+    for (int rep = 0; rep < (int)scale(300); rep++) {
+      atomic_store(&ran, 0);
+      cr_assert_eq(pto_runtime_run_graph(rt, g), PTO_OK, "run %d: %s", rep,
+                   pto_graph_error(g));
+      cr_assert_eq(atomic_load(&ran), 7);
+    }
+    pto_runtime_free(rt);
+  }
+  pto_graph_free(g);
+}
+
+/* Adds the edge from -> to to e's task graph (rebuilding its successor
+ * lists): the way a test makes the cyclic executable the compiler refuses
+ * to build. Before e's first run, which caches the graph. */
+static void add_edge(pto_executable *e, uint32_t from, uint32_t to) {
+  uint32_t *succ = malloc((e->n_edges + 2) * sizeof *succ);
+  cr_assert_not_null(succ);
+  uint32_t at = 0;
+  for (uint32_t t = 0; t < e->n_tasks; t++) {
+    pto_task *k = &e->tasks[t];
+    uint32_t first = k->succ;
+    k->succ = at;
+    for (uint32_t i = 0; i < k->n_succ; i++)
+      succ[at++] = e->succ[first + i];
+    if (t == from) {
+      succ[at++] = to;
+      k->n_succ++;
+    }
+  }
+  e->tasks[to].n_pred++;
+  free(e->succ);
+  e->succ = succ;
+  e->n_edges++;
+}
+
+/* adds(a) -> muls -> exp -> rowsum, one task each: a chain 0 -> 1 -> 2 -> 3. */
+static pto_executable *chain_of_4(pto_program **pp) {
+  pto_program *p = pto_program_new("chain");
+  const int64_t s[2] = {8, 8};
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, s);
+  pto_output(p, pto_rowsum(p, pto_exp(p, pto_muls(p, pto_adds(p, a, 1), 2))),
+             "y");
+  pto_config *c = pto_config_new();
+  pto_config_set_knob(c, NULL, PTO_KNOB_FUSE, 0);
+  pto_config_set_knob(c, NULL, PTO_KNOB_NBUFFER, 1);
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, c, &e), PTO_OK, "%s", pto_program_error(p));
+  pto_config_free(c);
+  cr_assert_eq(e->n_tasks, 4);
+  for (uint32_t t = 0; t < 3; t++)
+    cr_assert(e->tasks[t].n_succ == 1 && e->succ[e->tasks[t].succ] == t + 1);
+  *pp = p;
+  return e;
+}
+
+/* A run whose tasks wait on each other (a cycle forced into a compiled
+ * executable) ends with PTO_ESTATE and a message, synchronously and on a
+ * loop, on every worker count: the runtime notices that no task is running
+ * or ready while tasks are left, instead of waiting forever. With no task
+ * ready at all it ends at once. The runtime stays usable. */
+Test(scheduler, run_that_cannot_progress_ends_with_an_error, .timeout = 120) {
+  static float x[64], y[8];
+  const void *in[] = {x};
+  void *out[] = {y};
+  for (int roots = 1; roots >= 0; roots--) {
+    pto_program *p;
+    pto_executable *e = chain_of_4(&p);
+    add_edge(e, 3, 2); /* 2 and 3 wait on each other; 0 and 1 run */
+    if (!roots)
+      add_edge(e, 3, 0); /* and nothing can start */
+    cr_expect_eq(pto_executable_run_serial(e, in, out), PTO_ESTATE);
+    for (uint32_t workers = 1; workers <= 3; workers++)
+      for (int shared = 0; shared < 2; shared++) {
+        if (!shared && workers < 2)
+          continue;
+        pto_runtime *rt =
+            runtime(workers, shared, (pto_policy)(workers % PTO_POLICY_COUNT));
+        for (int rep = 0; rep < 3; rep++) {
+          cr_assert_eq(pto_runtime_run(rt, e, in, out), PTO_ESTATE,
+                       "%u workers, shared %d", workers, shared);
+          const char *msg = pto_executable_error(e);
+          cr_expect(strstr(msg, "no task can make progress") != NULL, "%s",
+                    msg);
+          cr_expect(strstr(msg, roots ? "2 of 4 tasks left"
+                                      : "4 of 4 tasks left") != NULL,
+                    "%s", msg);
+        }
+        /* asynchronously: the callback gets the error */
+        uv_loop_t loop;
+        cr_assert_eq(uv_loop_init(&loop), 0);
+        async_state st = {0};
+        st.loop_thread = uv_thread_self();
+        cr_assert_eq(
+            pto_runtime_submit(rt, e, in, out, &loop, on_done, &st, NULL),
+            PTO_OK);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        cr_expect_eq(st.calls, 1);
+        cr_expect_eq(st.status, PTO_ESTATE);
+        cr_assert_eq(uv_loop_close(&loop), 0);
+        /* and a sound executable runs right after on the same runtime */
+        pto_program *q;
+        pto_executable *ok = chain_of_4(&q);
+        cr_expect_eq(pto_runtime_run(rt, ok, in, out), PTO_OK, "%s",
+                     pto_executable_error(ok));
+        pto_executable_free(ok);
+        pto_program_free(q);
+        pto_runtime_free(rt);
+      }
+    pto_executable_free(e);
+    pto_program_free(p);
+  }
+}
+
 /* ---- traces --------------------------------------------------------------- */
 
 #include <jansson.h>

@@ -1,0 +1,613 @@
+/* Fusion: exact matches between producer stores and consumer loads, ops
+ * merged into clusters (never into a cycle, never where it would leave the
+ * workers idle), and the subgraphs a clustering makes: units joined by
+ * forwarded store -> load pairs and by l1_reuse, with their duplicate
+ * loads shared. Splits undo a fusion or an l1_reuse group that did not
+ * fit. Steps 1 and 2 of partitioner/partition.c. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "partitioner/part.h"
+
+/* ---- step 1: exact matches and op-level fusion -------------------------- */
+
+pto_status pto__fuse_find_matches(part *s) {
+  pto_tgraph *tg = s->tg;
+  hmap stores;
+  if (hmap_init(&stores, tg->n_insts))
+    return PTO_ENOMEM;
+  for (uint32_t i = 0; i < tg->n_insts; i++) {
+    const pto_tinst *in = &tg->insts[i];
+    if (in->op != PTO_OP_TSTORE || in->flags & PTO_TF_ACC)
+      continue;
+    uint32_t slot = hmap_slot(&stores, gref_key(&in->g));
+    stores.keys[slot] = gref_key(&in->g);
+    stores.vals[slot] = i;
+  }
+  for (uint32_t i = 0; i < tg->n_insts; i++) {
+    const pto_tinst *in = &tg->insts[i];
+    s->match[i] = PTO_NONE;
+    if (in->op != PTO_OP_TLOAD)
+      continue;
+    uint32_t slot = hmap_slot(&stores, gref_key(&in->g));
+    if (!stores.keys[slot])
+      continue;
+    const pto_tinst *st = &tg->insts[stores.vals[slot]];
+    const pto_tval *sv = &tg->vals[st->src[0]], *lv = &tg->vals[in->dst[0]];
+    /* forward only when the store does not convert (the value in memory is
+     * the value in the tile) and the tile shapes agree */
+    if (gref_eq(&st->g, &in->g) && sv->dtype == lv->dtype &&
+        pto_dtype_size(st->g.dtype) == 4 && sv->rows == lv->rows &&
+        sv->cols == lv->cols)
+      s->match[i] = stores.vals[slot];
+  }
+  hmap_free(&stores);
+  return PTO_OK;
+}
+
+/* Whether every global read of consumer node c from producer node p is an
+ * exact match of a store of p, and the two run on one core type. */
+static int edge_fusable(const part *s, uint32_t p, uint32_t c) {
+  const pto_tgraph *tg = s->tg;
+  if (s->dissolved[p] || s->dissolved[c] || !knob(s, p, PTO_KNOB_FUSE) ||
+      !knob(s, c, PTO_KNOB_FUSE))
+    return 0;
+  for (unsigned k = 0; k < s->n_veto; k++)
+    if (s->veto[k][0] == p && s->veto[k][1] == c)
+      return 0;
+  pto_core_type core = PTO_CORE_TYPE_COUNT;
+  for (uint32_t u = 0; u < tg->n_units; u++) {
+    const pto_unit *un = &tg->units[u];
+    if (un->node != p && un->node != c)
+      continue;
+    if (core == PTO_CORE_TYPE_COUNT)
+      core = un->core;
+    if (un->core != core)
+      return 0;
+    if (un->node != c)
+      continue;
+    for (uint32_t i = un->first; i < un->first + un->count; i++) {
+      const pto_tinst *in = &tg->insts[i];
+      if (!(pto__insn_info(in->op)->flags & PTO_IF_GLOBAL) ||
+          in->op == PTO_OP_TSTORE)
+        continue;
+      if (in->g.storage >= s->p->n_tensors ||
+          s->storage_node[in->g.storage] != p)
+        continue;
+      if (in->op != PTO_OP_TLOAD || s->match[i] == PTO_NONE)
+        return 0;
+    }
+  }
+  return 1;
+}
+
+/* Node-level edges (producer -> consumer), deduplicated, CSR by producer. */
+typedef struct nedges {
+  uint32_t *first, *to;
+  uint8_t *fusable;
+  uint32_t n;
+} nedges;
+
+static pto_status node_edges(part *s, nedges *g) {
+  const pto_program *p = s->p;
+  uint32_t nn = p->n_nodes;
+  uint32_t cap = 0, n = 0;
+  uint32_t(*pairs)[2] = NULL;
+  for (uint32_t c = 0; c < nn; c++) {
+    const pto_node *node = p->nodes[c];
+    for (int i = 0; i < node->n_in; i++) {
+      uint32_t prod = s->storage_node[node->in[i]->root->id];
+      if (prod == PTO_NONE)
+        continue;
+      int dup = 0;
+      for (uint32_t k = n; k > 0 && pairs[k - 1][1] == c; k--)
+        dup |= pairs[k - 1][0] == prod;
+      if (dup)
+        continue;
+      if (pto__grow((void **)&pairs, sizeof *pairs, &cap, n + 1)) {
+        free(pairs);
+        return PTO_ENOMEM;
+      }
+      pairs[n][0] = prod;
+      pairs[n][1] = c;
+      n++;
+    }
+  }
+  g->first = calloc(nn + 1, sizeof *g->first);
+  g->to = malloc((n + 1) * sizeof *g->to);
+  g->fusable = malloc(n + 1);
+  if (!g->first || !g->to || !g->fusable) {
+    free(pairs);
+    return PTO_ENOMEM;
+  }
+  for (uint32_t k = 0; k < n; k++)
+    g->first[pairs[k][0] + 1]++;
+  for (uint32_t v = 0; v < nn; v++)
+    g->first[v + 1] += g->first[v];
+  uint32_t *fill = calloc(nn + 1, sizeof *fill);
+  if (!fill) {
+    free(pairs);
+    return PTO_ENOMEM;
+  }
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t at = g->first[pairs[k][0]] + fill[pairs[k][0]]++;
+    g->to[at] = pairs[k][1];
+    g->fusable[at] = (uint8_t)edge_fusable(s, pairs[k][0], pairs[k][1]);
+  }
+  g->n = n;
+  free(fill);
+  free(pairs);
+  return PTO_OK;
+}
+
+/* Whether clusters a and b may merge: every edge between them fusable, and
+ * no path from one to the other through a third cluster. A cluster becomes
+ * subgraphs that run as whole tasks, so a path enters a cluster at any of
+ * its nodes and leaves it from any other: the search walks clusters (every
+ * member's edges), not single nodes. Following node edges alone misses
+ * a -> x, y -> b with x and y in one cluster, and merging a and b then makes
+ * two tasks wait for each other. */
+static int can_merge(part *s, const nedges *g, uint32_t a, uint32_t b,
+                     uint32_t *stack, uint8_t *seen) {
+  memset(seen, 0, s->p->n_nodes);
+  seen[a] = seen[b] = 1;
+  uint32_t sp = 0;
+  /* first the edges out of a and b: between them each must fuse; every
+   * other cluster they lead to starts the search */
+  for (int side = 0; side < 2; side++) {
+    uint32_t c = side ? b : a, v = c;
+    do {
+      for (uint32_t k = g->first[v]; k < g->first[v + 1]; k++) {
+        uint32_t cw = uf_find(s->cluster, g->to[k]);
+        if (cw == a || cw == b) {
+          if (cw != c && !g->fusable[k])
+            return 0;
+        } else if (!seen[cw]) {
+          seen[cw] = 1;
+          stack[sp++] = cw;
+        }
+      }
+      v = s->cnext[v];
+    } while (v != c);
+  }
+  /* then every cluster reachable from those: reaching a or b again would
+   * be a cycle once they are one cluster */
+  while (sp) {
+    uint32_t c = stack[--sp], v = c;
+    do {
+      for (uint32_t k = g->first[v]; k < g->first[v + 1]; k++) {
+        uint32_t cw = uf_find(s->cluster, g->to[k]);
+        if (cw == a || cw == b)
+          return 0;
+        if (!seen[cw]) {
+          seen[cw] = 1;
+          stack[sp++] = cw;
+        }
+      }
+      v = s->cnext[v];
+    } while (v != c);
+  }
+  return 1;
+}
+
+pto_status pto__fuse_cluster(part *s) {
+  uint32_t nn = s->p->n_nodes;
+  for (uint32_t v = 0; v < nn; v++)
+    s->cluster[v] = s->cnext[v] = v;
+  nedges g = {0};
+  pto_status st = node_edges(s, &g);
+  uint32_t *stack = malloc((nn + 1) * sizeof *stack);
+  uint8_t *seen = malloc(nn + 1);
+  if (st == PTO_OK && (!stack || !seen))
+    st = PTO_ENOMEM;
+  for (uint32_t v = 0; st == PTO_OK && v < nn; v++)
+    for (uint32_t k = g.first[v]; k < g.first[v + 1]; k++) {
+      if (!g.fusable[k])
+        continue;
+      uint32_t a = uf_find(s->cluster, v), b = uf_find(s->cluster, g.to[k]);
+      if (a == b || !can_merge(s, &g, a, b, stack, seen))
+        continue;
+      s->cluster[b] = a;
+      uint32_t t = s->cnext[a]; /* splice b's member ring into a's */
+      s->cnext[a] = s->cnext[b];
+      s->cnext[b] = t;
+    }
+  free(stack);
+  free(seen);
+  free(g.first);
+  free(g.to);
+  free(g.fusable);
+  return st;
+}
+
+/* ---- step 2: subgraphs -------------------------------------------------- */
+
+static uint32_t unit_cluster(const part *s, uint32_t u) {
+  uint32_t node = s->tg->units[u].node;
+  return node == PTO_NONE ? PTO_NONE : uf_find(s->cluster, node);
+}
+
+/* Whether TLOAD i is forwarded from its matching store. */
+static int forwarded(const part *s, uint32_t i) {
+  uint32_t st = s->match[i];
+  if (st == PTO_NONE)
+    return 0;
+  uint32_t cu = unit_cluster(s, s->inst_unit[i]);
+  return cu != PTO_NONE && cu == unit_cluster(s, s->inst_unit[st]);
+}
+
+/* l1_reuse: cube units of one op whose first load is the same window (the
+ * left operand of their matmuls) are joined k at a time into one subgraph,
+ * where that window is loaded once for all of them. */
+static int reuse_l1(part *s) {
+  const pto_tgraph *tg = s->tg;
+  hmap groups;
+  uint32_t *root = malloc((tg->n_units + 1) * sizeof *root);
+  uint32_t *count = malloc((tg->n_units + 1) * sizeof *count);
+  if (!root || !count || hmap_init(&groups, tg->n_units)) {
+    free(root);
+    free(count);
+    return -1;
+  }
+  uint32_t n = 0;
+  for (uint32_t u = 0; u < tg->n_units; u++) {
+    const pto_unit *un = &tg->units[u];
+    if (un->core != PTO_CORE_CUBE || un->node == PTO_NONE)
+      continue;
+    uint32_t k = s->reuse[un->node];
+    if (k <= 1)
+      continue;
+    /* the load of the first matmul's left operand */
+    const pto_tinst *first = NULL;
+    uint32_t lhs = PTO_NONE;
+    for (uint32_t i = un->first; lhs == PTO_NONE && i < un->first + un->count;
+         i++)
+      if (pto__insn_matmul(tg->insts[i].op))
+        lhs = tg->insts[i].src[0];
+    for (uint32_t i = un->first; !first && i < un->first + un->count; i++)
+      if (tg->insts[i].op == PTO_OP_TLOAD && tg->insts[i].dst[0] == lhs)
+        first = &tg->insts[i];
+    if (!first)
+      continue;
+    uint64_t key[2] = {un->node, gref_key(&first->g)};
+    uint64_t h = XXH3_64bits(key, sizeof key) | 1;
+    uint32_t slot = hmap_slot(&groups, h);
+    if (!groups.keys[slot] || count[groups.vals[slot]] >= k) {
+      groups.keys[slot] = h;
+      groups.vals[slot] = n;
+      root[n] = uf_find(s->unit_sg, u);
+      count[n++] = 0;
+    }
+    uint32_t g = groups.vals[slot];
+    uint32_t a = uf_find(s->unit_sg, root[g]), b = uf_find(s->unit_sg, u);
+    if (a != b)
+      s->unit_sg[a > b ? a : b] = a < b ? a : b;
+    count[g]++;
+  }
+  hmap_free(&groups);
+  free(root);
+  free(count);
+  return 0;
+}
+
+void pto__fuse_free_subgraphs(sgraph *sgs, uint32_t n) {
+  for (uint32_t k = 0; sgs && k < n; k++) {
+    free(sgs[k].units);
+    free(sgs[k].insts);
+  }
+  free(sgs);
+}
+
+/* Forms subgraphs from the current clusters: fills sgs (array of n) and
+ * unit_sg. */
+pto_status pto__fuse_form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
+                                    uint32_t *alias, uint8_t *drop) {
+  pto_tgraph *tg = s->tg;
+  uint32_t nu = tg->n_units;
+  for (uint32_t u = 0; u < nu; u++)
+    s->unit_sg[u] = u;
+  memset(drop, 0, tg->n_insts);
+  for (uint32_t v = 0; v < tg->n_vals; v++)
+    alias[v] = PTO_NONE;
+  for (uint32_t i = 0; i < tg->n_insts; i++) {
+    if (!forwarded(s, i))
+      continue;
+    uint32_t a = uf_find(s->unit_sg, s->inst_unit[i]);
+    uint32_t b = uf_find(s->unit_sg, s->inst_unit[s->match[i]]);
+    if (a != b)
+      s->unit_sg[a > b ? a : b] = a < b ? a : b;
+    alias[tg->insts[i].dst[0]] = tg->insts[s->match[i]].src[0];
+    drop[i] = 1;
+  }
+  /* stores whose tensor never leaves its cluster: one pass over every read,
+   * clearing the tensors some reader outside its producer's cluster (or not
+   * forwarded) still needs in global memory */
+  uint32_t nt = s->p->n_tensors;
+  uint8_t *internal = malloc(nt + 1);
+  if (!internal)
+    return PTO_ENOMEM;
+  for (uint32_t st = 0; st < nt; st++)
+    internal[st] = !s->storage_is_output[st] && s->storage_node[st] != PTO_NONE;
+  for (uint32_t i = 0; i < tg->n_insts; i++) {
+    const pto_tinst *in = &tg->insts[i];
+    uint32_t st = in->g.storage;
+    if (in->op == PTO_OP_TSTORE ||
+        !(pto__insn_info(in->op)->flags & PTO_IF_GLOBAL) || st >= nt ||
+        !internal[st])
+      continue;
+    uint32_t c = uf_find(s->cluster, s->storage_node[st]);
+    if (unit_cluster(s, s->inst_unit[i]) != c || !forwarded(s, i))
+      internal[st] = 0;
+  }
+  for (uint32_t i = 0; i < tg->n_insts; i++) {
+    const pto_tinst *in = &tg->insts[i];
+    if (in->op == PTO_OP_TSTORE && in->g.storage < nt &&
+        unit_cluster(s, s->inst_unit[i]) != PTO_NONE)
+      drop[i] = internal[in->g.storage];
+  }
+  free(internal);
+  if (reuse_l1(s))
+    return PTO_ENOMEM;
+  /* number subgraphs in order of their first unit */
+  uint32_t *sgid = malloc((nu + 1) * sizeof *sgid);
+  if (!sgid)
+    return PTO_ENOMEM;
+  uint32_t n = 0;
+  for (uint32_t u = 0; u < nu; u++)
+    sgid[u] = PTO_NONE;
+  for (uint32_t u = 0; u < nu; u++) {
+    uint32_t r = uf_find(s->unit_sg, u);
+    if (sgid[r] == PTO_NONE)
+      sgid[r] = n++;
+    sgid[u] = sgid[r];
+  }
+  for (uint32_t u = 0; u < nu; u++)
+    s->unit_sg[u] = sgid[u];
+  free(sgid);
+  sgraph *sgs = calloc(n + 1, sizeof *sgs);
+  if (!sgs)
+    return PTO_ENOMEM;
+  for (uint32_t u = 0; u < nu; u++) {
+    sgraph *g = &sgs[s->unit_sg[u]];
+    g->n_units++;
+    for (uint32_t i = tg->units[u].first;
+         i < tg->units[u].first + tg->units[u].count; i++)
+      g->n_insts += !drop[i];
+  }
+  for (uint32_t k = 0; k < n; k++) {
+    sgs[k].units = malloc((sgs[k].n_units + 1) * sizeof *sgs[k].units);
+    sgs[k].insts = malloc((sgs[k].n_insts + 1) * sizeof *sgs[k].insts);
+    if (!sgs[k].units || !sgs[k].insts) {
+      for (uint32_t j = 0; j <= k; j++) {
+        free(sgs[j].units);
+        free(sgs[j].insts);
+      }
+      free(sgs);
+      return PTO_ENOMEM;
+    }
+    sgs[k].n_units = sgs[k].n_insts = 0;
+  }
+  /* a window loaded twice in one subgraph is loaded once (l1_reuse merges
+   * tasks precisely to share such loads): the first load of each (subgraph,
+   * window, tile shape), found by hash */
+  hmap loads;
+  if (hmap_init(&loads, tg->n_insts)) {
+    pto__fuse_free_subgraphs(sgs, n);
+    return PTO_ENOMEM;
+  }
+  for (uint32_t u = 0; u < nu; u++) {
+    sgraph *g = &sgs[s->unit_sg[u]];
+    g->units[g->n_units++] = u;
+    for (uint32_t i = tg->units[u].first;
+         i < tg->units[u].first + tg->units[u].count; i++) {
+      if (drop[i])
+        continue;
+      const pto_tinst *in = &tg->insts[i];
+      if (in->op == PTO_OP_TLOAD) {
+        const pto_tval *v = &tg->vals[in->dst[0]];
+        int64_t k[12] = {s->unit_sg[u], in->g.storage, in->g.offset, in->g.rows,
+                         in->g.cols,    in->g.rs,      in->g.cs,     v->dtype,
+                         v->rows,       v->cols,       v->vrows,     v->vcols};
+        uint64_t key = XXH3_64bits(k, sizeof k) | 1;
+        uint32_t slot = hmap_slot(&loads, key);
+        if (!loads.keys[slot]) {
+          loads.keys[slot] = key;
+          loads.vals[slot] = i;
+        } else {
+          const pto_tinst *prev = &tg->insts[loads.vals[slot]];
+          /* equal hashes of different loads (never seen) just load twice */
+          if (gref_eq(&prev->g, &in->g) &&
+              !memcmp(&tg->vals[prev->dst[0]], v, sizeof *v)) {
+            alias[in->dst[0]] = prev->dst[0];
+            drop[i] = 1;
+            continue;
+          }
+        }
+      }
+      g->insts[g->n_insts++] = i;
+    }
+  }
+  hmap_free(&loads);
+  *out = sgs;
+  *n_out = n;
+  return PTO_OK;
+}
+
+/* Splits subgraph sg, which does not fit (local memory, or the tiles a
+ * program can address): dissolves the fused ops it joins
+ * or, when it holds the units of one op that l1_reuse joined, halves that
+ * op's l1_reuse. Each split dissolves an op or halves a count, so retries
+ * end. Returns 0 when nothing is left to split (a single unit). */
+int pto__fuse_split_subgraph(part *s, const sgraph *sg) {
+  const pto_tgraph *tg = s->tg;
+  int changed = 0, several = 0;
+  uint32_t first = tg->units[sg->units[0]].node;
+  for (uint32_t j = 1; j < sg->n_units; j++)
+    several |= tg->units[sg->units[j]].node != first;
+  for (uint32_t j = 0; several && j < sg->n_units; j++) {
+    uint32_t node = tg->units[sg->units[j]].node;
+    if (node != PTO_NONE && !s->dissolved[node])
+      s->dissolved[node] = 1, changed = 1;
+  }
+  /* units of one op are consecutive: halve each op's l1_reuse once */
+  for (uint32_t j = 0; !changed && j < sg->n_units; j++) {
+    uint32_t node = tg->units[sg->units[j]].node;
+    if (node == PTO_NONE || s->reuse[node] <= 1 ||
+        (j && tg->units[sg->units[j - 1]].node == node))
+      continue;
+    s->reuse[node] /= 2;
+    changed = 1;
+  }
+  return changed;
+}
+
+/* A forwarded load, as the units and nodes it joins. */
+typedef struct fwd {
+  uint32_t p, c;   /* producer and consumer node */
+  uint32_t up, uc; /* producer and consumer unit */
+} fwd;
+
+static int fwd_cmp(const void *a, const void *b) {
+  const fwd *x = a, *y = b;
+  if (x->p != y->p)
+    return x->p < y->p ? -1 : 1;
+  return x->c < y->c ? -1 : x->c > y->c;
+}
+
+/* Parallelism against fusion. Fusing joins every unit of a consumer with
+ * the producer units it reads, so a consumer that reads many of them (a
+ * column reduction of row tiles) or many consumers of one producer tile
+ * collapse a cluster into a few subgraphs: one worker may end up doing what
+ * the unfused ops would spread over all of them. A cluster of several ops
+ * whose subgraphs (from pto__fuse_form_subgraphs, in s->unit_sg) number fewer
+ * than min(workers of its core type, the most tasks one of its ops has alone)
+ * gives up one fusion: the edge between two of its ops whose units, joined
+ * on that edge alone, form the fewest components (the one that collapses
+ * it). Returns 1 when it vetoed an edge (form the subgraphs again), 0 when
+ * every cluster keeps the workers busy, or -1 out of memory. */
+int pto__fuse_split_for_parallelism(part *s) {
+  const pto_tgraph *tg = s->tg;
+  uint32_t nn = s->p->n_nodes, nu = tg->n_units;
+  uint32_t *units = calloc(nn + 1, sizeof *units);  /* per node */
+  uint32_t *most = calloc(nn + 1, sizeof *most);    /* per cluster root */
+  uint32_t *n_sg = calloc(nn + 1, sizeof *n_sg);    /* per cluster root */
+  uint32_t *nodes = calloc(nn + 1, sizeof *nodes);  /* per cluster root */
+  uint32_t *seen = malloc((nu + 1) * sizeof *seen); /* per subgraph */
+  uint32_t *uf = malloc((nu + 1) * sizeof *uf);     /* per unit */
+  uint8_t *core = calloc(nn + 1, 1);                /* per cluster root */
+  fwd *f = NULL;
+  unsigned cap_f = 0, n_f = 0;
+  int rc = -1;
+  if (!units || !most || !n_sg || !nodes || !seen || !uf || !core)
+    goto out;
+  for (uint32_t u = 0; u < nu; u++) {
+    seen[u] = PTO_NONE;
+    uf[u] = u;
+    if (tg->units[u].node != PTO_NONE)
+      units[tg->units[u].node]++;
+  }
+  for (uint32_t v = 0; v < nn; v++) {
+    uint32_t c = uf_find(s->cluster, v);
+    uint32_t alone = (units[v] + s->reuse[v] - 1) / s->reuse[v];
+    nodes[c] += units[v] > 0;
+    if (alone > most[c])
+      most[c] = alone;
+  }
+  for (uint32_t u = 0; u < nu; u++) { /* distinct subgraphs per cluster */
+    uint32_t node = tg->units[u].node, sg = s->unit_sg[u];
+    if (node == PTO_NONE)
+      continue;
+    uint32_t c = uf_find(s->cluster, node);
+    core[c] = (uint8_t)tg->units[u].core;
+    if (seen[sg] != c) {
+      seen[sg] = c;
+      n_sg[c]++;
+    }
+  }
+  int any = 0;
+  for (uint32_t c = 0; c < nn; c++) {
+    if (uf_find(s->cluster, c) != c || nodes[c] < 2)
+      continue;
+    uint32_t w = core[c] < PTO_CORE_MEMORY && s->m->workers[core[c]]
+                     ? s->m->workers[core[c]]
+                     : 1;
+    uint32_t need = most[c] < w ? most[c] : w;
+    most[c] = n_sg[c] < need; /* from here: whether c is too collapsed */
+    any |= (int)most[c];
+  }
+  rc = 0;
+  if (!any)
+    goto out;
+  /* the forwarded loads inside collapsed clusters, by node edge */
+  for (uint32_t i = 0; i < tg->n_insts; i++) {
+    if (!forwarded(s, i))
+      continue;
+    uint32_t uc = s->inst_unit[i], up = s->inst_unit[s->match[i]];
+    uint32_t pn = tg->units[up].node, cn = tg->units[uc].node;
+    if (pn == cn || !most[uf_find(s->cluster, cn)])
+      continue;
+    if (pto__grow((void **)&f, sizeof *f, &cap_f, n_f + 1)) {
+      rc = -1;
+      goto out;
+    }
+    f[n_f++] = (fwd){pn, cn, up, uc};
+  }
+  qsort(f, n_f, sizeof *f, fwd_cmp);
+  /* per collapsed cluster, the edge with the fewest components */
+  uint32_t *best = n_sg; /* reused: per cluster root, the best fwd index */
+  uint64_t *comps = NULL;
+  for (uint32_t c = 0; c < nn; c++)
+    best[c] = PTO_NONE;
+  comps = malloc((n_f + 1) * sizeof *comps);
+  if (!comps) {
+    rc = -1;
+    goto out;
+  }
+  for (unsigned a = 0, b; a < n_f; a = b) {
+    uint64_t joins = 0;
+    for (b = a; b < n_f && f[b].p == f[a].p && f[b].c == f[a].c; b++) {
+      uint32_t x = uf_find(uf, f[b].up), y = uf_find(uf, f[b].uc);
+      if (x != y) {
+        uf[x > y ? x : y] = x < y ? x : y;
+        joins++;
+      }
+    }
+    for (unsigned k = a; k < b; k++) /* reset what this edge touched */
+      uf[f[k].up] = f[k].up, uf[f[k].uc] = f[k].uc;
+    comps[a] = (uint64_t)units[f[a].p] + units[f[a].c] - joins;
+    uint32_t c = uf_find(s->cluster, f[a].c);
+    if (best[c] == PTO_NONE || comps[a] < comps[best[c]])
+      best[c] = a;
+  }
+  for (uint32_t c = 0; c < nn; c++) {
+    if (uf_find(s->cluster, c) != c || !most[c])
+      continue;
+    if (best[c] == PTO_NONE) { /* no edge to blame: undo the cluster */
+      for (uint32_t v = 0; v < nn; v++)
+        if (uf_find(s->cluster, v) == c)
+          s->dissolved[v] = 1;
+      rc = 1;
+      continue;
+    }
+    if (pto__grow((void **)&s->veto, sizeof *s->veto, &s->cap_veto,
+                  s->n_veto + 1)) {
+      rc = -1;
+      break;
+    }
+    s->veto[s->n_veto][0] = f[best[c]].p;
+    s->veto[s->n_veto][1] = f[best[c]].c;
+    s->n_veto++;
+    rc = 1;
+  }
+  free(comps);
+out:
+  free(units);
+  free(most);
+  free(n_sg);
+  free(nodes);
+  free(seen);
+  free(uf);
+  free(core);
+  free(f);
+  return rc;
+}

@@ -1,0 +1,399 @@
+/* A subgraph's program: its instructions over local tiles and global
+ * slots, matmul operands packed, accumulators copied where they are shared,
+ * and the liveness-based plan of every local-memory level. Step 3 of
+ * partitioner/partition.c; its canonical form is what step 4 compares. */
+#include <assert.h>
+#include <string.h>
+
+#include "core/custom.h"
+#include "partitioner/part.h"
+#include "tileops/tileops.h"
+
+/* Where a cube or vector program's tiles live by default; matmul operands
+ * are moved to L0A/L0B/L0C once their uses are known. */
+static pto_mem_level level_for(pto_core_type core) {
+  return core == PTO_CORE_CUBE ? PTO_MEM_L1 : PTO_MEM_UB;
+}
+
+typedef struct interval {
+  uint64_t off, size;
+  uint32_t end; /* last use (instruction index) */
+  uint8_t level;
+  uint8_t live;
+} interval;
+
+/* Packs matmul operands (PTO_TF_PACK_A / PTO_TF_PACK_B, core/isa.def): a
+ * tile that a TLOAD defines and that only TMATMUL* instructions read, always
+ * as the same untransposed operand, is loaded packed in panels of the active
+ * table's micro-kernel widths (pto__mm_panel), and the matmuls are told so.
+ * The tile grows to whole panels: rows up to a multiple of mr for A, cols
+ * up to a multiple of nr for B; iv[t].size follows. */
+static pto_status pack_operands(pto_cprog *pr, interval *iv) {
+  enum { UNSEEN, ROLE_A, ROLE_B, NOT_PACKED };
+  uint8_t *role = calloc(pr->n_tiles + 1, 1);
+  uint32_t *def = malloc((pr->n_tiles + 1) * sizeof *def);
+  if (!role || !def) {
+    free(role);
+    free(def);
+    return PTO_ENOMEM;
+  }
+  for (uint32_t t = 0; t < pr->n_tiles; t++)
+    def[t] = PTO_NONE;
+  for (uint32_t k = 0; k < pr->n_insts; k++) {
+    const pto_pinst *pi = &pr->insts[k];
+    int mm = pto__insn_matmul(pi->op);
+    /* TLOAD packs when told; TGATHERPACK and TSOFTMAXONLINE's P are born
+     * packed and only need their panel width */
+    if (pi->op == PTO_OP_TLOAD && def[pi->dst[0]] == PTO_NONE)
+      def[pi->dst[0]] = k;
+    if (pi->op == PTO_OP_TGATHERPACK)
+      def[pi->dst[0]] = def[pi->dst[1]] = k;
+    if (pi->op == PTO_OP_TSOFTMAXONLINE)
+      def[pi->dst[0]] = k;
+    for (int r = 0; r < pi->n_src; r++) {
+      uint32_t want = NOT_PACKED;
+      if (mm && r == 0 && !(pi->flags & PTO_TF_TRANS_A))
+        want = ROLE_A;
+      if (mm && r == 1 && !(pi->flags & PTO_TF_TRANS_B))
+        want = ROLE_B;
+      uint8_t *have = &role[pi->src[r]];
+      *have = *have == UNSEEN || *have == want ? (uint8_t)want : NOT_PACKED;
+    }
+  }
+  uint32_t mr, nr;
+  pto__mm_panel(&mr, &nr);
+  for (uint32_t t = 0; t < pr->n_tiles; t++) {
+    if ((role[t] != ROLE_A && role[t] != ROLE_B) || def[t] == PTO_NONE)
+      continue;
+    int is_a = role[t] == ROLE_A;
+    uint32_t w = is_a ? mr : nr, flag = is_a ? PTO_TF_PACK_A : PTO_TF_PACK_B;
+    pto_ptile *pt = &pr->tiles[t];
+    if (is_a)
+      pt->rows = (pt->rows + w - 1) / w * w;
+    else
+      pt->cols = (pt->cols + w - 1) / w * w;
+    pt->stride = pto_tile_stride(pt->dtype, pt->cols);
+    iv[t].size = pto_tile_bytes(pt->dtype, pt->rows, pt->cols);
+    pto_pinst *d = &pr->insts[def[t]];
+    /* born packed, always for the role the tiler reads them in */
+    assert(d->op == PTO_OP_TLOAD ||
+           (d->op == PTO_OP_TGATHERPACK && !is_a) ||
+           (d->op == PTO_OP_TSOFTMAXONLINE && is_a));
+    if (d->op == PTO_OP_TLOAD)
+      d->flags |= flag;
+    d->imm[0] = (int32_t)w;
+    for (uint32_t k = 0; k < pr->n_insts; k++) {
+      pto_pinst *pi = &pr->insts[k];
+      if (pto__insn_matmul(pi->op) && pi->src[is_a ? 0 : 1] == t) {
+        pi->flags |= flag;
+        pi->imm[is_a ? 0 : 1] = (int32_t)w;
+      }
+    }
+  }
+  free(role);
+  free(def);
+  return PTO_OK;
+}
+
+/* TMATMUL_ACC accumulates in place: its destination takes its accumulator's
+ * buffer. That is only right when the accumulator dies there, as a plain
+ * (unpacked) tile read by nothing else: a window loaded once for several
+ * readers (two loads of one window share one tile), a forwarded tile other
+ * units read too, or an accumulator that is also this matmul's A or B. For
+ * any other accumulator a TMOV first copies it into a tile of its own, which
+ * the matmul then accumulates into, and every other reader keeps the value
+ * it expects. Instructions move up to make room; tiles are added at the end.
+ * Returns the number of copies made (pr->n_insts and n_tiles grow). */
+static uint32_t copy_shared_accumulators(pto_cprog *pr, interval *iv) {
+  uint32_t n_copies = 0;
+  for (uint32_t k = 0; k < pr->n_insts; k++) {
+    const pto_pinst *pi = &pr->insts[k];
+    if (pi->op != PTO_OP_TMATMUL_ACC || pi->n_src < 3)
+      continue;
+    uint32_t c = pi->src[2];
+    n_copies += iv[c].end > k || c == pi->src[0] || c == pi->src[1];
+  }
+  if (!n_copies)
+    return 0;
+  for (uint32_t k = pr->n_insts, j = pr->n_insts + n_copies; k-- > 0;) {
+    pto_pinst pi = pr->insts[k];
+    pr->insts[--j] = pi;
+    if (pi.op != PTO_OP_TMATMUL_ACC || pi.n_src < 3)
+      continue;
+    uint32_t c = pi.src[2];
+    if (!(iv[c].end > k || c == pi.src[0] || c == pi.src[1]))
+      continue;
+    uint32_t t = pr->n_tiles++;
+    pr->tiles[t] = pr->tiles[c];
+    iv[t] = iv[c];
+    pr->insts[j].src[2] = (uint16_t)t;
+    pto_pinst *mv = &pr->insts[--j];
+    memset(mv, 0, sizeof *mv);
+    mv->op = PTO_OP_TMOV;
+    mv->n_src = mv->n_dst = 1;
+    mv->src[0] = (uint16_t)c;
+    mv->dst[0] = (uint16_t)t;
+    mv->slot = mv->slot2 = -1;
+  }
+  pr->n_insts += n_copies;
+  return n_copies;
+}
+
+/* Builds the program for sg: tiles, slots, instructions, and the liveness
+ * based local-memory plan. Returns PTO_ECAPACITY (with *lvl and *need) when a
+ * level overflows. */
+pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
+                             pto_core_type core, cbuild *b, pto_mem_level *lvl,
+                             uint64_t *need) {
+  const pto_tgraph *tg = s->tg;
+  pto_cprog *pr = &b->prog;
+  memset(pr, 0, sizeof *pr);
+  pr->core = core;
+  /* room for a copy before every instruction (copy_shared_accumulators) */
+  pr->insts = calloc(2 * sg->n_insts + 1, sizeof *pr->insts);
+  pr->tiles = calloc(3 * sg->n_insts + 1, sizeof *pr->tiles);
+  pr->slots = calloc(sg->n_insts + 1, sizeof *pr->slots);
+  b->slot_inst = calloc(sg->n_insts + 1, sizeof *b->slot_inst);
+  interval *iv = calloc(3 * sg->n_insts + 1, sizeof *iv);
+  uint32_t *acc_of = NULL; /* in-place destination -> its accumulator */
+  if (!pr->insts || !pr->tiles || !pr->slots || !b->slot_inst || !iv) {
+    free(iv);
+    return PTO_ENOMEM;
+  }
+  /* instructions, tiles (one per distinct value), slots */
+  for (uint32_t k = 0; k < sg->n_insts; k++) {
+    const pto_tinst *in = &tg->insts[sg->insts[k]];
+    pto_pinst *pi = &pr->insts[pr->n_insts++];
+    pi->op = in->op;
+    pi->s = in->s;
+    pi->imm[0] = in->imm[0];
+    pi->imm[1] = in->imm[1];
+    pi->flags = in->flags;
+    pi->slot = pi->slot2 = -1;
+    pi->n_src = in->n_src;
+    pi->n_dst = in->n_dst;
+    if (pto__insn_info(in->op)->flags & PTO_IF_GLOBAL) {
+      pto_pslot *sl = &pr->slots[pr->n_slots];
+      sl->dtype = in->g.dtype;
+      sl->rows = in->g.rows;
+      sl->cols = in->g.cols;
+      sl->rs = in->g.rs;
+      sl->cs = in->g.cs;
+      b->slot_inst[pr->n_slots] = sg->insts[k];
+      pi->slot = (int32_t)pr->n_slots++;
+    }
+    for (int r = 0; r < in->n_src + in->n_dst; r++) {
+      int is_dst = r >= in->n_src;
+      uint32_t v =
+          resolve(s, alias, is_dst ? in->dst[r - in->n_src] : in->src[r]);
+      uint32_t t = b->tile_of_val[v];
+      if (t == PTO_NONE) {
+        const pto_tval *tv = &tg->vals[v];
+        t = pr->n_tiles++;
+        b->tile_of_val[v] = t;
+        pto_ptile *pt = &pr->tiles[t];
+        pt->dtype = tv->dtype;
+        pt->rows = tv->rows;
+        pt->cols = tv->cols;
+        pt->stride = pto_tile_stride(tv->dtype, tv->cols);
+        pt->vrows = tv->vrows;
+        pt->vcols = tv->vcols;
+        pt->level = (uint8_t)level_for(core);
+        iv[t].size = pto_tile_bytes(tv->dtype, tv->rows, tv->cols);
+        iv[t].level = pt->level;
+      }
+      iv[t].end = k;
+      if (is_dst)
+        pi->dst[r - in->n_src] = (uint16_t)t;
+      else
+        pi->src[r] = (uint16_t)t;
+    }
+  }
+  if (copy_shared_accumulators(pr, iv))
+    for (uint32_t k = 0; k < pr->n_insts; k++) { /* last uses moved */
+      const pto_pinst *pi = &pr->insts[k];
+      for (int r = 0; r < pi->n_src; r++)
+        iv[pi->src[r]].end = k;
+      for (int d = 0; d < pi->n_dst; d++)
+        iv[pi->dst[d]].end = k;
+    }
+  if (pr->n_tiles > UINT16_MAX) {
+    free(iv);
+    *need = pr->n_tiles;
+    return PTO_ERANGE; /* reported by the caller */
+  }
+  /* packing sees the accumulator as a third operand, never packed */
+  if (core == PTO_CORE_CUBE && pack_operands(pr, iv)) {
+    free(iv);
+    return PTO_ENOMEM;
+  }
+  /* every accumulator now dies at its TMATMUL_ACC: the destination takes
+   * its buffer (placed below) and the instruction its two operands (and
+   * its row scale, moved up to the third source) */
+  acc_of = malloc((pr->n_tiles + 1) * sizeof *acc_of);
+  if (!acc_of) {
+    free(iv);
+    return PTO_ENOMEM;
+  }
+  for (uint32_t t = 0; t < pr->n_tiles; t++)
+    acc_of[t] = PTO_NONE;
+  for (uint32_t k = 0; k < pr->n_insts; k++) {
+    pto_pinst *pi = &pr->insts[k];
+    if (pi->op == PTO_OP_TMATMUL_ACC && pi->n_src >= 3) {
+      acc_of[pi->dst[0]] = pi->src[2];
+      pi->src[2] = pi->src[3];
+      pi->n_src--;
+    }
+  }
+  /* a tile's level follows its use, not its definition: the operands of a
+   * matmul live in L0A/L0B and its accumulator in L0C, even though a TLOAD
+   * defined them */
+  for (uint32_t k = 0; core == PTO_CORE_CUBE && k < pr->n_insts; k++) {
+    const pto_pinst *pi = &pr->insts[k];
+    if (!pto__insn_matmul(pi->op))
+      continue;
+    pr->tiles[pi->src[0]].level = PTO_MEM_L0A;
+    pr->tiles[pi->src[1]].level = PTO_MEM_L0B;
+    pr->tiles[pi->dst[0]].level = PTO_MEM_L0C;
+  }
+  for (uint32_t t = 0; t < pr->n_tiles; t++)
+    iv[t].level = pr->tiles[t].level;
+  /* liveness-based placement: first fit among the offsets of tiles dead
+   * before this instruction */
+  uint32_t *live = malloc((pr->n_tiles + 1) * sizeof *live);
+  uint8_t *placed = calloc(pr->n_tiles + 1, 1);
+  uint32_t n_live = 0;
+  pto_status st = live && placed ? PTO_OK : PTO_ENOMEM;
+  for (uint32_t k = 0; st == PTO_OK && k < pr->n_insts; k++) {
+    const pto_pinst *pi = &pr->insts[k];
+    /* free the tiles whose last use was before k */
+    for (uint32_t j = 0; j < n_live;) {
+      if (iv[live[j]].end < k) {
+        iv[live[j]].live = 0;
+        live[j] = live[--n_live];
+      } else {
+        j++;
+      }
+    }
+    for (int d = 0; d < pi->n_dst; d++) {
+      uint32_t t = pi->dst[d];
+      if (placed[t])
+        continue;
+      placed[t] = 1;
+      if (acc_of[t] != PTO_NONE) { /* in place, at its accumulator */
+        uint32_t acc = acc_of[t];
+        iv[t].off = iv[acc].off;
+        iv[t].size = iv[acc].size;
+        iv[t].level = iv[acc].level;
+        pr->tiles[t].level = iv[acc].level;
+        if (iv[t].end < iv[acc].end)
+          iv[t].end = iv[acc].end;
+        iv[t].live = 1;
+        live[n_live++] = t;
+        continue;
+      }
+      /* first fit: lowest offset not overlapping a live tile of the level */
+      uint64_t off = 0;
+      for (int moved = 1; moved;) {
+        moved = 0;
+        for (uint32_t j = 0; j < n_live; j++) {
+          const interval *o = &iv[live[j]];
+          if (o->level == iv[t].level && off < o->off + o->size &&
+              o->off < off + iv[t].size) {
+            off = (o->off + o->size + PTO_TILE_ALIGN - 1) &
+                  ~(uint64_t)(PTO_TILE_ALIGN - 1);
+            moved = 1;
+          }
+        }
+      }
+      iv[t].off = off;
+      iv[t].live = 1;
+      live[n_live++] = t;
+      uint64_t top = off + iv[t].size;
+      if (top > pr->mem[iv[t].level])
+        pr->mem[iv[t].level] = top;
+    }
+  }
+  for (uint32_t t = 0; t < pr->n_tiles; t++)
+    pr->tiles[t].offset = iv[t].off;
+  /* custom instructions may need scratch beyond their operands */
+  for (uint32_t k = 0; k < pr->n_insts; k++) {
+    const pto_custom_op *c = pto__custom_get(pr->insts[k].op);
+    if (c && c->desc.scratch_bytes) {
+      pto_mem_level l = core == PTO_CORE_CUBE ? PTO_MEM_L1 : PTO_MEM_UB;
+      pr->mem[l] += c->desc.scratch_bytes;
+    }
+  }
+  free(live);
+  free(placed);
+  free(acc_of);
+  free(iv);
+  for (int l = 0; st == PTO_OK && l < PTO_MEM_LEVEL_COUNT; l++)
+    if (pr->mem[l] > s->m->mem[l]) {
+      *lvl = (pto_mem_level)l;
+      *need = pr->mem[l];
+      st = PTO_ECAPACITY;
+    }
+  /* resolve entry points */
+  const pto_isa_table *isa = pto__isa_active();
+  for (uint32_t k = 0; k < pr->n_insts; k++) {
+    int op = pr->insts[k].op;
+    pr->insts[k].fn = op < PTO_OP_COUNT ? isa->fn[op] : pto__tileop_run;
+  }
+  return st;
+}
+
+void pto__plan_free(cbuild *b) {
+  free(b->prog.insts);
+  free(b->prog.tiles);
+  free(b->prog.slots);
+  free(b->slot_inst);
+}
+
+/* Canonical bytes of a program: everything but where its tiles are. */
+size_t pto__plan_canon(const pto_cprog *pr, unsigned char *buf) {
+  size_t n = 0;
+#define PUT(x)                                                                 \
+  do {                                                                         \
+    if (buf)                                                                   \
+      memcpy(buf + n, &(x), sizeof(x));                                        \
+    n += sizeof(x);                                                            \
+  } while (0)
+  PUT(pr->core);
+  PUT(pr->n_insts);
+  PUT(pr->n_tiles);
+  PUT(pr->n_slots);
+  for (uint32_t k = 0; k < pr->n_insts; k++) {
+    const pto_pinst *pi = &pr->insts[k];
+    PUT(pi->op);
+    PUT(pi->n_src);
+    PUT(pi->n_dst);
+    PUT(pi->src);
+    PUT(pi->dst);
+    PUT(pi->slot);
+    PUT(pi->slot2);
+    PUT(pi->s);
+    PUT(pi->imm);
+    PUT(pi->flags);
+  }
+  for (uint32_t t = 0; t < pr->n_tiles; t++) {
+    const pto_ptile *pt = &pr->tiles[t];
+    PUT(pt->dtype);
+    PUT(pt->level);
+    PUT(pt->rows);
+    PUT(pt->cols);
+    PUT(pt->vrows);
+    PUT(pt->vcols);
+    PUT(pt->offset);
+  }
+  for (uint32_t l = 0; l < pr->n_slots; l++) {
+    const pto_pslot *sl = &pr->slots[l];
+    PUT(sl->dtype);
+    PUT(sl->rows);
+    PUT(sl->cols);
+    PUT(sl->rs);
+    PUT(sl->cs);
+  }
+#undef PUT
+  return n;
+}
