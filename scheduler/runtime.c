@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "scheduler/trace.h"
 #include "tileops/tileops.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -475,16 +476,22 @@ pto_status pto_runtime_new(const pto_runtime_params *params,
   pto_runtime *rt = calloc(1, sizeof *rt);
   if (!rt)
     return PTO_ENOMEM;
-  pto_status st = PTO_ENOMEM;
+  char env_msg[PTO_ERROR_MSG - 16];
+  pto_status st = pto__trace_env(&rt->trace_pattern, env_msg, sizeof env_msg);
+  if (st) {
+    snprintf(new_error, sizeof new_error, "runtime: %s", env_msg);
+    goto fail_machine;
+  }
   if (p.machine) {
     rt->machine = *p.machine;
   } else if ((st = pto_machine_host(&rt->machine))) {
+    snprintf(new_error, sizeof new_error, "runtime: %s", pto__host_error());
     goto fail_machine;
   }
   rt->policy = p.policy;
   rt->spin_us = p.spin_us;
   rt->yield_us = p.yield_us;
-  rt->trace = p.trace;
+  rt->trace = p.trace || rt->trace_pattern;
   if (hwloc_topology_init(&rt->topo) == 0 && hwloc_topology_load(rt->topo)) {
     hwloc_topology_destroy(rt->topo);
     rt->topo = NULL;
@@ -565,6 +572,7 @@ fail_workers:
   if (rt->topo)
     hwloc_topology_destroy(rt->topo);
 fail_machine:
+  free(rt->trace_pattern);
   free(rt);
   return st;
 }
@@ -591,6 +599,7 @@ void pto_runtime_free(pto_runtime *rt) {
   free(rt->workers);
   if (rt->topo)
     hwloc_topology_destroy(rt->topo);
+  free(rt->trace_pattern);
   free(rt);
 }
 
