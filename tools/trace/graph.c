@@ -148,8 +148,11 @@ static int summarise(json_t *root, const char *stage, summary *s) {
       json_t *nd = json_object_get(x, "node");
       snprintf(key, sizeof key, "n%lld",
                json_is_null(nd) ? -1LL : (long long)json_integer_value(nd));
-      snprintf(label, sizeof label, "%s '%s'", str(x, "op"),
-               *l ? l : "(none)");
+      if (json_is_null(nd))
+        snprintf(label, sizeof label, "output copies");
+      else
+        snprintf(label, sizeof label, "%s (op %lld) '%s'", str(x, "op"),
+                 (long long)json_integer_value(nd), *l ? l : "(none)");
     } else { /* tensor ops by label */
       snprintf(key, sizeof key, "%.60s", *l ? l : "(none)");
       snprintf(label, sizeof label, "ops labelled '%s'", *l ? l : "(none)");
@@ -196,13 +199,17 @@ static int write_summary_dot(const summary *s, const char *stage,
                      : !strcmp(stage, "subgraph") ? "subgraphs"
                      : !strcmp(stage, "tile")     ? "tile instructions"
                                                   : "ops";
+  const char *how = !strcmp(stage, "tile") ? "grouped by their tensor op"
+                    : !strcmp(stage, "tensor")
+                        ? "grouped by label"
+                        : "of one program (isomorphic) collapsed";
   fprintf(f,
           "digraph \"%s\" {\n  rankdir=TB;\n  node [shape=box, "
           "style=\"rounded,filled\", fontname=\"Helvetica\", "
           "fontsize=10];\n  labelloc=t;\n  label=\"%s %s: %u %s in %u groups "
-          "(isomorphic %s collapsed with a count); %u edges inside groups "
-          "not drawn\";\n",
-          stage, program, stage, s->n_nodes, what, s->n, what, s->internal);
+          "(%s %s, with a count); %u edges inside groups not drawn\";\n",
+          stage, program, stage, s->n_nodes, what, s->n, what, how,
+          s->internal);
   for (uint32_t i = 0; i < s->n; i++) {
     const group *g = &s->g[i];
     const char *fill = !g->core                   ? "#eeeeee"
