@@ -11,7 +11,15 @@ packages=(
   libxxhash-dev   # structural hashing of subgraphs
   libcriterion-dev
   libopenblas-dev # pto-bench gemm's peer (loaded at run time)
+  graphviz        # pto-trace graph: stage dumps to SVG
+  chromium        # the swimlane viewer's browser test (headless)
+  fonts-dejavu-core # a font for the page the browser test draws
 )
+# the browser test's driver (playwright-core, from npm): Debian's node and
+# npm unless a node is already installed (e.g. NodeSource's, whose nodejs
+# package carries npm and conflicts with Debian's)
+command -v node >/dev/null || packages+=(nodejs)
+command -v npm >/dev/null || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -45,7 +45,7 @@ static void kvs_free(kvs *s) {
 
 /* Objects become dotted keys; anything else is a value, as compact JSON. */
 static void flatten(kvs *s, const char *prefix, json_t *v) {
-  if (json_is_object(v) && json_object_size(v)) {
+  if (json_is_object(v)) { /* an empty object adds no key */
     const char *k;
     json_t *x;
     json_object_foreach(v, k, x) {
