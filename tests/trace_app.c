@@ -30,10 +30,10 @@ int main(int argc, char **argv) {
   }
   const int softmax = !strcmp(argv[1], "softmax");
   const int runs = argc > 2 ? atoi(argv[2]) : 1;
-  /* softmax: 512 x 1024, 16-row tiles; indexer: 2 batches of 64 queries
-   * over 1024 keys, 8 heads of 64, top 128, causal */
+  /* softmax: 512 x 1024, 16-row tiles; indexer: 2 batches of 128
+   * queries over 2048 keys, 8 heads of 64, top 128, causal (46 tasks) */
   const int64_t rows = 512, cols = 1024;
-  pto_indexer_dims d = {2, 64, 1024, 8, 64};
+  pto_indexer_dims d = {2, 128, 2048, 8, 64};
   pto_indexer_params prm = pto_indexer_params_default();
   prm.topk = 128;
   prm.topk_tile.vec_rows = 8; /* fits a 256 KiB UB */
