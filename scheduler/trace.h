@@ -56,8 +56,8 @@ void pto__trace_free(pto_trace *t);
 /* Chrome trace-event JSON, loadable in Perfetto: one lane per worker named
  * by its core type, one complete event per task with its label, program,
  * producers and (executables) ns per instruction opcode in args; PTO's own
- * metadata under the top-level key "pto" (see pto-trace's format notes in
- * tools/trace/README.md). */
+ * metadata under the top-level key "pto" (README.md, "What a trace
+ * records"; read back by tools/trace/load.c). */
 pto_status pto__trace_write_json(const pto_trace *t, FILE *f);
 /* pto__trace_write_json into a new file at path; EIO naming nothing (the
  * caller knows the path) when it cannot be written. */
