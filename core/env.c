@@ -43,7 +43,8 @@ pto_config *pto__config_from_env(pto_error *err) {
   if (st) {
     /* the loader's message names the file, line and column or key path */
     pto__error_set(err, st, "PTO_CONFIG=%s: %s", path,
-                   *path ? pto_config_error(c) : "empty (expected a JSON file)");
+                   *path ? pto_config_error(c)
+                         : "empty (expected a JSON file)");
     pto_config_free(c);
     return NULL;
   }

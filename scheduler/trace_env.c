@@ -46,8 +46,9 @@ pto_status pto__trace_env(char **pattern, char *msg, size_t size) {
     return PTO_OK;
   char path[PATH_MAX];
   if (!*v) {
-    snprintf(msg, size, "PTO_TRACE is empty (expected a file name, e.g. "
-                        "trace.json or trace-%%p-%%n.json)");
+    snprintf(msg, size,
+             "PTO_TRACE is empty (expected a file name, e.g. "
+             "trace.json or trace-%%p-%%n.json)");
     return PTO_ECONFIG;
   }
   if (expand(v, 0, path, sizeof path)) {

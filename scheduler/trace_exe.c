@@ -109,8 +109,9 @@ static void exe_write_meta(const void *owner, FILE *f) {
     fputc('}', f);
     first = 0;
   }
-  fprintf(f, "],\n\"compile\":{\"tile_instructions\":%u,\"subgraphs\":%u,"
-             "\"programs\":%u,\"ms\":%.3f},\n\"programs\":[",
+  fprintf(f,
+          "],\n\"compile\":{\"tile_instructions\":%u,\"subgraphs\":%u,"
+          "\"programs\":%u,\"ms\":%.3f},\n\"programs\":[",
           e->stats.tile_instructions, e->stats.subgraphs, e->n_progs,
           e->stats.ms_total);
   for (uint32_t q = 0; q < e->n_progs; q++) {
@@ -201,5 +202,5 @@ static void exe_write_task(const void *owner, uint32_t t, FILE *f) {
   fputc(']', f);
 }
 
-const pto_trace_detail pto__exe_trace_detail = {
-    exe_n_insts, exe_inst_name, exe_write_meta, exe_write_task};
+const pto_trace_detail pto__exe_trace_detail = {exe_n_insts, exe_inst_name,
+                                                exe_write_meta, exe_write_task};

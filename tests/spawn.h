@@ -15,8 +15,8 @@
 extern char **environ;
 
 typedef struct spawned {
-  int status;       /* exit status, or -1 when it did not exit */
-  char *out, *err;  /* what it printed (malloc'ed, NUL-terminated) */
+  int status;      /* exit status, or -1 when it did not exit */
+  char *out, *err; /* what it printed (malloc'ed, NUL-terminated) */
 } spawned;
 
 static char *slurp(const char *path) {

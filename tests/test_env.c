@@ -61,8 +61,7 @@ Test(scheduler, env_threads_bad_value_fails_at_start_up, .timeout = 60) {
   }
 }
 
-Test(scheduler, env_config_retunes_a_compile_without_a_config,
-     .timeout = 60) {
+Test(scheduler, env_config_retunes_a_compile_without_a_config, .timeout = 60) {
   char dir[] = "/tmp/pto_env_XXXXXX";
   cr_assert_not_null(mkdtemp(dir));
   char base[128], tuned[128], bad[128], var[192];
@@ -113,10 +112,10 @@ static void check_softmax_trace(const char *path, long tasks) {
   cr_expect_str_eq(json_string_value(json_object_get(
                        json_object_get(pto, "workload"), "program")),
                    "softmax");
-  cr_expect_eq(json_integer_value(json_object_get(
-                   json_object_get(json_object_get(pto, "config"), "knobs"),
-                   "nbuffer")),
-               1, "the config PTO_CONFIG merged in is recorded");
+  cr_expect_eq(
+      json_integer_value(json_object_get(
+          json_object_get(json_object_get(pto, "config"), "knobs"), "nbuffer")),
+      1, "the config PTO_CONFIG merged in is recorded");
   size_t i, n = 0;
   json_t *ev;
   json_array_foreach(json_object_get(root, "traceEvents"), i, ev) {
@@ -133,10 +132,10 @@ static void check_softmax_trace(const char *path, long tasks) {
     cr_expect(sum > 0 && sum <= dur_ns + 1.5, "instruction time %g of %g ns",
               sum, dur_ns);
     json_t *win = json_array_get(json_object_get(args, "windows"), 0);
-    const char *r0 = json_string_value(
-        json_array_get(json_object_get(win, "r"), 0));
-    const char *w0 = json_string_value(
-        json_array_get(json_object_get(win, "w"), 0));
+    const char *r0 =
+        json_string_value(json_array_get(json_object_get(win, "r"), 0));
+    const char *w0 =
+        json_string_value(json_array_get(json_object_get(win, "w"), 0));
     cr_expect(r0 && !strncmp(r0, "X[", 2) && strstr(r0, ":1024]"), "%s", r0);
     cr_expect(w0 && !strncmp(w0, "Y[", 2), "%s", w0);
   }
@@ -167,8 +166,8 @@ Test(scheduler, env_trace_writes_every_run_to_its_pattern, .timeout = 60) {
     char tail[16];
     if (sscanf(de->d_name, "t-%ld-%d%15s", &pid, &run, tail) != 3)
       continue;
-    cr_expect(pid > 0 && run >= 0 && run < 3 && !strcmp(tail, ".json"),
-              "%s", de->d_name);
+    cr_expect(pid > 0 && run >= 0 && run < 3 && !strcmp(tail, ".json"), "%s",
+              de->d_name);
     if (run >= 0 && run < 3)
       seen[run]++;
     files++;

@@ -15,7 +15,9 @@ static const char *const clean[] = {"PTO_THREADS", "PTO_CONFIG", "PTO_TRACE",
                                     NULL};
 static char dir[] = "/tmp/pto_tools_XXXXXX";
 
-static void setup(void) { cr_assert_not_null(mkdtemp(dir)); }
+static void setup(void) {
+  cr_assert_not_null(mkdtemp(dir));
+}
 static void teardown(void) {
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
@@ -46,8 +48,13 @@ static void traced_run(const char *workload, const char *path,
 /* pto-trace with up to 5 arguments. */
 static spawned tool(const char *a, const char *b, const char *c, const char *d,
                     const char *e) {
-  char *argv[] = {(char *)PTO_TRACE_TOOL, (char *)a, (char *)b, (char *)c,
-                  (char *)d, (char *)e, NULL};
+  char *argv[] = {(char *)PTO_TRACE_TOOL,
+                  (char *)a,
+                  (char *)b,
+                  (char *)c,
+                  (char *)d,
+                  (char *)e,
+                  NULL};
   return run_with(argv, NULL, clean);
 }
 
@@ -142,8 +149,8 @@ Test(tools, report_agrees_with_the_trace_it_reads) {
       json_array_foreach(json_object_get(args, "producers"), q, p) found |=
           json_integer_value(p) == a;
     }
-    cr_expect(found, "critical path: %lld is a producer of %lld",
-              (long long)a, (long long)b);
+    cr_expect(found, "critical path: %lld is a producer of %lld", (long long)a,
+              (long long)b);
   }
   /* labels and instructions: the score is one cube instruction */
   int qk = 0, wsum = 0;
@@ -152,10 +159,10 @@ Test(tools, report_agrees_with_the_trace_it_reads) {
   json_array_foreach(json_object_get(rep, "per_label"), i, x) qk |=
       !strcmp(json_string_value(json_object_get(x, "label")), "indexer.qk");
   json_array_foreach(json_object_get(rep, "per_label_instruction"), i, x) {
-    wsum |= !strcmp(json_string_value(json_object_get(x, "label")),
-                    "indexer.qk") &&
-            !strcmp(json_string_value(json_object_get(x, "instruction")),
-                    "TMATMUL_RELU_WSUM");
+    wsum |=
+        !strcmp(json_string_value(json_object_get(x, "label")), "indexer.qk") &&
+        !strcmp(json_string_value(json_object_get(x, "instruction")),
+                "TMATMUL_RELU_WSUM");
   }
   cr_expect(qk && wsum, "%s", r.out);
   /* gaps: ordered longest first, each inside the run */
@@ -174,9 +181,10 @@ Test(tools, report_agrees_with_the_trace_it_reads) {
   spawned_free(&r);
   r = tool("report", path, NULL, NULL, NULL);
   cr_expect_eq(r.status, 0);
-  const char *sections[] = {"makespan",     "critical",   "tail",
-                            "core type",    "instruction", "critical path:",
-                            "largest idle gaps", "indexer.topk"};
+  const char *sections[] = {
+      "makespan",          "critical",    "tail",
+      "core type",         "instruction", "critical path:",
+      "largest idle gaps", "indexer.topk"};
   for (size_t s = 0; s < sizeof sections / sizeof *sections; s++)
     cr_expect(strstr(r.out, sections[s]), "'%s' in\n%s", sections[s], r.out);
   spawned_free(&r);
@@ -276,8 +284,7 @@ Test(tools, bad_input_is_named_for_what_it_is) {
                   : c == 1 ? tool("html", path, "-o", out, NULL)
                            : tool("compare", good, path, NULL, NULL);
       cr_expect_eq(r.status, 1, "%s %s", cmds[c], cases[i].name);
-      cr_expect(strstr(r.err, cases[i].name) &&
-                    strstr(r.err, cases[i].expect),
+      cr_expect(strstr(r.err, cases[i].name) && strstr(r.err, cases[i].expect),
                 "%s %s: %s", cmds[c], cases[i].name, r.err);
       spawned_free(&r);
     }
@@ -303,8 +310,8 @@ Test(tools, html_is_one_self_contained_page) {
   size_t n = fread(html, 1, (1 << 22) - 1, f);
   fclose(f);
   cr_expect(n > 1000 && !strncmp(html, "<!doctype html>", 15));
-  const char *banned[] = {"http://", "https://", "<script src", "<link",
-                          "@import", "url("};
+  const char *banned[] = {"http://", "https://", "<script src",
+                          "<link",   "@import",  "url("};
   for (size_t i = 0; i < sizeof banned / sizeof *banned; i++)
     cr_expect(!strstr(html, banned[i]), "the page refers to %s", banned[i]);
   int closes = 0;
@@ -338,8 +345,9 @@ Test(tools, graph_renders_every_stage_and_summarises_large_ones) {
   r = tool("graph", dumps, "-o", small, "--max-nodes");
   cr_expect_eq(r.status, 2, "--max-nodes needs a count");
   spawned_free(&r);
-  char *argv2[] = {(char *)PTO_TRACE_TOOL, (char *)"graph", dumps, (char *)"-o",
-                   small, (char *)"--max-nodes", (char *)"3", NULL};
+  char *argv2[] = {
+      (char *)PTO_TRACE_TOOL, (char *)"graph", dumps, (char *)"-o", small,
+      (char *)"--max-nodes",  (char *)"3",     NULL};
   r = run_with(argv2, NULL, clean);
   cr_expect_eq(r.status, 0, "%s", r.err);
   cr_expect(strstr(r.out, "summarised"), "%s", r.out);
@@ -374,8 +382,7 @@ Test(tools, every_command_has_help) {
     spawned r = tool(cmds[i], "--help", NULL, NULL, NULL);
     char usage[64];
     snprintf(usage, sizeof usage, "usage: pto-trace %s", cmds[i]);
-    cr_expect(r.status == 0 && strstr(r.out, usage), "%s: %s", cmds[i],
-              r.out);
+    cr_expect(r.status == 0 && strstr(r.out, usage), "%s: %s", cmds[i], r.out);
     spawned_free(&r);
   }
   spawned r = tool("--help", NULL, NULL, NULL, NULL);

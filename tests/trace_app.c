@@ -78,8 +78,9 @@ int main(int argc, char **argv) {
     free(ref);
   } else {
     int64_t nq = d.b * d.s1;
-    float *q = random_f32(nq * d.h * d.d, 1), *k = random_f32(d.b * d.s2 * d.d, 2),
-          *w = random_f32(nq * d.h, 3), *val = malloc(nq * prm.topk * 4);
+    float *q = random_f32(nq * d.h * d.d, 1),
+          *k = random_f32(d.b * d.s2 * d.d, 2), *w = random_f32(nq * d.h, 3),
+          *val = malloc(nq * prm.topk * 4);
     int32_t *idx = malloc(nq * prm.topk * 4);
     const void *in[] = {q, k, w};
     void *out[] = {idx, val};

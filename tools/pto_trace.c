@@ -25,7 +25,8 @@ usage_error(const cmd *c, const char *fmt, ...) {
   return 2;
 }
 
-/* ---- html ------------------------------------------------------------------ */
+/* ---- html ------------------------------------------------------------------
+ */
 
 static const cmd cmd_html;
 
@@ -62,8 +63,8 @@ static int run_html(int argc, char **argv) {
   if (rc)
     fprintf(stderr, "pto-trace html: could not write %s\n", out);
   else if (f != stdout)
-    fprintf(stderr, "pto-trace html: %u tasks on %u workers -> %s\n",
-            t.n_tasks, t.n_workers, out);
+    fprintf(stderr, "pto-trace html: %u tasks on %u workers -> %s\n", t.n_tasks,
+            t.n_workers, out);
   tr_free(&t);
   return rc ? 1 : 0;
 }
@@ -92,7 +93,8 @@ static const cmd cmd_html = {
     "  -o, --output FILE   where to write the page (- for stdout)\n",
     run_html};
 
-/* ---- report ------------------------------------------------------------------ */
+/* ---- report
+ * ------------------------------------------------------------------ */
 
 static const cmd cmd_report;
 
@@ -152,7 +154,8 @@ static const cmd cmd_report = {
     "  --gaps N   idle gaps to list (default 10)\n",
     run_report};
 
-/* ---- compare --------------------------------------------------------------- */
+/* ---- compare ---------------------------------------------------------------
+ */
 
 static const cmd cmd_compare;
 
@@ -216,7 +219,8 @@ static const cmd cmd_compare = {
     "  --force   compare traces of different workloads anyway\n",
     run_compare};
 
-/* ---- graph ------------------------------------------------------------------ */
+/* ---- graph ------------------------------------------------------------------
+ */
 
 static const cmd cmd_graph;
 
@@ -271,7 +275,8 @@ static const cmd cmd_graph = {
     "  --dot PROGRAM       Graphviz's dot (default: dot on the PATH)\n",
     run_graph};
 
-/* ---- main ------------------------------------------------------------------ */
+/* ---- main ------------------------------------------------------------------
+ */
 
 static const cmd *const cmds[] = {&cmd_html, &cmd_report, &cmd_compare,
                                   &cmd_graph};

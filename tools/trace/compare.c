@@ -9,7 +9,8 @@
 
 #define US(ns) ((double)(ns) / 1e3)
 
-/* ---- configuration keys ---------------------------------------------------- */
+/* ---- configuration keys ----------------------------------------------------
+ */
 
 typedef struct kv {
   char *key, *val;
@@ -73,9 +74,9 @@ static void config_keys(const tr_trace *t, kvs *s) {
     const char *l = json_string_value(json_object_get(x, "label"));
     snprintf(key, sizeof key, "tile.%s.%s", l && *l ? l : "(none)",
              json_string_value(json_object_get(x, "op")));
-    kvs_add(s, key,
-            json_dumps(json_object_get(x, "tile"),
-                       JSON_COMPACT | JSON_ENCODE_ANY));
+    kvs_add(
+        s, key,
+        json_dumps(json_object_get(x, "tile"), JSON_COMPACT | JSON_ENCODE_ANY));
   }
   char buf[32];
   snprintf(buf, sizeof buf, "%u", t->n_workers);
@@ -83,9 +84,12 @@ static void config_keys(const tr_trace *t, kvs *s) {
   qsort(s->v, s->n, sizeof *s->v, kv_cmp);
 }
 
-/* ---- comparison --------------------------------------------------------------- */
+/* ---- comparison
+ * --------------------------------------------------------------- */
 
-static double ratio(double b, double a) { return a > 0 ? b / a : 0; }
+static double ratio(double b, double a) {
+  return a > 0 ? b / a : 0;
+}
 
 static uint32_t find_label(const tr_trace *t, const char *l) {
   for (uint32_t i = 0; i < t->n_labels; i++)
@@ -128,19 +132,18 @@ int tr_compare(const tr_trace *A, const tr_trace *B, int json, FILE *f) {
   json_object_set_new(o, "a", json_string(A->path));
   json_object_set_new(o, "b", json_string(B->path));
   json_object_set(o, "workload", json_object_get(A->pto, "workload"));
-  json_t *m = json_pack(
-      "{s:f, s:f, s:f}", "a_us", US(a.makespan), "b_us", US(b.makespan),
-      "ratio", ratio((double)b.makespan, (double)a.makespan));
+  json_t *m = json_pack("{s:f, s:f, s:f}", "a_us", US(a.makespan), "b_us",
+                        US(b.makespan), "ratio",
+                        ratio((double)b.makespan, (double)a.makespan));
   json_object_set_new(o, "makespan", m);
-  json_object_set_new(
-      o, "critical_path",
-      json_pack("{s:f, s:f, s:f}", "a_us", US(a.critical), "b_us",
-                US(b.critical), "ratio",
-                ratio((double)b.critical, (double)a.critical)));
-  json_object_set_new(
-      o, "tail",
-      json_pack("{s:f, s:f}", "a_us", US(a.makespan - a.tail_from), "b_us",
-                US(b.makespan - b.tail_from)));
+  json_object_set_new(o, "critical_path",
+                      json_pack("{s:f, s:f, s:f}", "a_us", US(a.critical),
+                                "b_us", US(b.critical), "ratio",
+                                ratio((double)b.critical, (double)a.critical)));
+  json_object_set_new(o, "tail",
+                      json_pack("{s:f, s:f}", "a_us",
+                                US(a.makespan - a.tail_from), "b_us",
+                                US(b.makespan - b.tail_from)));
   json_object_set_new(o, "tasks",
                       json_pack("{s:I, s:I}", "a", (json_int_t)A->n_tasks, "b",
                                 (json_int_t)B->n_tasks));
@@ -151,9 +154,9 @@ int tr_compare(const tr_trace *A, const tr_trace *B, int json, FILE *f) {
       const char *name = x->group_name[g];
       if (side && busy_of(&a, name) > 0)
         continue; /* listed from A */
-      json_array_append_new(
-          busy, json_pack("{s:s, s:f, s:f}", "core", name, "a",
-                          busy_of(&a, name), "b", busy_of(&b, name)));
+      json_array_append_new(busy, json_pack("{s:s, s:f, s:f}", "core", name,
+                                            "a", busy_of(&a, name), "b",
+                                            busy_of(&b, name)));
     }
   }
   json_object_set_new(o, "busy", busy);
@@ -172,13 +175,12 @@ int tr_compare(const tr_trace *A, const tr_trace *B, int json, FILE *f) {
           lb == UINT32_MAX ? NULL : stat_of(&b, B->n_labels, lb);
       json_array_append_new(
           labels,
-          json_pack("{s:s, s:I, s:I, s:f, s:f, s:f}", "label", l, "tasks_a",
-                    (json_int_t)(sa ? sa->tasks : 0), "tasks_b",
-                    (json_int_t)(sb ? sb->tasks : 0), "time_a_us",
-                    US(sa ? sa->ns : 0), "time_b_us", US(sb ? sb->ns : 0),
-                    "ratio",
-                    ratio((double)(sb ? sb->ns : 0),
-                          (double)(sa ? sa->ns : 0))));
+          json_pack(
+              "{s:s, s:I, s:I, s:f, s:f, s:f}", "label", l, "tasks_a",
+              (json_int_t)(sa ? sa->tasks : 0), "tasks_b",
+              (json_int_t)(sb ? sb->tasks : 0), "time_a_us",
+              US(sa ? sa->ns : 0), "time_b_us", US(sb ? sb->ns : 0), "ratio",
+              ratio((double)(sb ? sb->ns : 0), (double)(sa ? sa->ns : 0))));
     }
   }
   json_object_set_new(o, "labels", labels);
@@ -217,8 +219,8 @@ int tr_compare(const tr_trace *A, const tr_trace *B, int json, FILE *f) {
     fprintf(f, "\n%-24s %12.1f %12.1f %8.3f\n", "critical path us",
             US(a.critical), US(b.critical),
             ratio((double)b.critical, (double)a.critical));
-    fprintf(f, "%-24s %12.1f %12.1f\n", "tail us",
-            US(a.makespan - a.tail_from), US(b.makespan - b.tail_from));
+    fprintf(f, "%-24s %12.1f %12.1f\n", "tail us", US(a.makespan - a.tail_from),
+            US(b.makespan - b.tail_from));
     fprintf(f, "%-24s %12u %12u\n", "tasks", A->n_tasks, B->n_tasks);
     size_t k;
     json_t *x;

@@ -31,8 +31,7 @@ static int run_dot(const char *dot, const char *in, const char *out) {
     return -2;
   }
   if (rc) {
-    fprintf(stderr, "pto-trace graph: cannot run %s: %s\n", dot,
-            strerror(rc));
+    fprintf(stderr, "pto-trace graph: cannot run %s: %s\n", dot, strerror(rc));
     return -1;
   }
   int status;
@@ -44,7 +43,8 @@ static int run_dot(const char *dot, const char *in, const char *out) {
   return 0;
 }
 
-/* ---- summaries ------------------------------------------------------------- */
+/* ---- summaries -------------------------------------------------------------
+ */
 
 /* Groups: a key per node, the nodes of each group counted; edges between
  * groups counted. */
@@ -182,8 +182,8 @@ static int summarise(json_t *root, const char *stage, summary *s) {
                b = json_integer_value(json_object_get(x, "to"));
     if (a < 0 || b < 0 || a >= s->n_nodes || b >= s->n_nodes)
       continue;
-    if (!strcmp(stage, "tile") &&
-        strcmp(str(x, "kind"), "local") && strcmp(str(x, "kind"), "global"))
+    if (!strcmp(stage, "tile") && strcmp(str(x, "kind"), "local") &&
+        strcmp(str(x, "kind"), "global"))
       continue;
     edge_add(s, s->node_group[a], s->node_group[b]);
   }
@@ -223,7 +223,9 @@ static int write_summary_dot(const summary *s, const char *stage,
   for (uint32_t i = 0; i < s->n_e; i++)
     fprintf(f, "  g%u -> g%u [label=\"%u\", penwidth=%.1f];\n", s->e[i].from,
             s->e[i].to, s->e[i].count,
-            1.0 + (s->e[i].count > 1000 ? 3 : s->e[i].count > 10 ? 1.5 : 0));
+            1.0 + (s->e[i].count > 1000 ? 3
+                   : s->e[i].count > 10 ? 1.5
+                                        : 0));
   fprintf(f, "}\n");
   return fclose(f);
 }
@@ -250,9 +252,8 @@ int tr_graph(const char *dir, const char *out, unsigned max_nodes,
     json_t *root = json_load_file(jpath, 0, &je);
     const char *fmt = json_string_value(json_object_get(root, "format"));
     if (!root || !fmt || strcmp(fmt, "pto-dump")) {
-      fprintf(stderr,
-              "pto-trace graph: %s: not a pto-dump stage dump (%s)\n", jpath,
-              root ? "no \"format\": \"pto-dump\"" : je.text);
+      fprintf(stderr, "pto-trace graph: %s: not a pto-dump stage dump (%s)\n",
+              jpath, root ? "no \"format\": \"pto-dump\"" : je.text);
       json_decref(root);
       rc = 1;
       continue;

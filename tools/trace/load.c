@@ -1,8 +1,8 @@
 /* Reading a PTO trace back from its JSON, with errors that say what is
  * wrong with the file: not JSON, truncated, not a trace, not PTO's. */
 #include <errno.h>
-#include <stdarg.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include "trace/model.h"
 
 __attribute__((format(printf, 2, 3))) static int fail(const char *path,
-                                                     const char *fmt, ...) {
+                                                      const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "pto-trace: %s: ", path);
@@ -30,7 +30,9 @@ static uint32_t intern(const char **names, uint32_t *n, const char *name) {
   return (*n)++;
 }
 
-static uint64_t us_to_ns(double us) { return (uint64_t)llround(us * 1e3); }
+static uint64_t us_to_ns(double us) {
+  return (uint64_t)llround(us * 1e3);
+}
 
 void tr_free(tr_trace *t) {
   json_decref(t->root);
@@ -95,8 +97,7 @@ static int load_meta(tr_trace *t, const char *path) {
   if (v != 2) {
     char vb[32];
     snprintf(vb, sizeof vb, "%lld", (long long)v);
-    return fail(path,
-                "trace format version %s; this pto-trace reads version 2",
+    return fail(path, "trace format version %s; this pto-trace reads version 2",
                 vb);
   }
   json_t *ws = json_object_get(t->pto, "workers");
@@ -294,8 +295,8 @@ const char *tr_workload_desc(const tr_trace *t, char *buf, size_t size) {
     snprintf(buf, size, "a task graph of %u tasks", t->n_tasks);
     return buf;
   }
-  size_t n = (size_t)snprintf(
-      buf, size, "'%s' (", json_string_value(json_object_get(w, "program")));
+  size_t n = (size_t)snprintf(buf, size, "'%s' (",
+                              json_string_value(json_object_get(w, "program")));
   tensors_desc(json_object_get(w, "inputs"), buf, size, &n);
   if (n < size)
     n += (size_t)snprintf(buf + n, size - n, " -> ");

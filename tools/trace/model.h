@@ -23,10 +23,10 @@ typedef struct tr_trace {
   /* per task, by task id */
   uint64_t *start, *end;
   uint32_t *worker, *label, *prog;
-  json_t **args;       /* the event's args object */
-  uint32_t *pred_off;  /* producers, CSR: n_tasks + 1 */
+  json_t **args;      /* the event's args object */
+  uint32_t *pred_off; /* producers, CSR: n_tasks + 1 */
   uint32_t *pred;
-  uint32_t *succ_off;  /* consumers, CSR */
+  uint32_t *succ_off; /* consumers, CSR */
   uint32_t *succ;
   /* ns per opcode per task, CSR over (op, ns) pairs */
   uint32_t *op_off, *op_id;
@@ -39,14 +39,15 @@ typedef struct tr_trace {
 int tr_load(tr_trace *t, const char *path);
 void tr_free(tr_trace *t);
 
-/* ---- analyses -------------------------------------------------------------- */
+/* ---- analyses --------------------------------------------------------------
+ */
 
 typedef struct tr_gap {
   uint32_t worker;
-  uint64_t from, to;   /* ns */
-  uint32_t next;       /* the task the worker ran after it, or UINT32_MAX */
-  uint32_t waited;     /* the producer of next that ended last, inside the
-                          gap (the worker waited for it), or UINT32_MAX */
+  uint64_t from, to; /* ns */
+  uint32_t next;     /* the task the worker ran after it, or UINT32_MAX */
+  uint32_t waited;   /* the producer of next that ended last, inside the
+                        gap (the worker waited for it), or UINT32_MAX */
 } tr_gap;
 
 typedef struct tr_label_stat {
@@ -61,23 +62,23 @@ typedef struct tr_label_op {
 
 typedef struct tr_analysis {
   uint64_t makespan, busy_total;
-  uint64_t *busy;     /* per worker */
-  uint32_t *count;    /* per worker */
+  uint64_t *busy;  /* per worker */
+  uint32_t *count; /* per worker */
   /* per core-type group: the distinct "serves" strings in worker order */
   uint32_t n_groups;
   const char **group_name;
   uint32_t *group_workers;
   uint64_t *group_busy;
-  tr_label_stat *labels; /* by time, largest first */
+  tr_label_stat *labels;  /* by time, largest first */
   tr_label_op *label_ops; /* by label (as in labels), then time */
   uint32_t n_label_ops;
-  uint64_t critical;     /* ns of task time along the longest chain */
-  uint32_t *path;        /* its tasks, first to last */
+  uint64_t critical; /* ns of task time along the longest chain */
+  uint32_t *path;    /* its tasks, first to last */
   uint32_t n_path;
-  tr_gap *gaps;          /* the largest idle gaps, longest first */
+  tr_gap *gaps; /* the largest idle gaps, longest first */
   uint32_t n_gaps;
-  uint64_t tail_from;    /* when the first worker went idle for good */
-  uint32_t tail_tasks;   /* tasks that started after tail_from */
+  uint64_t tail_from;  /* when the first worker went idle for good */
+  uint32_t tail_tasks; /* tasks that started after tail_from */
 } tr_analysis;
 
 /* max_gaps: how many of the largest idle gaps to keep. -1 on ENOMEM. */

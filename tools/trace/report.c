@@ -72,12 +72,13 @@ int tr_report(const tr_trace *t, const tr_analysis *a, int json, FILE *f) {
   fprintf(f, "makespan  %10.1f us\n", US(a->makespan));
   fprintf(f, "critical  %10.1f us  %5.1f%% of the makespan, %u tasks\n",
           US(a->critical), pct(a->critical, a->makespan), a->n_path);
-  fprintf(f, "tail      %10.1f us  %5.1f%% of the makespan: from %.1f us, "
-             "when the first worker went idle for good; %u tasks started in "
-             "it\n",
-          US(a->makespan - a->tail_from), pct(a->makespan - a->tail_from,
-                                              a->makespan),
-          US(a->tail_from), a->tail_tasks);
+  fprintf(f,
+          "tail      %10.1f us  %5.1f%% of the makespan: from %.1f us, "
+          "when the first worker went idle for good; %u tasks started in "
+          "it\n",
+          US(a->makespan - a->tail_from),
+          pct(a->makespan - a->tail_from, a->makespan), US(a->tail_from),
+          a->tail_tasks);
 
   fprintf(f, "\n%-8s %-12s %5s %8s %12s %7s\n", "worker", "core type", "pu",
           "tasks", "busy us", "busy");
@@ -121,8 +122,9 @@ int tr_report(const tr_trace *t, const tr_analysis *a, int json, FILE *f) {
   if (!pl)
     return -1;
   uint32_t n_pl = path_labels(t, a, pl);
-  fprintf(f, "\ncritical path: %u tasks, %.1f us of task time (%.1f%% of "
-             "the makespan)\n",
+  fprintf(f,
+          "\ncritical path: %u tasks, %.1f us of task time (%.1f%% of "
+          "the makespan)\n",
           a->n_path, US(a->critical), pct(a->critical, a->makespan));
   for (uint32_t i = 0; i < n_pl; i++)
     fprintf(f, "  %-28s %6u tasks %12.1f us\n", label_name(t, pl[i].label),
@@ -141,8 +143,8 @@ int tr_report(const tr_trace *t, const tr_analysis *a, int json, FILE *f) {
           "from us", "to us", "idle us", "then ran / waiting for");
   for (uint32_t i = 0; i < a->n_gaps; i++) {
     const tr_gap *g = &a->gaps[i];
-    fprintf(f, "%-8u %10.1f %10.1f %10.1f  ", g->worker, US(g->from),
-            US(g->to), US(g->to - g->from));
+    fprintf(f, "%-8u %10.1f %10.1f %10.1f  ", g->worker, US(g->from), US(g->to),
+            US(g->to - g->from));
     if (g->next == UINT32_MAX)
       fprintf(f, "nothing: idle to the end (the tail)\n");
     else if (g->waited != UINT32_MAX)
@@ -150,8 +152,9 @@ int tr_report(const tr_trace *t, const tr_analysis *a, int json, FILE *f) {
               task_desc(t, g->next, b1, sizeof b1),
               task_desc(t, g->waited, b2, sizeof b2), US(t->end[g->waited]));
     else
-      fprintf(f, "%s, ready since %.1f us: no producer to wait for "
-                 "(wake-up or queue latency)\n",
+      fprintf(f,
+              "%s, ready since %.1f us: no producer to wait for "
+              "(wake-up or queue latency)\n",
               task_desc(t, g->next, b1, sizeof b1), US(ready_at(t, g->next)));
   }
   return ferror(f) ? -1 : 0;
@@ -183,27 +186,27 @@ json_t *tr_report_json(const tr_trace *t, const tr_analysis *a) {
   json_object_set_new(o, "tail_tasks", json_integer(a->tail_tasks));
   for (uint32_t w = 0; w < t->n_workers; w++)
     json_array_append_new(
-        ws, json_pack("{s:I, s:s, s:i, s:I, s:f, s:f}", "worker",
-                      (json_int_t)w, "core", t->workers[w].serves, "pu",
-                      t->workers[w].pu, "tasks", (json_int_t)a->count[w],
-                      "busy_us", US(a->busy[w]), "busy",
-                      pct(a->busy[w], a->makespan) / 100));
+        ws,
+        json_pack("{s:I, s:s, s:i, s:I, s:f, s:f}", "worker", (json_int_t)w,
+                  "core", t->workers[w].serves, "pu", t->workers[w].pu, "tasks",
+                  (json_int_t)a->count[w], "busy_us", US(a->busy[w]), "busy",
+                  pct(a->busy[w], a->makespan) / 100));
   json_object_set_new(o, "per_worker", ws);
   for (uint32_t g = 0; g < a->n_groups; g++)
     json_array_append_new(
         gs, json_pack("{s:s, s:I, s:f, s:f}", "core", a->group_name[g],
                       "workers", (json_int_t)a->group_workers[g], "busy_us",
                       US(a->group_busy[g]), "busy",
-                      pct(a->group_busy[g],
-                          a->makespan * a->group_workers[g]) / 100));
+                      pct(a->group_busy[g], a->makespan * a->group_workers[g]) /
+                          100));
   json_object_set_new(o, "per_core_type", gs);
   for (uint32_t i = 0; i < t->n_labels; i++)
-    json_array_append_new(
-        ls, json_pack("{s:s, s:I, s:f, s:f}", "label",
-                      t->labels[a->labels[i].label], "tasks",
-                      (json_int_t)a->labels[i].tasks, "time_us",
-                      US(a->labels[i].ns), "share",
-                      pct(a->labels[i].ns, a->busy_total) / 100));
+    json_array_append_new(ls,
+                          json_pack("{s:s, s:I, s:f, s:f}", "label",
+                                    t->labels[a->labels[i].label], "tasks",
+                                    (json_int_t)a->labels[i].tasks, "time_us",
+                                    US(a->labels[i].ns), "share",
+                                    pct(a->labels[i].ns, a->busy_total) / 100));
   json_object_set_new(o, "per_label", ls);
   for (uint32_t i = 0; i < a->n_label_ops; i++) {
     const tr_label_op *r = &a->label_ops[i];
@@ -222,9 +225,8 @@ json_t *tr_report_json(const tr_trace *t, const tr_analysis *a) {
     json_t *x = json_pack("{s:I, s:f, s:f, s:f}", "worker",
                           (json_int_t)g->worker, "from_us", US(g->from),
                           "to_us", US(g->to), "idle_us", US(g->to - g->from));
-    json_object_set_new(x, "then_ran",
-                        g->next == UINT32_MAX ? json_null()
-                                              : jtask(t, g->next));
+    json_object_set_new(
+        x, "then_ran", g->next == UINT32_MAX ? json_null() : jtask(t, g->next));
     json_object_set_new(x, "waiting_for",
                         g->waited == UINT32_MAX ? json_null()
                                                 : jtask(t, g->waited));
