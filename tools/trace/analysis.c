@@ -163,8 +163,8 @@ static int gaps_and_tail(const tr_trace *t, tr_analysis *a, uint32_t max) {
   a->tail_from = t->makespan;
   for (uint32_t i = 0; i <= n; i++) {
     int first = i == 0 || (i < n && t->worker[by[i]] != t->worker[by[i - 1]]);
-    int last = i == n || t->worker[by[i]] != t->worker[by[i - 1]];
-    if (i > 0 && last) { /* the worker's last task: idle for good after */
+    int last = i > 0 && (i == n || t->worker[by[i]] != t->worker[by[i - 1]]);
+    if (last) { /* by[i - 1] is its worker's last task: idle for good after */
       uint64_t e = t->end[by[i - 1]];
       if (e < a->tail_from)
         a->tail_from = e;
