@@ -233,6 +233,25 @@ static void host_detect(void) {
     host_effective = host_machine;
   else
     machine_from_l2(&host_effective, "host", 1, MIB);
+  /* PTO_THREADS=N: N workers instead of one per core; a bad value fails
+   * pto_machine_host (so runtimes on the default machine and compiles
+   * without a config refuse to start) and is otherwise ignored */
+  char msg[160];
+  int n = pto__env_threads(msg, sizeof msg);
+  if (n < 0) {
+    host_status = PTO_ECONFIG;
+    snprintf(host_msg, sizeof host_msg, "%s", msg);
+  } else if (n > 0) {
+    host_machine.workers[PTO_CORE_CUBE] = (uint32_t)n;
+    host_machine.workers[PTO_CORE_VECTOR] = (uint32_t)n;
+    host_effective.workers[PTO_CORE_CUBE] = (uint32_t)n;
+    host_effective.workers[PTO_CORE_VECTOR] = (uint32_t)n;
+  }
+}
+
+const char *pto__host_error(void) {
+  uv_once(&host_once, host_detect);
+  return host_msg;
 }
 
 pto_status pto_machine_host(pto_machine *m) {

@@ -2,6 +2,7 @@
 #ifndef PTO_CORE_CONFIG_H
 #define PTO_CORE_CONFIG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/error.h"
@@ -76,6 +77,23 @@ pto_status pto__machine_check(const pto_machine *m, pto_error *err,
 struct hwloc_topology;
 struct hwloc_bitmap_s;
 int pto__thread_cpuset(struct hwloc_topology *topo, struct hwloc_bitmap_s *set);
+
+/* Why pto_machine_host fails ("" when it does not), e.g. a bad
+ * PTO_THREADS. */
+const char *pto__host_error(void);
+
+/* ---- environment (core/env.c) --------------------------------------------- */
+
+/* PTO_THREADS: 0 when unset, the worker count N (1..PTO_THREADS_MAX) of the
+ * default host machine, or -1 with msg saying what is wrong. */
+#define PTO_THREADS_MAX 1024
+int pto__env_threads(char *msg, size_t size);
+
+/* The config of a compile given none: the defaults, with the JSON file
+ * PTO_CONFIG names merged in when it is set. NULL with err set when
+ * PTO_CONFIG or PTO_THREADS is bad ("PTO_CONFIG=tune.json: knobs.nbuffer:
+ * ..."), or on ENOMEM. */
+pto_config *pto__config_from_env(pto_error *err);
 
 /* 1 when a and b hold the same machine, knobs and label overrides (the
  * recorded error is not compared). */

@@ -117,6 +117,7 @@ struct pto_executable {
   uint64_t workspace_bytes;
   void *workspace; /* allocated once, reused by every run */
   pto_compile_stats stats;
+  const char *config_json; /* the config it was compiled with (arena) */
   /* the scheduler's per-executable state (job arrays, last trace), owned by
    * the scheduler and freed through sched_free */
   void *sched;

@@ -350,10 +350,11 @@ pto_status pto_compile(pto_program *p, const pto_config *cfg,
   if (pto__isa_check(isa_msg, sizeof isa_msg))
     return pto__error_set(&p->run_err, PTO_EISA, "compile: %s", isa_msg);
   pto_config *own = NULL;
-  if (!cfg) {
-    own = pto_config_new();
-    if (!own)
-      return pto__error_set(&p->run_err, PTO_ENOMEM, "compile: out of memory");
+  if (!cfg) { /* the defaults, or PTO_CONFIG's file */
+    pto_error env_err;
+    if (!(own = pto__config_from_env(&env_err)))
+      return pto__error_set(&p->run_err, env_err.status, "compile: %s",
+                            env_err.msg);
     cfg = own;
   }
   pto_status st = PTO_ENOMEM;
@@ -362,6 +363,9 @@ pto_status pto_compile(pto_program *p, const pto_config *cfg,
     goto fail_alloc;
   pto__arena_init(&e->arena);
   e->machine = *pto_config_machine(cfg);
+  char *cfg_json = pto_config_to_json(cfg); /* recorded in traces */
+  e->config_json = cfg_json ? pto__arena_strdup(&e->arena, cfg_json) : NULL;
+  free(cfg_json);
   e->n_inputs = p->n_inputs;
   e->n_outputs = p->n_outputs;
   double t0 = now_ms();

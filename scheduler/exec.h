@@ -25,11 +25,13 @@ pto_status pto__bind(const pto_executable *e, const void *const *inputs,
 /* Runs every instance of task t; on failure fills err naming the task, its
  * program, label and instruction. next: the task this worker runs after t
  * if known (its loads are prefetched during t's last instance), or
- * PTO_NO_TASK. */
+ * PTO_NO_TASK. inst_ns: NULL, or (traced runs) one counter per instruction
+ * of t's program, to which the ns each call takes is added (a monotonic
+ * clock read before and after each call; none at all when NULL). */
 #define PTO_NO_TASK UINT32_MAX
 pto_status pto__task_exec(const pto_executable *e, uint32_t t, uint32_t next,
                           pto_scratch *s, unsigned char *const *base,
-                          pto_error *err);
+                          uint64_t *inst_ns, pto_error *err);
 
 /* The detail of instruction i of pr failing with status rc (tiles and args
  * as the task ran it), for its message: for a strict TGATHER the index out

@@ -195,8 +195,11 @@ static const char *graph_program(const void *owner, uint32_t t) {
 
 static void graph_finish(pto_run *run) {
   graph_run *r = (graph_run *)run;
-  if (run->trace_start)
+  if (run->trace_start) {
     pto__trace_take(&r->g->trace, run, r->g, graph_label, graph_program);
+    if (run->rt->trace_pattern) /* PTO_TRACE */
+      pto__trace_write_env(&r->g->trace, run->rt->trace_pattern);
+  }
 }
 
 pto_status pto_runtime_run_graph(pto_runtime *rt, pto_graph *g) {

@@ -6,12 +6,14 @@
 
 #include "scheduler/runtime.h"
 #include "scheduler/trace.h"
+#include "scheduler/trace_exe.h"
 
 /* Per-executable scheduler state: the job arrays, built on first run. */
 typedef struct exe_sched {
   uint8_t *core;
   uint32_t *succ_off, *n_pred;
   uint64_t *prio;
+  uint32_t *inst_off; /* traced runs: task t's first instruction counter */
   atomic_int running;
   pto_trace trace; /* the last traced run */
 } exe_sched;
@@ -24,6 +26,7 @@ static void exe_sched_free(void *p) {
   free(s->succ_off);
   free(s->n_pred);
   free(s->prio);
+  free(s->inst_off);
   pto__trace_free(&s->trace);
   free(s);
 }
@@ -70,7 +73,26 @@ typedef struct exe_run {
   pto_run run;
   pto_executable *e;
   unsigned char **base;
+  uint64_t *inst_ns; /* traced runs: ns per task instruction */
 } exe_run;
+
+/* Where each task's instruction counters start in a traced run's inst_ns
+ * (built on the first traced run); the total in *n. */
+static int inst_offsets(const pto_executable *e, exe_sched *s, uint32_t *n) {
+  if (!s->inst_off) {
+    s->inst_off = malloc((e->n_tasks + 1) * sizeof *s->inst_off);
+    if (!s->inst_off)
+      return -1;
+    uint32_t k = 0;
+    for (uint32_t t = 0; t < e->n_tasks; t++) {
+      s->inst_off[t] = k;
+      k += e->progs[e->tasks[t].prog].n_insts;
+    }
+    s->inst_off[e->n_tasks] = k;
+  }
+  *n = s->inst_off[e->n_tasks];
+  return 0;
+}
 
 static int exe_exec(pto_run *run, uint32_t t, pto_worker *w, pto_error *err) {
   exe_run *r = (exe_run *)run;
@@ -84,7 +106,10 @@ static int exe_exec(pto_run *run, uint32_t t, pto_worker *w, pto_error *err) {
   uint32_t next = PTO_NO_TASK;
   if (w->n_stash && w->stash[w->stash_head].run == run)
     next = w->stash[w->stash_head].task;
-  return pto__task_exec(e, t, next, &w->scratch, r->base, err);
+  uint64_t *inst_ns = NULL;
+  if (r->inst_ns) /* this task's counters: written by this worker only */
+    inst_ns = r->inst_ns + ((exe_sched *)e->sched)->inst_off[t];
+  return pto__task_exec(e, t, next, &w->scratch, r->base, inst_ns, err);
 }
 
 static void exe_run_free(exe_run *r) {
@@ -94,6 +119,7 @@ static void exe_run_free(exe_run *r) {
   free(r->run.trace_start);
   free(r->run.trace_end);
   free(r->run.trace_worker);
+  free(r->inst_ns);
   free(r->base);
   free(r);
 }
@@ -112,8 +138,15 @@ static void exe_finish(pto_run *run) {
   }
   if (st)
     e->err = run->err;
-  if (run->trace_start)
+  if (run->trace_start) {
     pto__trace_take(&s->trace, run, e, exe_label, exe_program);
+    s->trace.detail = &pto__exe_trace_detail;
+    s->trace.inst_ns = r->inst_ns;
+    s->trace.inst_off = s->inst_off;
+    r->inst_ns = NULL;
+    if (run->rt->trace_pattern) /* PTO_TRACE: before the next run of e */
+      pto__trace_write_env(&s->trace, run->rt->trace_pattern);
+  }
   /* release: the next run of e sees this one's effects */
   atomic_store_explicit(&s->running, 0, memory_order_release);
 }
@@ -156,7 +189,10 @@ static pto_status exe_run_new(pto_runtime *rt, pto_executable *e,
     r->run.trace_start = calloc(e->n_tasks + 1, sizeof *r->run.trace_start);
     r->run.trace_end = calloc(e->n_tasks + 1, sizeof *r->run.trace_end);
     r->run.trace_worker = calloc(e->n_tasks + 1, sizeof *r->run.trace_worker);
-    if (!r->run.trace_start || !r->run.trace_end || !r->run.trace_worker)
+    uint32_t n_inst = 0;
+    if (!r->run.trace_start || !r->run.trace_end || !r->run.trace_worker ||
+        inst_offsets(e, s, &n_inst) ||
+        !(r->inst_ns = calloc(n_inst + 1, sizeof *r->inst_ns)))
       goto fail;
   }
   if (((!inputs && e->n_inputs) || !outputs) ||

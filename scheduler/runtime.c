@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "scheduler/trace.h"
 #include "tileops/tileops.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -545,7 +546,12 @@ pto_status pto_runtime_new(const pto_runtime_params *params,
   pto_runtime *rt = calloc(1, sizeof *rt);
   if (!rt)
     return new_fail(PTO_ENOMEM, "runtime: out of memory");
-  pto_status st = PTO_ENOMEM;
+  char env_msg[PTO_ERROR_MSG - 16];
+  pto_status st = pto__trace_env(&rt->trace_pattern, env_msg, sizeof env_msg);
+  if (st) {
+    pto__error_set(&rt->err, st, "runtime: %s", env_msg);
+    goto fail_machine;
+  }
   if (p.machine) {
     rt->machine = *p.machine;
   } else if ((st = pto_machine_host(&rt->machine))) {
@@ -555,7 +561,7 @@ pto_status pto_runtime_new(const pto_runtime_params *params,
   rt->policy = p.policy;
   rt->spin_us = p.spin_us;
   rt->yield_us = p.yield_us;
-  rt->trace = p.trace;
+  rt->trace = p.trace || rt->trace_pattern;
   if (hwloc_topology_init(&rt->topo) == 0 && hwloc_topology_load(rt->topo)) {
     hwloc_topology_destroy(rt->topo);
     rt->topo = NULL;
@@ -638,6 +644,7 @@ fail_workers:
     hwloc_topology_destroy(rt->topo);
 fail_machine:
   new_fail(st, "%s", rt->err.msg);
+  free(rt->trace_pattern);
   free(rt);
   return st;
 }
@@ -664,6 +671,7 @@ void pto_runtime_free(pto_runtime *rt) {
   free(rt->workers);
   if (rt->topo)
     hwloc_topology_destroy(rt->topo);
+  free(rt->trace_pattern);
   free(rt);
 }
 

@@ -115,6 +115,7 @@ struct pto_runtime {
   pto_machine machine;
   pto_policy policy;
   int trace;
+  char *trace_pattern; /* PTO_TRACE: write every run's trace there */
   uint32_t spin_us, yield_us;
   uint32_t n_workers;
   pto_worker *workers;

@@ -46,7 +46,7 @@ pto_status pto_executable_run_serial(pto_executable *e,
   while (head < tail) {
     uint32_t t = queue[head++];
     st = pto__task_exec(e, t, head < tail ? queue[head] : PTO_NO_TASK, &s,
-                        base, &e->err);
+                        base, NULL, &e->err);
     if (st)
       goto out;
     const pto_task *task = &e->tasks[t];

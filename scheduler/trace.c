@@ -10,6 +10,8 @@ void pto__trace_free(pto_trace *t) {
   free(t->end);
   free(t->worker);
   free(t->worker_serves);
+  free(t->worker_pu);
+  free(t->inst_ns);
   memset(t, 0, sizeof *t);
 }
 
@@ -27,10 +29,13 @@ void pto__trace_take(pto_trace *t, pto_run *run, const void *owner,
   run->trace_start = run->trace_end = NULL;
   run->trace_worker = NULL;
   t->worker_serves = malloc(rt->n_workers + 1);
+  t->worker_pu = malloc((rt->n_workers + 1) * sizeof *t->worker_pu);
   for (uint32_t i = 0; t->worker_serves && i < rt->n_workers; i++)
     t->worker_serves[i] = (uint8_t)(rt->workers[i].serves[PTO_CORE_CUBE] |
                                     rt->workers[i].serves[PTO_CORE_VECTOR]
                                         << 1);
+  for (uint32_t i = 0; t->worker_pu && i < rt->n_workers; i++)
+    t->worker_pu[i] = rt->workers[i].pinned_pu;
   t->core = run->job.core;
   t->succ_off = run->job.succ_off;
   t->succ = run->job.succ;
@@ -75,6 +80,8 @@ static void json_str(FILE *f, const char *s) {
   fputc('"', f);
 }
 
+void pto__trace_str(FILE *f, const char *s) { json_str(f, s); }
+
 static const char *serves_name(uint8_t bits) {
   return bits == 3 ? "cube+vector" : bits == 1 ? "cube" : "vector";
 }
@@ -99,11 +106,52 @@ static int invert(const pto_trace *t, uint32_t **off, uint32_t **pred) {
   return 0;
 }
 
+/* The opcodes of task i's program with the ns spent in each (summed over
+ * its instructions and instances), into names/ns; how many (at most max). */
+static uint32_t task_ops(const pto_trace *t, uint32_t i, const char **names,
+                         uint64_t *ns, uint32_t max) {
+  if (!t->inst_ns || !t->detail || !t->detail->n_insts)
+    return 0;
+  uint32_t n = 0, m = t->detail->n_insts(t->owner, i);
+  const uint64_t *in = t->inst_ns + t->inst_off[i];
+  for (uint32_t k = 0; k < m; k++) {
+    const char *op = t->detail->inst_name(t->owner, i, k);
+    uint32_t j = 0;
+    while (j < n && strcmp(names[j], op))
+      j++;
+    if (j == n) {
+      if (n == max)
+        continue;
+      names[n] = op;
+      ns[n++] = 0;
+    }
+    ns[j] += in[k];
+  }
+  return n;
+}
+
+#define OPS_MAX 64 /* distinct opcodes of one program */
+
 pto_status pto__trace_write_json(const pto_trace *t, FILE *f) {
   uint32_t *off, *pred;
   if (invert(t, &off, &pred))
     return PTO_ENOMEM;
-  fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+  /* PTO's own metadata first, so a reader knows what follows */
+  fprintf(f, "{\"displayTimeUnit\":\"ns\",\n\"pto\":{\"format\":"
+             "\"pto-trace\",\"version\":2,\"machine\":");
+  json_str(f, t->machine);
+  fprintf(f, ",\"makespan_ns\":%llu,\"tasks\":%u,\"edges\":%u,"
+             "\"workers\":[",
+          (unsigned long long)t->makespan_ns, t->n_tasks,
+          t->succ_off[t->n_tasks]);
+  for (uint32_t w = 0; w < t->n_workers; w++)
+    fprintf(f, "%s{\"id\":%u,\"serves\":\"%s\",\"pu\":%d}", w ? "," : "",
+            w, serves_name(t->worker_serves ? t->worker_serves[w] : 2),
+            t->worker_pu ? t->worker_pu[w] : -1);
+  fprintf(f, "]");
+  if (t->detail && t->detail->write_meta)
+    t->detail->write_meta(t->owner, f);
+  fprintf(f, "},\n\"traceEvents\":[\n");
   fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":"
              "{\"name\":");
   char pname[64];
@@ -115,6 +163,8 @@ pto_status pto__trace_write_json(const pto_trace *t, FILE *f) {
             ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":%u,\"name\":\"thread_name\","
             "\"args\":{\"name\":\"worker %u (%s)\"}}",
             w, w, serves_name(t->worker_serves ? t->worker_serves[w] : 2));
+  const char *names[OPS_MAX];
+  uint64_t ns[OPS_MAX];
   for (uint32_t i = 0; i < t->n_tasks; i++) {
     fprintf(f, ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,"
                "\"dur\":%.3f,\"name\":",
@@ -133,7 +183,20 @@ pto_status pto__trace_write_json(const pto_trace *t, FILE *f) {
     fprintf(f, ",\"producers\":[");
     for (uint32_t k = off[i]; k < off[i + 1]; k++)
       fprintf(f, "%s%u", k > off[i] ? "," : "", pred[k]);
-    fprintf(f, "]}}");
+    fprintf(f, "]");
+    uint32_t n_ops = task_ops(t, i, names, ns, OPS_MAX);
+    if (n_ops) {
+      fprintf(f, ",\"ops\":{");
+      for (uint32_t k = 0; k < n_ops; k++) {
+        fprintf(f, k ? "," : "");
+        json_str(f, names[k]);
+        fprintf(f, ":%llu", (unsigned long long)ns[k]);
+      }
+      fprintf(f, "}");
+    }
+    if (t->detail && t->detail->write_task)
+      t->detail->write_task(t->owner, i, f);
+    fprintf(f, "}}");
   }
   fprintf(f, "\n]}\n");
   free(off);
@@ -150,6 +213,85 @@ typedef struct label_time {
 static int by_time(const void *a, const void *b) {
   const label_time *x = a, *y = b;
   return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
+}
+
+typedef struct label_op {
+  const char *label, *op; /* op NULL: time between instructions */
+  uint64_t ns;
+} label_op;
+
+static int by_label_then_time(const void *a, const void *b) {
+  const label_op *x = a, *y = b;
+  int c = strcmp(x->label, y->label);
+  if (c)
+    return c;
+  if (!x->op != !y->op) /* the executor's own time last */
+    return x->op ? -1 : 1;
+  return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
+}
+
+/* Time per label and instruction opcode: where each label's time goes
+ * (e.g. TLOAD packing against TMATMUL), and the time between instructions
+ * (prefetch issue, argument setup, the task's dispatch) as "(executor)". */
+static pto_status label_ops(const pto_trace *t, FILE *f) {
+  if (!t->inst_ns || !t->detail || !t->detail->n_insts)
+    return PTO_OK;
+  uint32_t cap = 64, n = 0;
+  label_op *rows = malloc(cap * sizeof *rows);
+  if (!rows)
+    return PTO_ENOMEM;
+  const char *names[OPS_MAX];
+  uint64_t ns[OPS_MAX];
+  for (uint32_t i = 0; i < t->n_tasks; i++) {
+    const char *l = t->label_of(t->owner, i);
+    uint32_t n_ops = task_ops(t, i, names, ns, OPS_MAX);
+    uint64_t in_ops = 0;
+    for (uint32_t k = 0; k <= n_ops; k++) {
+      const char *op = k < n_ops ? names[k] : NULL;
+      uint64_t d = k < n_ops ? ns[k] : 0;
+      if (k < n_ops) {
+        in_ops += d;
+      } else {
+        uint64_t dur = t->end[i] - t->start[i];
+        d = dur > in_ops ? dur - in_ops : 0;
+      }
+      uint32_t j = 0;
+      while (j < n && (strcmp(rows[j].label, l) ||
+                       (rows[j].op != op &&
+                        (!rows[j].op || !op || strcmp(rows[j].op, op)))))
+        j++;
+      if (j == n) {
+        if (n == cap) {
+          label_op *r = realloc(rows, 2 * cap * sizeof *rows);
+          if (!r) {
+            free(rows);
+            return PTO_ENOMEM;
+          }
+          rows = r;
+          cap *= 2;
+        }
+        rows[n++] = (label_op){l, op, 0};
+      }
+      rows[j].ns += d;
+    }
+  }
+  qsort(rows, n, sizeof *rows, by_label_then_time);
+  fprintf(f, "\n%-28s %-22s %12s %6s\n", "label", "instruction", "time us",
+          "of label");
+  for (uint32_t j = 0, first = 0; j < n; j++) {
+    if (j == 0 || strcmp(rows[j].label, rows[j - 1].label))
+      first = j;
+    uint64_t total = 0;
+    for (uint32_t k = first; k < n && !strcmp(rows[k].label, rows[first].label);
+         k++)
+      total += rows[k].ns;
+    fprintf(f, "%-28s %-22s %12.1f %5.1f%%\n",
+            j == first ? (rows[j].label[0] ? rows[j].label : "(none)") : "",
+            rows[j].op ? rows[j].op : "(executor)", rows[j].ns / 1e3,
+            total ? 100.0 * rows[j].ns / total : 0);
+  }
+  free(rows);
+  return PTO_OK;
 }
 
 pto_status pto__trace_summary(const pto_trace *t, FILE *f) {
@@ -247,6 +389,8 @@ pto_status pto__trace_summary(const pto_trace *t, FILE *f) {
     fprintf(f, "%-28s %8u %12.1f %5.1f%%\n",
             labels[k].label[0] ? labels[k].label : "(none)", labels[k].n,
             labels[k].ns / 1e3, total ? 100.0 * labels[k].ns / total : 0);
+  if ((st = label_ops(t, f)))
+    goto out;
   if (ferror(f))
     st = PTO_EIO;
 out:

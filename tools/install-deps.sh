@@ -13,7 +13,15 @@ packages=(
   libcriterion-dev
   libopenblas-dev # pto-bench gemm's peer (loaded at run time)
   python3-numpy python3-torch # pto-bench indexer's peer (tools/pto_bench_torch.py)
+  graphviz        # pto-trace graph: stage dumps to SVG
+  chromium        # the swimlane viewer's browser test (headless)
+  fonts-dejavu-core # a font for the page the browser test draws
 )
+# the browser test's driver (playwright-core, from npm): Debian's node and
+# npm unless a node is already installed (e.g. NodeSource's, whose nodejs
+# package carries npm and conflicts with Debian's)
+command -v node >/dev/null || packages+=(nodejs)
+command -v npm >/dev/null || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do

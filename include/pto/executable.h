@@ -16,7 +16,10 @@ PTO_EXTERN_C_BEGIN
 typedef struct pto_executable pto_executable;
 
 /* Tiles, partitions, plans local memory, compiles programs and builds the
- * execution graph. cfg NULL uses pto_config_new()'s defaults. On failure
+ * execution graph. cfg NULL uses pto_config_new()'s defaults with the JSON
+ * file the environment variable PTO_CONFIG names merged in, when it is set
+ * (a bad file fails the compile: "compile: PTO_CONFIG=tune.json: ..."), so
+ * an application is retuned without rebuilding it. On failure
  * *exe is NULL and pto_program_error(p) says why, e.g. "compile: rowsum
  * 'x.sum' needs 262144 bytes of UB, the machine has 196608" (p NULL:
  * pto_last_error). The program

@@ -120,15 +120,24 @@ PTO_API const char *pto_graph_error(const pto_graph *g);
 
 /* ---- traces --------------------------------------------------------------- */
 
-/* With params.trace set, every run records each task's worker, start and
- * end (libuv's high-resolution clock); the executable or graph keeps its last
- * run's trace. Write it as Chrome trace-event JSON (Perfetto loads it: one
- * lane per worker, one box per task named by its label, or by its program
- * when it has none, with label, program and producers in its args) or as a
+/* With params.trace set, or PTO_TRACE in the environment when the runtime
+ * was created, every run records each task's worker, start and end
+ * (libuv's high-resolution clock) and, for an executable, the time of each
+ * instruction of each task (a monotonic clock read around every call);
+ * the executable or graph keeps its last run's trace. Write it as Chrome
+ * trace-event JSON (Perfetto loads it: one lane per worker, one box per
+ * task with its label, program, producers, tile windows and ns per
+ * instruction opcode; PTO's metadata under the key "pto": workload,
+ * effective config, tile shapes, programs, workers) for pto-trace, or as a
  * text summary (makespan, busy fraction per worker and core type, time per
- * label, critical path versus makespan). ENOTFOUND when no traced run has
- * finished, EIO when the file cannot be written; the message goes to
- * pto_executable_error(e) or pto_graph_error(g). */
+ * label and per label and instruction, critical path versus makespan).
+ * ENOTFOUND when no traced run has finished, EIO when the file cannot be
+ * written; the message goes to pto_executable_error(e) or
+ * pto_graph_error(g).
+ * PTO_TRACE=FILE writes every run's trace to FILE, or to a pattern with %p
+ * (process id) and %n (run number in the process): trace-%p-%n.json; an
+ * empty value, another % escape or a directory that cannot be written
+ * makes pto_runtime_new fail with PTO_ECONFIG. */
 PTO_API pto_status pto_executable_write_trace(const pto_executable *e,
                                               const char *path);
 PTO_API pto_status pto_executable_trace_summary(const pto_executable *e,

@@ -50,6 +50,11 @@ int bench_cores(const bench_opts *o);
 /* This host as `threads` shared workers (cube and vector): 0, or -1 after
  * printing why on stderr, prefixed "pto-bench <cmd>: ". */
 int bench_machine(const char *cmd, int threads, pto_machine *m);
+/* The config a command starts from: the defaults, with PTO_CONFIG's file
+ * merged in when it is set (as pto_compile does for a compile given no
+ * config), so a run is retuned without new options; the command's own
+ * options (machine, knobs) apply over it. NULL after printing why. */
+pto_config *bench_config_new(const char *cmd);
 /* A runtime on m (tracing runs when trace is set), or NULL after printing
  * why (pto_runtime_error(NULL): PTO_ISA's refusal included). */
 pto_runtime *bench_runtime_new(const char *cmd, const pto_machine *m,

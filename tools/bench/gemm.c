@@ -98,10 +98,12 @@ static int run_case(const bench_opts *o, const gcase *c, int threads,
         *Cb = pto_buffer_alloc(nc * sizeof *Cb);
   double *t = calloc((size_t)repeats, sizeof *t);
   pto_program *p = NULL;
-  pto_config *cfg = pto_config_new();
+  pto_config *cfg = bench_config_new("gemm");
   pto_executable *e = NULL;
   pto_runtime *rt = NULL;
   int rc = 1;
+  if (!cfg)
+    goto done;
   if (!A || !B || !C || !Cb || !t || !cfg) {
     fprintf(stderr, "pto-bench gemm: out of memory\n");
     goto done;

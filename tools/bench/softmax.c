@@ -168,10 +168,12 @@ static int run(const bench_opts *o, int argc, char **argv) {
          *t_ref = calloc((size_t)repeats, sizeof *t_ref),
          *t_dram = calloc((size_t)repeats, sizeof *t_dram),
          *t_hot = calloc((size_t)repeats, sizeof *t_hot);
-  pto_config *cfg = pto_config_new();
+  pto_config *cfg = bench_config_new("softmax");
   pto_program *p = NULL, *ph = NULL;
   pto_executable *e = NULL, *eh = NULL;
   pto_runtime *rt = NULL;
+  if (!cfg)
+    goto out;
   if (!x || !y || !yref || !pa || !pb || !pc || !t_pto || !t_ref || !t_dram ||
       !t_hot || !cfg) {
     fprintf(stderr, "pto-bench softmax: out of memory\n");

@@ -97,6 +97,22 @@ int bench_machine(const char *cmd, int threads, pto_machine *m) {
   return 0;
 }
 
+pto_config *bench_config_new(const char *cmd) {
+  pto_config *c = pto_config_new();
+  const char *path = getenv("PTO_CONFIG");
+  if (!c) {
+    fprintf(stderr, "pto-bench %s: out of memory\n", cmd);
+    return NULL;
+  }
+  if (path && pto_config_load_file(c, path) != PTO_OK) {
+    fprintf(stderr, "pto-bench %s: PTO_CONFIG=%s: %s\n", cmd, path,
+            pto_config_error(c));
+    pto_config_free(c);
+    return NULL;
+  }
+  return c;
+}
+
 pto_runtime *bench_runtime_new(const char *cmd, const pto_machine *m,
                                int trace) {
   pto_runtime_params p = pto_runtime_params_default();

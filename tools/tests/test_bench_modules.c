@@ -32,7 +32,7 @@ TestSuite(tools, .init = make_dir, .fini = remove_dir, .timeout = 60);
 
 /* ---- .npy ------------------------------------------------------------------------ */
 
-Test(tools, npy_round_trip_every_dtype_and_rank) {
+Test(bench, npy_round_trip_every_dtype_and_rank) {
   const int64_t shapes[][4] = {{0}, {7}, {3, 5}, {2, 3, 4}, {1, 2, 3, 5}};
   char p[512], err[512];
   for (int t = 0; t < BENCH_DTYPE_COUNT; t++)
@@ -80,7 +80,7 @@ Test(tools, npy_round_trip_every_dtype_and_rank) {
     }
 }
 
-Test(tools, npy_float_values_survive_exactly) {
+Test(bench, npy_float_values_survive_exactly) {
   float v[6] = {0.0f, -0.0f, 1e-38f, -3.5f, INFINITY, -INFINITY}, w[6];
   const int64_t shape[1] = {6};
   char p[512], err[256];
@@ -102,7 +102,7 @@ static void write_raw(const char *name, const void *bytes, size_t n, char *p,
 
 /* A version 2.0 header with the keys in another order, as another writer
  * may produce it. */
-Test(tools, npy_reads_version_2_and_any_key_order) {
+Test(bench, npy_reads_version_2_and_any_key_order) {
   const char hdr[] = "{'shape': (2, 2), 'fortran_order': False, "
                      "'descr': '<i4'}\n";
   unsigned char buf[256];
@@ -123,7 +123,7 @@ Test(tools, npy_reads_version_2_and_any_key_order) {
   bench_npy_free(&a);
 }
 
-Test(tools, npy_refuses_what_it_cannot_read_with_a_reason) {
+Test(bench, npy_refuses_what_it_cannot_read_with_a_reason) {
   char p[512], err[512];
   const int64_t shape[2] = {2, 3};
   float data[6] = {0};
@@ -173,7 +173,7 @@ Test(tools, npy_refuses_what_it_cannot_read_with_a_reason) {
   cr_assert(strstr(err, "truncated"), "%s", err);
 }
 
-Test(tools, write_arrays_makes_the_directory_and_meta) {
+Test(bench, write_arrays_makes_the_directory_and_meta) {
   char sub[512], p[600], err[256];
   snprintf(sub, sizeof sub, "%s/a/b", dir);
   const float x[2] = {1, 2};
@@ -219,7 +219,7 @@ static int parse_args(bench_preset_sel *s, int argc, const char **args) {
   return 0;
 }
 
-Test(tools, presets_lists_all_and_flags) {
+Test(bench, presets_lists_all_and_flags) {
   bench_preset_sel s;
   const char *a1[] = {"x", "--preset", "large,smoke,large", "--s1", "3"};
   cr_assert_eq(parse_args(&s, 5, a1), 0);
@@ -245,7 +245,7 @@ Test(tools, presets_lists_all_and_flags) {
   cr_assert_str_eq(bench_preset_name(&ttable, &s, 0), "smoke");
 }
 
-Test(tools, presets_refuse_bad_names_and_numbers) {
+Test(bench, presets_refuse_bad_names_and_numbers) {
   bench_preset_sel s;
   const char *bad[][3] = {{"x", "--preset", "huge"},  {"x", "--preset", "smoke,"},
                     {"x", "--s1", "0"},         {"x", "--s1", "101"},
@@ -258,7 +258,7 @@ Test(tools, presets_refuse_bad_names_and_numbers) {
   cr_assert_eq(parse_args(&s, 2, missing), -1);
 }
 
-Test(tools, case_paths) {
+Test(bench, case_paths) {
   char b[256];
   cr_assert_eq(bench_case_path(b, sizeof b, "t.json", "medium", 0, 0), 0);
   cr_assert_str_eq(b, "t.json");
@@ -271,7 +271,7 @@ Test(tools, case_paths) {
   cr_assert_eq(bench_case_path(b, 8, "long/path", "small", 1, 1), -1);
 }
 
-Test(tools, stats_and_seeded_inputs) {
+Test(bench, stats_and_seeded_inputs) {
   double v[5] = {5, 1, 4, 2, 3};
   bench_stats s = bench_stats_of(v, 5);
   cr_assert_eq(s.median, 3);
@@ -313,7 +313,7 @@ static int mark_rows(void *ctx, int64_t r0, int64_t r1, char *msg,
   return 0;
 }
 
-Test(tools, parallel_rows_covers_each_row_once_and_reports_failures) {
+Test(bench, parallel_rows_covers_each_row_once_and_reports_failures) {
   rows_ctx c;
   char msg[128];
   for (int threads = 1; threads <= 4; threads++) {

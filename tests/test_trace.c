@@ -1,0 +1,117 @@
+/* scheduler: what a traced run of an executable records (the task graph's
+ * traces are tested in test_runtime.c): the time of every instruction of
+ * every task, the summary's time per label and instruction, and the
+ * metadata pto-trace reads (workload, config, tile shapes, windows). */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef PTO_TSAN_SHIM
+#include "tests/tsan_shim.h"
+#else
+#include <criterion/criterion.h>
+#endif
+
+#include "pto/pto.h"
+
+/* A matmul labelled "mm" (cube tile 32x32x32) into a softmax. */
+static pto_program *matmul_softmax(void) {
+  pto_program *p = pto_program_new("softmax_mm");
+  const int64_t sa[2] = {96, 64}, sb[2] = {64, 80};
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, sa);
+  pto_tensor *b = pto_input(p, "b", PTO_F32, 2, sb);
+  pto_program_set_vec_tile(p, 16, 32);
+  pto_program_set_cube_tile(p, 32, 32, 32);
+  pto_program_push_label(p, "mm");
+  pto_tensor *c = pto_matmul(p, a, b, 0);
+  pto_program_pop_label(p);
+  pto_program_push_label(p, "softmax");
+  pto_output(p, pto_softmax(p, pto_muls(p, c, 0.125)), "y");
+  pto_program_pop_label(p);
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  return p;
+}
+
+/* A traced run of an executable times every instruction: per task, ns per
+ * opcode within the task's duration; the summary gains time per label and
+ * instruction; the trace records the workload, config, tiles and windows. */
+Test(scheduler, trace_of_an_executable_times_its_instructions, .timeout = 60) {
+  pto_program *p = matmul_softmax();
+  static float a[96 * 64], b[64 * 80], y[96 * 80];
+  for (int i = 0; i < 96 * 64; i++)
+    a[i] = (float)(i % 7) * 0.1f;
+  for (int i = 0; i < 64 * 80; i++)
+    b[i] = (float)(i % 5) * 0.1f;
+  const void *in[] = {a, b};
+  void *out[] = {y};
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  pto_machine m;
+  pto_machine_host(&m);
+  m.workers[0] = m.workers[1] = 2;
+  m.shared = 1;
+  pto_runtime_params prm = pto_runtime_params_default();
+  prm.machine = &m;
+  prm.trace = 1;
+  pto_runtime *rt = NULL;
+  cr_assert_eq(pto_runtime_new(&prm, &rt), PTO_OK);
+  for (int rep = 0; rep < 2; rep++) /* the second run's trace replaces */
+    cr_assert_eq(pto_runtime_run(rt, e, in, out), PTO_OK);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&buf, &len);
+  cr_assert_eq(pto_executable_trace_summary(e, mem), PTO_OK);
+  fclose(mem);
+  cr_expect(strstr(buf, "instruction") && strstr(buf, "TMATMUL") &&
+                strstr(buf, "(executor)") && strstr(buf, "softmax"),
+            "%s", buf);
+  free(buf);
+  char path[] = "/tmp/pto_trace_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert(fd >= 0);
+  close(fd);
+  cr_assert_eq(pto_executable_write_trace(e, path), PTO_OK);
+  json_error_t err;
+  json_t *root = json_load_file(path, 0, &err);
+  cr_assert_not_null(root, "%s", err.text);
+  json_t *pto = json_object_get(root, "pto");
+  const char *prog = json_string_value(
+      json_object_get(json_object_get(pto, "workload"), "program"));
+  cr_expect(prog && !strcmp(prog, "softmax_mm"), "workload %s", prog);
+  cr_expect_eq(json_integer_value(json_object_get(pto, "tasks")),
+               pto_executable_num_tasks(e));
+  int mm_tile = 0;
+  size_t i;
+  json_t *x;
+  json_array_foreach(json_object_get(pto, "tiles"), i, x) {
+    json_t *t = json_object_get(x, "tile");
+    mm_tile |= !strcmp(json_string_value(json_object_get(x, "label")), "mm") &&
+               json_array_size(t) == 3 &&
+               json_integer_value(json_array_get(t, 0)) == 32;
+  }
+  cr_expect(mm_tile, "the matmul's cube tile is recorded");
+  cr_expect(
+      json_is_object(json_object_get(json_object_get(pto, "config"), "knobs")));
+  size_t n_x = 0;
+  json_array_foreach(json_object_get(root, "traceEvents"), i, x) {
+    if (strcmp(json_string_value(json_object_get(x, "ph")), "X"))
+      continue;
+    n_x++;
+    json_t *args = json_object_get(x, "args"), *v;
+    const char *op;
+    double sum = 0, dur = json_number_value(json_object_get(x, "dur")) * 1e3;
+    json_object_foreach(json_object_get(args, "ops"), op, v) sum +=
+        (double)json_integer_value(v);
+    cr_expect(sum > 0 && sum <= dur + 1.5, "task %zu: %g ns of %g", n_x, sum,
+              dur);
+    cr_expect(json_array_size(json_object_get(args, "windows")) >= 1);
+  }
+  cr_expect_eq(n_x, pto_executable_num_tasks(e));
+  json_decref(root);
+  unlink(path);
+  pto_runtime_free(rt);
+  pto_executable_free(e);
+  pto_program_free(p);
+}
