@@ -2760,6 +2760,91 @@ Test(tileops, simd_stress_sort, .fini = free_all, .timeout = 600) {
     }
 }
 
+/* Top-k values for the stress: sort_fill's ties and specials, any bit
+ * pattern, and (masked) many -inf; `spread` values over a narrow range (one
+ * top byte, so the radix select refines through every byte). */
+static void topk_fill(rng *r, pto_tile *v, int masked, int spread) {
+  pto_tile *ix = tile_new(PTO_I32, v->rows, v->cols, v->valid_rows,
+                          v->valid_cols, 0);
+  sort_fill(r, v, ix, 0);
+  for (uint32_t i = 0; i < v->valid_rows; i++)
+    for (uint32_t j = 0; j < v->valid_cols; j++) {
+      uint32_t k = below(r, 8);
+      if (spread && k < 6)
+        setf(v, i, j, 1.0f + (float)below(r, 1u << 20) * 0x1p-23f);
+      else if (k == 6)
+        setf(v, i, j, nasty_f32(r));
+      if (masked && below(r, 3) == 0)
+        setf(v, i, j, -INFINITY);
+    }
+}
+
+Test(tileops, simd_stress_topk, .fini = free_all, .timeout = 600) {
+  char ctx[160];
+  for (uint32_t w = 1; w <= 70; w++)
+    for (int masked = 0; masked < 2; masked++) {
+      rng r = rng_seed(seed_of(w, masked, 2, 9));
+      const uint32_t rows = 1 + w % 3;
+      pto_tile *v = tile_new(PTO_F32, rows, w + 3, rows, w, 0xff);
+      topk_fill(&r, v, masked, (int)(w % 2));
+      const uint32_t kks[] = {1, w / 3 + 1, w, w + 4};
+      for (size_t ki = 0; ki < 4; ki++) {
+        const uint32_t kk = kks[ki];
+        if (!masked && kk > w)
+          continue;
+        pto_targs a = {0};
+        a.src[0] = v;
+        a.dst[0] = dst_new(PTO_F32, rows, kk + 5, rows, kk);
+        a.dst[1] = dst_new(PTO_I32, rows, kk + 5, rows, kk);
+        a.imm[0] = (int32_t)(w * 3) - 50;
+        a.imm[1] = masked;
+        snprintf(ctx, sizeof ctx, "TTOPK %ux%u k %u%s", rows, w, kk,
+                 masked ? " masked" : "");
+        stress_run(PTO_OP_TTOPK, &a, 0, ctx);
+        /* the selection, as runs, merged back */
+        for (uint32_t run = 1; run <= w; run = run * 2 + 1) {
+          if ((w + run - 1) / run > 4)
+            continue;
+          pto_tile *sv = tile_clone(v);
+          pto_tile *si = tile_new(PTO_I32, rows, w + 3, rows, w, 0x7f);
+          for (uint32_t i = 0; i < rows; i++)
+            for (uint32_t j = 0; j < w; j++)
+              seti(si, i, j, (int32_t)below(&r, 2 * w) - 3); /* some equal */
+          topk_sort_runs(sv, si, run, masked);
+          pto_targs m = a;
+          m.src[0] = sv;
+          m.src[1] = si;
+          m.imm[0] = (int32_t)run;
+          snprintf(ctx, sizeof ctx, "TMRGTOPK %ux%u runs of %u k %u%s", rows,
+                   w, run, kk, masked ? " masked" : "");
+          stress_run(PTO_OP_TMRGTOPK, &m, 0, ctx);
+        }
+      }
+      free_all();
+    }
+  /* long rows: every byte of the select, the sort's buffer exceeded */
+  static const uint32_t longs[][2] = {
+      {1024, 512}, {3001, 100}, {5000, 4500}, {8192, 2048}, {700, 700}};
+  for (size_t k = 0; k < sizeof longs / sizeof longs[0]; k++)
+    for (int masked = 0; masked < 2; masked++)
+      for (int spread = 0; spread < 2; spread++) {
+        rng r = rng_seed(seed_of((int)k, masked, spread, 19));
+        const uint32_t w = longs[k][0], kk = longs[k][1], rows = 2;
+        pto_tile *v = tile_new(PTO_F32, rows, w + 7, rows, w, 0xff);
+        topk_fill(&r, v, masked, spread);
+        pto_targs a = {0};
+        a.src[0] = v;
+        a.dst[0] = dst_new(PTO_F32, rows, kk + 1, rows, kk);
+        a.dst[1] = dst_new(PTO_I32, rows, kk + 1, rows, kk);
+        a.imm[0] = 7;
+        a.imm[1] = masked;
+        snprintf(ctx, sizeof ctx, "TTOPK %ux%u k %u%s%s", rows, w, kk,
+                 masked ? " masked" : "", spread ? " narrow" : "");
+        stress_run(PTO_OP_TTOPK, &a, 0, ctx);
+        free_all();
+      }
+}
+
 /* ---- pto__tileop_check rejects bad operands ---------------------------------
  */
 
