@@ -9,138 +9,9 @@
 #include <string.h>
 
 #include "core/custom.h"
-
-/* A tensor view right-aligned into 4 dims: [b0, b1, rows, cols]; padded
- * leading dims have extent 1. */
-typedef struct view4 {
-  uint32_t storage;
-  pto_dtype dtype;
-  int64_t off;
-  int64_t shape[4], stride[4];
-} view4;
-
-static view4 view_of(const pto_tensor *t) {
-  view4 v;
-  v.storage = t->root->id;
-  v.dtype = t->root->dtype;
-  v.off = t->offset;
-  int pad = 4 - t->ndim;
-  for (int d = 0; d < 4; d++) {
-    v.shape[d] = d < pad ? 1 : t->shape[d - pad];
-    v.stride[d] = d < pad ? 0 : t->stride[d - pad];
-  }
-  return v;
-}
-
-/* A tile position in an output's 4-D space. */
-typedef struct tpos {
-  int64_t b[2], r0, c0, nr, nc;
-} tpos;
-
-/* The window of v matching pos, with broadcasting: an axis of extent 1 maps
- * every coordinate to 0 and every extent to 1. */
-static pto_gref window(const view4 *v, const tpos *p) {
-  pto_gref g;
-  g.storage = v->storage;
-  g.dtype = v->dtype;
-  g.offset = v->off;
-  for (int d = 0; d < 2; d++)
-    g.offset += (v->shape[d] == 1 ? 0 : p->b[d]) * v->stride[d];
-  int64_t r0 = v->shape[2] == 1 ? 0 : p->r0, c0 = v->shape[3] == 1 ? 0 : p->c0;
-  g.offset += r0 * v->stride[2] + c0 * v->stride[3];
-  g.rows = v->shape[2] == 1 ? 1 : p->nr;
-  g.cols = v->shape[3] == 1 ? 1 : p->nc;
-  g.rs = v->stride[2];
-  g.cs = v->stride[3];
-  return g;
-}
-
-static pto_dtype compute_dtype(pto_dtype dt) {
-  return dt == PTO_I32 ? PTO_I32 : PTO_F32;
-}
-
-static uint32_t clamp_tile(uint32_t t, int64_t extent) {
-  return t == 0 || t > extent ? (uint32_t)extent : t;
-}
+#include "core/tiler.h"
 
 /* ---- emission ----------------------------------------------------------- */
-
-typedef struct tiler {
-  pto_tgraph *tg;
-  const pto_program *p;
-  int failed;
-} tiler;
-
-static uint32_t new_val(tiler *t, pto_dtype dt, uint32_t rows, uint32_t cols,
-                        int64_t vr, int64_t vc) {
-  pto_tgraph *tg = t->tg;
-  if (pto__grow((void **)&tg->vals, sizeof *tg->vals, &tg->cap_vals,
-                tg->n_vals + 1)) {
-    t->failed = 1;
-    return 0;
-  }
-  pto_tval *v = &tg->vals[tg->n_vals];
-  v->dtype = dt;
-  v->rows = rows;
-  v->cols = cols;
-  v->vrows = (uint32_t)vr;
-  v->vcols = (uint32_t)vc;
-  return tg->n_vals++;
-}
-
-static pto_tinst *emit(tiler *t, int op) {
-  pto_tgraph *tg = t->tg;
-  if (pto__grow((void **)&tg->insts, sizeof *tg->insts, &tg->cap_insts,
-                tg->n_insts + 1)) {
-    t->failed = 1;
-    static pto_tinst sink;
-    return &sink;
-  }
-  pto_tinst *in = &tg->insts[tg->n_insts++];
-  memset(in, 0, sizeof *in);
-  in->op = op;
-  const pto_insn_info *info = pto__insn_info(op);
-  in->n_src = info->n_src;
-  in->n_dst = info->n_dst;
-  return in;
-}
-
-static void unit_begin(tiler *t, uint32_t node, pto_core_type core) {
-  pto_tgraph *tg = t->tg;
-  if (pto__grow((void **)&tg->units, sizeof *tg->units, &tg->cap_units,
-                tg->n_units + 1)) {
-    t->failed = 1;
-    return;
-  }
-  pto_unit *u = &tg->units[tg->n_units++];
-  u->node = node;
-  u->first = tg->n_insts;
-  u->core = core;
-}
-
-static void unit_end(tiler *t) {
-  if (!t->failed) {
-    pto_unit *u = &t->tg->units[t->tg->n_units - 1];
-    u->count = t->tg->n_insts - u->first;
-  }
-}
-
-/* TLOAD a window into a new tile of capacity rows x cols. */
-static uint32_t load(tiler *t, const pto_gref *g, uint32_t rows,
-                     uint32_t cols) {
-  uint32_t v = new_val(t, compute_dtype(g->dtype), rows, cols, g->rows,
-                       g->cols);
-  pto_tinst *in = emit(t, PTO_OP_TLOAD);
-  in->dst[0] = v;
-  in->g = *g;
-  return v;
-}
-
-static void store(tiler *t, uint32_t v, const pto_gref *g) {
-  pto_tinst *in = emit(t, PTO_OP_TSTORE);
-  in->src[0] = v;
-  in->g = *g;
-}
 
 /* dst = op(srcs) with dst shaped like the tile value `like`. */
 static uint32_t compute(tiler *t, int op, pto_dtype dt, uint32_t like, int n,
@@ -440,59 +311,6 @@ static void tile_matmul(tiler *t, const pto_node *n, const pto_tile_shape *ts) {
   }
 }
 
-/* Top-k over the last axis: one unit per row block sorts whole rows (TSORT32
- * runs of 32, TMRGSORT 4-way until one run) and keeps the first k. */
-static void tile_topk(tiler *t, const pto_node *n, uint32_t tr) {
-  view4 in = view_of(n->in[0]), ov = view_of(n->out[0]),
-        oi = view_of(n->out[1]);
-  int64_t N = in.shape[3], k = n->ival;
-  tr = clamp_tile(tr, in.shape[2]);
-  FOR_TILES(ov.shape, tr, (uint32_t)k, pos) {
-    unit_begin(t, n->id, PTO_CORE_VECTOR);
-    tpos ip = pos;
-    ip.c0 = 0;
-    ip.nc = N;
-    pto_gref g = window(&in, &ip);
-    uint32_t v = load(t, &g, tr, (uint32_t)N);
-    uint32_t ix = new_val(t, PTO_I32, tr, (uint32_t)N, pos.nr, N);
-    pto_tinst *ins = emit(t, PTO_OP_TCI);
-    ins->dst[0] = ix;
-    int32_t run = 32;
-    int op = PTO_OP_TSORT32;
-    for (;;) {
-      uint32_t sv = new_val(t, PTO_F32, tr, (uint32_t)N, pos.nr, N);
-      uint32_t si = new_val(t, PTO_I32, tr, (uint32_t)N, pos.nr, N);
-      ins = emit(t, op);
-      ins->src[0] = v;
-      ins->src[1] = ix;
-      ins->dst[0] = sv;
-      ins->dst[1] = si;
-      if (op == PTO_OP_TMRGSORT) {
-        ins->imm[0] = run;
-        ins->imm[1] = 4;
-        run *= 4;
-      }
-      v = sv;
-      ix = si;
-      if (run >= N)
-        break;
-      op = PTO_OP_TMRGSORT;
-    }
-    uint32_t res[2] = {v, ix};
-    const view4 *outs[2] = {&ov, &oi};
-    for (int i = 0; i < 2; i++) {
-      uint32_t e = new_val(t, i ? PTO_I32 : PTO_F32, tr, (uint32_t)k, pos.nr,
-                           k);
-      ins = emit(t, PTO_OP_TEXTRACT);
-      ins->src[0] = res[i];
-      ins->dst[0] = e;
-      pto_gref og = window(outs[i], &pos);
-      store(t, e, &og);
-    }
-    unit_end(t);
-  }
-}
-
 /* Gather: out [S..., L, D] tiles over (index rows, D columns). */
 static void tile_gather(tiler *t, const pto_node *n, uint32_t tr,
                         uint32_t tc) {
@@ -656,7 +474,7 @@ pto_status pto__tile(pto_tgraph *tg, const pto_program *p,
       tile_matmul(&t, n, &ts);
       break;
     case PTO_TC_TOPK:
-      tile_topk(&t, n, ts.vec_rows);
+      pto__tile_topk(&t, n, &ts);
       break;
     case PTO_TC_GATHER:
       tile_gather(&t, n, ts.vec_rows, ts.vec_cols);
@@ -713,12 +531,46 @@ void pto__tgraph_free(pto_tgraph *tg) {
   free(tg->units);
   free(tg->node_tile);
   free(tg->out_storage);
+  free(tg->scratch);
   memset(tg, 0, sizeof *tg);
 }
 
-int64_t pto__storage_bytes(const pto_tgraph *tg, uint32_t s) {
+/* The scratch storage s is, or NULL. */
+static const pto_tscratch *scratch_of(const pto_tgraph *tg, uint32_t s) {
+  const uint32_t first = tg->prog->n_tensors + tg->prog->n_outputs;
+  return s >= first && s - first < tg->n_scratch ? &tg->scratch[s - first]
+                                                 : NULL;
+}
+
+/* The tensor storage s holds (a root, or an output copied), or NULL. */
+static const pto_tensor *tensor_of(const pto_tgraph *tg, uint32_t s) {
   const pto_program *p = tg->prog;
-  const pto_tensor *t =
-      s < p->n_tensors ? p->tensors[s] : p->outputs[s - p->n_tensors];
-  return pto_tensor_numel(t) * (int64_t)pto_dtype_size(t->dtype);
+  if (s < p->n_tensors)
+    return p->tensors[s];
+  return s - p->n_tensors < p->n_outputs ? p->outputs[s - p->n_tensors] : NULL;
+}
+
+int64_t pto__storage_bytes(const pto_tgraph *tg, uint32_t s) {
+  const pto_tscratch *x = scratch_of(tg, s);
+  const pto_tensor *t = tensor_of(tg, s);
+  if (x)
+    return x->elems * (int64_t)pto_dtype_size(x->dtype);
+  return t ? pto_tensor_numel(t) * (int64_t)pto_dtype_size(t->dtype) : 0;
+}
+
+pto_dtype pto__storage_dtype(const pto_tgraph *tg, uint32_t s) {
+  const pto_tscratch *x = scratch_of(tg, s);
+  const pto_tensor *t = tensor_of(tg, s);
+  return x ? x->dtype : t ? t->dtype : PTO_DTYPE_COUNT;
+}
+
+const char *pto__storage_name(const pto_tgraph *tg, uint32_t s) {
+  const pto_program *p = tg->prog;
+  const pto_tscratch *x = scratch_of(tg, s);
+  if (x)
+    return x->name;
+  if (s < p->n_tensors)
+    return p->tensors[s]->name;
+  return s - p->n_tensors < p->n_outputs ? p->output_names[s - p->n_tensors]
+                                         : "?";
 }

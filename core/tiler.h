@@ -1,0 +1,163 @@
+/* core/tiler.h (internal): what the tilers share: tensor views as 4-D
+ * windows, and the emission of tile values, instructions and units into a
+ * tile graph (core/tiling.c for most ops, core/tiling_topk.c for top-k). */
+#ifndef PTO_CORE_TILER_H
+#define PTO_CORE_TILER_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "core/tilegraph.h"
+
+/* A tensor view right-aligned into 4 dims: [b0, b1, rows, cols]; padded
+ * leading dims have extent 1. */
+typedef struct view4 {
+  uint32_t storage;
+  pto_dtype dtype;
+  int64_t off;
+  int64_t shape[4], stride[4];
+} view4;
+
+static inline view4 view_of(const pto_tensor *t) {
+  view4 v;
+  v.storage = t->root->id;
+  v.dtype = t->root->dtype;
+  v.off = t->offset;
+  int pad = 4 - t->ndim;
+  for (int d = 0; d < 4; d++) {
+    v.shape[d] = d < pad ? 1 : t->shape[d - pad];
+    v.stride[d] = d < pad ? 0 : t->stride[d - pad];
+  }
+  return v;
+}
+
+/* A tile position in an output's 4-D space. */
+typedef struct tpos {
+  int64_t b[2], r0, c0, nr, nc;
+} tpos;
+
+/* The window of v matching pos, with broadcasting: an axis of extent 1 maps
+ * every coordinate to 0 and every extent to 1. */
+static inline pto_gref window(const view4 *v, const tpos *p) {
+  pto_gref g;
+  g.storage = v->storage;
+  g.dtype = v->dtype;
+  g.offset = v->off;
+  for (int d = 0; d < 2; d++)
+    g.offset += (v->shape[d] == 1 ? 0 : p->b[d]) * v->stride[d];
+  int64_t r0 = v->shape[2] == 1 ? 0 : p->r0, c0 = v->shape[3] == 1 ? 0 : p->c0;
+  g.offset += r0 * v->stride[2] + c0 * v->stride[3];
+  g.rows = v->shape[2] == 1 ? 1 : p->nr;
+  g.cols = v->shape[3] == 1 ? 1 : p->nc;
+  g.rs = v->stride[2];
+  g.cs = v->stride[3];
+  return g;
+}
+
+static inline pto_dtype compute_dtype(pto_dtype dt) {
+  return dt == PTO_I32 ? PTO_I32 : PTO_F32;
+}
+
+static inline uint32_t clamp_tile(uint32_t t, int64_t extent) {
+  return t == 0 || t > extent ? (uint32_t)extent : t;
+}
+
+typedef struct tiler {
+  pto_tgraph *tg;
+  const pto_program *p;
+  int failed;
+} tiler;
+
+static inline uint32_t new_val(tiler *t, pto_dtype dt, uint32_t rows,
+                               uint32_t cols, int64_t vr, int64_t vc) {
+  pto_tgraph *tg = t->tg;
+  if (pto__grow((void **)&tg->vals, sizeof *tg->vals, &tg->cap_vals,
+                tg->n_vals + 1)) {
+    t->failed = 1;
+    return 0;
+  }
+  pto_tval *v = &tg->vals[tg->n_vals];
+  v->dtype = dt;
+  v->rows = rows;
+  v->cols = cols;
+  v->vrows = (uint32_t)vr;
+  v->vcols = (uint32_t)vc;
+  return tg->n_vals++;
+}
+
+static inline pto_tinst *emit(tiler *t, int op) {
+  pto_tgraph *tg = t->tg;
+  if (pto__grow((void **)&tg->insts, sizeof *tg->insts, &tg->cap_insts,
+                tg->n_insts + 1)) {
+    t->failed = 1;
+    static pto_tinst sink;
+    return &sink;
+  }
+  pto_tinst *in = &tg->insts[tg->n_insts++];
+  memset(in, 0, sizeof *in);
+  in->op = op;
+  const pto_insn_info *info = pto__insn_info(op);
+  in->n_src = info->n_src;
+  in->n_dst = info->n_dst;
+  return in;
+}
+
+static inline void unit_begin(tiler *t, uint32_t node, pto_core_type core) {
+  pto_tgraph *tg = t->tg;
+  if (pto__grow((void **)&tg->units, sizeof *tg->units, &tg->cap_units,
+                tg->n_units + 1)) {
+    t->failed = 1;
+    return;
+  }
+  pto_unit *u = &tg->units[tg->n_units++];
+  u->node = node;
+  u->first = tg->n_insts;
+  u->core = core;
+}
+
+static inline void unit_end(tiler *t) {
+  if (!t->failed) {
+    pto_unit *u = &t->tg->units[t->tg->n_units - 1];
+    u->count = t->tg->n_insts - u->first;
+  }
+}
+
+/* A new scratch storage of elems elements for node's units (core/
+ * tilegraph.h): its storage id, or PTO_NONE when out of memory. */
+static inline uint32_t scratch(tiler *t, pto_dtype dt, int64_t elems,
+                               uint32_t node, const char *name) {
+  pto_tgraph *tg = t->tg;
+  if (pto__grow((void **)&tg->scratch, sizeof *tg->scratch, &tg->cap_scratch,
+                tg->n_scratch + 1)) {
+    t->failed = 1;
+    return PTO_NONE;
+  }
+  pto_tscratch *x = &tg->scratch[tg->n_scratch++];
+  x->dtype = dt;
+  x->elems = elems;
+  x->node = node;
+  x->name = name;
+  return tg->n_storages++;
+}
+
+/* TLOAD a window into a new tile of capacity rows x cols. */
+static inline uint32_t load(tiler *t, const pto_gref *g, uint32_t rows,
+                            uint32_t cols) {
+  uint32_t v =
+      new_val(t, compute_dtype(g->dtype), rows, cols, g->rows, g->cols);
+  pto_tinst *in = emit(t, PTO_OP_TLOAD);
+  in->dst[0] = v;
+  in->g = *g;
+  return v;
+}
+
+static inline void store(tiler *t, uint32_t v, const pto_gref *g) {
+  pto_tinst *in = emit(t, PTO_OP_TSTORE);
+  in->src[0] = v;
+  in->g = *g;
+}
+
+/* Top-k (core/tiling_topk.c): node n under tile shape ts. */
+void pto__tile_topk(tiler *t, const pto_node *n, const pto_tile_shape *ts);
+
+#endif /* PTO_CORE_TILER_H */
