@@ -302,7 +302,8 @@ static void check_topk(int64_t b, int64_t rows, int64_t n, int64_t k,
   const int64_t shape[3] = {b, rows, n};
   pto_tensor *x = pto_input(p, "x", PTO_F32, 3, shape), *idx = NULL;
   pto_program_set_vec_tile(p, tr, tc);
-  pto_tensor *v = pto_topk(p, x, k, &idx);
+  pto_tensor *v = masked ? pto_topk_masked(p, x, k, &idx)
+                         : pto_topk(p, x, k, &idx);
   pto_output(p, v, "values");
   pto_output(p, idx, "indices");
   cr_assert_eq(pto_program_status(p), PTO_OK, "%s: %s", what,
@@ -372,6 +373,18 @@ Test(partitioner, topk_tiles_match_eval, .timeout = 120) {
   check_topk(2, 5, 1000, 7, 0, 2, 64, 2);
   check_topk(1, 3, 1000, 30, 0, 3, 25, 3);
   check_topk(1, 9, 5000, 300, 0, 4, 512, 4);
+}
+
+Test(partitioner, topk_masked_tiles_match_eval, .timeout = 120) {
+  static const uint32_t tl[][2] = {{16, 32}, {13, 37}, {1, 8}, {0, 0}, {5, 7}};
+  /* k past the row (every row padded), past a block, equal to the row */
+  static const int64_t ks[] = {1, 20, 96, 130};
+  for (size_t i = 0; i < sizeof tl / sizeof tl[0]; i++)
+    for (size_t j = 0; j < sizeof ks / sizeof ks[0]; j++)
+      check_topk(1, 48, 96, ks[j], 1, tl[i][0], tl[i][1],
+                 (unsigned)(i * 5 + j + 100));
+  check_topk(2, 5, 1000, 250, 1, 3, 100, 5);
+  check_topk(1, 7, 300, 700, 1, 2, 64, 6);
 }
 
 /* No unit holds a whole row: the selection reads blocks of the tile's
