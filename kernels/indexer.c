@@ -108,12 +108,6 @@ pto_tensor *pto_indexer(pto_program *p, pto_tensor *q, pto_tensor *k,
   pto_indexer_dims d = {0, 0, 0, 0, 0};
   if (check_inputs(p, q, k, w, prm, &d))
     return NULL;
-  if (prm->topk > d.s2) {
-    pto_program_fail(p, PTO_ENOTSUP, OP,
-                     "topk %" PRId64 " > S2 %" PRId64 " is not supported yet",
-                     prm->topk, d.s2);
-    return NULL;
-  }
   pto_program_push_label(p, "indexer");
   /* score = colsum over heads of w * ReLU(q k^T): [B,S1,H,S2] -> [B,S1,S2] */
   pto_program_push_tile(p, tile_set(&prm->qk_tile) ? &prm->qk_tile : NULL);
@@ -138,11 +132,10 @@ pto_tensor *pto_indexer(pto_program *p, pto_tensor *q, pto_tensor *k,
         p, pto_iota(p, PTO_I32, 2, col, d.s2 - d.s1), 0, 1);
     s = pto_select(p, pto_cmp(p, j, lim, PTO_CMP_LE), s, neg_inf);
   }
+  /* keys the mask hid (-inf) are never selected; the slots past the
+   * visible keys (topk may exceed S2) are -inf / -1 */
   pto_tensor *idx = NULL;
-  pto_tensor *v = pto_topk(p, s, prm->topk, &idx);
-  /* keys the mask hid are padding: -1 */
-  pto_tensor *pad = pto_full(p, PTO_I32, 1, (const int64_t[]){1}, -1);
-  idx = pto_select(p, pto_cmp(p, v, neg_inf, PTO_CMP_EQ), pad, idx);
+  pto_tensor *v = pto_topk_masked(p, s, prm->topk, &idx);
   pto_program_pop_label(p);
   pto_program_pop_tile(p);
   pto_program_pop_label(p);
