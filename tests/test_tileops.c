@@ -2822,9 +2822,12 @@ Test(tileops, simd_stress_topk, .fini = free_all, .timeout = 600) {
       }
       free_all();
     }
-  /* long rows: every byte of the select, the sort's buffer exceeded */
-  static const uint32_t longs[][2] = {
-      {1024, 512}, {3001, 100}, {5000, 4500}, {8192, 2048}, {700, 700}};
+  /* long rows: sampled thresholds, samples that collect too much (ties),
+   * whole short rows, exact selections byte by byte, more kept than the
+   * stack buffer holds */
+  static const uint32_t longs[][2] = {{1024, 512},  {3001, 100}, {5000, 4500},
+                                      {8192, 2048}, {700, 700},  {5000, 3000},
+                                      {6000, 1000}, {9000, 4200}};
   for (size_t k = 0; k < sizeof longs / sizeof longs[0]; k++)
     for (int masked = 0; masked < 2; masked++)
       for (int spread = 0; spread < 2; spread++) {
@@ -2843,6 +2846,25 @@ Test(tileops, simd_stress_topk, .fini = free_all, .timeout = 600) {
         stress_run(PTO_OP_TTOPK, &a, 0, ctx);
         free_all();
       }
+  /* a row of one value with a few above it: a sampled threshold at that
+   * value collects the whole row, more than the buffer, and the exact
+   * selection takes over */
+  for (int masked = 0; masked < 2; masked++) {
+    rng r = rng_seed(seed_of(masked, 0, 3, 29));
+    const uint32_t w = 6000, kk = 100;
+    pto_tile *v = tile_new(PTO_F32, 1, w, 1, w, 0xff);
+    for (uint32_t j = 0; j < w; j++)
+      setf(v, 0, j, below(&r, 100) ? 1.0f : below(&r, 2) ? 2.0f : NAN);
+    pto_targs a = {0};
+    a.src[0] = v;
+    a.dst[0] = dst_new(PTO_F32, 1, kk, 1, kk);
+    a.dst[1] = dst_new(PTO_I32, 1, kk, 1, kk);
+    a.imm[1] = masked;
+    snprintf(ctx, sizeof ctx, "TTOPK 1x%u k %u, one value%s", w, kk,
+             masked ? " masked" : "");
+    stress_run(PTO_OP_TTOPK, &a, 0, ctx);
+    free_all();
+  }
 }
 
 /* ---- pto__tileop_check rejects bad operands ---------------------------------

@@ -5,14 +5,15 @@
  * intrinsic. Defines topk_install(), which overrides the two entries.
  *
  * Both rank by one signed 32-bit key per value (topk_key): larger keys
- * rank first, and equal keys tie on the index. TTOPK is a radix select
- * (Alverson-style MSD over the key's bytes: a histogram of the top byte of
- * every key, then of the next byte of the keys left in the threshold's
- * bucket, ...) that finds the kk-th key T of the row in at most 4 scans,
- * collects the keys above T and the first keys equal to T in column order,
- * and sorts only those kk by an LSD radix sort (stable, so equal keys stay
- * in index order). TMRGTOPK merges the heads of its runs by 64-bit keys
- * (value key, then index). Results are the reference's bit for bit. */
+ * rank first, and equal keys tie on the index. TTOPK (topk_row) never sorts
+ * a row: a threshold from a sample of the row's vectors lets one pass of
+ * vector compares collect the few candidates that reach it (about k plus
+ * 3 sigma), and an MSD radix sort orders just the first k of them, stably
+ * (ties stay in column, hence index, order). Rows the sample cannot serve
+ * fall back to collecting a short row whole, or to an exact radix select
+ * (byte histograms of the whole row). TMRGTOPK merges the heads of its
+ * runs by 64-bit keys (value key, then index). Results are the
+ * reference's bit for bit. Stack: about 100 KiB (TTOPK's buffers). */
 #ifndef PTO_TILEOPS_TOPK_KERNELS_H
 #define PTO_TILEOPS_TOPK_KERNELS_H
 
@@ -116,34 +117,58 @@ static inline int32_t topk_sk_key(uint32_t sk) {
   return (int32_t)(~sk ^ 0x80000000u);
 }
 
+/* The f32 value whose key is k, for a key of a number (not NaN, not
+ * excluded): keys of numbers compare as their values do. */
+static inline float topk_key_value(int32_t k) {
+  const uint32_t u = (uint32_t)k;
+  return pto__f32_from_bits(u ^ ((uint32_t)(k >> 31) >> 1));
+}
+
 /* Appends (sort key, column) of the row's keys above ts and of the first
  * `need` keys equal to ts (UINT32_MAX: every one), in column order, a set
  * bit of each vector's hits at a time. More than cap: stops, returning
- * cap + 1. *n_valid, when not NULL, gets the entries not excluded. */
+ * cap + 1. *n_valid, when not NULL, gets the entries not excluded. When
+ * ts is a number's key, a vector's hits are one compare of its values
+ * (x >= the value of ts: -0 == +0 and NaN fails, as the keys rank), and
+ * only hits get a key. */
 static uint32_t topk_collect(const float *xp, uint32_t vc, int masked,
                              int32_t ts, uint32_t need, uint32_t cap,
                              uint32_t *K, int32_t *C, uint32_t *n_valid) {
+  const float tf = topk_key_value(ts);
+  const int by_value = ts > KEY_NAN && !(masked && tf == -INFINITY);
+  const vf tv = vf_set(tf), ninf = vf_set(-INFINITY);
   const vi t = vi_set(ts), excl = vi_set(KEY_EXCL);
   uint32_t m = 0, nv = 0;
   int32_t kk[VL];
-  FOR_KEYS(xp, vc, masked, c, n, k, {
+  for (uint32_t c = 0; c < vc; c += VL) {
+    const uint32_t n = vc - c < VL ? vc - c : VL;
     const unsigned lanes = (1u << n) - 1;
-    if (n_valid)
-      nv += (uint32_t)__builtin_popcount(vb_bits(vi_gt(k, excl)) & lanes);
-    unsigned hit = vb_bits(vb_or(vi_gt(k, t), vi_eq(k, t))) & lanes;
-    if (!hit)
-      continue;
-    vi_st(kk, k);
+    const vf x = ldf(xp + c, n);
+    unsigned hit;
+    if (by_value) {
+      hit = vb_bits(vf_cmp(x, tv, _CMP_GE_OQ)) & lanes;
+      if (n_valid)
+        nv += (uint32_t)__builtin_popcount(
+            vb_bits(vf_cmp(x, ninf, _CMP_NEQ_UQ)) & lanes);
+    } else {
+      const vi k = topk_keyv(x, masked);
+      hit = vb_bits(vb_or(vi_gt(k, t), vi_eq(k, t))) & lanes;
+      if (n_valid)
+        nv += (uint32_t)__builtin_popcount(vb_bits(vi_gt(k, excl)) & lanes);
+      if (hit)
+        vi_st(kk, k);
+    }
     for (; hit; hit &= hit - 1) {
       const unsigned l = (unsigned)__builtin_ctz(hit);
-      if (kk[l] == ts && !(need && need--))
+      const int32_t k = by_value ? topk_key(xp[c + l], masked) : kk[l];
+      if (k == ts && !(need && need--))
         continue;
       if (m == cap)
         return cap + 1;
-      K[m] = topk_sk(kk[l]);
+      K[m] = topk_sk(k);
       C[m++] = (int32_t)(c + l);
     }
-  })
+  }
   if (n_valid)
     *n_valid = nv;
   return m;
@@ -235,56 +260,8 @@ static int32_t topk_sample(const float *xp, uint32_t vc, uint32_t kk,
   return t == UINT32_MAX ? KEY_EXCL : topk_sk_key(t);
 }
 
-/* Sorts m (K, C) pairs by K ascending, stably, ping-ponging with (K2,
- * C2): LSD radix over the bits in which the keys differ from the least (a
- * selection's keys span a few binades: often 25 bits), in p = ceil(bits /
- * 11) passes of equal width, all p histograms taken in one read. Returns
- * 1 when the result ended in K2, C2. */
-static int topk_radix_sort(uint32_t *K, int32_t *C, uint32_t *K2, int32_t *C2,
-                           uint32_t m) {
-  uint32_t lo = UINT32_MAX, hi = 0;
-  for (uint32_t i = 0; i < m; i++) {
-    lo = K[i] < lo ? K[i] : lo;
-    hi = K[i] > hi ? K[i] : hi;
-  }
-  if (m < 2 || lo == hi)
-    return 0;
-  const int bits = 32 - __builtin_clz(hi - lo);
-  const int p = (bits + 10) / 11, w = (bits + p - 1) / p;
-  const uint32_t mask = (1u << w) - 1;
-  uint32_t cnt[3][1u << 11];
-  memset(cnt, 0, sizeof cnt);
-  for (uint32_t i = 0; i < m; i++) {
-    const uint32_t x = K[i] - lo;
-    for (int d = 0; d < p; d++)
-      cnt[d][(x >> (w * d)) & mask]++;
-  }
-  uint32_t *sk = K, *dk = K2;
-  int32_t *sc = C, *dc = C2;
-  for (int d = 0; d < p; d++) {
-    uint32_t *at = cnt[d], sum = 0; /* counts -> first positions */
-    for (uint32_t b = 0; b <= mask; b++) {
-      const uint32_t n = at[b];
-      at[b] = sum;
-      sum += n;
-    }
-    for (uint32_t i = 0; i < m; i++) {
-      const uint32_t q = at[((sk[i] - lo) >> (w * d)) & mask]++;
-      dk[q] = sk[i];
-      dc[q] = sc[i];
-    }
-    uint32_t *tk = sk;
-    int32_t *tc = sc;
-    sk = dk;
-    sc = dc;
-    dk = tk;
-    dc = tc;
-  }
-  return p & 1;
-}
-
 /* (K, C) pairs in place by (K, C) ascending: the sort for more pairs than
- * the radix sort's buffer holds. Heapsort: no buffer. */
+ * topk_row's buffers hold. Heapsort: no buffer. */
 static int topk_pair_less(const uint32_t *K, const int32_t *C, uint32_t i,
                           uint32_t j) {
   return K[i] != K[j] ? K[i] < K[j] : C[i] < C[j];
@@ -321,71 +298,140 @@ static void topk_heap_sort(uint32_t *K, int32_t *C, uint32_t m) {
   }
 }
 
-/* The first m of cnt candidates (BK, BC) in rank order, kept in column
- * order into (K, C); tmp: topk_kth's buffer (cnt entries). */
-static void topk_pick(const uint32_t *BK, const int32_t *BC, uint32_t cnt,
-                      uint32_t m, uint32_t *tmp, uint32_t *K, int32_t *C) {
-  uint32_t eq;
-  const uint32_t t = topk_kth(BK, cnt, m, tmp, &eq);
-  for (uint32_t i = 0, j = 0; i < cnt; i++)
-    if (BK[i] < t || (BK[i] == t && eq && eq--)) {
-      K[j] = BK[i];
-      C[j++] = BC[i];
+/* Buckets per pass of topk_msd: 2^11. */
+#define TOPK_BUCKET_BITS 11
+/* Ranges this short are insertion-sorted. */
+#define TOPK_LEAF 32
+
+/* Insertion sort of n entries x into b, each inserted as it is copied
+ * (x may be b: entry i is read before position i is written): stable. */
+static inline void topk_leaf(const uint32_t *xk, const int32_t *xc,
+                             uint32_t *bk, int32_t *bc, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) {
+    const uint32_t k = xk[i];
+    const int32_t c = xc[i];
+    uint32_t j = i;
+    for (; j > 0 && bk[j - 1] > k; j--) {
+      bk[j] = bk[j - 1];
+      bc[j] = bc[j - 1];
     }
+    bk[j] = k;
+    bc[j] = c;
+  }
+}
+
+/* Orders n (key, column) entries x into b (the same positions), by key
+ * ascending and stably (equal keys keep their order), where only the first
+ * `need` positions must be right (1 <= need <= n <= TOPK_BUF); y is
+ * scratch of n entries. x may be b. MSD radix: the keys minus the least,
+ * in about n buckets (at most 2^11) by their top bits; the entries of the
+ * buckets
+ * that start before `need` are scattered to y (the others dropped) and
+ * each such bucket is ordered the same way from y, with x as its scratch;
+ * a range of at most TOPK_LEAF entries, or of equal keys, is
+ * insertion-sorted into b. A level takes log2(n) (at least 6: n > 32)
+ * bits of the keys' spread, 8 KiB of stack. */
+static void topk_msd(uint32_t *xk, int32_t *xc, uint32_t *yk, int32_t *yc,
+                     uint32_t *bk, int32_t *bc, uint32_t n, uint32_t need) {
+  uint32_t lo = UINT32_MAX, hi = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    lo = xk[i] < lo ? xk[i] : lo;
+    hi = xk[i] > hi ? xk[i] : hi;
+  }
+  if (n <= TOPK_LEAF || lo == hi) { /* equal keys: already in order */
+    topk_leaf(xk, xc, bk, bc, n);
+    return;
+  }
+  /* about one bucket per entry, at most 2^11 */
+  const int want = 32 - __builtin_clz(n - 1) < TOPK_BUCKET_BITS
+                       ? 32 - __builtin_clz(n - 1)
+                       : TOPK_BUCKET_BITS;
+  const int bits = 32 - __builtin_clz(hi - lo);
+  const int shift = bits > want ? bits - want : 0;
+  const uint32_t nb = ((hi - lo) >> shift) + 1;
+  uint16_t at[1u << TOPK_BUCKET_BITS], len[1u << TOPK_BUCKET_BITS];
+  memset(len, 0, nb * sizeof *len);
+  for (uint32_t i = 0; i < n; i++)
+    len[(xk[i] - lo) >> shift]++;
+  uint32_t last = 0; /* buckets [0, last] start before need */
+  for (uint32_t b = 0, sum = 0; b < nb && sum < need; b++) {
+    at[b] = (uint16_t)sum;
+    sum += len[b];
+    last = b;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    const uint32_t b = (xk[i] - lo) >> shift;
+    if (b <= last) {
+      const uint32_t q = at[b]++;
+      yk[q] = xk[i];
+      yc[q] = xc[i];
+    }
+  }
+  for (uint32_t b = 0; b <= last; b++) {
+    const uint32_t nn = len[b], s0 = at[b] - nn; /* at[b]: its end now */
+    const uint32_t nd = need - s0 < nn ? need - s0 : nn;
+    if (nn > TOPK_LEAF)
+      topk_msd(yk + s0, yc + s0, xk + s0, xc + s0, bk + s0, bc + s0, nn, nd);
+    else if (nn)
+      topk_leaf(yk + s0, yc + s0, bk + s0, bc + s0, nn);
+  }
 }
 
 /* One row of TTOPK: the row xp[0..vc) into dv[0..kk), di[0..kk). The
- * selection is collected, sorted and written out in the destination rows
- * (sort keys in dv's bytes, columns in di), with a stack buffer B:
- *  - sampled: the keys that reach a sampled threshold go to B, the first m
- *    of them to dv/di (topk_pick), sorted with B as the radix sort's other
- *    buffer. One vector pass over the row;
- *  - exact, when the sample does not apply or misses: the m-th key by
- *    histograms of the whole row (topk_hist_top, topk_hist_next), then
- *    the keys above it and the first equal to it. Up to five passes. */
+ * candidates go to a stack buffer A in column order:
+ *  - sampled: those that reach a sampled threshold (one vector pass);
+ *  - a short row (at most TOPK_BUF) the sample does not serve: all of it;
+ *  - else exactly the m best, the m-th key found by histograms of the
+ *    whole row (topk_hist_top, topk_hist_next: up to five passes).
+ * topk_msd orders the first m of them (into buffer B) and they are
+ * written out. More than TOPK_BUF kept: collected into the
+ * destination rows (sort keys in dv's bytes, columns in di) and
+ * heap-sorted. Stack: two buffers of TOPK_BUF pairs, 64 KiB. */
 static void topk_row(const float *xp, uint32_t vc, uint32_t kk, int masked,
                      int32_t base, float *dv, int32_t *di, pto_pf *pf) {
-  uint32_t *K = (uint32_t *)(void *)dv, BK[TOPK_BUF];
-  int32_t *C = di, BC[TOPK_BUF];
-  uint32_t m = 0, n_valid = vc, done = 0;
-  if (!masked && kk == vc) { /* every entry */
-    m = topk_collect(xp, vc, masked, KEY_EXCL, 0, kk, K, C, NULL);
-    done = 1;
-  }
-  const int32_t ts = done ? KEY_EXCL : topk_sample(xp, vc, kk, masked);
+  uint32_t AK[TOPK_BUF], BK[TOPK_BUF], *K = AK;
+  int32_t AC[TOPK_BUF], BC[TOPK_BUF], *C = AC;
+  uint32_t m = 0, n_valid = vc, cnt = TOPK_BUF + 1;
+  const int32_t ts = !masked && kk == vc ? KEY_EXCL
+                                         : topk_sample(xp, vc, kk, masked);
   if (ts != KEY_EXCL) {
-    const uint32_t cnt = topk_collect(xp, vc, masked, ts, UINT32_MAX, TOPK_BUF,
-                                      BK, BC, masked ? &n_valid : NULL);
+    cnt = topk_collect(xp, vc, masked, ts, UINT32_MAX, TOPK_BUF, AK, AC,
+                       masked ? &n_valid : NULL);
     m = kk < n_valid ? kk : n_valid;
-    if (cnt >= m && cnt <= TOPK_BUF) {
-      uint32_t tmp[TOPK_BUF];
-      topk_pick(BK, BC, cnt, m, tmp, K, C);
-      done = 1;
-    }
+    if (cnt < m)
+      cnt = TOPK_BUF + 1; /* the sample missed */
   }
-  if (!done) {
+  if (cnt > TOPK_BUF && vc <= TOPK_BUF) { /* every entry not excluded */
+    cnt = topk_collect(xp, vc, masked, KEY_EXCL, 0, TOPK_BUF, AK, AC, NULL);
+    m = kk < cnt ? kk : cnt;
+  }
+  if (cnt > TOPK_BUF) { /* the m-th key, one byte at a time */
     uint32_t hist[256];
     n_valid = topk_hist_top(xp, vc, masked, hist, pf);
     m = kk < n_valid ? kk : n_valid;
-    if (m == n_valid) { /* every entry not excluded */
-      m = topk_collect(xp, vc, masked, KEY_EXCL, 0, kk, K, C, NULL);
-    } else { /* the m-th key, one byte at a time */
-      uint32_t rem = m, prefix = topk_digit(hist, &rem);
+    uint32_t rem = 0, prefix = 0; /* (the key KEY_EXCL): all not excluded */
+    if (m < n_valid) {
+      rem = m;
+      prefix = topk_digit(hist, &rem);
       for (int shift = 16; shift >= 0; shift -= 8) {
         topk_hist_next(xp, vc, masked, prefix, shift, hist);
         prefix = prefix << 8 | topk_digit(hist, &rem);
       }
-      m = topk_collect(xp, vc, masked, (int32_t)(prefix ^ 0x80000000u), rem,
-                       kk, K, C, NULL);
+    }
+    const int32_t t = (int32_t)(prefix ^ 0x80000000u);
+    if (m <= TOPK_BUF) {
+      cnt = topk_collect(xp, vc, masked, t, rem, TOPK_BUF, AK, AC, NULL);
+    } else {
+      K = (uint32_t *)(void *)dv;
+      C = di;
+      topk_collect(xp, vc, masked, t, rem, m, K, C, NULL);
+      topk_heap_sort(K, C, m);
     }
   }
-  if (m <= TOPK_BUF) {
-    if (topk_radix_sort(K, C, BK, BC, m)) {
-      K = BK;
-      C = BC;
-    }
-  } else {
-    topk_heap_sort(K, C, m);
+  if (m && m <= TOPK_BUF) {
+    topk_msd(AK, AC, BK, BC, BK, BC, cnt, m);
+    K = BK;
+    C = BC;
   }
   /* K, C may be dv, di themselves: read slot j before writing it */
   for (uint32_t j = 0; j < m; j++) {
