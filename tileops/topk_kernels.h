@@ -303,13 +303,13 @@ static void topk_heap_sort(uint32_t *K, int32_t *C, uint32_t m) {
 /* Ranges this short are insertion-sorted. */
 #define TOPK_LEAF 32
 
-/* Insertion sort of n entries x into b, each inserted as it is copied
- * (x may be b: entry i is read before position i is written): stable. */
-static inline void topk_leaf(const uint32_t *xk, const int32_t *xc,
-                             uint32_t *bk, int32_t *bc, uint32_t n) {
-  for (uint32_t i = 0; i < n; i++) {
-    const uint32_t k = xk[i];
-    const int32_t c = xc[i];
+/* Insertion sort of n entries in place: stable, O(n + inversions). */
+static void topk_insertion(uint32_t *bk, int32_t *bc, uint32_t n) {
+  for (uint32_t i = 1; i < n; i++) {
+    const uint32_t k = bk[i];
+    if (bk[i - 1] <= k)
+      continue;
+    const int32_t c = bc[i];
     uint32_t j = i;
     for (; j > 0 && bk[j - 1] > k; j--) {
       bk[j] = bk[j - 1];
@@ -320,61 +320,63 @@ static inline void topk_leaf(const uint32_t *xk, const int32_t *xc,
   }
 }
 
-/* Orders n (key, column) entries x into b (the same positions), by key
- * ascending and stably (equal keys keep their order), where only the first
- * `need` positions must be right (1 <= need <= n <= TOPK_BUF); y is
- * scratch of n entries. x may be b. MSD radix: the keys minus the least,
- * in about n buckets (at most 2^11) by their top bits; the entries of the
- * buckets
- * that start before `need` are scattered to y (the others dropped) and
- * each such bucket is ordered the same way from y, with x as its scratch;
- * a range of at most TOPK_LEAF entries, or of equal keys, is
- * insertion-sorted into b. A level takes log2(n) (at least 6: n > 32)
- * bits of the keys' spread, 8 KiB of stack. */
-static void topk_msd(uint32_t *xk, int32_t *xc, uint32_t *yk, int32_t *yc,
-                     uint32_t *bk, int32_t *bc, uint32_t n, uint32_t need) {
+/* Orders n (key, column) entries b in place, by key ascending and stably
+ * (equal keys keep their order), where only the first `need` positions
+ * must be right (1 <= need <= n <= TOPK_BUF); s is scratch of n entries.
+ * MSD radix: the keys minus the least, in about n / 2 buckets (at most
+ * 2^11) by their top bits; the entries of the buckets that start before
+ * `need` are scattered to s (the others dropped) and copied back; each
+ * bucket of more than TOPK_LEAF entries is ordered the same way, and one
+ * insertion sort over them all then orders the short buckets (it moves an
+ * entry only within its bucket). A range of equal keys is in order. A
+ * level takes at least 4 bits of the keys' spread, 8 KiB of stack. What
+ * lies past the first `need` positions is undefined. */
+static void topk_msd(uint32_t *bk, int32_t *bc, uint32_t *sk, int32_t *sc,
+                     uint32_t n, uint32_t need) {
   uint32_t lo = UINT32_MAX, hi = 0;
   for (uint32_t i = 0; i < n; i++) {
-    lo = xk[i] < lo ? xk[i] : lo;
-    hi = xk[i] > hi ? xk[i] : hi;
+    lo = bk[i] < lo ? bk[i] : lo;
+    hi = bk[i] > hi ? bk[i] : hi;
   }
-  if (n <= TOPK_LEAF || lo == hi) { /* equal keys: already in order */
-    topk_leaf(xk, xc, bk, bc, n);
+  if (lo == hi)
+    return;
+  if (n <= TOPK_LEAF) {
+    topk_insertion(bk, bc, n);
     return;
   }
-  /* about one bucket per entry, at most 2^11 */
-  const int want = 32 - __builtin_clz(n - 1) < TOPK_BUCKET_BITS
-                       ? 32 - __builtin_clz(n - 1)
-                       : TOPK_BUCKET_BITS;
+  const int log2n = 32 - __builtin_clz(n - 1);
+  const int want = log2n - 1 < TOPK_BUCKET_BITS ? log2n - 1 : TOPK_BUCKET_BITS;
   const int bits = 32 - __builtin_clz(hi - lo);
   const int shift = bits > want ? bits - want : 0;
   const uint32_t nb = ((hi - lo) >> shift) + 1;
   uint16_t at[1u << TOPK_BUCKET_BITS], len[1u << TOPK_BUCKET_BITS];
   memset(len, 0, nb * sizeof *len);
   for (uint32_t i = 0; i < n; i++)
-    len[(xk[i] - lo) >> shift]++;
-  uint32_t last = 0; /* buckets [0, last] start before need */
-  for (uint32_t b = 0, sum = 0; b < nb && sum < need; b++) {
-    at[b] = (uint16_t)sum;
-    sum += len[b];
+    len[(bk[i] - lo) >> shift]++;
+  uint32_t last = 0, e = 0; /* buckets [0, last] start before need */
+  for (uint32_t b = 0; b < nb && e < need; b++) {
+    at[b] = (uint16_t)e;
+    e += len[b];
     last = b;
   }
   for (uint32_t i = 0; i < n; i++) {
-    const uint32_t b = (xk[i] - lo) >> shift;
+    const uint32_t b = (bk[i] - lo) >> shift;
     if (b <= last) {
       const uint32_t q = at[b]++;
-      yk[q] = xk[i];
-      yc[q] = xc[i];
+      sk[q] = bk[i];
+      sc[q] = bc[i];
     }
   }
-  for (uint32_t b = 0; b <= last; b++) {
-    const uint32_t nn = len[b], s0 = at[b] - nn; /* at[b]: its end now */
-    const uint32_t nd = need - s0 < nn ? need - s0 : nn;
-    if (nn > TOPK_LEAF)
-      topk_msd(yk + s0, yc + s0, xk + s0, xc + s0, bk + s0, bc + s0, nn, nd);
-    else if (nn)
-      topk_leaf(yk + s0, yc + s0, bk + s0, bc + s0, nn);
-  }
+  memcpy(bk, sk, e * sizeof *bk);
+  memcpy(bc, sc, e * sizeof *bc);
+  for (uint32_t b = 0; b <= last; b++)
+    if (len[b] > TOPK_LEAF) {
+      const uint32_t s0 = at[b] - len[b]; /* at[b]: its end now */
+      topk_msd(bk + s0, bc + s0, sk + s0, sc + s0, len[b],
+               need - s0 < len[b] ? need - s0 : len[b]);
+    }
+  /* a last bucket ordered above holds only its first need - start right */
+  topk_insertion(bk, bc, len[last] > TOPK_LEAF ? need : e);
 }
 
 /* One row of TTOPK: the row xp[0..vc) into dv[0..kk), di[0..kk). The
@@ -383,7 +385,7 @@ static void topk_msd(uint32_t *xk, int32_t *xc, uint32_t *yk, int32_t *yc,
  *  - a short row (at most TOPK_BUF) the sample does not serve: all of it;
  *  - else exactly the m best, the m-th key found by histograms of the
  *    whole row (topk_hist_top, topk_hist_next: up to five passes).
- * topk_msd orders the first m of them (into buffer B) and they are
+ * topk_msd orders the first m of them (with buffer B) and they are
  * written out. More than TOPK_BUF kept: collected into the
  * destination rows (sort keys in dv's bytes, columns in di) and
  * heap-sorted. Stack: two buffers of TOPK_BUF pairs, 64 KiB. */
@@ -428,11 +430,8 @@ static void topk_row(const float *xp, uint32_t vc, uint32_t kk, int masked,
       topk_heap_sort(K, C, m);
     }
   }
-  if (m && m <= TOPK_BUF) {
-    topk_msd(AK, AC, BK, BC, BK, BC, cnt, m);
-    K = BK;
-    C = BC;
-  }
+  if (m && m <= TOPK_BUF)
+    topk_msd(AK, AC, BK, BC, cnt, m); /* K, C are AK, AC */
   /* K, C may be dv, di themselves: read slot j before writing it */
   for (uint32_t j = 0; j < m; j++) {
     const int32_t c = C[j];
