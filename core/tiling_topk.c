@@ -3,15 +3,19 @@
  *
  * Level 0: each vector tile {tr rows, tc cols} of the input is one unit,
  * TLOAD then TTOPK, keeping the min(k, block) best of its block of each
- * row, sorted, with the block's column indices. A row's candidates are laid
- * out block after block in a scratch storage (values f32, indices i32): runs
- * of a = min(k, tc) columns, the last run possibly shorter.
+ * row, sorted, with their columns in the block as indices. A row's
+ * candidates are laid out block after block in a scratch storage (values
+ * f32, indices i32): runs of a = min(k, tc) columns, the last run possibly
+ * shorter.
  *
  * Level L + 1: each unit loads 4 consecutive runs of level L (one window)
  * and TMRGTOPK keeps the first min(k, their entries): runs of min(k, 4a),
- * again laid out back to back in a scratch storage of that level. The level
- * with a single group stores k columns (pto_topk_masked pads them) to the
- * outputs. A unit reads only its own runs, so the task graph's
+ * again laid out back to back in a scratch storage of that level; run j's
+ * indices gain j times the columns a run of level L covers, so they count
+ * from the first column of the 4 runs. The level with a single group
+ * stores k columns (pto_topk_masked pads them) to the outputs, its indices
+ * counting from column 0. Indices relative to the unit's own columns make
+ * every unit of a level (but a short last one) the same program. A unit reads only its own runs, so the task graph's
  * read-after-write edges let it start once its four producers are done,
  * and the levels spread over the vector workers; every level has its own
  * scratch, so no unit overwrites what another still reads.
@@ -73,10 +77,12 @@ static void store_pair(tiler *t, const view4 *ov, const view4 *oi,
 }
 
 /* A TTOPK or TMRGTOPK with sources src (n of them) into new (value, index)
- * tiles of capacity rows x cap, valid nr x kk. */
+ * tiles of capacity rows x cap, valid nr x kk; imm[0] = imm0, mode masked,
+ * scalar s. */
 static void select_pair(tiler *t, int op, const uint32_t *src, int n,
                         uint32_t rows, uint32_t cap, int64_t nr, int64_t kk,
-                        int32_t imm0, int masked, uint32_t *v, uint32_t *x) {
+                        int32_t imm0, int masked, double s, uint32_t *v,
+                        uint32_t *x) {
   *v = new_val(t, PTO_F32, rows, cap, nr, kk);
   *x = new_val(t, PTO_I32, rows, cap, nr, kk);
   pto_tinst *in = emit(t, op);
@@ -86,6 +92,7 @@ static void select_pair(tiler *t, int op, const uint32_t *src, int n,
   in->dst[1] = *x;
   in->imm[0] = imm0;
   in->imm[1] = masked;
+  in->s = s;
 }
 
 /* New scratch storages for a level of `width` candidate columns per row. */
@@ -123,7 +130,7 @@ void pto__tile_topk(tiler *t, const pto_node *n, const pto_tile_shape *ts) {
   /* level 0: runs of a (the last of last), in `width` columns per row */
   int64_t a = k < tc ? k : tc, last = N - (nb - 1) * (int64_t)tc;
   last = k < last ? k : last;
-  int64_t runs = nb, width = (nb - 1) * a + last;
+  int64_t runs = nb, width = (nb - 1) * a + last, cover = tc;
   const topk_dest out = {0, 0, 0};
   topk_dest dst = nb == 1 ? out : new_level(t, n, &rs, width);
   const uint32_t cap0 = nb == 1 ? (uint32_t)k : (uint32_t)a;
@@ -137,8 +144,8 @@ void pto__tile_topk(tiler *t, const pto_node *n, const pto_tile_shape *ts) {
       const uint32_t x = load(t, &g, tr, tc);
       const int64_t kk = nb == 1 ? k : j + 1 < nb ? a : last;
       uint32_t v, ix;
-      select_pair(t, PTO_OP_TTOPK, &x, 1, tr, cap0, pos.nr, kk,
-                  (int32_t)ip.c0, masked, &v, &ix);
+      select_pair(t, PTO_OP_TTOPK, &x, 1, tr, cap0, pos.nr, kk, 0, masked, 0,
+                  &v, &ix);
       store_pair(t, &ov, &oi, &dst, &rs, &pos, j * a, kk, v, ix);
       unit_end(t);
     }
@@ -172,7 +179,7 @@ void pto__tile_topk(tiler *t, const pto_node *n, const pto_tile_shape *ts) {
         const int64_t kk = gi + 1 < groups ? b : blast;
         uint32_t v, ix;
         select_pair(t, PTO_OP_TMRGTOPK, ins, 2, mr, capo, pos.nr, kk,
-                    (int32_t)a, masked, &v, &ix);
+                    (int32_t)a, masked, (double)cover, &v, &ix);
         store_pair(t, &ov, &oi, &dst, &rs, &pos, gi * b, kk, v, ix);
         unit_end(t);
       }
@@ -180,5 +187,6 @@ void pto__tile_topk(tiler *t, const pto_node *n, const pto_tile_shape *ts) {
     runs = groups;
     a = b;
     width = nwidth;
+    cover *= 4;
   }
 }

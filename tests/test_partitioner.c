@@ -388,9 +388,9 @@ Test(partitioner, topk_masked_tiles_match_eval, .timeout = 120) {
 }
 
 /* No unit holds a whole row: the selection reads blocks of the tile's
- * columns and a merge 4 runs of candidates; and each first-level merge
- * waits for exactly its own 4 blocks, so merges start before a row is
- * done. */
+ * columns and a merge 4 runs of candidates; each first-level merge waits
+ * for exactly its own 4 blocks, so merges start before a row is done; and
+ * the units of a level are one program. */
 Test(partitioner, topk_is_incremental, .timeout = 60) {
   pto_program *p = pto_program_new("topk");
   const int64_t shape[2] = {16, 4096};
@@ -419,6 +419,10 @@ Test(partitioner, topk_is_incremental, .timeout = 60) {
   cr_expect_eq(selects, 64);
   cr_expect_eq(merges, 8 * (4 + 1));
   cr_expect_eq(tg->n_scratch, 4, "values and indices of 2 levels");
+  /* indices relative to each unit's columns: one program per level */
+  pto_exe_stats st;
+  cr_assert_eq(pto_executable_stats(e, &st), PTO_OK);
+  cr_expect_eq(st.programs, 3, "selection, first and last merge");
   /* predecessors of each task, from the successor lists */
   const uint32_t nt = pto_executable_num_tasks(e);
   uint32_t *npred = calloc(nt, sizeof *npred);

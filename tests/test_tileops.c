@@ -2028,18 +2028,20 @@ static void drive_mrgtopk(int op, const oracle_case *oc) {
           pto_tile *dv = dst_new(PTO_F32, s->rows, cap, s->vr, kk);
           pto_tile *di = dst_new(PTO_I32, s->rows, cap, s->vr, kk);
           pto_tile *wv = tile_clone(dv), *wi = tile_clone(di);
-          /* merging sorted runs of distinct indices = ranking the row */
+          /* run j's indices + j * off; merging sorted runs of distinct
+           * indices = ranking the row (off 3000 keeps them distinct) */
+          const uint32_t off = ki % 2 ? 3000 : 0;
           pair *p = keep(malloc(s->vc * sizeof *p));
           for (uint32_t i = 0; i < s->vr; i++) {
             for (uint32_t c = 0; c < s->vc; c++) {
               p[c].v = getf(v, i, c);
-              p[c].i = geti(ix, i, c);
+              p[c].i = geti(ix, i, c) + (int32_t)(c / run * off);
             }
             o_emit(wv, wi, i, p, o_rank(p, s->vc, masked), kk);
           }
           char what[64];
-          snprintf(what, sizeof what, "k %u, runs of %u%s", kk, run,
-                   masked ? ", masked" : "");
+          snprintf(what, sizeof what, "k %u, runs of %u, offset %u%s", kk, run,
+                   off, masked ? ", masked" : "");
           const char *ctx = ctx_of(op, what, PTO_F32, s);
           pto_targs a = {0};
           a.dst[0] = dv;
@@ -2048,6 +2050,7 @@ static void drive_mrgtopk(int op, const oracle_case *oc) {
           a.src[1] = ix;
           a.imm[0] = (int32_t)run;
           a.imm[1] = masked;
+          a.s = off;
           run_ok(op, &a, ctx);
           expect_tile(ctx, dv, wv, NULL, NULL);
           expect_tile(ctx, di, wi, NULL, NULL);
@@ -2815,6 +2818,7 @@ Test(tileops, simd_stress_topk, .fini = free_all, .timeout = 600) {
           m.src[0] = sv;
           m.src[1] = si;
           m.imm[0] = (int32_t)run;
+          m.s = run % 3 ? (double)run : 0; /* sometimes ties across runs */
           snprintf(ctx, sizeof ctx, "TMRGTOPK %ux%u runs of %u k %u%s", rows,
                    w, run, kk, masked ? " masked" : "");
           stress_run(PTO_OP_TMRGTOPK, &m, 0, ctx);
@@ -3416,6 +3420,14 @@ Test(tileops, check_topk_operands, .fini = free_all) {
   expect_reject(PTO_OP_TMRGTOPK, &s, PTO_EINVAL, "50", "runs of 12");
   s.imm[0] = 0;
   expect_reject(PTO_OP_TMRGTOPK, &s, PTO_EINVAL, "imm[0] = 0", NULL);
+  s.imm[0] = 13;
+  s.s = 2.5; /* the index offset per run: an integer >= 0 */
+  expect_reject(PTO_OP_TMRGTOPK, &s, PTO_EINVAL, "s = 2.5", NULL);
+  s.s = -1;
+  expect_reject(PTO_OP_TMRGTOPK, &s, PTO_EINVAL, "s = -1", NULL);
+  s.s = 50;
+  expect_accept(PTO_OP_TMRGTOPK, &s);
+  s.s = 0;
   /* indices past INT32_MAX */
   s.imm[0] = INT32_MAX - 49;
   expect_accept(PTO_OP_TTOPK, &s);

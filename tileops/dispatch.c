@@ -650,6 +650,10 @@ static int check_topk(const chk *k, int merge, const pto_targs *a) {
                 "src0 valid cols %" PRIu32 " in runs of %" PRId32
                 " are more than 4 runs",
                 vc, a->imm[0]);
+  if (!(a->s >= 0 && a->s <= INT32_MAX && a->s == (double)(int64_t)a->s))
+    return fail(k, PTO_EINVAL,
+                "index offset per run s = %g is not an integer in [0, %d]",
+                a->s, INT32_MAX);
   return PTO_OK;
 }
 

@@ -76,7 +76,8 @@
  *  - immediates [EINVAL]: TCMP imm[0] < PTO_CMP_MODE_COUNT; TMRGSORT
  *    imm[0] >= 1 and imm[1] in 2..4; TTOPK/TMRGTOPK mode imm[1] 0 or 1;
  *    TTOPK imm[0] + src0 valid cols - 1 <= INT32_MAX; TMRGTOPK run length
- *    imm[0] >= 1 and at most 4 runs in src0's valid cols.
+ *    imm[0] >= 1, at most 4 runs in src0's valid cols, and index offset
+ *    per run s an integer in [0, INT32_MAX].
  *  - TTOPK/TMRGTOPK shapes [ESHAPE]: dst0 and dst1 one valid shape with
  *    src0's valid rows, TMRGTOPK src1 of src0's valid shape; in mode 0
  *    dst0's valid cols <= src0's.

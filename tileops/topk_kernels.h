@@ -455,20 +455,20 @@ static int vec_TTOPK(int op, const pto_targs *a) {
 }
 
 /* TMRGTOPK: the runs' heads as 64-bit keys (value key inverted, then the
- * index), the least taken first, on a tie the earlier run. A run ends at
- * its end or, in the masked mode, at its first -inf (sorted runs hold the
- * excluded entries last). */
+ * index with its run's offset), the least taken first, on a tie the
+ * earlier run. A run ends at its end or, in the masked mode, at its first
+ * -inf (sorted runs hold the excluded entries last). */
 #define HEAD_DONE UINT64_MAX
 
 static inline uint64_t topk_head(const float *v, const int32_t *x, uint32_t c,
-                                 uint32_t end, int masked) {
+                                 uint32_t end, uint32_t off, int masked) {
   if (c == end)
     return HEAD_DONE;
   const int32_t k = topk_key(v[c], masked);
   if (k == KEY_EXCL)
     return HEAD_DONE;
   return (uint64_t)~((uint32_t)k ^ 0x80000000u) << 32 |
-         ((uint32_t)x[c] ^ 0x80000000u);
+         (((uint32_t)x[c] + off) ^ 0x80000000u);
 }
 
 static int vec_TMRGTOPK(int op, const pto_targs *a) {
@@ -476,20 +476,21 @@ static int vec_TMRGTOPK(int op, const pto_targs *a) {
   const pto_tile *sv = a->src[0], *si = a->src[1];
   pto_tile *dv = a->dst[0], *di = a->dst[1];
   const uint32_t vc = sv->valid_cols, kk = dv->valid_cols;
-  const uint32_t run = (uint32_t)a->imm[0];
+  const uint32_t run = (uint32_t)a->imm[0], off = (uint32_t)a->s;
   const int masked = a->imm[1] == 1;
   for (uint32_t r = 0; r < dv->valid_rows; r++) {
     const float *v = row_of(sv, r);
     const int32_t *x = row_of(si, r);
     float *restrict ov = row_of(dv, r);
     int32_t *restrict ox = row_of(di, r);
-    uint32_t at[4], end[4];
+    uint32_t at[4], end[4], o[4]; /* run k: [at, end), indices + o */
     uint64_t h[4];
     for (uint32_t k = 0; k < 4; k++) {
       const uint64_t lo = (uint64_t)k * run, hi = lo + run;
       at[k] = (uint32_t)(lo < vc ? lo : vc);
       end[k] = (uint32_t)(hi < vc ? hi : vc);
-      h[k] = topk_head(v, x, at[k], end[k], masked);
+      o[k] = k * off;
+      h[k] = topk_head(v, x, at[k], end[k], o[k], masked);
     }
     uint32_t j = 0;
     for (; j < kk; j++) {
@@ -500,8 +501,8 @@ static int vec_TMRGTOPK(int op, const pto_targs *a) {
         break;
       const uint32_t c = at[w]++;
       ov[j] = v[c];
-      ox[j] = x[c];
-      h[w] = topk_head(v, x, at[w], end[w], masked);
+      ox[j] = (int32_t)((uint32_t)x[c] + o[w]);
+      h[w] = topk_head(v, x, at[w], end[w], o[w], masked);
     }
     for (; j < kk; j++) { /* masked mode: padding */
       ov[j] = -INFINITY;
