@@ -15,10 +15,11 @@
  * from the first column of the 4 runs. The level with a single group
  * stores k columns (pto_topk_masked pads them) to the outputs, its indices
  * counting from column 0. Indices relative to the unit's own columns make
- * every unit of a level (but a short last one) the same program. A unit reads only its own runs, so the task graph's
- * read-after-write edges let it start once its four producers are done,
- * and the levels spread over the vector workers; every level has its own
- * scratch, so no unit overwrites what another still reads.
+ * every unit of a level (but a short last one) the same program. A unit reads
+ * only its own runs, so the task graph's read-after-write edges let it start
+ * once its four producers are done, and the levels spread over the vector
+ * workers; every level has its own scratch, so no unit overwrites what another
+ * still reads.
  *
  * A merge unit takes as many rows as keep its tiles within the bytes per
  * row of a level-0 unit times tr (a level-0 unit that fits the UB makes
@@ -37,12 +38,13 @@ typedef struct topk_rows {
 /* A window of scratch storage st (width columns per row) for the tile at
  * pos: its rows, columns [c0, c0 + nc). */
 static pto_gref scratch_window(uint32_t st, pto_dtype dt, int64_t width,
-                               const topk_rows *rs, const tpos *pos,
-                               int64_t c0, int64_t nc) {
+                               const topk_rows *rs, const tpos *pos, int64_t c0,
+                               int64_t nc) {
   pto_gref g;
   g.storage = st;
   g.dtype = dt;
-  g.offset = ((pos->b[0] * rs->b[1] + pos->b[1]) * rs->r + pos->r0) * width + c0;
+  g.offset =
+      ((pos->b[0] * rs->b[1] + pos->b[1]) * rs->r + pos->r0) * width + c0;
   g.rows = pos->nr;
   g.cols = nc;
   g.rs = width;
@@ -58,9 +60,8 @@ typedef struct topk_dest {
 } topk_dest;
 
 static void store_pair(tiler *t, const view4 *ov, const view4 *oi,
-                       const topk_dest *d, const topk_rows *rs,
-                       const tpos *pos, int64_t c0, int64_t nc, uint32_t v,
-                       uint32_t x) {
+                       const topk_dest *d, const topk_rows *rs, const tpos *pos,
+                       int64_t c0, int64_t nc, uint32_t v, uint32_t x) {
   pto_gref gv, gx;
   if (d->width) {
     gv = scratch_window(d->sv, PTO_F32, d->width, rs, pos, c0, nc);

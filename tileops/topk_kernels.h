@@ -51,7 +51,7 @@ ALWAYS_INLINE vi topk_keyv(vf x, int masked) {
 /* The keys of the row, a vector at a time: k for columns [c, c + n). */
 #define FOR_KEYS(xp, vc, masked, c, n, k, BODY)                                \
   for (uint32_t c = 0; c < (vc); c += VL) {                                    \
-    const uint32_t n = (vc) - c < VL ? (vc) - c : VL;                          \
+    const uint32_t n = (vc)-c < VL ? (vc)-c : VL;                              \
     const vi k = topk_keyv(ldf((xp) + c, n), masked);                          \
     BODY                                                                       \
   }
@@ -251,8 +251,8 @@ static int32_t topk_sample(const float *xp, uint32_t vc, uint32_t kk,
     return KEY_EXCL;
   uint32_t sk[TOPK_SAMPLE_MAX], tmp[TOPK_SAMPLE_MAX];
   for (uint32_t v = 0; v < ns; v++) {
-    const vi k = topk_keyv(vf_ld(xp + (size_t)((uint64_t)v * nvec / ns) * VL),
-                           masked);
+    const vi k =
+        topk_keyv(vf_ld(xp + (size_t)((uint64_t)v * nvec / ns) * VL), masked);
     vi_st((int32_t *)(sk + v * VL), vi_xor_(k, vi_set(0x7fffffff)));
   }
   uint32_t eq;
@@ -394,8 +394,8 @@ static void topk_row(const float *xp, uint32_t vc, uint32_t kk, int masked,
   uint32_t AK[TOPK_BUF], BK[TOPK_BUF], *K = AK;
   int32_t AC[TOPK_BUF], BC[TOPK_BUF], *C = AC;
   uint32_t m = 0, n_valid = vc, cnt = TOPK_BUF + 1;
-  const int32_t ts = !masked && kk == vc ? KEY_EXCL
-                                         : topk_sample(xp, vc, kk, masked);
+  const int32_t ts =
+      !masked && kk == vc ? KEY_EXCL : topk_sample(xp, vc, kk, masked);
   if (ts != KEY_EXCL) {
     cnt = topk_collect(xp, vc, masked, ts, UINT32_MAX, TOPK_BUF, AK, AC,
                        masked ? &n_valid : NULL);
@@ -467,7 +467,7 @@ static inline uint64_t topk_head(const float *v, const int32_t *x, uint32_t c,
   const int32_t k = topk_key(v[c], masked);
   if (k == KEY_EXCL)
     return HEAD_DONE;
-  return (uint64_t)~((uint32_t)k ^ 0x80000000u) << 32 |
+  return (uint64_t) ~((uint32_t)k ^ 0x80000000u) << 32 |
          (((uint32_t)x[c] + off) ^ 0x80000000u);
 }
 

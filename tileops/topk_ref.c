@@ -77,13 +77,18 @@ int pto__ref_ttopk(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
+/* The index of run k's entry at column c: src1's, plus k times the offset
+ * per run (i32, wrapping). */
+static int32_t run_index(const pto_tile *si, uint32_t r, uint32_t c, uint32_t k,
+                         uint32_t off) {
+  return (int32_t)((uint32_t)ldi(si, r, c) + k * off);
+}
+
 int pto__ref_tmrgtopk(int op, const pto_targs *a) {
   (void)op;
   const pto_tile *sv = a->src[0], *si = a->src[1];
   pto_tile *dv = a->dst[0], *di = a->dst[1];
   const uint64_t run = (uint64_t)a->imm[0], vc = sv->valid_cols;
-  /* the index of run k's entry at column c */
-#define INDEX(k, c) ((int32_t)((uint32_t)ldi(si, r, c) + (uint32_t)(k) * off))
   const uint32_t off = (uint32_t)a->s;
   for (uint32_t r = 0; r < dv->valid_rows; r++) {
     uint64_t head[4], end[4]; /* run k is [head[k], end[k]) */
@@ -101,8 +106,9 @@ int pto__ref_tmrgtopk(int op, const pto_targs *a) {
         const uint32_t c = (uint32_t)head[k];
         if (best >= 0) {
           const uint32_t b = (uint32_t)head[best];
-          if (!ranks_before(ldf(sv, r, c), INDEX(k, c), ldf(sv, r, b),
-                            INDEX(best, b)))
+          if (!ranks_before(
+                  ldf(sv, r, c), run_index(si, r, c, (uint32_t)k, off),
+                  ldf(sv, r, b), run_index(si, r, b, (uint32_t)best, off)))
             continue;
         }
         best = k;
@@ -113,10 +119,10 @@ int pto__ref_tmrgtopk(int op, const pto_targs *a) {
         continue;
       }
       stf(dv, r, j, ldf(sv, r, (uint32_t)head[best]));
-      sti(di, r, j, INDEX(best, (uint32_t)head[best]));
+      sti(di, r, j,
+          run_index(si, r, (uint32_t)head[best], (uint32_t)best, off));
       head[best]++;
     }
   }
-#undef INDEX
   return PTO_OK;
 }
