@@ -888,8 +888,8 @@ static pto_tensor *topk(pto_program *p, const char *op, pto_tensor *a,
   int64_t n = a->shape[a->ndim - 1];
   if (n > INT32_MAX)
     return fail(p, op, PTO_ESHAPE,
-                "%s has %" PRId64 " entries per row; i32 indices reach %d", D(a),
-                n, INT32_MAX);
+                "%s has %" PRId64 " entries per row; i32 indices reach %d",
+                D(a), n, INT32_MAX);
   if (!masked && (k < 1 || k > n))
     return fail(p, op, PTO_ERANGE,
                 "k = %" PRId64 " is outside [1, %" PRId64 "] for %s", k, n,

@@ -341,7 +341,8 @@ static void check_topk(int64_t b, int64_t rows, int64_t n, int64_t k,
       pto_runtime_free(rt);
     }
     for (int64_t j = 0; j < m * k; j++) {
-      int same = memcmp(&gv[j], &wv[j], 4) == 0 || (isnan(gv[j]) && isnan(wv[j]));
+      int same =
+          memcmp(&gv[j], &wv[j], 4) == 0 || (isnan(gv[j]) && isnan(wv[j]));
       cr_assert(same && gi[j] == wi[j],
                 "%s, run %d: row %ld slot %ld is (%.9g, %d), the evaluator "
                 "gives (%.9g, %d)",
@@ -385,6 +386,43 @@ Test(partitioner, topk_masked_tiles_match_eval, .timeout = 120) {
                  (unsigned)(i * 5 + j + 100));
   check_topk(2, 5, 1000, 250, 1, 3, 100, 5);
   check_topk(1, 7, 300, 700, 1, 2, 64, 6);
+}
+
+/* A producer whose tiles are the selection's blocks fuses with it (the
+ * score never reaches global memory), and the result is the evaluator's. */
+Test(partitioner, topk_fuses_with_its_producer, .timeout = 60) {
+  pto_program *p = pto_program_new("topk");
+  const int64_t shape[2] = {12, 1000};
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 2, shape), *idx = NULL;
+  pto_program_set_vec_tile(p, 4, 128);
+  pto_tensor *v = pto_topk_masked(p, pto_muls(p, x, -2.0), 50, &idx);
+  pto_output(p, v, "values");
+  pto_output(p, idx, "indices");
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  int fused = 0;
+  for (uint32_t t = 0; t < pto_executable_num_tasks(e); t++) {
+    const char *name =
+        pto_executable_program_name(e, pto_executable_task_program(e, t));
+    fused |= strstr(name, "TMULS") && strstr(name, "TTOPK");
+  }
+  cr_expect(fused, "no program holds both TMULS and TTOPK");
+  float *in = malloc(12 * 1000 * sizeof *in), gv[12 * 50], wv[12 * 50];
+  int32_t gi[12 * 50], wi[12 * 50];
+  topk_scores(in, 12, 1000, 77, 1);
+  const void *ins[1] = {in};
+  void *got[2] = {gv, gi}, *want[2] = {wv, wi};
+  cr_assert_eq(pto_program_eval(p, ins, want), PTO_OK);
+  cr_assert_eq(pto_executable_run_serial(e, ins, got), PTO_OK, "%s",
+               pto_executable_error(e));
+  for (int j = 0; j < 12 * 50; j++)
+    cr_assert((memcmp(&gv[j], &wv[j], 4) == 0 ||
+               (isnan(gv[j]) && isnan(wv[j]))) &&
+                  gi[j] == wi[j],
+              "slot %d: (%g, %d) vs (%g, %d)", j, gv[j], gi[j], wv[j], wi[j]);
+  free(in);
+  pto_executable_free(e);
+  pto_program_free(p);
 }
 
 /* No unit holds a whole row: the selection reads blocks of the tile's

@@ -630,9 +630,9 @@ static int check_topk(const chk *k, int merge, const pto_targs *a) {
                 a->imm[1]);
   if (a->imm[1] == 0 && d0->valid_cols > vc)
     return fail(k, PTO_ESHAPE,
-                "dst0 valid %" PRIu32 "x%" PRIu32 " keeps more than the %" PRIu32
-                " entries of src0 valid %" PRIu32 "x%" PRIu32
-                " (only mode 1 pads)",
+                "dst0 valid %" PRIu32 "x%" PRIu32
+                " keeps more than the %" PRIu32 " entries of src0 valid %" PRIu32
+                "x%" PRIu32 " (only mode 1 pads)",
                 d0->valid_rows, d0->valid_cols, vc, s0->valid_rows, vc);
   if (!merge) {
     if ((int64_t)a->imm[0] + vc - 1 > INT32_MAX)
