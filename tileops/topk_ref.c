@@ -1,9 +1,10 @@
 /* The scalar reference of the top-k instructions TTOPK and TMRGTOPK
  * (core/isa.def), part of pto__isa_scalar (tileops/ref.c installs them).
- * Written to be obviously right, not fast: TTOPK finds each output slot by
- * a scan for the best entry ranked after the slot before, O(kk * cols) per
- * row, so it needs no buffer and no sort. Compiled with -ffp-contract=off
- * like the rest of the reference. */
+ * Written to be obviously right, not fast: TTOPK keeps the best entries
+ * seen so far sorted in the destination and inserts each better one at its
+ * place (no buffer; O(kk) per insertion), TMRGTOPK takes the best head of
+ * its runs slot by slot. Compiled with -ffp-contract=off like the rest of
+ * the reference. */
 #include <math.h>
 #include <stdint.h>
 
@@ -38,40 +39,34 @@ static int excluded(const pto_targs *a, float v) {
   return a->imm[1] == 1 && v == -INFINITY;
 }
 
+/* Row r of dst0/dst1 holds the best n entries seen so far, in order: each
+ * entry of the row that ranks before the last of them (or any, while fewer
+ * than kk are held) is inserted at its place, the last one falling off. */
 int pto__ref_ttopk(int op, const pto_targs *a) {
   (void)op;
   const pto_tile *s = a->src[0];
   pto_tile *dv = a->dst[0], *di = a->dst[1];
-  const uint32_t vc = s->valid_cols;
+  const uint32_t kk = dv->valid_cols;
   for (uint32_t r = 0; r < dv->valid_rows; r++) {
-    int have = 0; /* slot j - 1 holds (pv, pi) */
-    float pv = 0.0f;
-    int32_t pi = 0;
-    for (uint32_t j = 0; j < dv->valid_cols; j++) {
-      int found = 0;
-      float bv = 0.0f;
-      int32_t bi = 0;
-      /* once a slot found nothing, so do the slots after it */
-      for (uint32_t c = 0; c < vc && (j == 0 || have); c++) {
-        const float v = ldf(s, r, c);
-        const int32_t i = (int32_t)((int64_t)a->imm[0] + c);
-        if (excluded(a, v) || (have && !ranks_before(pv, pi, v, i)))
-          continue;
-        if (!found || ranks_before(v, i, bv, bi)) {
-          found = 1;
-          bv = v;
-          bi = i;
-        }
+    uint32_t n = 0;
+    for (uint32_t c = 0; c < s->valid_cols; c++) {
+      const float v = ldf(s, r, c);
+      const int32_t i = (int32_t)((int64_t)a->imm[0] + c);
+      if (excluded(a, v) || (n == kk && !ranks_before(v, i, ldf(dv, r, n - 1),
+                                                      ldi(di, r, n - 1))))
+        continue;
+      uint32_t j = n < kk ? n++ : kk - 1; /* shift the worse ones up */
+      for (; j > 0 && ranks_before(v, i, ldf(dv, r, j - 1), ldi(di, r, j - 1));
+           j--) {
+        stf(dv, r, j, ldf(dv, r, j - 1));
+        sti(di, r, j, ldi(di, r, j - 1));
       }
-      if (!found) { /* masked mode: no entry left, nor for later slots */
-        bv = -INFINITY;
-        bi = -1;
-      }
-      stf(dv, r, j, bv);
-      sti(di, r, j, bi);
-      have = found;
-      pv = bv;
-      pi = bi;
+      stf(dv, r, j, v);
+      sti(di, r, j, i);
+    }
+    for (; n < kk; n++) { /* masked mode: no entry left */
+      stf(dv, r, n, -INFINITY);
+      sti(di, r, n, -1);
     }
   }
   return PTO_OK;
