@@ -209,11 +209,12 @@ PTO_API pto_tensor *pto_topk(pto_program *p, pto_tensor *a, int64_t k,
  * the last dim (every row is then padded). The result is [..., k].
  *
  * Both top-k ops are computed incrementally: each vector tile {rows, cols}
- * selects the k best of its block of cols columns of a row (TTOPK), and a
- * tree of merges (TMRGTOPK, 4 sorted runs each) reduces the blocks' sorted
- * candidates to the row's k as blocks finish, spread over the vector
- * workers. cols 0 (or >= the last dim) selects whole rows at once; merges
- * take as many rows as keep them within the selection's local memory. */
+ * keeps the min(k, cols) best of its block of cols columns of a row
+ * (TTOPK), and a tree of merges (TMRGTOPK, 4 sorted runs each) reduces the
+ * blocks' sorted candidates to the row's k as blocks finish, spread over
+ * the vector workers. cols 0 (or >= the last dim) selects whole rows at
+ * once; merges take as many rows as keep them within the selection's
+ * local memory. */
 PTO_API pto_tensor *pto_topk_masked(pto_program *p, pto_tensor *a, int64_t k,
                                     pto_tensor **indices);
 
