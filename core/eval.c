@@ -500,10 +500,13 @@ static int topk_order(const void *x, const void *y) {
   return (a->i > b->i) - (a->i < b->i);
 }
 
+/* Sorts each row and keeps its first k; pto_topk_masked's -inf entries
+ * are left out first, and slots past the rest are -inf / -1. */
 static pto_status eval_topk(eval_ctx *e, const pto_node *n) {
   const pto_tensor *a = n->in[0], *vals = n->out[0], *inds = n->out[1];
   int nd = a->ndim;
   int64_t len = a->shape[nd - 1], k = n->ival, rows = numel(a) / len;
+  const int masked = (n->flags & PTO_TOPK_MASKED) != 0;
   topk_item *items = malloc((size_t)len * sizeof *items);
   if (!items)
     return run_fail(e->p, "topk", n->label, PTO_ENOMEM,
@@ -511,15 +514,17 @@ static pto_status eval_topk(eval_ctx *e, const pto_node *n) {
   int64_t idx[PTO_MAX_DIMS];
   for (int64_t r = 0; r < rows; r++) {
     unravel(r * len, nd, a->shape, idx);
+    int64_t m = 0;
     for (int64_t c = 0; c < len; c++) {
       idx[nd - 1] = c;
-      items[c].v = ldf(e, a, bcast_off(a, nd, idx));
-      items[c].i = c;
+      items[m].v = ldf(e, a, bcast_off(a, nd, idx));
+      items[m].i = c;
+      m += !(masked && items[m].v == -INFINITY);
     }
-    qsort(items, (size_t)len, sizeof *items, topk_order);
+    qsort(items, (size_t)m, sizeof *items, topk_order);
     for (int64_t c = 0; c < k; c++) {
-      stf(e, vals, r * k + c, items[c].v);
-      sti(e, inds, r * k + c, (uint64_t)items[c].i);
+      stf(e, vals, r * k + c, c < m ? items[c].v : -INFINITY);
+      sti(e, inds, r * k + c, c < m ? (uint64_t)items[c].i : (uint64_t)-1);
     }
   }
   free(items);

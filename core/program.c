@@ -1052,26 +1052,39 @@ pto_tensor *pto_softmax(pto_program *p, pto_tensor *a) {
   return pto_mul(p, e, pto_recip(p, pto_rowsum(p, e)));
 }
 
-pto_tensor *pto_topk(pto_program *p, pto_tensor *a, int64_t k,
-                     pto_tensor **indices) {
+/* Top-k of a's last axis: values and (in *indices) i32 indices. masked:
+ * -inf entries are excluded and k may exceed the last dim. */
+static pto_tensor *topk(pto_program *p, const char *op, pto_tensor *a,
+                        int64_t k, pto_tensor **indices, int masked) {
   if (indices)
     *indices = NULL;
-  if (!p || !check_operands(p, "topk", 1, &a))
+  if (!p || !check_operands(p, op, 1, &a))
     return NULL;
   if (!indices)
-    return fail(p, "topk", PTO_EINVAL, "indices must not be NULL");
+    return fail(p, op, PTO_EINVAL, "indices must not be NULL");
   if (a->dtype == PTO_I32)
-    return fail(p, "topk", PTO_EDTYPE,
-                "%s is i32; topk sorts floating values (cast to f32 first)",
-                D(a));
+    return fail(p, op, PTO_EDTYPE,
+                "%s is i32; %s sorts floating values (cast to f32 first)",
+                D(a), op);
   int64_t n = a->shape[a->ndim - 1];
-  if (k < 1 || k > n)
-    return fail(p, "topk", PTO_ERANGE,
+  if (n > INT32_MAX)
+    return fail(p, op, PTO_ESHAPE,
+                "%s has %" PRId64 " entries per row; i32 indices reach %d",
+                D(a), n, INT32_MAX);
+  if (!masked && (k < 1 || k > n))
+    return fail(p, op, PTO_ERANGE,
                 "k = %" PRId64 " is outside [1, %" PRId64 "] for %s", k, n,
                 D(a));
+  if (masked && (k < 1 || k > INT32_MAX))
+    return fail(p, op, PTO_ERANGE,
+                "k = %" PRId64 " is outside [1, %d] for %s (k may exceed the "
+                "last dim %" PRId64 ": the rest is padding)",
+                k, INT32_MAX, D(a), n);
   int64_t shape[PTO_MAX_DIMS];
   memcpy(shape, a->shape, sizeof shape);
   shape[a->ndim - 1] = k;
+  if (!check_shape(p, op, "result", a->ndim, shape))
+    return NULL;
   pto_node *node = new_node(p, PTO_TOP_TOPK, 1, &a, compute_dtype(a->dtype),
                             a->ndim, shape);
   if (!node)
@@ -1083,8 +1096,19 @@ pto_tensor *pto_topk(pto_program *p, pto_tensor *a, int64_t k,
   node->out[1] = idx;
   node->n_out = 2;
   node->ival = k;
+  node->flags = masked ? PTO_TOPK_MASKED : 0;
   *indices = idx;
   return node->out[0];
+}
+
+pto_tensor *pto_topk(pto_program *p, pto_tensor *a, int64_t k,
+                     pto_tensor **indices) {
+  return topk(p, "topk", a, k, indices, 0);
+}
+
+pto_tensor *pto_topk_masked(pto_program *p, pto_tensor *a, int64_t k,
+                            pto_tensor **indices) {
+  return topk(p, "topk_masked", a, k, indices, 1);
 }
 
 pto_tensor *pto_gather(pto_program *p, pto_tensor *table, pto_tensor *index,

@@ -68,11 +68,14 @@ struct pto_node {
   pto_tensor *out[PTO_NODE_MAX_OUT];
   double scalar;  /* SCALAR, FULL value */
   int64_t ival;   /* TOPK k, IOTA start, CONCAT axis, CMP mode, CUSTOM id */
-  unsigned flags; /* PTO_MATMUL_TRANS_*, PTO_GATHER_STRICT; MATMUL with
-                     in[2] set accumulates */
+  unsigned flags; /* PTO_MATMUL_TRANS_*, PTO_GATHER_STRICT,
+                     PTO_TOPK_MASKED; MATMUL with in[2] set accumulates */
   const char *label; /* arena-owned, "" when none */
   pto_tile_shape tile;
 };
+
+/* TOPK flags: pto_topk_masked's (-inf entries excluded, padding). */
+enum { PTO_TOPK_MASKED = 1u << 0 };
 
 #define PTO_SCOPE_MAX 32
 

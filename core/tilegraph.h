@@ -4,7 +4,9 @@
  * one output tile of the op, from TLOADs of its input windows to the TSTORE
  * of its output window. Local tile values are SSA: each is defined by one
  * instruction. Global memory is addressed by storage id: a root tensor id
- * (< program n_tensors), or n_tensors + j for the dense copy of output j. */
+ * (< program n_tensors), n_tensors + j for the dense copy of output j, or
+ * n_tensors + n_outputs + i for scratch i (an op's intermediates between
+ * its own units, which no tensor holds: top-k's candidates). */
 #ifndef PTO_CORE_TILEGRAPH_H
 #define PTO_CORE_TILEGRAPH_H
 
@@ -45,9 +47,17 @@ typedef struct pto_unit {
   pto_core_type core;
 } pto_unit;
 
+/* A global buffer the tiler adds for one op's intermediates. */
+typedef struct pto_tscratch {
+  pto_dtype dtype;
+  int64_t elems;
+  uint32_t node;    /* the op whose units use it */
+  const char *name; /* what it holds (a string literal), for dumps */
+} pto_tscratch;
+
 typedef struct pto_tgraph {
   const pto_program *prog;
-  uint32_t n_storages; /* n_tensors + n_outputs */
+  uint32_t n_storages; /* n_tensors + n_outputs + n_scratch */
   pto_tinst *insts;
   uint32_t n_insts, cap_insts;
   pto_tval *vals;
@@ -57,6 +67,8 @@ typedef struct pto_tgraph {
   /* out_storage[j]: where output j is written (a root id or a copy). */
   uint32_t *out_storage;
   pto_tile_shape *node_tile; /* tile shape used per node */
+  pto_tscratch *scratch;
+  uint32_t n_scratch, cap_scratch;
   pto_error err;
 } pto_tgraph;
 
@@ -66,7 +78,10 @@ pto_status pto__tile(pto_tgraph *tg, const pto_program *p,
                      const pto_config *cfg);
 void pto__tgraph_free(pto_tgraph *tg);
 
-/* Storage bytes of storage id s. */
+/* Storage bytes, dtype and name (its tensor's, its output's, or a
+ * scratch's) of storage id s. */
 int64_t pto__storage_bytes(const pto_tgraph *tg, uint32_t s);
+pto_dtype pto__storage_dtype(const pto_tgraph *tg, uint32_t s);
+const char *pto__storage_name(const pto_tgraph *tg, uint32_t s);
 
 #endif /* PTO_CORE_TILEGRAPH_H */

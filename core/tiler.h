@@ -1,7 +1,8 @@
 /* core/tiler.h (internal): what the tilers share (core/tiling.c, the
  * vector and data-movement ops and the driver; core/tiling_cube.c, the
- * cube's ops): views of tensors as 4-D windows, tile positions, and the
- * emission of tile values, instructions and units into a tile graph. */
+ * cube's ops; core/tiling_topk.c, top-k): views of tensors as 4-D windows,
+ * tile positions, and the emission of tile values, instructions, units and
+ * scratch storages into a tile graph. */
 #ifndef PTO_CORE_TILER_H
 #define PTO_CORE_TILER_H
 
@@ -125,6 +126,24 @@ static inline void unit_end(tiler *t) {
   }
 }
 
+/* A new scratch storage of elems elements for node's units (core/
+ * tilegraph.h): its storage id, or PTO_NONE when out of memory. */
+static inline uint32_t scratch(tiler *t, pto_dtype dt, int64_t elems,
+                               uint32_t node, const char *name) {
+  pto_tgraph *tg = t->tg;
+  if (pto__grow((void **)&tg->scratch, sizeof *tg->scratch, &tg->cap_scratch,
+                tg->n_scratch + 1)) {
+    t->failed = 1;
+    return PTO_NONE;
+  }
+  pto_tscratch *x = &tg->scratch[tg->n_scratch++];
+  x->dtype = dt;
+  x->elems = elems;
+  x->node = node;
+  x->name = name;
+  return tg->n_storages++;
+}
+
 /* TLOAD a window into a new tile of capacity rows x cols. */
 static inline uint32_t load(tiler *t, const pto_gref *g, uint32_t rows,
                      uint32_t cols) {
@@ -176,5 +195,8 @@ static inline uint32_t compute1(tiler *t, int op, pto_dtype dt, uint32_t a) {
  * sparse_attention, each under its cube tile. */
 void pto__tile_cube(tiler *t, const pto_node *n, const pto_tile_shape *ts);
 void pto__tile_matmul(tiler *t, const pto_node *n, const pto_tile_shape *ts);
+
+/* Top-k (core/tiling_topk.c): node n under tile shape ts. */
+void pto__tile_topk(tiler *t, const pto_node *n, const pto_tile_shape *ts);
 
 #endif /* PTO_CORE_TILER_H */

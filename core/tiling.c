@@ -229,61 +229,6 @@ static void tile_reduce(tiler *t, const pto_node *n, uint32_t tr,
   }
 }
 
-/* Matmul: one cube unit per output tile (m x n); K is split into
- * accumulating steps of k. Transposed operands are read through strides. */
-/* Top-k over the last axis: one unit per row block sorts whole rows (TSORT32
- * runs of 32, TMRGSORT 4-way until one run) and keeps the first k. */
-static void tile_topk(tiler *t, const pto_node *n, uint32_t tr) {
-  view4 in = view_of(n->in[0]), ov = view_of(n->out[0]),
-        oi = view_of(n->out[1]);
-  int64_t N = in.shape[3], k = n->ival;
-  tr = clamp_tile(tr, in.shape[2]);
-  FOR_TILES(ov.shape, tr, (uint32_t)k, pos) {
-    unit_begin(t, n->id, PTO_CORE_VECTOR);
-    tpos ip = pos;
-    ip.c0 = 0;
-    ip.nc = N;
-    pto_gref g = window(&in, &ip);
-    uint32_t v = load(t, &g, tr, (uint32_t)N);
-    uint32_t ix = new_val(t, PTO_I32, tr, (uint32_t)N, pos.nr, N);
-    pto_tinst *ins = emit(t, PTO_OP_TCI);
-    ins->dst[0] = ix;
-    int32_t run = 32;
-    int op = PTO_OP_TSORT32;
-    for (;;) {
-      uint32_t sv = new_val(t, PTO_F32, tr, (uint32_t)N, pos.nr, N);
-      uint32_t si = new_val(t, PTO_I32, tr, (uint32_t)N, pos.nr, N);
-      ins = emit(t, op);
-      ins->src[0] = v;
-      ins->src[1] = ix;
-      ins->dst[0] = sv;
-      ins->dst[1] = si;
-      if (op == PTO_OP_TMRGSORT) {
-        ins->imm[0] = run;
-        ins->imm[1] = 4;
-        run *= 4;
-      }
-      v = sv;
-      ix = si;
-      if (run >= N)
-        break;
-      op = PTO_OP_TMRGSORT;
-    }
-    uint32_t res[2] = {v, ix};
-    const view4 *outs[2] = {&ov, &oi};
-    for (int i = 0; i < 2; i++) {
-      uint32_t e = new_val(t, i ? PTO_I32 : PTO_F32, tr, (uint32_t)k, pos.nr,
-                           k);
-      ins = emit(t, PTO_OP_TEXTRACT);
-      ins->src[0] = res[i];
-      ins->dst[0] = e;
-      pto_gref og = window(outs[i], &pos);
-      store(t, e, &og);
-    }
-    unit_end(t);
-  }
-}
-
 /* Gather: out [S..., L, D] tiles over (index rows, D columns). */
 static void tile_gather(tiler *t, const pto_node *n, uint32_t tr,
                         uint32_t tc) {
@@ -448,7 +393,7 @@ pto_status pto__tile(pto_tgraph *tg, const pto_program *p,
       pto__tile_cube(&t, n, &ts);
       break;
     case PTO_TC_TOPK:
-      tile_topk(&t, n, ts.vec_rows);
+      pto__tile_topk(&t, n, &ts);
       break;
     case PTO_TC_GATHER:
       tile_gather(&t, n, ts.vec_rows, ts.vec_cols);
@@ -505,12 +450,46 @@ void pto__tgraph_free(pto_tgraph *tg) {
   free(tg->units);
   free(tg->node_tile);
   free(tg->out_storage);
+  free(tg->scratch);
   memset(tg, 0, sizeof *tg);
 }
 
-int64_t pto__storage_bytes(const pto_tgraph *tg, uint32_t s) {
+/* The scratch storage s is, or NULL. */
+static const pto_tscratch *scratch_of(const pto_tgraph *tg, uint32_t s) {
+  const uint32_t first = tg->prog->n_tensors + tg->prog->n_outputs;
+  return s >= first && s - first < tg->n_scratch ? &tg->scratch[s - first]
+                                                 : NULL;
+}
+
+/* The tensor storage s holds (a root, or an output copied), or NULL. */
+static const pto_tensor *tensor_of(const pto_tgraph *tg, uint32_t s) {
   const pto_program *p = tg->prog;
-  const pto_tensor *t =
-      s < p->n_tensors ? p->tensors[s] : p->outputs[s - p->n_tensors];
-  return pto_tensor_numel(t) * (int64_t)pto_dtype_size(t->dtype);
+  if (s < p->n_tensors)
+    return p->tensors[s];
+  return s - p->n_tensors < p->n_outputs ? p->outputs[s - p->n_tensors] : NULL;
+}
+
+int64_t pto__storage_bytes(const pto_tgraph *tg, uint32_t s) {
+  const pto_tscratch *x = scratch_of(tg, s);
+  const pto_tensor *t = tensor_of(tg, s);
+  if (x)
+    return x->elems * (int64_t)pto_dtype_size(x->dtype);
+  return t ? pto_tensor_numel(t) * (int64_t)pto_dtype_size(t->dtype) : 0;
+}
+
+pto_dtype pto__storage_dtype(const pto_tgraph *tg, uint32_t s) {
+  const pto_tscratch *x = scratch_of(tg, s);
+  const pto_tensor *t = tensor_of(tg, s);
+  return x ? x->dtype : t ? t->dtype : PTO_DTYPE_COUNT;
+}
+
+const char *pto__storage_name(const pto_tgraph *tg, uint32_t s) {
+  const pto_program *p = tg->prog;
+  const pto_tscratch *x = scratch_of(tg, s);
+  if (x)
+    return x->name;
+  if (s < p->n_tensors)
+    return p->tensors[s]->name;
+  return s - p->n_tensors < p->n_outputs ? p->output_names[s - p->n_tensors]
+                                         : "?";
 }

@@ -115,6 +115,34 @@ pto_tile_shape pto_indexer_qk_tile(const pto_machine *m,
   return t;
 }
 
+pto_tile_shape pto_indexer_topk_tile(const pto_machine *m,
+                                     const pto_indexer_dims *d, int64_t topk) {
+  pto_tile_shape t = {0, 0, 0, 0, 0};
+  pto_machine host;
+  if (!m && pto_machine_host(&host) == PTO_OK)
+    m = &host;
+  if (!d || d->s2 < 1 || topk < 1)
+    return t;
+  const uint64_t ub = m ? m->mem[PTO_MEM_UB] : 256u << 10;
+  /* a unit holds its block of scores and the values and indices it keeps,
+   * rows padded to 64 bytes */
+  const uint64_t kk = (uint64_t)topk;
+#define ROW_BYTES(cols)                                                        \
+  (((uint64_t)(cols) + 15) / 16 * 64 + 2 * ((((cols) < kk ? (cols) : kk) + 15) / 16 * 64))
+  /* whole rows when one fits: one selection per row and no merge; else
+   * the widest power-of-two block that fits, merged by a tree */
+  uint64_t cols = (uint64_t)d->s2;
+  while (cols > 64 && ROW_BYTES(cols) > ub)
+    cols = cols == (uint64_t)d->s2 ? (uint64_t)1 << (63 - __builtin_clzll(cols))
+                                   : cols / 2;
+  uint64_t rows = ub / ROW_BYTES(cols);
+  rows = rows < 1 ? 1 : rows > 4 ? 4 : rows;
+#undef ROW_BYTES
+  t.vec_rows = (uint32_t)rows;
+  t.vec_cols = cols == (uint64_t)d->s2 ? 0 : (uint32_t)cols;
+  return t;
+}
+
 static int tile_set(const pto_tile_shape *t) {
   return t->vec_rows || t->vec_cols || t->cube_m || t->cube_n || t->cube_k;
 }
@@ -133,12 +161,6 @@ pto_tensor *pto_indexer(pto_program *p, pto_tensor *q, pto_tensor *k,
   pto_indexer_dims d = {0, 0, 0, 0, 0};
   if (check_inputs(p, q, k, w, prm, &d))
     return NULL;
-  if (prm->topk > d.s2) {
-    pto_program_fail(p, PTO_ENOTSUP, OP,
-                     "topk %" PRId64 " > S2 %" PRId64 " is not supported yet",
-                     prm->topk, d.s2);
-    return NULL;
-  }
   pto_program_push_label(p, "indexer");
   /* score[b,i,j] = sum_h w * ReLU(q k^T): one cube instruction per tile,
    * the heads of a query one group, masked keys -inf */
@@ -154,16 +176,15 @@ pto_tensor *pto_indexer(pto_program *p, pto_tensor *q, pto_tensor *k,
       PTO_MATMUL_TRANS_B | (causal ? PTO_MATMUL_CAUSAL : 0u), d.s2 - d.s1);
   pto_program_pop_label(p);
   pto_program_pop_tile(p);
-  pto_program_push_tile(p, tile_set(&prm->topk_tile) ? &prm->topk_tile
-                                                      : NULL);
+  pto_tile_shape tk = prm->topk_tile;
+  if (!tile_set(&tk))
+    tk = pto_indexer_topk_tile(NULL, &d, prm->topk);
+  pto_program_push_tile(p, &tk);
   pto_program_push_label(p, "topk");
-  pto_tensor *neg_inf = pto_full(p, PTO_F32, 1, (const int64_t[]){1},
-                                 -INFINITY);
+  /* keys the mask hid (-inf, inside the score op) are never selected; the
+   * slots past the visible keys (topk may exceed S2) are -inf / -1 */
   pto_tensor *idx = NULL;
-  pto_tensor *v = pto_topk(p, s, prm->topk, &idx);
-  /* keys the mask hid are padding: -1 */
-  pto_tensor *pad = pto_full(p, PTO_I32, 1, (const int64_t[]){1}, -1);
-  idx = pto_select(p, pto_cmp(p, v, neg_inf, PTO_CMP_EQ), pad, idx);
+  pto_tensor *v = pto_topk_masked(p, s, prm->topk, &idx);
   pto_program_pop_label(p);
   pto_program_pop_tile(p);
   pto_program_pop_label(p);

@@ -44,15 +44,10 @@ static const char *unit_op_name(const pto_program *p, uint32_t node) {
   return node == PTO_NONE ? "copy" : node_op_name(p->nodes[node]);
 }
 
-/* The name of storage s: its root tensor's, or its output's for the dense
- * copy of an output. */
+/* The name of storage s: its root tensor's, its output's for the dense
+ * copy of an output, or a scratch's. */
 static const char *storage_name(const pto_tgraph *tg, uint32_t s) {
-  const pto_program *p = tg->prog;
-  if (s < p->n_tensors)
-    return p->tensors[s]->name;
-  if (s - p->n_tensors < p->n_outputs)
-    return p->output_names[s - p->n_tensors];
-  return "?";
+  return pto__storage_name(tg, s);
 }
 
 /* How a storage is shown in windows: the output's name for an output (the

@@ -157,8 +157,7 @@ pto_status pto__graph_storages(pto_executable *e, const pto_tgraph *tg) {
   for (uint32_t k = 0; k < tg->n_storages; k++) {
     pto_storage *s = &e->storages[k];
     s->bytes = (uint64_t)pto__storage_bytes(tg, k);
-    s->dtype = k < p->n_tensors ? p->tensors[k]->dtype
-                                : p->outputs[k - p->n_tensors]->dtype;
+    s->dtype = pto__storage_dtype(tg, k);
     if (k < p->n_tensors && p->tensors[k]->input_index >= 0) {
       s->kind = PTO_STORAGE_INPUT;
       s->index = (uint32_t)p->tensors[k]->input_index;

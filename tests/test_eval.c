@@ -1127,6 +1127,57 @@ Test(core, eval_topk_of_cast_i32_rank3_and_i32_rejected) {
   pto_program_free(p);
 }
 
+/* pto_topk_masked: -inf entries are never selected, slots past the rest
+ * are (-inf, -1), k may exceed the row. Rows: ties at the k-th value, no
+ * entry left (all -inf), NaN among -inf (NaN is an entry: it ranks last but
+ * is selected before padding), fewer entries than k. */
+#define TMR 5
+#define TMN 8
+#define TMK 11
+Test(core, eval_topk_masked_excludes_pads_and_takes_k_past_the_row) {
+  const float I = INFINITY;
+  const float a[TMR * TMN] = {
+      1, 3, 3, 2, 3, 0, 3, 1,          /* ties: the 3s at 1 2 4 6 */
+      -I, -I, -I, -I, -I, -I, -I, -I,  /* no entry left */
+      -I, NAN, -I, 5, -0.0f, -I, 0, I, /* NaN last, before padding */
+      -I, 2, -I, -I, -I, -I, -I, -I,   /* one entry */
+      7, 7, 7, 7, 7, 7, 7, 7};         /* all equal: index order */
+  float v3[TMR * 3], vk[TMR * TMK];
+  int32_t i3[TMR * 3], ik[TMR * TMK];
+  pto_program *p = pto_program_new("topk_masked");
+  pto_tensor *ta = in2(p, "a", PTO_F32, TMR, TMN), *x3 = NULL, *xk = NULL;
+  pto_tensor *t3 = pto_topk_masked(p, ta, 3, &x3);
+  pto_tensor *tk = pto_topk_masked(p, ta, TMK, &xk);
+  pto_output(p, t3, "v3");
+  pto_output(p, x3, "i3");
+  pto_output(p, tk, "vk");
+  pto_output(p, xk, "ik");
+  BUILD_OK(p);
+  cr_expect_eq(pto_tensor_dim(tk, -1), TMK, "k past the row: [5, 11]");
+  const void *ins[] = {a};
+  void *outs[] = {v3, i3, vk, ik};
+  EVAL_OK(p, ins, outs);
+  /* by hand */
+  const int32_t want[TMR][TMK] = {
+      {1, 2, 4, 6, 3, 0, 7, 5, -1, -1, -1},
+      {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+      {7, 3, 4, 6, 1, -1, -1, -1, -1, -1, -1},
+      {1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+      {0, 1, 2, 3, 4, 5, 6, 7, -1, -1, -1}};
+  for (int r = 0; r < TMR; r++)
+    for (int s = 0; s < TMK; s++) {
+      const int32_t j = want[r][s];
+      const float w = j < 0 ? -INFINITY : a[r * TMN + j];
+      cr_expect_eq(ik[r * TMK + s], j, "row %d slot %d", r, s);
+      EXPECT_F32(vk[r * TMK + s], w, "row %d slot %d", r, s);
+      if (s < 3) {
+        cr_expect_eq(i3[r * 3 + s], j, "k=3 row %d slot %d", r, s);
+        EXPECT_F32(v3[r * 3 + s], w, "k=3 row %d slot %d", r, s);
+      }
+    }
+  pto_program_free(p);
+}
+
 /* ---- gather ------------------------------------------------------------- */
 
 #define GN 5

@@ -148,3 +148,95 @@ Test(kernels, gemm_bad_input_is_an_error, .timeout = 30) {
             pto_program_error(p));
   pto_program_free(p);
 }
+
+/* ---- lightning indexer: its top-k ---------------------------------------- */
+
+/* The indexer program for d with this topk, mask and top-k tile, through
+ * the evaluator, the serial executor and the runtime (2 workers), each
+ * checked by pto_indexer_check. Query row 2 of each batch has zero weights,
+ * so every visible score is 0: ties at the threshold, which must resolve
+ * by index (keys 0, 1, ...). */
+static void check_indexer_topk(const pto_indexer_dims *d, int64_t topk,
+                               pto_mask_mode mask, uint32_t tr, uint32_t tc) {
+  char what[160];
+  snprintf(what, sizeof what,
+           "indexer B %ld S1 %ld S2 %ld H %ld D %ld topk %ld %s tile %ux%u",
+           (long)d->b, (long)d->s1, (long)d->s2, (long)d->h, (long)d->d,
+           (long)topk, mask == PTO_MASK_CAUSAL ? "causal" : "none", tr, tc);
+  pto_indexer_params prm = pto_indexer_params_default();
+  prm.topk = topk;
+  prm.mask = mask;
+  prm.topk_tile.vec_rows = tr;
+  prm.topk_tile.vec_cols = tc;
+  pto_program *p = pto_indexer_program(d, &prm);
+  cr_assert_not_null(p);
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s: %s", what,
+               pto_program_error(p));
+  const int64_t rows = d->b * d->s1;
+  float *q = random_f32(rows * d->h * d->d, 11),
+        *k = random_f32(d->b * d->s2 * d->d, 12),
+        *w = random_f32(rows * d->h, 13);
+  for (int64_t b = 0; b < d->b && d->s1 > 2; b++)
+    memset(w + (b * d->s1 + 2) * d->h, 0, (size_t)d->h * sizeof *w);
+  int32_t *idx = malloc((size_t)(rows * topk) * sizeof *idx);
+  float *val = malloc((size_t)(rows * topk) * sizeof *val);
+  cr_assert(idx && val);
+  const void *in[3] = {q, k, w};
+  void *out[2] = {idx, val};
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s: %s", what,
+               pto_program_error(p));
+  for (int run = 0; run < 3; run++) {
+    memset(idx, 0x5a, (size_t)(rows * topk) * sizeof *idx);
+    memset(val, 0x5a, (size_t)(rows * topk) * sizeof *val);
+    pto_runtime *rt = NULL;
+    const char *how = run == 0 ? "eval" : run == 1 ? "serial" : "runtime";
+    if (run == 0) {
+      cr_assert_eq(pto_program_eval(p, in, out), PTO_OK, "%s: %s", what,
+                   pto_program_error(p));
+    } else if (run == 1) {
+      cr_assert_eq(pto_executable_run_serial(e, in, out), PTO_OK, "%s: %s",
+                   what, pto_executable_error(e));
+    } else {
+      rt = runtime_with(2);
+      cr_assert_eq(pto_runtime_run(rt, e, in, out), PTO_OK, "%s: %s", what,
+                   pto_executable_error(e));
+      pto_runtime_free(rt);
+    }
+    char msg[256];
+    cr_assert_eq(pto_indexer_check(d, &prm, q, k, w, idx, val, 0, rows, 0, msg,
+                                   sizeof msg),
+                 0, "%s, %s: %s", what, how, msg);
+    for (int64_t b = 0; b < d->b && d->s1 > 2; b++) {
+      const int64_t r = b * d->s1 + 2, n = pto_indexer_visible(d, mask, 2);
+      for (int64_t t = 0; t < topk; t++)
+        cr_assert_eq(idx[r * topk + t], t < n ? (int32_t)t : -1,
+                     "%s, %s: all-zero row %ld slot %ld", what, how, (long)r,
+                     (long)t);
+    }
+  }
+  pto_executable_free(e);
+  pto_program_free(p);
+  free(q);
+  free(k);
+  free(w);
+  free(idx);
+  free(val);
+}
+
+Test(kernels, indexer_topk_matches_reference, .timeout = 120) {
+  const pto_indexer_dims d = {2, 5, 37, 3, 8};
+  /* topk below a block, equal to S2 and past it (every row padded); top-k
+   * tiles with merges (blocks of 8 and 5 columns) and whole rows */
+  static const int64_t ks[] = {4, 37, 50};
+  static const uint32_t tiles[][2] = {{2, 8}, {3, 5}, {0, 0}};
+  for (int m = 0; m < 2; m++)
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
+      for (size_t j = 0; j < sizeof tiles / sizeof tiles[0]; j++)
+        check_indexer_topk(&d, ks[i], m ? PTO_MASK_CAUSAL : PTO_MASK_NONE,
+                           tiles[j][0], tiles[j][1]);
+  /* causal with S1 > S2: queries 0..3 see no key (all padding) */
+  const pto_indexer_dims d2 = {1, 9, 5, 2, 4};
+  check_indexer_topk(&d2, 3, PTO_MASK_CAUSAL, 2, 2);
+  check_indexer_topk(&d2, 8, PTO_MASK_CAUSAL, 4, 0);
+}

@@ -230,6 +230,43 @@ Test(core, program_topk_bad_k) {
   pto_program_free(p);
 }
 
+Test(core, program_topk_masked_bad_input) {
+  /* k below 1; k past the row is fine (padding) */
+  int64_t ks[2] = {0, -3};
+  for (int i = 0; i < 2; i++) {
+    pto_program *p = pto_program_new("topk_masked");
+    pto_tensor *a = in2(p, "scores", PTO_F32, 4, 8), *idx = a;
+    cr_expect_null(pto_topk_masked(p, a, ks[i], &idx));
+    cr_expect_null(idx, "indices are cleared on failure");
+    cr_expect_eq(pto_program_status(p), PTO_ERANGE, "k = %ld", (long)ks[i]);
+    EXPECT_MSG_HAS(p, "topk_masked");
+    EXPECT_MSG_HAS(p, "'scores' f32[4,8]");
+    pto_program_free(p);
+  }
+  pto_program *p = pto_program_new("topk_masked");
+  pto_tensor *a = in2(p, "scores", PTO_F32, 4, 8), *idx = NULL;
+  pto_tensor *v = pto_topk_masked(p, a, 20, &idx);
+  cr_expect_not_null(v, "%s", pto_program_error(p));
+  cr_expect_eq(pto_tensor_dim(v, 1), 20);
+  cr_expect_eq(pto_tensor_dim(idx, 1), 20);
+  cr_expect_eq(pto_tensor_dtype(idx), PTO_I32);
+  cr_expect(p->nodes[0]->flags == PTO_TOPK_MASKED && p->nodes[0]->ival == 20);
+  /* i32 scores are refused by name */
+  pto_tensor *ia = in2(p, "iscores", PTO_I32, 4, 8);
+  cr_expect_null(pto_topk_masked(p, ia, 2, &idx));
+  cr_expect_eq(pto_program_status(p), PTO_EDTYPE);
+  EXPECT_MSG_HAS(p, "topk_masked");
+  EXPECT_MSG_HAS(p, "'iscores' i32[4,8]");
+  pto_program_free(p);
+  /* indices NULL */
+  p = pto_program_new("topk_masked_null");
+  cr_expect_null(pto_topk_masked(p, in2(p, "a", PTO_F32, 4, 8), 2, NULL));
+  cr_expect_eq(pto_program_status(p), PTO_EINVAL);
+  EXPECT_MSG_HAS(p, "topk_masked");
+  EXPECT_MSG_HAS(p, "indices");
+  pto_program_free(p);
+}
+
 Test(core, program_gather_errors) {
   pto_program *p = pto_program_new("gather");
   pto_tensor *t = in2(p, "table", PTO_F32, 10, 4);

@@ -1967,6 +1967,172 @@ static void drive_mrgsort(int op, const oracle_case *oc) {
       }
 }
 
+/* ---- top-k: TTOPK and TMRGTOPK ---------------------------------------------
+ * The oracle sorts every entry of a row with qsort (o_sort_cmp, or with the
+ * masked mode's -inf entries left out) and keeps the first kk, padding with
+ * (-inf, -1) in the masked mode. */
+
+/* Sorts n pairs, the masked mode's -inf entries dropped first; returns how
+ * many are left. */
+static uint32_t o_rank(pair *p, uint32_t n, int masked) {
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (!(masked && p[i].v == -INFINITY))
+      p[m++] = p[i];
+  qsort(p, m, sizeof *p, o_sort_cmp);
+  return m;
+}
+
+/* Writes the first kk of n ranked pairs (then padding) to row i. */
+static void o_emit(pto_tile *dv, pto_tile *di, uint32_t i, const pair *p,
+                   uint32_t n, uint32_t kk) {
+  for (uint32_t j = 0; j < kk; j++) {
+    setf(dv, i, j, j < n ? p[j].v : -INFINITY);
+    seti(di, i, j, j < n ? p[j].i : -1);
+  }
+}
+
+/* Top-k inputs: sort values (ties, +-0, +-inf, NaN), and in the masked
+ * tests about a third -inf (excluded), some rows wholly. */
+static pto_tile *topk_values(rng *r, uint32_t rows, uint32_t cols,
+                             uint32_t vr, uint32_t vc, int masked) {
+  pto_tile *v = src_new(r, PTO_F32, rows, cols, vr, vc, G_SORT);
+  for (uint32_t i = 0; masked && i < vr; i++)
+    for (uint32_t j = 0; j < vc; j++)
+      if (i == 1 || below(r, 3) == 0)
+        setf(v, i, j, -INFINITY);
+  return v;
+}
+
+static void drive_topk(int op, const oracle_case *oc) {
+  (void)oc;
+  static const int32_t bases[] = {0, 1000, -7, INT32_MAX};
+  for (int si = 0; si < 5; si++)
+    for (int masked = 0; masked < 2; masked++)
+      for (int ki = 0; ki < 4; ki++) {
+        const shape *s = &sort_shapes[si];
+        const uint32_t kks[4] = {1, (s->vc + 1) / 2, s->vc, s->vc + 5};
+        const uint32_t kk = kks[ki];
+        if (!masked && kk > s->vc)
+          continue;
+        rng r = rng_seed(seed_of(op, si, masked, ki));
+        pto_tile *v = topk_values(&r, s->rows, s->cols, s->vr, s->vc, masked);
+        int32_t base = bases[(si + ki) % 4];
+        if (base == INT32_MAX) /* the largest index is INT32_MAX */
+          base = INT32_MAX - (int32_t)s->vc + 1;
+        const uint32_t cap = kk + 3;
+        pto_tile *dv = dst_new(PTO_F32, s->rows, cap, s->vr, kk);
+        pto_tile *di = dst_new(PTO_I32, s->rows, cap, s->vr, kk);
+        pto_tile *wv = tile_clone(dv), *wi = tile_clone(di);
+        pair *p = keep(malloc(s->vc * sizeof *p));
+        for (uint32_t i = 0; i < s->vr; i++) {
+          for (uint32_t c = 0; c < s->vc; c++) {
+            p[c].v = getf(v, i, c);
+            p[c].i = (int32_t)((int64_t)base + c);
+          }
+          o_emit(wv, wi, i, p, o_rank(p, s->vc, masked), kk);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "k %u of %u, base %d%s", kk, s->vc, base,
+                 masked ? ", masked" : "");
+        const char *ctx = ctx_of(op, what, PTO_F32, s);
+        pto_targs a = {0};
+        a.dst[0] = dv;
+        a.dst[1] = di;
+        a.src[0] = v;
+        a.imm[0] = base;
+        a.imm[1] = masked;
+        run_ok(op, &a, ctx);
+        expect_tile(ctx, dv, wv, NULL, NULL);
+        expect_tile(ctx, di, wi, NULL, NULL);
+      }
+}
+
+/* masked: -inf entries rank after NaN, where the masked mode wants them. */
+static int o_mask_cmp(const void *pa, const void *pb) {
+  const pair *a = pa, *b = pb;
+  int ax = a->v == -INFINITY, bx = b->v == -INFINITY;
+  if (ax != bx)
+    return ax - bx;
+  return o_sort_cmp(pa, pb);
+}
+
+/* Each run of `run` columns of row i sorted in the mode's order. */
+static void topk_sort_runs(pto_tile *v, pto_tile *ix, uint32_t run,
+                           int masked) {
+  pair *p = keep(malloc(run * sizeof *p));
+  for (uint32_t i = 0; i < v->valid_rows; i++)
+    for (uint32_t c0 = 0; c0 < v->valid_cols; c0 += run) {
+      uint32_t n = v->valid_cols - c0 < run ? v->valid_cols - c0 : run;
+      for (uint32_t c = 0; c < n; c++) {
+        p[c].v = getf(v, i, c0 + c);
+        p[c].i = geti(ix, i, c0 + c);
+      }
+      qsort(p, n, sizeof *p, masked ? o_mask_cmp : o_sort_cmp);
+      for (uint32_t c = 0; c < n; c++) {
+        setf(v, i, c0 + c, p[c].v);
+        seti(ix, i, c0 + c, p[c].i);
+      }
+    }
+}
+
+static void drive_mrgtopk(int op, const oracle_case *oc) {
+  (void)oc;
+  static const uint32_t runs[] = {1, 5, 32, 200};
+  for (int si = 0; si < 5; si++)
+    for (int ri = 0; ri < 4; ri++)
+      for (int masked = 0; masked < 2; masked++)
+        for (int ki = 0; ki < 4; ki++) {
+          const shape *s = &sort_shapes[si];
+          const uint32_t run = runs[ri];
+          if ((s->vc + run - 1) / run > 4) /* at most 4 runs */
+            continue;
+          const uint32_t kks[4] = {1, run < s->vc ? run : s->vc, s->vc,
+                                   s->vc + 9};
+          const uint32_t kk = kks[ki];
+          if (!masked && kk > s->vc)
+            continue;
+          rng r = rng_seed(seed_of(op, si, ri, masked * 4 + ki));
+          pto_tile *v, *ix;
+          sort_inputs(&r, s, &v, &ix);
+          for (uint32_t i = 0; masked && i < s->vr; i++)
+            for (uint32_t j = 0; j < s->vc; j++)
+              if (i == 1 || below(&r, 3) == 0)
+                setf(v, i, j, -INFINITY);
+          topk_sort_runs(v, ix, run, masked);
+          const uint32_t cap = kk + 2;
+          pto_tile *dv = dst_new(PTO_F32, s->rows, cap, s->vr, kk);
+          pto_tile *di = dst_new(PTO_I32, s->rows, cap, s->vr, kk);
+          pto_tile *wv = tile_clone(dv), *wi = tile_clone(di);
+          /* run j's indices + j * off; merging sorted runs of distinct
+           * indices = ranking the row (off 3000 keeps them distinct) */
+          const uint32_t off = ki % 2 ? 3000 : 0;
+          pair *p = keep(malloc(s->vc * sizeof *p));
+          for (uint32_t i = 0; i < s->vr; i++) {
+            for (uint32_t c = 0; c < s->vc; c++) {
+              p[c].v = getf(v, i, c);
+              p[c].i = geti(ix, i, c) + (int32_t)(c / run * off);
+            }
+            o_emit(wv, wi, i, p, o_rank(p, s->vc, masked), kk);
+          }
+          char what[64];
+          snprintf(what, sizeof what, "k %u, runs of %u, offset %u%s", kk, run,
+                   off, masked ? ", masked" : "");
+          const char *ctx = ctx_of(op, what, PTO_F32, s);
+          pto_targs a = {0};
+          a.dst[0] = dv;
+          a.dst[1] = di;
+          a.src[0] = v;
+          a.src[1] = ix;
+          a.imm[0] = (int32_t)run;
+          a.imm[1] = masked;
+          a.s = off;
+          run_ok(op, &a, ctx);
+          expect_tile(ctx, dv, wv, NULL, NULL);
+          expect_tile(ctx, di, wi, NULL, NULL);
+        }
+}
+
 /* ---- the oracle table: one row per instruction ------------------------------
  */
 
@@ -2256,6 +2422,8 @@ static const oracle_case cases[PTO_OP_COUNT] = {
     [PTO_OP_TGATHERPACK] = {.drive = drive_gatherpack},
     [PTO_OP_TSOFTMAXONLINE] = {.drive = drive_smonline},
     [PTO_OP_TSOFTMAXFINAL] = {.drive = drive_smfinal},
+    [PTO_OP_TTOPK] = {.drive = drive_topk},
+    [PTO_OP_TMRGTOPK] = {.drive = drive_mrgtopk},
 };
 
 static void run_case(int op) {
@@ -2881,6 +3049,114 @@ Test(tileops, simd_stress_sort, .fini = free_all, .timeout = 600) {
       stress_run(PTO_OP_TMRGSORT, &m, 0, ctx);
       free_all();
     }
+}
+
+/* Top-k values for the stress: sort_fill's ties and specials, any bit
+ * pattern, and (masked) many -inf; `spread` values over a narrow range (one
+ * top byte, so the radix select refines through every byte). */
+static void topk_fill(rng *r, pto_tile *v, int masked, int spread) {
+  pto_tile *ix = tile_new(PTO_I32, v->rows, v->cols, v->valid_rows,
+                          v->valid_cols, 0);
+  sort_fill(r, v, ix, 0);
+  for (uint32_t i = 0; i < v->valid_rows; i++)
+    for (uint32_t j = 0; j < v->valid_cols; j++) {
+      uint32_t k = below(r, 8);
+      if (spread && k < 6)
+        setf(v, i, j, 1.0f + (float)below(r, 1u << 20) * 0x1p-23f);
+      else if (k == 6)
+        setf(v, i, j, nasty_f32(r));
+      if (masked && below(r, 3) == 0)
+        setf(v, i, j, -INFINITY);
+    }
+}
+
+Test(tileops, simd_stress_topk, .fini = free_all, .timeout = 600) {
+  char ctx[160];
+  for (uint32_t w = 1; w <= 70; w++)
+    for (int masked = 0; masked < 2; masked++) {
+      rng r = rng_seed(seed_of(w, masked, 2, 9));
+      const uint32_t rows = 1 + w % 3;
+      pto_tile *v = tile_new(PTO_F32, rows, w + 3, rows, w, 0xff);
+      topk_fill(&r, v, masked, (int)(w % 2));
+      const uint32_t kks[] = {1, w / 3 + 1, w, w + 4};
+      for (size_t ki = 0; ki < 4; ki++) {
+        const uint32_t kk = kks[ki];
+        if (!masked && kk > w)
+          continue;
+        pto_targs a = {0};
+        a.src[0] = v;
+        a.dst[0] = dst_new(PTO_F32, rows, kk + 5, rows, kk);
+        a.dst[1] = dst_new(PTO_I32, rows, kk + 5, rows, kk);
+        a.imm[0] = (int32_t)(w * 3) - 50;
+        a.imm[1] = masked;
+        snprintf(ctx, sizeof ctx, "TTOPK %ux%u k %u%s", rows, w, kk,
+                 masked ? " masked" : "");
+        stress_run(PTO_OP_TTOPK, &a, 0, ctx);
+        /* the selection, as runs, merged back */
+        for (uint32_t run = 1; run <= w; run = run * 2 + 1) {
+          if ((w + run - 1) / run > 4)
+            continue;
+          pto_tile *sv = tile_clone(v);
+          pto_tile *si = tile_new(PTO_I32, rows, w + 3, rows, w, 0x7f);
+          for (uint32_t i = 0; i < rows; i++)
+            for (uint32_t j = 0; j < w; j++)
+              seti(si, i, j, (int32_t)below(&r, 2 * w) - 3); /* some equal */
+          topk_sort_runs(sv, si, run, masked);
+          pto_targs m = a;
+          m.src[0] = sv;
+          m.src[1] = si;
+          m.imm[0] = (int32_t)run;
+          m.s = run % 3 ? (double)run : 0; /* sometimes ties across runs */
+          snprintf(ctx, sizeof ctx, "TMRGTOPK %ux%u runs of %u k %u%s", rows,
+                   w, run, kk, masked ? " masked" : "");
+          stress_run(PTO_OP_TMRGTOPK, &m, 0, ctx);
+        }
+      }
+      free_all();
+    }
+  /* long rows: sampled thresholds, samples that collect too much (ties),
+   * whole short rows, exact selections byte by byte, more kept than the
+   * stack buffer holds */
+  static const uint32_t longs[][2] = {{1024, 512},  {3001, 100}, {5000, 4500},
+                                      {8192, 2048}, {700, 700},  {5000, 3000},
+                                      {6000, 1000}, {9000, 4200}};
+  for (size_t k = 0; k < sizeof longs / sizeof longs[0]; k++)
+    for (int masked = 0; masked < 2; masked++)
+      for (int spread = 0; spread < 2; spread++) {
+        rng r = rng_seed(seed_of((int)k, masked, spread, 19));
+        const uint32_t w = longs[k][0], kk = longs[k][1], rows = 2;
+        pto_tile *v = tile_new(PTO_F32, rows, w + 7, rows, w, 0xff);
+        topk_fill(&r, v, masked, spread);
+        pto_targs a = {0};
+        a.src[0] = v;
+        a.dst[0] = dst_new(PTO_F32, rows, kk + 1, rows, kk);
+        a.dst[1] = dst_new(PTO_I32, rows, kk + 1, rows, kk);
+        a.imm[0] = 7;
+        a.imm[1] = masked;
+        snprintf(ctx, sizeof ctx, "TTOPK %ux%u k %u%s%s", rows, w, kk,
+                 masked ? " masked" : "", spread ? " narrow" : "");
+        stress_run(PTO_OP_TTOPK, &a, 0, ctx);
+        free_all();
+      }
+  /* a row of one value with a few above it: a sampled threshold at that
+   * value collects the whole row, more than the buffer, and the exact
+   * selection takes over */
+  for (int masked = 0; masked < 2; masked++) {
+    rng r = rng_seed(seed_of(masked, 0, 3, 29));
+    const uint32_t w = 6000, kk = 100;
+    pto_tile *v = tile_new(PTO_F32, 1, w, 1, w, 0xff);
+    for (uint32_t j = 0; j < w; j++)
+      setf(v, 0, j, below(&r, 100) ? 1.0f : below(&r, 2) ? 2.0f : NAN);
+    pto_targs a = {0};
+    a.src[0] = v;
+    a.dst[0] = dst_new(PTO_F32, 1, kk, 1, kk);
+    a.dst[1] = dst_new(PTO_I32, 1, kk, 1, kk);
+    a.imm[1] = masked;
+    snprintf(ctx, sizeof ctx, "TTOPK 1x%u k %u, one value%s", w, kk,
+             masked ? " masked" : "");
+    stress_run(PTO_OP_TTOPK, &a, 0, ctx);
+    free_all();
+  }
 }
 
 /* ---- pto__tileop_check rejects bad operands ---------------------------------
@@ -3633,6 +3909,71 @@ Test(tileops, check_move_and_sort_immediates, .fini = free_all) {
   s.src[1] = ix;
   di->valid_cols = 49;
   expect_reject(PTO_OP_TSORT32, &s, PTO_ESHAPE, "3x49", "3x50");
+}
+
+Test(tileops, check_topk_operands, .fini = free_all) {
+  pto_tile *v = dst_new(PTO_F32, 4, 64, 3, 50),
+           *ix = dst_new(PTO_I32, 4, 64, 3, 50);
+  pto_tile *dv = dst_new(PTO_F32, 4, 64, 3, 20),
+           *di = dst_new(PTO_I32, 4, 64, 3, 20);
+  pto_targs s = {0};
+  s.dst[0] = dv;
+  s.dst[1] = di;
+  s.src[0] = v;
+  s.src[1] = ix;
+  s.imm[0] = 13;
+  expect_accept(PTO_OP_TTOPK, &s);
+  expect_accept(PTO_OP_TMRGTOPK, &s);
+  s.imm[1] = 2;
+  expect_reject(PTO_OP_TTOPK, &s, PTO_EINVAL, "mode imm[1] = 2", NULL);
+  expect_reject(PTO_OP_TMRGTOPK, &s, PTO_EINVAL, "mode imm[1] = 2", NULL);
+  s.imm[1] = 0;
+  /* more than 4 runs; a run length below 1 */
+  s.imm[0] = 12;
+  expect_reject(PTO_OP_TMRGTOPK, &s, PTO_EINVAL, "50", "runs of 12");
+  s.imm[0] = 0;
+  expect_reject(PTO_OP_TMRGTOPK, &s, PTO_EINVAL, "imm[0] = 0", NULL);
+  s.imm[0] = 13;
+  s.s = 2.5; /* the index offset per run: an integer >= 0 */
+  expect_reject(PTO_OP_TMRGTOPK, &s, PTO_EINVAL, "s = 2.5", NULL);
+  s.s = -1;
+  expect_reject(PTO_OP_TMRGTOPK, &s, PTO_EINVAL, "s = -1", NULL);
+  s.s = 50;
+  expect_accept(PTO_OP_TMRGTOPK, &s);
+  s.s = 0;
+  /* indices past INT32_MAX */
+  s.imm[0] = INT32_MAX - 49;
+  expect_accept(PTO_OP_TTOPK, &s);
+  s.imm[0] = INT32_MAX - 48;
+  expect_reject(PTO_OP_TTOPK, &s, PTO_EINVAL, "overflows i32", NULL);
+  s.imm[0] = 13;
+  /* keeping more than the entries pads: the masked mode only */
+  dv->valid_cols = di->valid_cols = 60;
+  expect_reject(PTO_OP_TTOPK, &s, PTO_ESHAPE, "3x60", "mode 1");
+  expect_reject(PTO_OP_TMRGTOPK, &s, PTO_ESHAPE, "3x60", "3x50");
+  s.imm[1] = 1;
+  expect_accept(PTO_OP_TTOPK, &s);
+  expect_accept(PTO_OP_TMRGTOPK, &s);
+  /* dtypes and shapes */
+  di->valid_cols = 59;
+  expect_reject(PTO_OP_TTOPK, &s, PTO_ESHAPE, "dst1 valid 3x59", NULL);
+  di->valid_cols = 60;
+  dv->valid_rows = di->valid_rows = 2;
+  expect_reject(PTO_OP_TTOPK, &s, PTO_ESHAPE, "2x60", "3 rows");
+  dv->valid_rows = di->valid_rows = 3;
+  s.src[0] = ix;
+  expect_reject(PTO_OP_TTOPK, &s, PTO_EDTYPE, "src0 dtype i32", NULL);
+  s.src[0] = v;
+  s.src[1] = v;
+  expect_reject(PTO_OP_TMRGTOPK, &s, PTO_EDTYPE, "src1 dtype f32", NULL);
+  s.src[1] = ix;
+  s.dst[1] = dv;
+  expect_reject(PTO_OP_TTOPK, &s, PTO_EDTYPE, "dst1 dtype f32", NULL);
+  /* dst and src never share a buffer */
+  s.dst[1] = di;
+  s.dst[0] = v;
+  v->valid_cols = 60;
+  expect_reject(PTO_OP_TTOPK, &s, PTO_EINVAL, "overlaps", NULL);
 }
 
 Test(tileops, check_memory_operands, .fini = free_all) {

@@ -425,6 +425,8 @@ typedef enum op_class {
   K_FILLPAD,
   K_SORT32,
   K_MRGSORT,
+  K_TOPK,    /* TTOPK: src0 -> dst0, dst1 */
+  K_MRGTOPK, /* TMRGTOPK: src0, src1 -> dst0, dst1 */
   K_NONE
 } op_class;
 
@@ -528,6 +530,10 @@ static op_class class_of(pto_opcode op) {
     return K_SORT32;
   case PTO_OP_TMRGSORT:
     return K_MRGSORT;
+  case PTO_OP_TTOPK:
+    return K_TOPK;
+  case PTO_OP_TMRGTOPK:
+    return K_MRGTOPK;
   case PTO_OP_COUNT:
     break;
   }
@@ -646,6 +652,59 @@ static int check_matmul(const chk *k, const pto_targs *a, uint32_t *M,
                 ", K of src0 (valid %" PRIu32 "x%" PRIu32 "%s) is %" PRIu32,
                 s1->valid_rows, s1->valid_cols, tb ? ", transposed" : "", KB,
                 s0->valid_rows, s0->valid_cols, ta ? ", transposed" : "", K);
+  return PTO_OK;
+}
+
+/* TTOPK (src0 values) and TMRGTOPK (merge: src0 values, src1 indices in
+ * runs of imm[0]): dst0 f32 and dst1 i32 of one valid shape, src0's rows;
+ * mode imm[1] 0 or 1; in mode 0 at most src0's valid cols kept. */
+static int check_topk(const chk *k, int merge, const pto_targs *a) {
+  const pto_tile *s0 = a->src[0], *d0 = a->dst[0], *d1 = a->dst[1];
+  const uint32_t vc = s0->valid_cols;
+  int st;
+  if ((st = check_dtype_is(k, "src0", s0, PTO_F32)) ||
+      (merge && (st = check_dtype_is(k, "src1", a->src[1], PTO_I32))) ||
+      (merge && (st = check_same_valid(k, "src1", a->src[1], "src0", s0))) ||
+      (st = check_dtype_is(k, "dst0", d0, PTO_F32)) ||
+      (st = check_dtype_is(k, "dst1", d1, PTO_I32)) ||
+      (st = check_same_valid(k, "dst1", d1, "dst0", d0)))
+    return st;
+  if (d0->valid_rows != s0->valid_rows)
+    return fail(k, PTO_ESHAPE,
+                "dst0 valid %" PRIu32 "x%" PRIu32 ", expected the %" PRIu32
+                " rows of src0 valid %" PRIu32 "x%" PRIu32,
+                d0->valid_rows, d0->valid_cols, s0->valid_rows, s0->valid_rows,
+                vc);
+  if (a->imm[1] != 0 && a->imm[1] != 1)
+    return fail(k, PTO_EINVAL,
+                "mode imm[1] = %" PRId32 " is neither 0 (plain) nor 1 (masked)",
+                a->imm[1]);
+  if (a->imm[1] == 0 && d0->valid_cols > vc)
+    return fail(k, PTO_ESHAPE,
+                "dst0 valid %" PRIu32 "x%" PRIu32
+                " keeps more than the %" PRIu32 " entries of src0 valid %" PRIu32
+                "x%" PRIu32 " (only mode 1 pads)",
+                d0->valid_rows, d0->valid_cols, vc, s0->valid_rows, vc);
+  if (!merge) {
+    if ((int64_t)a->imm[0] + vc - 1 > INT32_MAX)
+      return fail(k, PTO_EINVAL,
+                  "index base imm[0] = %" PRId32 " + %" PRIu32
+                  " columns overflows i32",
+                  a->imm[0], vc);
+    return PTO_OK;
+  }
+  if (a->imm[0] < 1)
+    return fail(k, PTO_EINVAL, "run length imm[0] = %" PRId32 " is < 1",
+                a->imm[0]);
+  if ((vc + (uint64_t)a->imm[0] - 1) / (uint64_t)a->imm[0] > 4)
+    return fail(k, PTO_EINVAL,
+                "src0 valid cols %" PRIu32 " in runs of %" PRId32
+                " are more than 4 runs",
+                vc, a->imm[0]);
+  if (!(a->s >= 0 && a->s <= INT32_MAX && a->s == (double)(int64_t)a->s))
+    return fail(k, PTO_EINVAL,
+                "index offset per run s = %g is not an integer in [0, %d]",
+                a->s, INT32_MAX);
   return PTO_OK;
 }
 
@@ -923,6 +982,9 @@ static int check_rules(const chk *k, op_class cl, const pto_targs *a) {
       return fail(k, PTO_EINVAL,
                   "merge ways imm[1] = %" PRId32 " is outside 2..4", a->imm[1]);
     return PTO_OK;
+  case K_TOPK:
+  case K_MRGTOPK:
+    return check_topk(k, cl == K_MRGTOPK, a);
   case K_NONE:
     break;
   }

@@ -882,6 +882,14 @@ static int ref_TMRGSORT(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
+/* TTOPK and TMRGTOPK: tileops/topk_ref.c. */
+static int ref_TTOPK(int op, const pto_targs *a) {
+  return pto__ref_ttopk(op, a);
+}
+static int ref_TMRGTOPK(int op, const pto_targs *a) {
+  return pto__ref_tmrgtopk(op, a);
+}
+
 static int ref_TCI(int op, const pto_targs *a) {
   (void)op;
   pto_tile *d = a->dst[0];

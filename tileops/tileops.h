@@ -41,7 +41,12 @@
  *    untouched when it returns PTO_ERANGE.
  *  - TSORT32/TMRGSORT order: NaN after every number; between numbers, value
  *    descending with -0 == +0; ties by index ascending; equal (value, index)
- *    keep their order (TMRGSORT: the earlier run first).
+ *    keep their order (TMRGSORT: the earlier run first). TTOPK and
+ *    TMRGTOPK rank in the same order and copy the selected values bit for
+ *    bit (a NaN's payload, -0); in their masked mode (imm[1] == 1) -inf
+ *    entries are dropped and padding is (-inf, -1). TMRGSORT and TMRGTOPK
+ *    assume sorted runs (in the mode's order): on other input a table may
+ *    differ from the reference.
  *  - TFILLPAD sets dst's valid region to its capacity.
  *  - TTRI and TCI compute c <= r + imm[0] and imm[0] + c in 64 bits (TCI on
  *    i32 wraps, on f32 rounds to nearest even).
@@ -55,7 +60,9 @@
  *    i32; TSEL src0 i32; TCVT/TMOV any dtype to any; TEXTRACT TINSERT TTRANS
  *    TFILLPAD any dtype, dst = src; TLOAD TSTORE TGATHER any tile dtype and
  *    any global dtype (TGATHER src0 i32); TMATMUL* src0/src1 f32, bf16 or
- *    f16 each, dst f32; TSORT32/TMRGSORT src0 and dst0 f32, src1 and dst1 i32.
+ *    f16 each, dst f32; TSORT32/TMRGSORT src0 and dst0 f32, src1 and dst1 i32;
+ *    TTOPK src0 f32, TMRGTOPK src0 f32 and src1 i32, both dst0 f32 and dst1
+ *    i32.
  *  - shapes [ESHAPE]: sources have dst's valid shape, except rowvec operands
  *    (valid vr x 1) and colvec operands (valid 1 x vc); TROW* reductions give
  *    vr x 1, TCOL* give 1 x vc; TTRANS dst is src transposed; TMATMUL dst is
@@ -67,7 +74,13 @@
  *    [EDTYPE], covers dst0's valid region [ESHAPE] and shares no byte with
  *    the span g's window covers [EINVAL].
  *  - immediates [EINVAL]: TCMP imm[0] < PTO_CMP_MODE_COUNT; TMRGSORT
- *    imm[0] >= 1 and imm[1] in 2..4.
+ *    imm[0] >= 1 and imm[1] in 2..4; TTOPK/TMRGTOPK mode imm[1] 0 or 1;
+ *    TTOPK imm[0] + src0 valid cols - 1 <= INT32_MAX; TMRGTOPK run length
+ *    imm[0] >= 1, at most 4 runs in src0's valid cols, and index offset
+ *    per run s an integer in [0, INT32_MAX].
+ *  - TTOPK/TMRGTOPK shapes [ESHAPE]: dst0 and dst1 one valid shape with
+ *    src0's valid rows, TMRGTOPK src1 of src0's valid shape; in mode 0
+ *    dst0's valid cols <= src0's.
  *  - packed matmul operands (core/isa.def): TLOAD takes at most one of
  *    PTO_TF_PACK_A / PTO_TF_PACK_B [EINVAL], TMATMUL* takes PACK_A without
  *    TRANS_A and PACK_B without TRANS_B [EINVAL]; every panel width is in
@@ -131,6 +144,10 @@ int pto__ref_TSOFTMAXFINAL(int op, const pto_targs *a);
 
 /* The reference: every entry set. */
 extern const pto_isa_table pto__isa_scalar;
+
+/* The reference's TTOPK and TMRGTOPK (tileops/topk_ref.c). */
+int pto__ref_ttopk(int op, const pto_targs *a);
+int pto__ref_tmrgtopk(int op, const pto_targs *a);
 
 /* Makes t a copy of base named name, for an ISA table to override entries. */
 void pto__isa_table_derive(pto_isa_table *t, const char *name,

@@ -219,6 +219,10 @@ static inline vi vi_blend(vb m, vi f, vi t) {
 static inline vi vb_01(vb m) { /* 1 where m, else 0 */
   return _mm512_maskz_set1_epi32(m, 1);
 }
+/* Lane l's boolean as bit l (tileops/topk_kernels.h). */
+static inline unsigned vb_bits(vb m) {
+  return (unsigned)m;
+}
 
 /* ---- 64-bit sort keys (TSORT32 and TMRGSORT in vec_kernels.h) ---------- */
 
@@ -299,8 +303,10 @@ static inline vp vp_rev(vp p) {
 
 #include "tileops/vec_kernels.h"
 #include "tileops/attn_kernels.h"
+#include "tileops/topk_kernels.h"
 
 void pto__vec_avx512(pto_isa_table *t) {
   vec_install(t);
   attn_install(t);
+  topk_install(t);
 }

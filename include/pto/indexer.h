@@ -71,6 +71,15 @@ PTO_API pto_program *pto_indexer_program(const pto_indexer_dims *d,
 PTO_API pto_tile_shape pto_indexer_qk_tile(const pto_machine *m,
                                            const pto_indexer_dims *d);
 
+/* The top-k's vector tile for machine m (NULL: the host): whole rows of S2
+ * scores when one row's block and the topk values and indices it keeps fit
+ * the UB (one selection per row, no merge), else the widest power-of-two
+ * block that fits, whose selections a tree of merges combines; up to 4
+ * rows per unit. */
+PTO_API pto_tile_shape pto_indexer_topk_tile(const pto_machine *m,
+                                             const pto_indexer_dims *d,
+                                             int64_t topk);
+
 /* GFLOP of one run: 2 * H * D per visible (query, key) pair. */
 PTO_API double pto_indexer_gflop(const pto_indexer_dims *d,
                                  const pto_indexer_params *prm);

@@ -242,6 +242,21 @@ PTO_API pto_tensor *pto_softmax(pto_program *p, pto_tensor *a);
 PTO_API pto_tensor *pto_topk(pto_program *p, pto_tensor *a, int64_t k,
                              pto_tensor **indices);
 
+/* pto_topk where -inf marks an excluded entry (a masked-out score): excluded
+ * entries are never selected, and when fewer than k entries of a row
+ * remain, the slots past them hold -inf and index -1. k >= 1 may exceed
+ * the last dim (every row is then padded). The result is [..., k].
+ *
+ * Both top-k ops are computed incrementally: each vector tile {rows, cols}
+ * keeps the min(k, cols) best of its block of cols columns of a row
+ * (TTOPK), and a tree of merges (TMRGTOPK, 4 sorted runs each) reduces the
+ * blocks' sorted candidates to the row's k as blocks finish, spread over
+ * the vector workers. cols 0 (or >= the last dim) selects whole rows at
+ * once; merges take as many rows as keep them within the selection's
+ * local memory. */
+PTO_API pto_tensor *pto_topk_masked(pto_program *p, pto_tensor *a, int64_t k,
+                                    pto_tensor **indices);
+
 /* Rows of a 2-D table [N,D] chosen by an i32 index tensor of any shape S:
  * result [S..., D]. An index outside [0, N) yields a row of zeros, unless
  * PTO_GATHER_STRICT is given, in which case running the program fails with
