@@ -3,6 +3,7 @@
  *   fuzz_diff [--seeds N] [--start S] [--timeout SEC] [--dir DIR] [-v]
  *   fuzz_diff --print-c SEED      the case as a stand-alone C program
  *   fuzz_diff --run SEED          one seed in this process, verbose
+ *   fuzz_diff --minimize SEED     a smaller failing case, as C
  *
  * Seeds run in a child process watched by this one; a hang (no progress for
  * --timeout seconds) or a crash is reported with its seed and stage, and
@@ -20,7 +21,7 @@
 static void usage(FILE *o) {
   fprintf(o, "usage: fuzz_diff [--seeds N] [--start S] [--timeout SEC] "
              "[--dir DIR] [-v|-vv]\n"
-             "       fuzz_diff --print-c SEED | --run SEED\n"
+             "       fuzz_diff --print-c SEED | --run SEED | --minimize SEED\n"
              "env PTO_RP_FIXED=name,...|all: known bugs to check as fixed:\n"
              "  matmul_acc_alias fusion_cycle l1_reuse_hang huge_shapes "
              "fusion_parallelism\n  dead_strict_gather\n");
@@ -69,6 +70,18 @@ int main(int argc, char **argv) {
       rp_env_free(env);
       rp_case_free(c);
       return r == RP_FAIL;
+    } else if (!strcmp(a, "--minimize") && v) {
+      rp_case *c = rp_generate(strtoull(v, NULL, 0), &sw);
+      rp_case *m = rp_minimize(c, timeout, msg, sizeof msg, stderr);
+      if (m) {
+        printf("/* minimized from seed %s (%d ops to %d): %s */\n", v,
+               rp_case_num_ops(c), rp_case_num_ops(m), msg);
+        rp_print_c(m, stdout);
+      } else
+        fprintf(stderr, "fuzz_diff: seed %s: %s\n", v, msg);
+      rp_case_free(m);
+      rp_case_free(c);
+      return m ? 0 : 1;
     } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
       return 0;

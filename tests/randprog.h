@@ -104,6 +104,13 @@ void rp_env_free(rp_env *env);
 /* Runs the case; on RP_FAIL (and RP_KNOWN, RP_SKIP) msg says why. */
 rp_outcome rp_run(rp_env *env, const rp_case *c, char *msg, size_t size);
 
+/* A smaller case that fails the same way (each candidate runs in a child
+ * process, so crashes and hangs minimize too): outputs, dead ops, scopes,
+ * config settings and runtimes removed one at a time. NULL (and msg says
+ * why) when c does not fail; else msg is the failure. */
+rp_case *rp_minimize(const rp_case *c, double timeout_s, char *msg,
+                     size_t size, FILE *log);
+
 /* Seeds [start, start + count) in a child process watched by this one: a
  * seed running longer than timeout_s, or a crash, is reported with its seed
  * and stage and the child restarts after it. Each failing seed's message

@@ -131,7 +131,8 @@ static double rp_value(const void *buf, pto_dtype dt, int64_t i) {
 }
 
 /* Compares n elements of got with want. tol < 0: bit-exact, except that
- * any NaN equals any NaN (payloads are not specified); tol >= 0:
+ * any NaN equals any NaN (payloads are not specified), and with tol <= -2
+ * +0 equals -0 (the sign of a sum of zeros is not specified); tol >= 0:
  * |got - want| <= tol, where a NaN or an infinity must be matched exactly.
  * Returns the index of the first mismatch (and a message) or -1. */
 static int64_t rp_compare(const void *got, const void *want, pto_dtype dt,
@@ -144,7 +145,8 @@ static int64_t rp_compare(const void *got, const void *want, pto_dtype dt,
       ok = isnan(g) && isnan(w);
     else if (tol < 0 || isinf(g) || isinf(w))
       ok = memcmp((const char *)got + (size_t)i * es,
-                  (const char *)want + (size_t)i * es, es) == 0;
+                  (const char *)want + (size_t)i * es, es) == 0 ||
+           (tol <= -2 && g == 0 && w == 0);
     else
       ok = fabs(g - w) <= tol;
     if (!ok) {
@@ -154,7 +156,8 @@ static int64_t rp_compare(const void *got, const void *want, pto_dtype dt,
         if (isnan(x) || isnan(y) ? !(isnan(x) && isnan(y))
             : tol < 0 || isinf(x) || isinf(y)
                 ? memcmp((const char *)got + (size_t)j * es,
-                         (const char *)want + (size_t)j * es, es) != 0
+                         (const char *)want + (size_t)j * es, es) != 0 &&
+                      !(tol <= -2 && x == 0 && y == 0)
                 : fabs(x - y) > tol)
           bad++;
       }
