@@ -2,7 +2,8 @@
  *
  *   fuzz_diff [--seeds N] [--start S] [--timeout SEC] [--dir DIR] [-v]
  *   fuzz_diff --print-c SEED      the case as a stand-alone C program
- *   fuzz_diff --run SEED          one seed in this process, verbose
+ *   fuzz_diff --run SEED [--repeat N]  one seed in this process (N more
+ *                                 runs on each runtime: races)
  *   fuzz_diff --minimize SEED     a smaller failing case, as C
  *
  * Seeds run in a child process watched by this one; a hang (no progress for
@@ -21,17 +22,17 @@
 static void usage(FILE *o) {
   fprintf(o, "usage: fuzz_diff [--seeds N] [--start S] [--timeout SEC] "
              "[--dir DIR] [-v|-vv]\n"
-             "       fuzz_diff --print-c SEED | --run SEED | --minimize SEED\n"
+             "       fuzz_diff --print-c SEED | --run SEED [--repeat N] | --minimize SEED\n"
              "env PTO_RP_FIXED=name,...|all: known bugs to check as fixed:\n"
              "  matmul_acc_alias fusion_cycle l1_reuse_hang huge_shapes "
-             "fusion_parallelism\n  dead_strict_gather\n");
+             "fusion_parallelism\n  dead_strict_gather dead_op_store slow_split_plan\n");
 }
 
 int main(int argc, char **argv) {
   uint64_t start = 1, count = 1000;
   double timeout = 30;
   const char *dir = NULL;
-  int verbose = 0;
+  int verbose = 0, repeat = 0;
   char msg[1024];
   rp_switches sw;
   if (rp_switches_from_env(&sw, msg, sizeof msg)) {
@@ -52,6 +53,9 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--dir") && v) {
       dir = v;
       i++;
+    } else if (!strcmp(a, "--repeat") && v) {
+      repeat = atoi(v);
+      i++;
     } else if (!strcmp(a, "-v")) {
       verbose = 1;
     } else if (!strcmp(a, "-vv")) {
@@ -64,6 +68,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--run") && v) {
       rp_case *c = rp_generate(strtoull(v, NULL, 0), &sw);
       rp_env *env = rp_env_new(NULL);
+      rp_env_repeat(env, repeat);
       rp_outcome r = rp_run(env, c, msg, sizeof msg);
       static const char *names[] = {"pass", "skip", "known", "FAIL"};
       printf("seed %s: %s %s\n", v, names[r], msg);

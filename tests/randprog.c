@@ -173,6 +173,7 @@ typedef struct rp_rt_spec {
 
 struct rp_case {
   uint64_t seed;
+  int from_bytes;
   rp_switches sw;
   int special, n_ops;
   rp_step *steps;
@@ -1649,8 +1650,15 @@ static const uint32_t cube_k[] = {0, 0, 1, 5, 8, 16, 17, 32, 64};
 static void rand_vec(gen *g, uint32_t *t) {
   t[0] = PICK_OF(g->r, vec_rows);
   t[1] = PICK_OF(g->r, vec_cols);
-  if (t[0] && t[1] && t[0] * t[1] < 8 && g->dims[0] > 24 && chance(g->r, 60))
+  int64_t big = 0;
+  for (int i = 0; i < g->n_dims; i++)
+    big = g->dims[i] > big ? g->dims[i] : big;
+  if (t[0] && t[1] && t[0] * t[1] < 8 && big > 24 && chance(g->r, 60))
     t[1] = 32; /* a tiny tile over big tensors: many thousands of tiles */
+  if (g->c->sw.slow_split_plan && t[0] && t[1] && t[0] * t[1] < 64 && big > 32) {
+    t[0] = t[0] < 4 ? 4 : t[0]; /* a subgraph of ~10^5 instructions that */
+    t[1] = t[1] < 16 ? 16 : t[1]; /* overflows plans for minutes */
+  }
 }
 static void rand_cube(gen *g, uint32_t *t) {
   t[0] = PICK_OF(g->r, cube_mn);
@@ -1768,7 +1776,8 @@ static void gen_config(gen *g) {
     f->knob_set |= 1 << PTO_KNOB_NBUFFER;
     f->knob[PTO_KNOB_NBUFFER] = PICK_OF(g->r, nbuf);
   }
-  if (chance(g->r, 40)) {
+  int reuse_ok = !(c->from_bytes && c->sw.l1_reuse_hang);
+  if (chance(g->r, 40) && reuse_ok) {
     f->knob_set |= 1 << PTO_KNOB_L1_REUSE;
     f->knob[PTO_KNOB_L1_REUSE] = PICK_OF(g->r, reuse);
   }
@@ -1816,7 +1825,7 @@ static void gen_config(gen *g) {
       l->knob_set |= 1 << PTO_KNOB_NBUFFER;
       l->knob[PTO_KNOB_NBUFFER] = PICK_OF(g->r, nbuf);
     }
-    if (chance(g->r, 30)) {
+    if (chance(g->r, 30) && reuse_ok) {
       l->knob_set |= 1 << PTO_KNOB_L1_REUSE;
       l->knob[PTO_KNOB_L1_REUSE] = PICK_OF(g->r, reuse);
     }
@@ -1914,17 +1923,22 @@ static void gen_case(gen *g) {
   gen_runs(g);
 }
 
+static void prune(rp_case *c);
+
 static rp_case *generate(rp_src *r, uint64_t seed, const rp_switches *sw) {
   rp_case *c = calloc(1, sizeof *c);
   if (!c)
     abort();
   c->seed = seed;
+  c->from_bytes = r->bytes;
   c->sw = sw ? *sw : rp_switches_default();
   gen g;
   memset(&g, 0, sizeof g);
   g.c = c;
   g.r = r;
   gen_case(&g);
+  if (c->sw.dead_op_store)
+    prune(c); /* no dead ops: they may make a live tensor lose its storage */
   c->seed = seed; /* inputs drew their fill seeds from it */
   return c;
 }
@@ -2510,6 +2524,8 @@ void rp_print_c(const rp_case *c, FILE *o) {
 struct rp_env {
   rp_progress *prog;
   rp_progress local;
+  int serial_only;
+  int repeat; /* extra runs on each runtime */
   pto_runtime *rt[2][3][PTO_POLICY_COUNT];
 };
 
@@ -2519,6 +2535,9 @@ rp_env *rp_env_new(rp_progress *progress) {
     e->prog = progress ? progress : &e->local;
   return e;
 }
+
+void rp_env_serial_only(rp_env *env, int on) { env->serial_only = on; }
+void rp_env_repeat(rp_env *env, int n) { env->repeat = n; }
 
 void rp_env_free(rp_env *env) {
   if (!env)
@@ -2625,7 +2644,42 @@ static void fill_pattern(const run_bufs *b, int pat) {
   }
 }
 
+static rp_outcome run_impl(rp_env *env, const rp_case *c, int ext,
+                           const pto_config *ext_cfg, char *msg, size_t size);
+
 rp_outcome rp_run(rp_env *env, const rp_case *c, char *msg, size_t size) {
+  return run_impl(env, c, 0, NULL, msg, size);
+}
+
+rp_outcome rp_run_config(rp_env *env, const rp_case *c, const pto_config *cfg,
+                         char *msg, size_t size) {
+  return run_impl(env, c, 1, cfg, msg, size);
+}
+
+/* Every label an op of c carries, and each of its prefixes, into set
+ * (96 bytes each); how many. */
+static int case_labels(const rp_case *c, char (*set)[96], int cap) {
+  int n = 0;
+  for (int i = 0; i < c->n_steps; i++) {
+    char buf[96];
+    snprintf(buf, sizeof buf, "%s", c->steps[i].label);
+    while (buf[0]) {
+      int dup = 0;
+      for (int j = 0; j < n && !dup; j++)
+        dup = strcmp(set[j], buf) == 0;
+      if (!dup && n < cap)
+        memcpy(set[n++], buf, sizeof buf);
+      char *dot = strrchr(buf, '.');
+      if (!dot)
+        break;
+      *dot = 0;
+    }
+  }
+  return n;
+}
+
+static rp_outcome run_impl(rp_env *env, const rp_case *c, int ext,
+                           const pto_config *ext_cfg, char *msg, size_t size) {
   rp_outcome res = RP_PASS;
   msg[0] = 0;
   stage(env, RP_STAGE_BUILD);
@@ -2680,14 +2734,25 @@ rp_outcome rp_run(rp_env *env, const rp_case *c, char *msg, size_t size) {
   }
   char cmsg[512] = "";
   stage(env, RP_STAGE_COMPILE);
-  if (c->cfg.mode != CFG_NULL) {
+  if (ext) {
+    cfg = ext_cfg ? pto_config_clone(ext_cfg) : pto_config_new();
+    if (!cfg)
+      abort();
+    if (c->sw.l1_reuse_hang) { /* known bug 3: no l1_reuse >= 2 at all */
+      char labels[64][96];
+      int n = case_labels(c, labels, 64);
+      pto_config_set_knob(cfg, NULL, PTO_KNOB_L1_REUSE, 1);
+      for (int i = 0; i < n; i++)
+        pto_config_set_knob(cfg, labels[i], PTO_KNOB_L1_REUSE, 1);
+    }
+  } else if (c->cfg.mode != CFG_NULL) {
     cfg = emit_config(c, NULL, 0, cmsg, sizeof cmsg);
     if (!cfg) {
       res = fail_msg(msg, size, "%s", cmsg);
       goto done;
     }
   }
-  if (c->sw.l1_reuse_hang && cfg_has_l1_reuse(&c->cfg)) {
+  if (!ext && c->sw.l1_reuse_hang && cfg_has_l1_reuse(&c->cfg)) {
     /* known bug 3: l1_reuse >= 2 may loop forever where l1_reuse 1 fails
      * with ECAPACITY; probe with every l1_reuse at 1 first */
     pto_config *probe = emit_config(c, NULL, 1, cmsg, sizeof cmsg);
@@ -2714,7 +2779,7 @@ rp_outcome rp_run(rp_env *env, const rp_case *c, char *msg, size_t size) {
       res = RP_SKIP;
       snprintf(msg, size, "compile: %s", em);
     } else if (st == PTO_ERANGE && strstr(em, "fit a program") &&
-               cfg_fuses(&c->cfg) && c->sw.fusion_parallelism) {
+               (ext || cfg_fuses(&c->cfg)) && c->sw.fusion_parallelism) {
       res = RP_KNOWN;
       snprintf(msg, size, "known bug fusion_parallelism: %s", em);
     } else {
@@ -2741,7 +2806,7 @@ rp_outcome rp_run(rp_env *env, const rp_case *c, char *msg, size_t size) {
   }
   if (est == PTO_OK && (res = check_outputs(&b, "serial", msg, size)) != RP_PASS)
     goto done;
-  for (int i = 0; i < c->n_rts; i++) {
+  for (int i = 0; i < c->n_rts && !env->serial_only; i++) {
     const rp_rt_spec *r = &c->rts[i];
     stage(env, RP_STAGE_RUNTIME);
     pto_runtime *rt = env_runtime(env, r, msg, size);
@@ -2749,8 +2814,8 @@ rp_outcome rp_run(rp_env *env, const rp_case *c, char *msg, size_t size) {
       res = RP_FAIL;
       goto done;
     }
-    for (int rep = 0; rep <= r->repeat; rep++) {
-      fill_pattern(&b, 0x5a + rep);
+    for (int rep = 0; rep <= r->repeat + env->repeat; rep++) {
+      fill_pattern(&b, 0x5a + (rep & 1));
       st = pto_runtime_run(rt, e, (const void *const *)b.in, b.got);
       char what[96];
       uint32_t cu, ve;

@@ -34,7 +34,9 @@
   X(huge_shapes)      /* 4: derived shapes of 2^40 elements unchecked */      \
   X(fusion_parallelism) /* 5: fusion joins all tasks or hits ERANGE */     \
   /* found by this test: */                                                    \
-  X(dead_strict_gather) /* eval fails on a strict gather no output needs */
+  X(dead_strict_gather) /* eval fails on a strict gather no output needs */ \
+  X(dead_op_store) /* with dead ops, merged subgraphs store to no storage */  \
+  X(slow_split_plan) /* tiny tiles: an over-fused subgraph plans in n^2 */
 
 typedef struct rp_switches {
 #define RP__SW(name) int name;
@@ -57,6 +59,8 @@ rp_case *rp_generate(uint64_t seed, const rp_switches *sw);
  * run out), so every byte string is a valid case. */
 rp_case *rp_generate_bytes(const uint8_t *data, size_t size,
                            const rp_switches *sw);
+/* No seed's case may hang in-process: those from bytes never set l1_reuse
+ * >= 2 while l1_reuse_hang is on (a supervisor is what makes it safe). */
 void rp_case_free(rp_case *c);
 uint64_t rp_case_seed(const rp_case *c);
 int rp_case_num_ops(const rp_case *c);
@@ -101,8 +105,18 @@ typedef struct rp_env rp_env;
 rp_env *rp_env_new(rp_progress *progress);
 void rp_env_free(rp_env *env);
 
+/* Only the serial executor, no runtimes (the libFuzzer targets). */
+void rp_env_serial_only(rp_env *env, int on);
+/* n more runs on each of a case's runtimes (races that show rarely). */
+void rp_env_repeat(rp_env *env, int n);
+
 /* Runs the case; on RP_FAIL (and RP_KNOWN, RP_SKIP) msg says why. */
 rp_outcome rp_run(rp_env *env, const rp_case *c, char *msg, size_t size);
+/* The same under a config of the caller's (NULL: the defaults) instead of
+ * the case's. With the l1_reuse_hang switch on, a copy of cfg with every
+ * l1_reuse the case's ops can see set to 1 is used. */
+rp_outcome rp_run_config(rp_env *env, const rp_case *c, const pto_config *cfg,
+                         char *msg, size_t size);
 
 /* A smaller case that fails the same way (each candidate runs in a child
  * process, so crashes and hangs minimize too): outputs, dead ops, scopes,

@@ -11,6 +11,9 @@ packages=(
   libxxhash-dev   # structural hashing of subgraphs
   libcriterion-dev
   libopenblas-dev # pto-bench gemm's peer (loaded at run time)
+  clang           # the libFuzzer targets (tests/fuzz, -DPTO_FUZZ=ON)
+  libclang-rt-14-dev # libFuzzer and the sanitizer runtimes for clang 14
+  llvm-14         # llvm-symbolizer: fuzzer and sanitizer stacks with lines
 )
 
 missing=()
