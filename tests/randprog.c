@@ -174,6 +174,7 @@ typedef struct rp_rt_spec {
 struct rp_case {
   uint64_t seed;
   int from_bytes;
+  int huge; /* huge_shapes fixed: which op must refuse a 2^40 shape */
   rp_switches sw;
   int special, n_ops;
   rp_step *steps;
@@ -1737,8 +1738,23 @@ static void gen_outputs(gen *g) {
   for (int i = c->n_vals - 1; i >= 0 && last < 0; i--)
     if (c->vals[i].lvl != L_NOUSE)
       last = i;
+  /* most leaves (results nothing reads) too, so that few ops are dead */
+  uint8_t *read = calloc((size_t)c->n_vals + 1, 1);
+  if (!read)
+    abort();
+  for (int i = 0; i < c->n_steps; i++)
+    for (int k = 0; k < c->steps[i].n_in; k++)
+      read[c->steps[i].in[k]] = 1;
+  int leaves[MAX_VALS], n_leaves = 0;
+  for (int i = 0; i < c->n_vals; i++)
+    if (!read[i] && i != last && c->vals[i].lvl != L_NOUSE &&
+        c->vals[i].root == i && chance(g->r, 75))
+      leaves[n_leaves++] = i;
+  free(read);
+  n += n_leaves < 6 ? n_leaves : 6;
   for (int k = 0; k < n; k++) {
-    int t = k == 0 ? last : pick_val(g, NULL, NULL);
+    int t = k == 0 ? last : k <= n_leaves && k <= 6 ? leaves[n_leaves - k]
+                                                    : pick_val(g, NULL, NULL);
     if (t < 0)
       continue;
     rp_step *s = add_step(g, S_OUTPUT);
@@ -1921,6 +1937,8 @@ static void gen_case(gen *g) {
     }
   gen_config(g);
   gen_runs(g);
+  if (!c->sw.huge_shapes && chance(g->r, 10))
+    c->huge = 1 + (int)pick(g->r, 5);
 }
 
 static void prune(rp_case *c);
@@ -2678,9 +2696,128 @@ static int case_labels(const rp_case *c, char (*set)[96], int cap) {
   return n;
 }
 
+/* Known bug 4 fixed: an op deriving a shape of 2^40 elements or more is
+ * refused with a message, as pto_input refuses one. */
+static rp_outcome check_huge(int kind, char *msg, size_t size) {
+  pto_program *p = pto_program_new("huge");
+  const int64_t k20 = INT64_C(1) << 20, k21 = INT64_C(1) << 21;
+  pto_tensor *r = NULL;
+  const char *what = "";
+  if (kind == 1) {
+    what = "add of [2^20,1] and [1,2^21]";
+    r = pto_add(p, pto_input(p, "a", PTO_F32, 2, (const int64_t[]){k20, 1}),
+                pto_input(p, "b", PTO_F32, 2, (const int64_t[]){1, k21}));
+  } else if (kind == 2) {
+    what = "matmul of [2^21,1] and [1,2^21]";
+    r = pto_matmul(p, pto_input(p, "a", PTO_F32, 2, (const int64_t[]){k21, 1}),
+                   pto_input(p, "b", PTO_F32, 2, (const int64_t[]){1, k21}), 0);
+  } else if (kind == 3) {
+    what = "gather of table [4,2^21] by index [2^20]";
+    r = pto_gather(p, pto_input(p, "t", PTO_F32, 2, (const int64_t[]){4, k21}),
+                   pto_input(p, "i", PTO_I32, 1, (const int64_t[]){k20}), 0);
+  } else if (kind == 4) {
+    what = "concat of two [2^39+1]";
+    pto_tensor *a = pto_input(p, "a", PTO_F32, 1,
+                              (const int64_t[]){(INT64_C(1) << 39) + 1});
+    r = pto_concat(p, 2, (pto_tensor *const[]){a, a}, 0);
+  } else {
+    what = "cmp of [2^21,1] and [1,2^21]";
+    r = pto_cmp(p, pto_input(p, "a", PTO_F32, 2, (const int64_t[]){k21, 1}),
+                pto_input(p, "b", PTO_F32, 2, (const int64_t[]){1, k21}),
+                PTO_CMP_LT);
+  }
+  rp_outcome res = RP_PASS;
+  if (r || pto_program_status(p) == PTO_OK || !pto_program_error(p)[0])
+    res = fail_msg(msg, size, "build: %s accepted (status %s, numel %" PRId64
+                              "): a 2^40-element shape must be refused",
+                   what, pto_status_name(pto_program_status(p)),
+                   pto_tensor_numel(r));
+  pto_program_free(p);
+  return res;
+}
+
+/* The most tasks of one depth (longest path from a source) of e's task
+ * graph: what a level of the graph gives the workers to run at once. */
+static uint32_t graph_width(const pto_executable *e) {
+  uint32_t n = pto_executable_num_tasks(e), best = 0;
+  uint32_t *pend = calloc(n + 1, sizeof *pend), *q = malloc((n + 1) * sizeof *q),
+           *depth = calloc(n + 1, sizeof *depth), *count = calloc(n + 1, sizeof *count);
+  if (!pend || !q || !depth || !count)
+    abort();
+  for (uint32_t t = 0; t < n; t++) {
+    const uint32_t *succ;
+    uint32_t k = pto_executable_task_succ(e, t, &succ);
+    for (uint32_t j = 0; j < k; j++)
+      pend[succ[j]]++;
+  }
+  uint32_t head = 0, tail = 0;
+  for (uint32_t t = 0; t < n; t++)
+    if (!pend[t])
+      q[tail++] = t;
+  while (head < tail) {
+    uint32_t t = q[head++];
+    if (++count[depth[t]] > best)
+      best = count[depth[t]];
+    const uint32_t *succ;
+    uint32_t k = pto_executable_task_succ(e, t, &succ);
+    for (uint32_t j = 0; j < k; j++) {
+      if (depth[succ[j]] < depth[t] + 1)
+        depth[succ[j]] = depth[t] + 1;
+      if (--pend[succ[j]] == 0)
+        q[tail++] = succ[j];
+    }
+  }
+  free(pend);
+  free(q);
+  free(depth);
+  free(count);
+  return best;
+}
+
+/* Known bug 5 fixed: fusion leaves the workers something to do. With
+ * nbuffer auto, a fused graph narrower than min(workers, 4) tasks where the
+ * unfused graph is at least twice that wide and moves 64 KiB per worker is
+ * a failure. */
+static rp_outcome check_parallel(const rp_case *c, pto_program *p,
+                                 const pto_config *cfg, const pto_executable *e,
+                                 char *msg, size_t size) {
+  const rp_cfg *f = &c->cfg;
+  if ((f->knob_set & (1 << PTO_KNOB_NBUFFER)) && f->knob[PTO_KNOB_NBUFFER])
+    return RP_PASS;
+  for (int i = 0; i < f->n_labels; i++)
+    if (f->labels[i].knob_set & (1 << PTO_KNOB_NBUFFER))
+      return RP_PASS;
+  pto_config *nf = cfg ? pto_config_clone(cfg) : pto_config_new();
+  char labels[64][96];
+  int n = case_labels(c, labels, 64);
+  pto_config_set_knob(nf, NULL, PTO_KNOB_FUSE, 0);
+  for (int i = 0; i < n; i++)
+    pto_config_set_knob(nf, labels[i], PTO_KNOB_FUSE, 0);
+  const pto_machine *m = pto_config_machine(nf);
+  uint32_t w = m->shared ? m->workers[0] : m->workers[0] + m->workers[1];
+  w = w > 4 ? 4 : w;
+  pto_executable *u = NULL;
+  rp_outcome res = RP_PASS;
+  if (pto_compile(p, nf, &u) == PTO_OK) {
+    uint32_t fused = graph_width(e), unfused = graph_width(u);
+    pto_exe_stats us;
+    pto_executable_stats(u, &us);
+    /* only where there is work to share: 64 KiB moved per worker */
+    if (unfused >= 2 * w && fused < w && us.boundary_bytes >= (uint64_t)w << 16)
+      res = fail_msg(msg, size, "compile: fusion leaves %u tasks at once "
+                                "for %u workers where the unfused graph has %u",
+                     fused, w, unfused);
+  }
+  pto_executable_free(u);
+  pto_config_free(nf);
+  return res;
+}
+
 static rp_outcome run_impl(rp_env *env, const rp_case *c, int ext,
                            const pto_config *ext_cfg, char *msg, size_t size) {
   rp_outcome res = RP_PASS;
+  if (c->huge && (res = check_huge(c->huge, msg, size)) != RP_PASS)
+    return res;
   msg[0] = 0;
   stage(env, RP_STAGE_BUILD);
   pto_program *p = pto_program_new("random");
@@ -2787,6 +2924,9 @@ static rp_outcome run_impl(rp_env *env, const rp_case *c, int ext,
     }
     goto done;
   }
+  if (!c->sw.fusion_parallelism &&
+      (res = check_parallel(c, p, cfg, e, msg, size)) != RP_PASS)
+    goto done;
   if (has_cycle(e)) {
     if (c->sw.fusion_cycle) {
       res = RP_KNOWN;
