@@ -25,7 +25,7 @@ static void run_seeds(uint64_t start, uint64_t n) {
                t.by[RP_FAIL], n, t.hangs, t.crashes, t.first_fail);
 }
 
-#define E2E_SEEDS 150
+#define E2E_SEEDS 100
 
 Test(e2e, random_programs_first_half, .timeout = 300) {
   run_seeds(1, E2E_SEEDS);
