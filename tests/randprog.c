@@ -1142,6 +1142,47 @@ static int pred_acc(gen *g, const rp_val *v, const void *ctx) {
 
 static int view_transpose(gen *g, int t, int a0, int a1);
 
+/* The matmul node a x b (+ acc) of result shape nd/shape and depth K, and
+ * what is known of its values; the result's id, or -1. */
+static int make_matmul(gen *g, int a, int b, int acc, unsigned flags, int nd,
+                       const int64_t *shape, int64_t K) {
+  rp_val av = *V(g, a), bv = *V(g, b);
+  int with_acc = acc >= 0;
+  int out = new_val(g, PTO_F32, nd, shape);
+  if (g->failed)
+    return -1;
+  int in[3] = {a, b, acc};
+  rp_step *s = op_step(g, with_acc ? O_MATMUL_ACC : O_MATMUL, with_acc ? 3 : 2,
+                       in, out);
+  s->flags = flags;
+  V(g, V(g, a)->root)->mm |= 1;
+  V(g, V(g, b)->root)->mm |= 1;
+  rp_val *r = V(g, out);
+  r->zsign = 1;
+  double p[4] = {av.lo * bv.lo, av.lo * bv.hi, av.hi * bv.lo, av.hi * bv.hi};
+  double Kd = (double)K, ma = mag(&av), mb = mag(&bv);
+  r->lo = Kd * fmin(fmin(p[0], p[1]), fmin(p[2], p[3]));
+  r->hi = Kd * fmax(fmax(p[0], p[1]), fmax(p[2], p[3]));
+  r->q = av.q + bv.q;
+  int worst = worst2(&av, &bv);
+  double S = Kd * ma * mb, err = Kd * (av.err * mb + bv.err * ma + av.err * bv.err);
+  if (with_acc) {
+    rp_val cv = *V(g, acc);
+    V(g, cv.root)->mm |= 2;
+    r->lo += cv.lo;
+    r->hi += cv.hi;
+    r->q = r->q > cv.q ? r->q : cv.q;
+    worst = worst > cv.lvl ? worst : cv.lvl;
+    S += mag(&cv);
+    err += cv.err;
+  }
+  err += 2 * (Kd + 2) * 0x1p-24 * S;
+  /* exact when every partial sum is on the grid: S 2^q <= 2^24 */
+  int grid = worst == L_GRID && grid_fits(S, r->q, PTO_F32);
+  settle(r, grid, 0, worst, err);
+  return out;
+}
+
 static int gen_matmul(gen *g, int with_acc) {
   if (g->c->special)
     return 0;
@@ -1235,39 +1276,37 @@ static int gen_matmul(gen *g, int with_acc) {
     if (mag(V(g, acc)) > 1e4)
       acc = guard_clamp(g, acc, 16);
   }
-  int out = new_val(g, PTO_F32, nd, shape);
+  return make_matmul(g, a, b, acc, flags, nd, shape, K) >= 0;
+}
+
+
+/* Cube and vector work interleaved, as attention is: A = X x X on the
+ * cube, R = f(X) on the vector cores, then a cube op reading R and A
+ * (R as its accumulator) and a vector op reading R and A. Fusion must not
+ * join these into clusters waiting on each other (known bug 2). */
+static int gen_motif(gen *g) {
+  if (g->c->special)
+    return 0;
+  int64_t n = g->dims[pick(g->r, (uint32_t)g->n_dims)];
+  n = n > 64 ? 64 : n;
+  int x = new_input(g, PTO_F32, 2, (const int64_t[]){n, n}, 0, 0, 0);
   if (g->failed)
     return 0;
-  int in[3] = {a, b, acc};
-  rp_step *s = op_step(g, with_acc ? O_MATMUL_ACC : O_MATMUL, with_acc ? 3 : 2,
-                       in, out);
-  s->flags = flags;
-  V(g, V(g, a)->root)->mm |= 1;
-  V(g, V(g, b)->root)->mm |= 1;
-  rp_val *r = V(g, out);
-  r->zsign = 1;
-  double p[4] = {av.lo * bv.lo, av.lo * bv.hi, av.hi * bv.lo, av.hi * bv.hi};
-  double Kd = (double)K, ma = mag(&av), mb = mag(&bv);
-  r->lo = Kd * fmin(fmin(p[0], p[1]), fmin(p[2], p[3]));
-  r->hi = Kd * fmax(fmax(p[0], p[1]), fmax(p[2], p[3]));
-  r->q = av.q + bv.q;
-  int worst = worst2(&av, &bv);
-  double S = Kd * ma * mb, err = Kd * (av.err * mb + bv.err * ma + av.err * bv.err);
-  if (with_acc) {
-    rp_val cv = *V(g, acc);
-    V(g, cv.root)->mm |= 2;
-    r->lo += cv.lo;
-    r->hi += cv.hi;
-    r->q = r->q > cv.q ? r->q : cv.q;
-    worst = worst > cv.lvl ? worst : cv.lvl;
-    S += mag(&cv);
-    err += cv.err;
+  x = guard_clamp(g, x, 2);
+  int64_t shape[2] = {n, n};
+  int A = make_matmul(g, x, x, -1, 0, 2, shape, n);
+  if (A < 0)
+    return 0;
+  static const int un[] = {O_EXP, O_ABS, O_NEG, O_RELU, O_SQRT};
+  int R = do_unary(g, PICK_OF(g->r, un), x);
+  if (chance(g->r, 50) || V(g, R)->mm) {
+    if (make_matmul(g, R, A, -1, 0, 2, shape, n) < 0)
+      return 0;
+  } else if (make_matmul(g, A, x, R, 0, 2, shape, n) < 0) {
+    return 0;
   }
-  err += 2 * (Kd + 2) * 0x1p-24 * S;
-  /* exact when every partial sum is on the grid: S 2^q <= 2^24 */
-  int grid = worst == L_GRID && grid_fits(S, r->q, PTO_F32);
-  settle(r, grid, 0, worst, err);
-  return 1;
+  static const int bin[] = {O_ADD, O_SUB, O_MUL, O_MAX};
+  return do_binary(g, PICK_OF(g->r, bin), R, A) >= 0;
 }
 
 /* ---- composites and data movement ------------------------------------------------ */
@@ -1922,8 +1961,10 @@ static void gen_case(gen *g) {
       gen_fill(g);
     else if (k < 97)
       gen_view(g);
-    else
+    else if (k < 98 || chance(g->r, g->c->sw.fusion_cycle ? 75 : 0))
       rand_input(g);
+    else
+      gen_motif(g);
   }
   g->failed = 0;
   gen_outputs(g);
