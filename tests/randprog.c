@@ -2631,6 +2631,7 @@ static pto_runtime *env_runtime(rp_env *env, const rp_rt_spec *r, char *msg,
   prm.spin_us = 20; /* other processes share this machine's cores */
   prm.yield_us = 200;
   prm.pin = r->variant != 1;
+  prm.trace = r->variant == 2; /* tracing runs too */
   if (pto_runtime_new(&prm, slot) != PTO_OK) {
     snprintf(msg, size, "pto_runtime_new: %s", pto_runtime_error(NULL));
     return NULL;
@@ -3012,6 +3013,20 @@ static rp_outcome run_impl(rp_env *env, const rp_case *c, int ext,
       }
       if (est == PTO_OK && (res = check_outputs(&b, what, msg, size)) != RP_PASS)
         goto done;
+      if (r->variant == 2) { /* the trace of a traced run summarises */
+        char *text = NULL;
+        size_t len = 0;
+        FILE *mf = open_memstream(&text, &len);
+        st = mf ? pto_executable_trace_summary(e, mf) : PTO_ENOMEM;
+        if (mf)
+          fclose(mf);
+        free(text);
+        if (st != PTO_OK) {
+          res = fail_msg(msg, size, "%s: trace summary: %s (%s)", what,
+                         pto_status_name(st), pto_executable_error(e));
+          goto done;
+        }
+      }
     }
   }
 done:
