@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -3134,6 +3135,7 @@ int rp_supervise(uint64_t start, uint64_t count, const rp_switches *sw,
       return -1;
     }
     if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL); /* no orphan when the watcher dies */
       child_loop(sh, end, sw, dir, verbose, out);
       fflush(out);
       _exit(0);
