@@ -22,10 +22,12 @@
 static void usage(FILE *o) {
   fprintf(o, "usage: fuzz_diff [--seeds N] [--start S] [--timeout SEC] "
              "[--dir DIR] [-v|-vv]\n"
-             "       fuzz_diff --print-c SEED | --run SEED [--repeat N] | --minimize SEED\n"
+             "       fuzz_diff --print-c SEED | --run SEED [--repeat N] | "
+             "--minimize SEED\n"
              "env PTO_RP_FIXED=name,...|all: known bugs to check as fixed:\n"
              "  matmul_acc_alias fusion_cycle l1_reuse_hang huge_shapes "
-             "fusion_parallelism\n  dead_strict_gather dead_op_store slow_split_plan\n");
+             "fusion_parallelism\n  dead_strict_gather dead_op_store "
+             "slow_split_plan\n");
 }
 
 int main(int argc, char **argv) {

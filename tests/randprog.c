@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tests/randprog_inc.h"
 #include "randprog_inc_str.h" /* rp_inc_lines: randprog_inc.h as text */
+#include "tests/randprog_inc.h"
 
 /* ---- switches ------------------------------------------------------------ */
 
@@ -102,26 +102,30 @@ enum { /* steps */
        S_PUSH_TILE,
        S_POP_TILE,
        S_SET_VEC,
-       S_SET_CUBE };
+       S_SET_CUBE
+};
 
 #define RP_OPS(X)                                                              \
-  X(ADD, "add") X(SUB, "sub") X(MUL, "mul") X(DIV, "div") X(MAX, "max")        \
-  X(MIN, "min") X(ADDS, "adds") X(SUBS, "subs") X(MULS, "muls")                \
-  X(DIVS, "divs") X(MAXS, "maxs") X(MINS, "mins") X(EXP, "exp")                \
-  X(LOG, "log") X(SQRT, "sqrt") X(RSQRT, "rsqrt") X(RECIP, "recip")           \
-  X(RELU, "relu") X(ABS, "abs") X(NEG, "neg") X(CAST, "cast") X(CMP, "cmp")    \
-  X(SELECT, "select") X(ROWSUM, "rowsum") X(ROWMAX, "rowmax")                  \
-  X(ROWMIN, "rowmin") X(COLSUM, "colsum") X(COLMAX, "colmax")                  \
-  X(MATMUL, "matmul") X(MATMUL_ACC, "matmul_acc") X(SOFTMAX, "softmax")        \
-  X(TOPK, "topk") X(GATHER, "gather") X(CONCAT, "concat") X(FULL, "full")      \
-  X(IOTA, "iota") X(SLICE, "slice") X(RESHAPE, "reshape")                      \
-  X(TRANSPOSE, "transpose")
+  X(ADD, "add")                                                                \
+  X(SUB, "sub") X(MUL, "mul") X(DIV, "div") X(MAX, "max") X(MIN, "min")        \
+      X(ADDS, "adds") X(SUBS, "subs") X(MULS, "muls") X(DIVS, "divs") X(       \
+          MAXS, "maxs") X(MINS, "mins") X(EXP, "exp") X(LOG, "log")            \
+          X(SQRT, "sqrt") X(RSQRT, "rsqrt") X(RECIP, "recip") X(RELU, "relu")  \
+              X(ABS, "abs") X(NEG, "neg") X(CAST, "cast") X(CMP, "cmp") X(     \
+                  SELECT, "select") X(ROWSUM, "rowsum") X(ROWMAX, "rowmax")    \
+                  X(ROWMIN, "rowmin") X(COLSUM, "colsum") X(COLMAX, "colmax")  \
+                      X(MATMUL, "matmul") X(MATMUL_ACC, "matmul_acc")          \
+                          X(SOFTMAX, "softmax") X(TOPK, "topk")                \
+                              X(GATHER, "gather") X(CONCAT, "concat")          \
+                                  X(FULL, "full") X(IOTA, "iota")              \
+                                      X(SLICE, "slice") X(RESHAPE, "reshape")  \
+                                          X(TRANSPOSE, "transpose")
 
 enum {
 #define RP__OPE(n, s) O_##n,
   RP_OPS(RP__OPE)
 #undef RP__OPE
-  O_COUNT
+      O_COUNT
 };
 
 #define MAX_IN 6
@@ -139,9 +143,9 @@ typedef struct rp_step {
   int64_t ival;
   uint32_t tile[5];
   int has_tile;
-  char name[48];            /* input, output or label name */
-  char label[96];           /* full label in force (ops) */
-  int fill_kind, fill_q;    /* inputs */
+  char name[48];         /* input, output or label name */
+  char label[96];        /* full label in force (ops) */
+  int fill_kind, fill_q; /* inputs */
   double fill_lo, fill_hi;
   uint64_t fill_seed;
 } rp_step;
@@ -187,7 +191,9 @@ struct rp_case {
   rp_rt_spec rts[3];
 };
 
-uint64_t rp_case_seed(const rp_case *c) { return c->seed; }
+uint64_t rp_case_seed(const rp_case *c) {
+  return c->seed;
+}
 int rp_case_num_ops(const rp_case *c) {
   int n = 0;
   for (int i = 0; i < c->n_steps; i++)
@@ -224,10 +230,14 @@ static uint32_t pick(rp_src *r, uint32_t n) {
   }
   return v % n;
 }
-static int chance(rp_src *r, int pct) { return (int)pick(r, 100) < pct; }
-#define PICK_OF(r, arr) (arr)[pick((r), (uint32_t)(sizeof(arr) / sizeof((arr)[0])))]
+static int chance(rp_src *r, int pct) {
+  return (int)pick(r, 100) < pct;
+}
+#define PICK_OF(r, arr)                                                        \
+  (arr)[pick((r), (uint32_t)(sizeof(arr) / sizeof((arr)[0])))]
 
-/* ---- generator state ------------------------------------------------------ */
+/* ---- generator state ------------------------------------------------------
+ */
 
 #define NUMEL_MAX 16384
 #define MM_COST_MAX (1 << 20)
@@ -279,9 +289,13 @@ static int64_t numel_of(int nd, const int64_t *shape) {
   return n;
 }
 
-static rp_val *V(gen *g, int id) { return &g->c->vals[id]; }
+static rp_val *V(gen *g, int id) {
+  return &g->c->vals[id];
+}
 
-static double mag(const rp_val *v) { return fmax(fabs(v->lo), fabs(v->hi)); }
+static double mag(const rp_val *v) {
+  return fmax(fabs(v->lo), fabs(v->hi));
+}
 
 /* A new tensor value; a root with dense strides unless it is a view. */
 static int new_val(gen *g, pto_dtype dt, int nd, const int64_t *shape) {
@@ -314,7 +328,9 @@ static int new_val(gen *g, pto_dtype dt, int nd, const int64_t *shape) {
   return id;
 }
 
-static int is_float(pto_dtype dt) { return dt != PTO_I32; }
+static int is_float(pto_dtype dt) {
+  return dt != PTO_I32;
+}
 
 /* Does value level v fit a GRID of 2^-q in f32 (or the storage dtype)? */
 static int grid_fits(double m, int q, pto_dtype dt) {
@@ -329,7 +345,8 @@ static int grid_fits(double m, int q, pto_dtype dt) {
 /* Finishes a float result: GRID when every input is GRID and the values fit,
  * else EXACT when the op is correctly rounded and no input is APPROX, else
  * APPROX with err (the caller's propagated error) plus rounding. */
-static void settle(rp_val *r, int grid_ok, int exact_op, int worst, double err) {
+static void settle(rp_val *r, int grid_ok, int exact_op, int worst,
+                   double err) {
   if (r->special) {
     r->lvl = L_EXACT;
     r->err = 0;
@@ -368,7 +385,8 @@ static void i32_clip(rp_val *r) {
   }
 }
 
-/* ---- picking tensors -------------------------------------------------------- */
+/* ---- picking tensors --------------------------------------------------------
+ */
 
 typedef int (*val_pred)(gen *g, const rp_val *v, const void *ctx);
 
@@ -393,7 +411,8 @@ static int pred_float(gen *g, const rp_val *v, const void *ctx) {
   return is_float(v->dt);
 }
 
-/* ---- inputs ------------------------------------------------------------------ */
+/* ---- inputs
+ * ------------------------------------------------------------------ */
 
 static void rand_shape(gen *g, int *nd, int64_t *shape) {
   static const int nds[] = {1, 2, 2, 2, 2, 2, 3, 3, 4};
@@ -498,7 +517,8 @@ static int rand_input(gen *g) {
   return new_input(g, rand_dtype(g), nd, shape, 0, 0, 0);
 }
 
-/* ---- ops ---------------------------------------------------------------------- */
+/* ---- ops
+ * ---------------------------------------------------------------------- */
 
 static rp_step *op_step(gen *g, int op, int n_in, const int *in, int out) {
   rp_step *s = add_step(g, S_OP);
@@ -568,7 +588,6 @@ static int guard_pos(gen *g, int a, double minv) {
   return do_scalar(g, O_ADDS, do_unary(g, O_ABS, a), c);
 }
 
-
 static int do_unary(gen *g, int op, int a) {
   const rp_val *av = V(g, a);
   if (!av->special) {
@@ -618,7 +637,8 @@ static void track_unary(gen *g, int op, int a, int out) {
     r->lo = log(lo);
     r->hi = log(hi);
     exact = grid = 0;
-    err = e / (lo - e > 0 ? lo - e : 1e-30) + 8 * U * fmax(fabs(r->lo), fabs(r->hi));
+    err = e / (lo - e > 0 ? lo - e : 1e-30) +
+          8 * U * fmax(fabs(r->lo), fabs(r->hi));
     break;
   case O_SQRT:
     r->lo = sqrt(fmax(lo, 0));
@@ -718,9 +738,9 @@ static int do_scalar(gen *g, int op, int a, double s) {
   return out;
 }
 
-static const double scalars[] = {-3,  -2,   -1.5, -1,  -0.5, -0.25, 0.25,
-                                 0.5, 1,    1.5,  2,   3,    4,     0.125,
-                                 0,   0.1,  -7,   1e3, 0.3333333333};
+static const double scalars[] = {-3,  -2,  -1.5, -1,  -0.5,        -0.25, 0.25,
+                                 0.5, 1,   1.5,  2,   3,           4,     0.125,
+                                 0,   0.1, -7,   1e3, 0.3333333333};
 
 static int gen_scalar_op(gen *g) {
   static const int ops[] = {O_ADDS, O_SUBS, O_MULS, O_DIVS, O_MAXS, O_MINS};
@@ -794,7 +814,7 @@ static int second_operand(gen *g, int a, int need_exact) {
   if (kind == 0 && nd >= 1)
     shape[nd - 1] = 1; /* row vector [.., M, 1] */
   else if (kind == 1 && nd >= 2)
-    shape[nd - 2] = 1; /* column vector [.., 1, N] */
+    shape[nd - 2] = 1;             /* column vector [.., 1, N] */
   else if (kind == 2 && nd >= 2) { /* fewer dims */
     int drop = 1 + (int)pick(g->r, (uint32_t)nd - 1);
     memmove(shape, shape + drop, (size_t)(nd - drop) * sizeof *shape);
@@ -804,7 +824,7 @@ static int second_operand(gen *g, int a, int need_exact) {
       if (chance(g->r, 30))
         shape[d] = 1;
   }
-  pto_dtype dt = is_float(av->dt) ? (chance(g->r, 80)      ? PTO_F32
+  pto_dtype dt = is_float(av->dt) ? (chance(g->r, 80)   ? PTO_F32
                                      : chance(g->r, 50) ? PTO_BF16
                                                         : PTO_F16)
                                   : PTO_I32;
@@ -1089,7 +1109,8 @@ static int gen_reduce(gen *g) {
   return 1;
 }
 
-/* ---- matmul ---------------------------------------------------------------------- */
+/* ---- matmul
+ * ---------------------------------------------------------------------- */
 
 typedef struct mm_ctx {
   int64_t K;
@@ -1153,8 +1174,8 @@ static int make_matmul(gen *g, int a, int b, int acc, unsigned flags, int nd,
   if (g->failed)
     return -1;
   int in[3] = {a, b, acc};
-  rp_step *s = op_step(g, with_acc ? O_MATMUL_ACC : O_MATMUL, with_acc ? 3 : 2,
-                       in, out);
+  rp_step *s =
+      op_step(g, with_acc ? O_MATMUL_ACC : O_MATMUL, with_acc ? 3 : 2, in, out);
   s->flags = flags;
   V(g, V(g, a)->root)->mm |= 1;
   V(g, V(g, b)->root)->mm |= 1;
@@ -1166,7 +1187,8 @@ static int make_matmul(gen *g, int a, int b, int acc, unsigned flags, int nd,
   r->hi = Kd * fmax(fmax(p[0], p[1]), fmax(p[2], p[3]));
   r->q = av.q + bv.q;
   int worst = worst2(&av, &bv);
-  double S = Kd * ma * mb, err = Kd * (av.err * mb + bv.err * ma + av.err * bv.err);
+  double S = Kd * ma * mb,
+         err = Kd * (av.err * mb + bv.err * ma + av.err * bv.err);
   if (with_acc) {
     rp_val cv = *V(g, acc);
     V(g, cv.root)->mm |= 2;
@@ -1197,7 +1219,8 @@ static int gen_matmul(gen *g, int with_acc) {
   }
   unsigned flags = (chance(g->r, 25) ? PTO_MATMUL_TRANS_A : 0) |
                    (chance(g->r, 25) ? PTO_MATMUL_TRANS_B : 0);
-  int ta = (flags & PTO_MATMUL_TRANS_A) != 0, tb = (flags & PTO_MATMUL_TRANS_B) != 0;
+  int ta = (flags & PTO_MATMUL_TRANS_A) != 0,
+      tb = (flags & PTO_MATMUL_TRANS_B) != 0;
   rp_val av = *V(g, a);
   int64_t M = av.shape[av.nd - 2 + ta], K = av.shape[av.nd - 1 - ta];
   int b = -1;
@@ -1280,7 +1303,6 @@ static int gen_matmul(gen *g, int with_acc) {
   return make_matmul(g, a, b, acc, flags, nd, shape, K) >= 0;
 }
 
-
 /* Cube and vector work interleaved, as attention is: A = X x X on the
  * cube, R = f(X) on the vector cores, then a cube op reading R and A
  * (R as its accumulator) and a vector op reading R and A. Fusion must not
@@ -1310,7 +1332,8 @@ static int gen_motif(gen *g) {
   return do_binary(g, PICK_OF(g->r, bin), R, A) >= 0;
 }
 
-/* ---- composites and data movement ------------------------------------------------ */
+/* ---- composites and data movement
+ * ------------------------------------------------ */
 
 static int gen_softmax(gen *g) {
   if (g->c->special)
@@ -1338,7 +1361,9 @@ static int gen_topk(gen *g) {
     return 0;
   rp_val av = *V(g, a);
   int64_t last = av.shape[av.nd - 1];
-  int64_t k = chance(g->r, 20) ? last : 1 + (int64_t)pick(g->r, (uint32_t)(last < 40 ? last : 40));
+  int64_t k = chance(g->r, 20)
+                  ? last
+                  : 1 + (int64_t)pick(g->r, (uint32_t)(last < 40 ? last : 40));
   int64_t shape[4];
   memcpy(shape, av.shape, sizeof shape);
   shape[av.nd - 1] = k;
@@ -1370,7 +1395,8 @@ static int pred_table(gen *g, const rp_val *v, const void *ctx) {
 static int pred_index(gen *g, const rp_val *v, const void *ctx) {
   (void)g;
   const int64_t *D = ctx;
-  return v->dt == PTO_I32 && v->nd <= 3 && numel_of(v->nd, v->shape) * *D <= NUMEL_MAX;
+  return v->dt == PTO_I32 && v->nd <= 3 &&
+         numel_of(v->nd, v->shape) * *D <= NUMEL_MAX;
 }
 
 static int gen_gather(gen *g) {
@@ -1395,7 +1421,8 @@ static int gen_gather(gen *g) {
     int nd = 1 + (int)pick(g->r, 3);
     int64_t shape[3];
     for (int d = 0; d < nd; d++)
-      shape[d] = d == nd - 1 ? 1 + (int64_t)pick(g->r, 40) : 1 + (int64_t)pick(g->r, 4);
+      shape[d] = d == nd - 1 ? 1 + (int64_t)pick(g->r, 40)
+                             : 1 + (int64_t)pick(g->r, 4);
     while (numel_of(nd, shape) * D > NUMEL_MAX && shape[nd - 1] > 1)
       shape[nd - 1] /= 2;
     if (numel_of(nd, shape) * D > NUMEL_MAX)
@@ -1461,7 +1488,9 @@ static int gen_concat(gen *g) {
       b = pick_val(g, pred_cat, &cc);
     } else if (k == 2 && av.shape[ax] > 1) {
       int64_t b0 = (int64_t)pick(g->r, (uint32_t)av.shape[ax]);
-      b = view_slice(g, a, ax, b0, b0 + 1 + (int64_t)pick(g->r, (uint32_t)(av.shape[ax] - b0)));
+      b = view_slice(g, a, ax, b0,
+                     b0 + 1 +
+                         (int64_t)pick(g->r, (uint32_t)(av.shape[ax] - b0)));
     }
     if (b < 0) {
       int64_t shape[4];
@@ -1549,7 +1578,8 @@ static int gen_fill(gen *g) {
   return 1;
 }
 
-/* ---- views ---------------------------------------------------------------------- */
+/* ---- views
+ * ---------------------------------------------------------------------- */
 
 static int view_of(gen *g, int t, int op) {
   rp_val tv = *V(g, t);
@@ -1681,7 +1711,8 @@ static int gen_view(gen *g) {
   return 1;
 }
 
-/* ---- scopes ------------------------------------------------------------------------ */
+/* ---- scopes
+ * ------------------------------------------------------------------------ */
 
 static const uint32_t vec_rows[] = {0, 1, 2, 3, 4, 5, 8, 13, 16, 32, 64, 7};
 static const uint32_t vec_cols[] = {0, 1, 3, 7, 8, 16, 31, 32, 64, 128, 5};
@@ -1696,8 +1727,9 @@ static void rand_vec(gen *g, uint32_t *t) {
     big = g->dims[i] > big ? g->dims[i] : big;
   if (t[0] && t[1] && t[0] * t[1] < 8 && big > 24 && chance(g->r, 60))
     t[1] = 32; /* a tiny tile over big tensors: many thousands of tiles */
-  if (g->c->sw.slow_split_plan && t[0] && t[1] && t[0] * t[1] < 64 && big > 32) {
-    t[0] = t[0] < 4 ? 4 : t[0]; /* a subgraph of ~10^5 instructions that */
+  if (g->c->sw.slow_split_plan && t[0] && t[1] && t[0] * t[1] < 64 &&
+      big > 32) {
+    t[0] = t[0] < 4 ? 4 : t[0];   /* a subgraph of ~10^5 instructions that */
     t[1] = t[1] < 16 ? 16 : t[1]; /* overflows plans for minutes */
   }
 }
@@ -1739,7 +1771,8 @@ static void gen_scope(gen *g) {
   }
 }
 
-/* ---- liveness, outputs, config and runs -------------------------------------- */
+/* ---- liveness, outputs, config and runs
+ * -------------------------------------- */
 
 static void mark_live(rp_case *c) {
   for (int i = 0; i < c->n_vals; i++)
@@ -1752,8 +1785,7 @@ static void mark_live(rp_case *c) {
     }
     if (s->kind != S_OP)
       continue;
-    int live = c->vals[s->out].live ||
-               (s->out2 >= 0 && c->vals[s->out2].live);
+    int live = c->vals[s->out].live || (s->out2 >= 0 && c->vals[s->out2].live);
     /* a root's producer is needed when any view of it is */
     for (int v = 0; v < c->n_vals && !live; v++)
       if (c->vals[v].live && c->vals[v].root == s->out)
@@ -1767,8 +1799,8 @@ static void mark_live(rp_case *c) {
 }
 
 static int step_live(const rp_case *c, const rp_step *s) {
-  return s->kind == S_OP && (c->vals[s->out].live ||
-                             (s->out2 >= 0 && c->vals[s->out2].live));
+  return s->kind == S_OP &&
+         (c->vals[s->out].live || (s->out2 >= 0 && c->vals[s->out2].live));
 }
 
 static void gen_outputs(gen *g) {
@@ -1793,8 +1825,9 @@ static void gen_outputs(gen *g) {
   free(read);
   n += n_leaves < 6 ? n_leaves : 6;
   for (int k = 0; k < n; k++) {
-    int t = k == 0 ? last : k <= n_leaves && k <= 6 ? leaves[n_leaves - k]
-                                                    : pick_val(g, NULL, NULL);
+    int t = k == 0                    ? last
+            : k <= n_leaves && k <= 6 ? leaves[n_leaves - k]
+                                      : pick_val(g, NULL, NULL);
     if (t < 0)
       continue;
     rp_step *s = add_step(g, S_OUTPUT);
@@ -1815,12 +1848,13 @@ static void gen_config(gen *g) {
   k = (int)pick(g->r, 10);
   f->machine = k < 4 ? M_HOST : k < 7 ? M_ASCEND : M_CUSTOM;
   if (f->machine == M_CUSTOM) {
-    static const uint64_t mems[] = {1 << 10,  4 << 10,  16 << 10, 32 << 10,
-                                    64 << 10, 128 << 10, 192 << 10, 256 << 10,
-                                    512 << 10, 1 << 20,  4 << 20};
+    static const uint64_t mems[] = {1 << 10,   4 << 10,   16 << 10,  32 << 10,
+                                    64 << 10,  128 << 10, 192 << 10, 256 << 10,
+                                    512 << 10, 1 << 20,   4 << 20};
     f->shared = chance(g->r, 40);
     f->workers[0] = 1 + pick(g->r, chance(g->r, 70) ? 4 : 64);
-    f->workers[1] = f->shared ? f->workers[0] : 1 + pick(g->r, chance(g->r, 70) ? 8 : 128);
+    f->workers[1] =
+        f->shared ? f->workers[0] : 1 + pick(g->r, chance(g->r, 70) ? 8 : 128);
     for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++)
       f->mem[l] = mems[3 + pick(g->r, 8)];
     if (chance(g->r, 15))
@@ -1916,14 +1950,15 @@ static void gen_runs(gen *g) {
 
 static void gen_case(gen *g) {
   rp_case *c = g->c;
-  static const int64_t dim_pool[] = {1,  2,  3,  4,  5,  7,   8,   9,  13, 16,
-                                     17, 24, 31, 32, 33, 48,  63,  64, 65, 96,
-                                     100, 127, 128, 129, 6, 11, 12, 20, 37};
+  static const int64_t dim_pool[] = {1,   2,   3,   4,   5,  7,  8,  9,  13, 16,
+                                     17,  24,  31,  32,  33, 48, 63, 64, 65, 96,
+                                     100, 127, 128, 129, 6,  11, 12, 20, 37};
   c->special = chance(g->r, 6);
   g->n_dims = 3 + (int)pick(g->r, 3);
   int small = chance(g->r, 50);
   for (int i = 0; i < g->n_dims; i++) {
-    g->dims[i] = dim_pool[pick(g->r, small ? 16 : (uint32_t)(sizeof dim_pool / sizeof dim_pool[0]))];
+    g->dims[i] = dim_pool[pick(
+        g->r, small ? 16 : (uint32_t)(sizeof dim_pool / sizeof dim_pool[0]))];
   }
   int n_in = 1 + (int)pick(g->r, 3);
   for (int i = 0; i < n_in && !g->failed; i++)
@@ -1973,9 +2008,12 @@ static void gen_case(gen *g) {
   if (c->sw.dead_strict_gather)
     for (int i = 0; i < c->n_steps; i++) {
       rp_step *s = &c->steps[i];
-      const rp_val *idx = s->kind == S_OP && s->op == O_GATHER ? &c->vals[s->in[1]] : NULL;
-      if (idx && !step_live(c, s) && (idx->lo < 0 || idx->hi >= (double)c->vals[s->in[0]].shape[0]))
-        s->flags &= ~(unsigned)PTO_GATHER_STRICT; /* eval would fail, compiled not */
+      const rp_val *idx =
+          s->kind == S_OP && s->op == O_GATHER ? &c->vals[s->in[1]] : NULL;
+      if (idx && !step_live(c, s) &&
+          (idx->lo < 0 || idx->hi >= (double)c->vals[s->in[0]].shape[0]))
+        s->flags &=
+            ~(unsigned)PTO_GATHER_STRICT; /* eval would fail, compiled not */
     }
   gen_config(g);
   gen_runs(g);
@@ -2014,7 +2052,8 @@ rp_case *rp_generate_bytes(const uint8_t *data, size_t size,
   return generate(&r, 0, sw);
 }
 
-/* ---- building and printing ------------------------------------------------------ */
+/* ---- building and printing
+ * ------------------------------------------------------ */
 
 static const char *dt_c(pto_dtype dt) {
   static const char *names[] = {"PTO_F32", "PTO_I32", "PTO_BF16", "PTO_F16"};
@@ -2205,8 +2244,8 @@ static void emit_program(const rp_case *c, pto_program *p, pto_tensor **T,
       break;
     case O_TOPK:
       if (o)
-        fprintf(o, "pto_topk(p, t[%d], %" PRId64 ", &t[%d]);\n", in[0],
-                s->ival, s->out2);
+        fprintf(o, "pto_topk(p, t[%d], %" PRId64 ", &t[%d]);\n", in[0], s->ival,
+                s->out2);
       else
         r = pto_topk(p, T[in[0]], s->ival, &T[s->out2]);
       break;
@@ -2296,8 +2335,8 @@ static void cfg_json(const rp_cfg *f, char *buf, size_t size) {
         "\"vector_workers\": %u, \"shared\": %s, \"memory\": {",
         f->workers[0], f->workers[1], f->shared ? "true" : "false");
     for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++)
-      PUT("%s\"%s\": %" PRIu64, l ? ", " : "", pto_mem_level_name((pto_mem_level)l),
-          f->mem[l]);
+      PUT("%s\"%s\": %" PRIu64, l ? ", " : "",
+          pto_mem_level_name((pto_mem_level)l), f->mem[l]);
     PUT("}}");
     sep = ", ";
   }
@@ -2347,8 +2386,8 @@ static void cfg_json(const rp_cfg *f, char *buf, size_t size) {
 
 /* The config (NULL for CFG_NULL), built or printed. l1_one: every l1_reuse
  * setting forced to 1 (the probe for known bug 3). */
-static pto_config *emit_config(const rp_case *c, FILE *o, int l1_one,
-                               char *err, size_t size) {
+static pto_config *emit_config(const rp_case *c, FILE *o, int l1_one, char *err,
+                               size_t size) {
   rp_cfg f = c->cfg;
   if (l1_one) {
     if (f.knob_set & (1 << PTO_KNOB_L1_REUSE))
@@ -2366,7 +2405,8 @@ static pto_config *emit_config(const rp_case *c, FILE *o, int l1_one,
     char json[4096];
     cfg_json(&f, json, sizeof json);
     if (o) {
-      fprintf(o, "  pto_config *c = pto_config_new();\n  if (pto_config_load_string(c, \"");
+      fprintf(o, "  pto_config *c = pto_config_new();\n  if "
+                 "(pto_config_load_string(c, \"");
       for (const char *q = json; *q; q++) {
         if (*q == '"')
           fputc('\\', o);
@@ -2398,10 +2438,12 @@ static pto_config *emit_config(const rp_case *c, FILE *o, int l1_one,
     }
   } else if (f.machine == M_CUSTOM) {
     if (o) {
-      fprintf(o, "  {\n    pto_machine m;\n    memset(&m, 0, sizeof m);\n"
-                 "    strcpy(m.name, \"rp\");\n    m.workers[PTO_CORE_CUBE] = %u;\n"
-                 "    m.workers[PTO_CORE_VECTOR] = %u;\n    m.shared = %d;\n",
-              f.workers[0], f.workers[1], f.shared);
+      fprintf(
+          o,
+          "  {\n    pto_machine m;\n    memset(&m, 0, sizeof m);\n"
+          "    strcpy(m.name, \"rp\");\n    m.workers[PTO_CORE_CUBE] = %u;\n"
+          "    m.workers[PTO_CORE_VECTOR] = %u;\n    m.shared = %d;\n",
+          f.workers[0], f.workers[1], f.shared);
       for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++)
         fprintf(o, "    m.mem[PTO_MEM_%s] = %" PRIu64 ";\n",
                 pto_mem_level_name((pto_mem_level)l), f.mem[l]);
@@ -2461,7 +2503,8 @@ static pto_config *emit_config(const rp_case *c, FILE *o, int l1_one,
 }
 
 static int cfg_has_l1_reuse(const rp_cfg *f) {
-  if ((f->knob_set & (1 << PTO_KNOB_L1_REUSE)) && f->knob[PTO_KNOB_L1_REUSE] > 1)
+  if ((f->knob_set & (1 << PTO_KNOB_L1_REUSE)) &&
+      f->knob[PTO_KNOB_L1_REUSE] > 1)
     return 1;
   for (int i = 0; i < f->n_labels; i++)
     if ((f->labels[i].knob_set & (1 << PTO_KNOB_L1_REUSE)) &&
@@ -2493,9 +2536,11 @@ static void rt_machine(const rp_rt_spec *r, uint32_t *cube, uint32_t *vec) {
 void rp_print_c(const rp_case *c, FILE *o) {
   fprintf(o, "/* Random differential test case: seed %" PRIu64 " (", c->seed);
   rp_switches_print(&c->sw, o);
-  fprintf(o, ").\n * Reproduce: tests/fuzz_diff --print-c %" PRIu64
-             "; build: cc -std=c11 THIS.c $(pkg-config --cflags --libs pto) -lm */\n",
-          c->seed);
+  fprintf(
+      o,
+      ").\n * Reproduce: tests/fuzz_diff --print-c %" PRIu64
+      "; build: cc -std=c11 THIS.c $(pkg-config --cflags --libs pto) -lm */\n",
+      c->seed);
   fprintf(o, "#define _GNU_SOURCE\n#include <stdlib.h>\n#include <unistd.h>\n");
   for (size_t i = 0; i < sizeof rp_inc_lines / sizeof rp_inc_lines[0]; i++)
     fprintf(o, "%s\n", rp_inc_lines[i]);
@@ -2504,25 +2549,32 @@ void rp_print_c(const rp_case *c, FILE *o) {
     n_in += c->steps[i].kind == S_INPUT;
     n_out += c->steps[i].kind == S_OUTPUT;
   }
-  fprintf(o, "\nint main(void) {\n  alarm(120); /* a hang ends the program */\n");
-  fprintf(o, "  pto_program *p = pto_program_new(\"seed%" PRIu64 "\");\n", c->seed);
+  fprintf(o,
+          "\nint main(void) {\n  alarm(120); /* a hang ends the program */\n");
+  fprintf(o, "  pto_program *p = pto_program_new(\"seed%" PRIu64 "\");\n",
+          c->seed);
   fprintf(o, "  pto_tensor *t[%d] = {0};\n", c->n_vals + 1);
   emit_program(c, NULL, NULL, o);
   fprintf(o, "  if (pto_program_status(p))\n    return fprintf(stderr, "
              "\"build: %%s\\n\", pto_program_error(p)), 1;\n");
   /* inputs */
-  fprintf(o, "  void *in[%d], *want[%d], *got[%d];\n", n_in + 1, n_out + 1, n_out + 1);
-  fprintf(o, "  int64_t n_out[%d];\n  pto_dtype dt_out[%d];\n  double tol[%d];\n",
+  fprintf(o, "  void *in[%d], *want[%d], *got[%d];\n", n_in + 1, n_out + 1,
+          n_out + 1);
+  fprintf(o,
+          "  int64_t n_out[%d];\n  pto_dtype dt_out[%d];\n  double tol[%d];\n",
           n_out + 1, n_out + 1, n_out + 1);
   int k = 0;
   for (int i = 0; i < c->n_steps; i++) {
     const rp_step *s = &c->steps[i];
     if (s->kind != S_INPUT)
       continue;
-    fprintf(o, "  in[%d] = malloc(%" PRId64 " * 4);\n", k, numel_of(s->nd, s->shape));
-    fprintf(o, "  rp_fill(in[%d], %s, %" PRId64 ", UINT64_C(%" PRIu64 "), %d, %d, %.17g, %.17g);\n",
-            k, dt_c(s->dt), numel_of(s->nd, s->shape), s->fill_seed, s->fill_kind,
-            s->fill_q, s->fill_lo, s->fill_hi);
+    fprintf(o, "  in[%d] = malloc(%" PRId64 " * 4);\n", k,
+            numel_of(s->nd, s->shape));
+    fprintf(o,
+            "  rp_fill(in[%d], %s, %" PRId64 ", UINT64_C(%" PRIu64
+            "), %d, %d, %.17g, %.17g);\n",
+            k, dt_c(s->dt), numel_of(s->nd, s->shape), s->fill_seed,
+            s->fill_kind, s->fill_q, s->fill_lo, s->fill_hi);
     k++;
   }
   k = 0;
@@ -2531,23 +2583,35 @@ void rp_print_c(const rp_case *c, FILE *o) {
     if (s->kind != S_OUTPUT)
       continue;
     const rp_val *v = &c->vals[s->in[0]];
-    fprintf(o, "  n_out[%d] = %" PRId64 ";\n  dt_out[%d] = %s;\n  tol[%d] = %.17g;\n", k,
-            numel_of(v->nd, v->shape), k, dt_c(v->dt), k, out_tol(v));
-    fprintf(o, "  want[%d] = calloc((size_t)n_out[%d], 4);\n  got[%d] = calloc((size_t)n_out[%d], 4);\n",
+    fprintf(o,
+            "  n_out[%d] = %" PRId64
+            ";\n  dt_out[%d] = %s;\n  tol[%d] = %.17g;\n",
+            k, numel_of(v->nd, v->shape), k, dt_c(v->dt), k, out_tol(v));
+    fprintf(o,
+            "  want[%d] = calloc((size_t)n_out[%d], 4);\n  got[%d] = "
+            "calloc((size_t)n_out[%d], 4);\n",
             k, k, k, k);
     k++;
   }
-  fprintf(o, "  pto_status est = pto_program_eval(p, (const void *const *)in, want);\n");
-  fprintf(o, "  printf(\"eval: %%s %%s\\n\", pto_status_name(est), pto_program_error(p));\n");
+  fprintf(o, "  pto_status est = pto_program_eval(p, (const void *const *)in, "
+             "want);\n");
+  fprintf(o, "  printf(\"eval: %%s %%s\\n\", pto_status_name(est), "
+             "pto_program_error(p));\n");
   emit_config(c, o, 0, NULL, 0);
-  fprintf(o, "  pto_executable *e = NULL;\n  pto_status st = pto_compile(p, c, &e);\n"
-             "  if (st)\n    return printf(\"compile: %%s: %%s\\n\", pto_status_name(st), "
-             "pto_program_error(p)), 1;\n");
+  fprintf(
+      o,
+      "  pto_executable *e = NULL;\n  pto_status st = pto_compile(p, c, &e);\n"
+      "  if (st)\n    return printf(\"compile: %%s: %%s\\n\", "
+      "pto_status_name(st), "
+      "pto_program_error(p)), 1;\n");
   fprintf(o, "  int bad = 0;\n  char msg[256];\n");
   fprintf(o, "  for (int run = 0; run <= %d; run++) {\n", c->n_rts);
-  fprintf(o, "    pto_runtime *rt = NULL;\n    for (int j = 0; j < %d; j++)\n"
-             "      memset(got[j], run ? 0x5a : 0xa5, (size_t)n_out[j] * 4);\n", n_out);
-  fprintf(o, "    if (run == 0) {\n      st = pto_executable_run_serial(e, (const void *const *)in, got);\n"
+  fprintf(o,
+          "    pto_runtime *rt = NULL;\n    for (int j = 0; j < %d; j++)\n"
+          "      memset(got[j], run ? 0x5a : 0xa5, (size_t)n_out[j] * 4);\n",
+          n_out);
+  fprintf(o, "    if (run == 0) {\n      st = pto_executable_run_serial(e, "
+             "(const void *const *)in, got);\n"
              "    } else {\n");
   fprintf(o, "      static const unsigned rts[][4] = {");
   for (int i = 0; i < c->n_rts; i++) {
@@ -2561,25 +2625,37 @@ void rp_print_c(const rp_case *c, FILE *o) {
              "      m.workers[PTO_CORE_VECTOR] = rts[run - 1][1];\n"
              "      m.shared = (int)rts[run - 1][2];\n"
              "      pto_runtime_params prm = pto_runtime_params_default();\n"
-             "      prm.machine = &m;\n      prm.policy = (pto_policy)rts[run - 1][3];\n"
+             "      prm.machine = &m;\n      prm.policy = (pto_policy)rts[run "
+             "- 1][3];\n"
              "      if (pto_runtime_new(&prm, &rt))\n"
-             "        return printf(\"runtime: %%s\\n\", pto_runtime_error(NULL)), 1;\n"
-             "      st = pto_runtime_run(rt, e, (const void *const *)in, got);\n    }\n");
-  fprintf(o, "    const char *what = run ? \"runtime\" : \"serial\";\n"
-             "    if (st != est) {\n      printf(\"%%s run %%d: %%s (%%s), eval: %%s\\n\", what, run, "
-             "pto_status_name(st), pto_executable_error(e), pto_status_name(est));\n"
-             "      bad = 1;\n    }\n");
-  fprintf(o, "    for (int j = 0; j < %d && !st && !est; j++)\n"
-             "      if (rp_compare(got[j], want[j], dt_out[j], n_out[j], tol[j], msg, sizeof msg) >= 0) {\n"
-             "        printf(\"%%s run %%d, output %%d: %%s\\n\", what, run, j, msg);\n"
-             "        bad = 1;\n      }\n"
-             "    pto_runtime_free(rt);\n  }\n", n_out);
+             "        return printf(\"runtime: %%s\\n\", "
+             "pto_runtime_error(NULL)), 1;\n"
+             "      st = pto_runtime_run(rt, e, (const void *const *)in, "
+             "got);\n    }\n");
+  fprintf(
+      o,
+      "    const char *what = run ? \"runtime\" : \"serial\";\n"
+      "    if (st != est) {\n      printf(\"%%s run %%d: %%s (%%s), eval: "
+      "%%s\\n\", what, run, "
+      "pto_status_name(st), pto_executable_error(e), pto_status_name(est));\n"
+      "      bad = 1;\n    }\n");
+  fprintf(o,
+          "    for (int j = 0; j < %d && !st && !est; j++)\n"
+          "      if (rp_compare(got[j], want[j], dt_out[j], n_out[j], tol[j], "
+          "msg, sizeof msg) >= 0) {\n"
+          "        printf(\"%%s run %%d, output %%d: %%s\\n\", what, run, j, "
+          "msg);\n"
+          "        bad = 1;\n      }\n"
+          "    pto_runtime_free(rt);\n  }\n",
+          n_out);
   fprintf(o, "  printf(\"%%s\\n\", bad ? \"FAIL\" : \"ok\");\n"
-             "  pto_executable_free(e);\n  pto_config_free(c);\n  pto_program_free(p);\n"
+             "  pto_executable_free(e);\n  pto_config_free(c);\n  "
+             "pto_program_free(p);\n"
              "  return bad;\n}\n");
 }
 
-/* ---- running and checking -------------------------------------------------------- */
+/* ---- running and checking
+ * -------------------------------------------------------- */
 
 struct rp_env {
   rp_progress *prog;
@@ -2596,8 +2672,12 @@ rp_env *rp_env_new(rp_progress *progress) {
   return e;
 }
 
-void rp_env_serial_only(rp_env *env, int on) { env->serial_only = on; }
-void rp_env_repeat(rp_env *env, int n) { env->repeat = n; }
+void rp_env_serial_only(rp_env *env, int on) {
+  env->serial_only = on;
+}
+void rp_env_repeat(rp_env *env, int n) {
+  env->repeat = n;
+}
 
 void rp_env_free(rp_env *env) {
   if (!env)
@@ -2643,7 +2723,8 @@ static pto_runtime *env_runtime(rp_env *env, const rp_rt_spec *r, char *msg,
 /* Kahn's algorithm over the executable's task graph: 1 if it has a cycle. */
 static int has_cycle(const pto_executable *e) {
   uint32_t n = pto_executable_num_tasks(e);
-  uint32_t *pend = calloc(n + 1, sizeof *pend), *q = malloc((n + 1) * sizeof *q);
+  uint32_t *pend = calloc(n + 1, sizeof *pend),
+           *q = malloc((n + 1) * sizeof *q);
   if (!pend || !q)
     abort();
   for (uint32_t t = 0; t < n; t++) {
@@ -2701,7 +2782,8 @@ static rp_outcome check_outputs(const run_bufs *b, const char *what, char *msg,
 static void fill_pattern(const run_bufs *b, int pat) {
   for (int j = 0; j < b->n_out; j++) {
     const rp_val *v = b->outv[j];
-    memset(b->got[j], pat, (size_t)numel_of(v->nd, v->shape) * pto_dtype_size(v->dt));
+    memset(b->got[j], pat,
+           (size_t)numel_of(v->nd, v->shape) * pto_dtype_size(v->dt));
   }
 }
 
@@ -2771,8 +2853,9 @@ static rp_outcome check_huge(int kind, char *msg, size_t size) {
   }
   rp_outcome res = RP_PASS;
   if (r || pto_program_status(p) == PTO_OK || !pto_program_error(p)[0])
-    res = fail_msg(msg, size, "build: %s accepted (status %s, numel %" PRId64
-                              "): a 2^40-element shape must be refused",
+    res = fail_msg(msg, size,
+                   "build: %s accepted (status %s, numel %" PRId64
+                   "): a 2^40-element shape must be refused",
                    what, pto_status_name(pto_program_status(p)),
                    pto_tensor_numel(r));
   pto_program_free(p);
@@ -2783,8 +2866,10 @@ static rp_outcome check_huge(int kind, char *msg, size_t size) {
  * graph: what a level of the graph gives the workers to run at once. */
 static uint32_t graph_width(const pto_executable *e) {
   uint32_t n = pto_executable_num_tasks(e), best = 0;
-  uint32_t *pend = calloc(n + 1, sizeof *pend), *q = malloc((n + 1) * sizeof *q),
-           *depth = calloc(n + 1, sizeof *depth), *count = calloc(n + 1, sizeof *count);
+  uint32_t *pend = calloc(n + 1, sizeof *pend),
+           *q = malloc((n + 1) * sizeof *q),
+           *depth = calloc(n + 1, sizeof *depth),
+           *count = calloc(n + 1, sizeof *count);
   if (!pend || !q || !depth || !count)
     abort();
   for (uint32_t t = 0; t < n; t++) {
@@ -2847,8 +2932,9 @@ static rp_outcome check_parallel(const rp_case *c, pto_program *p,
     pto_executable_stats(u, &us);
     /* only where there is work to share: 64 KiB moved per worker */
     if (unfused >= 2 * w && fused < w && us.boundary_bytes >= (uint64_t)w << 16)
-      res = fail_msg(msg, size, "compile: fusion leaves %u tasks at once "
-                                "for %u workers where the unfused graph has %u",
+      res = fail_msg(msg, size,
+                     "compile: fusion leaves %u tasks at once "
+                     "for %u workers where the unfused graph has %u",
                      fused, w, unfused);
   }
   pto_executable_free(u);
@@ -2882,8 +2968,9 @@ static rp_outcome run_impl(rp_env *env, const rp_case *c, int ext,
     abort();
   emit_program(c, p, T, NULL);
   if (pto_program_status(p) != PTO_OK) {
-    res = fail_msg(msg, size, "build: %s: %s",
-                   pto_status_name(pto_program_status(p)), pto_program_error(p));
+    res =
+        fail_msg(msg, size, "build: %s: %s",
+                 pto_status_name(pto_program_status(p)), pto_program_error(p));
     goto done;
   }
   int ki = 0, ko = 0;
@@ -2942,8 +3029,9 @@ static rp_outcome run_impl(rp_env *env, const rp_case *c, int ext,
     pto_config_free(probe);
     if (pst == PTO_ECAPACITY) {
       res = RP_KNOWN;
-      snprintf(msg, size, "known bug l1_reuse_hang: l1_reuse >= 2 and the "
-                          "l1_reuse 1 compile overflows: %s",
+      snprintf(msg, size,
+               "known bug l1_reuse_hang: l1_reuse >= 2 and the "
+               "l1_reuse 1 compile overflows: %s",
                pto_program_error(p));
       goto done;
     }
@@ -2987,7 +3075,8 @@ static rp_outcome run_impl(rp_env *env, const rp_case *c, int ext,
                    pto_status_name(est), pto_program_error(p));
     goto done;
   }
-  if (est == PTO_OK && (res = check_outputs(&b, "serial", msg, size)) != RP_PASS)
+  if (est == PTO_OK &&
+      (res = check_outputs(&b, "serial", msg, size)) != RP_PASS)
     goto done;
   for (int i = 0; i < c->n_rts && !env->serial_only; i++) {
     const rp_rt_spec *r = &c->rts[i];
@@ -3012,7 +3101,8 @@ static rp_outcome run_impl(rp_env *env, const rp_case *c, int ext,
                        pto_status_name(est));
         goto done;
       }
-      if (est == PTO_OK && (res = check_outputs(&b, what, msg, size)) != RP_PASS)
+      if (est == PTO_OK &&
+          (res = check_outputs(&b, what, msg, size)) != RP_PASS)
         goto done;
       if (r->variant == 2) { /* the trace of a traced run summarises */
         char *text = NULL;
@@ -3050,13 +3140,14 @@ done:
   return res;
 }
 
-/* ---- the supervisor ---------------------------------------------------------------- */
+/* ---- the supervisor
+ * ---------------------------------------------------------------- */
 
 typedef struct shared_state {
   rp_progress prog;
-  volatile uint64_t next;   /* the seed the child works on next */
-  volatile int in_seed;     /* the child is inside prog.seed */
-  volatile int l1_reuse;    /* that case compiles with l1_reuse >= 2 */
+  volatile uint64_t next; /* the seed the child works on next */
+  volatile int in_seed;   /* the child is inside prog.seed */
+  volatile int l1_reuse;  /* that case compiles with l1_reuse >= 2 */
   rp_totals tot;
 } shared_state;
 
@@ -3106,7 +3197,10 @@ static void child_loop(shared_state *sh, uint64_t end, const rp_switches *sw,
       report_case(c, "FAIL", msg, dir, out);
     } else if (verbose > 1 || (verbose && r != RP_PASS)) {
       fprintf(out, "seed %" PRIu64 ": %s %s\n", seed,
-              r == RP_PASS ? "pass" : r == RP_SKIP ? "skip" : "known", msg);
+              r == RP_PASS   ? "pass"
+              : r == RP_SKIP ? "skip"
+                             : "known",
+              msg);
       fflush(out);
     }
     rp_case_free(c);
@@ -3169,12 +3263,14 @@ int rp_supervise(uint64_t start, uint64_t count, const rp_switches *sw,
     if (hung && st == RP_STAGE_COMPILE_L1_REUSE && sw->l1_reuse_hang) {
       sh->tot.by[RP_KNOWN]++;
       if (verbose)
-        fprintf(out, "seed %" PRIu64 ": known l1_reuse_hang (compile did not "
-                     "return in %.0f s)\n", seed, timeout_s);
+        fprintf(out,
+                "seed %" PRIu64 ": known l1_reuse_hang (compile did not "
+                "return in %.0f s)\n",
+                seed, timeout_s);
     } else {
       if (hung) {
-        snprintf(msg, sizeof msg, "no progress for %.0f s in stage %s", timeout_s,
-                 rp_stage_name(st));
+        snprintf(msg, sizeof msg, "no progress for %.0f s in stage %s",
+                 timeout_s, rp_stage_name(st));
         sh->tot.hangs++;
       } else {
         snprintf(msg, sizeof msg, "the process died in stage %s (%s %d)",
@@ -3198,7 +3294,8 @@ int rp_supervise(uint64_t start, uint64_t count, const rp_switches *sw,
   return 0;
 }
 
-/* ---- minimizing a failing case ----------------------------------------------------- */
+/* ---- minimizing a failing case
+ * ----------------------------------------------------- */
 
 static rp_case *case_copy(const rp_case *c) {
   rp_case *d = malloc(sizeof *d);
@@ -3405,7 +3502,8 @@ rp_case *rp_minimize(const rp_case *orig, double timeout_s, char *msg,
         f->mode = CFG_NULL;
       else if (k == 1 && f->mode != CFG_NULL && f->machine != M_HOST)
         f->machine = M_HOST;
-      else if (k >= 2 && k < 2 + PTO_KNOB_COUNT && (f->knob_set & (1 << (k - 2))))
+      else if (k >= 2 && k < 2 + PTO_KNOB_COUNT &&
+               (f->knob_set & (1 << (k - 2))))
         f->knob_set &= ~(1 << (k - 2));
       else if (k == 6 && f->n_labels)
         f->n_labels--;
@@ -3413,7 +3511,8 @@ rp_case *rp_minimize(const rp_case *orig, double timeout_s, char *msg,
         d->n_rts--;
       else if (k == 8 && f->n_labels && f->labels[0].knob_set)
         f->labels[0].knob_set = 0;
-      else if (k == 9 && f->n_labels && (f->labels[0].vec_set || f->labels[0].cube_set))
+      else if (k == 9 && f->n_labels &&
+               (f->labels[0].vec_set || f->labels[0].cube_set))
         f->labels[0].vec_set = f->labels[0].cube_set = 0;
       else if (k == 10 && d->n_rts && d->rts[0].repeat)
         d->rts[0].repeat = 0;

@@ -28,14 +28,14 @@
  * as known); 0 = the bug is fixed, generate the pattern and check it.
  * PTO_RP_FIXED="name,name" (or "all") in the environment sets switches to 0. */
 #define RP_KNOWN_BUGS(X)                                                       \
-  X(matmul_acc_alias) /* 1: acc whose data a subgraph loads twice */          \
-  X(fusion_cycle)     /* 2: fusion makes a task-graph cycle */                \
-  X(l1_reuse_hang)    /* 3: l1_reuse >= 2 on an overflowing matmul */         \
-  X(huge_shapes)      /* 4: derived shapes of 2^40 elements unchecked */      \
-  X(fusion_parallelism) /* 5: fusion joins all tasks or hits ERANGE */     \
+  X(matmul_acc_alias)   /* 1: acc whose data a subgraph loads twice */         \
+  X(fusion_cycle)       /* 2: fusion makes a task-graph cycle */               \
+  X(l1_reuse_hang)      /* 3: l1_reuse >= 2 on an overflowing matmul */        \
+  X(huge_shapes)        /* 4: derived shapes of 2^40 elements unchecked */     \
+  X(fusion_parallelism) /* 5: fusion joins all tasks or hits ERANGE */         \
   /* found by this test: */                                                    \
-  X(dead_strict_gather) /* eval fails on a strict gather no output needs */ \
-  X(dead_op_store) /* with dead ops, merged subgraphs store to no storage */  \
+  X(dead_strict_gather) /* eval fails on a strict gather no output needs */    \
+  X(dead_op_store)   /* with dead ops, merged subgraphs store to no storage */ \
   X(slow_split_plan) /* tiny tiles: an over-fused subgraph plans in n^2 */
 
 typedef struct rp_switches {
@@ -72,22 +72,23 @@ int rp_case_num_ops(const rp_case *c);
 void rp_print_c(const rp_case *c, FILE *out);
 
 typedef enum rp_outcome {
-  RP_PASS,    /* every run matched the evaluator */
-  RP_SKIP,    /* nothing to compare: the config's memory cannot hold it */
-  RP_KNOWN,   /* a known bug's pattern or symptom, switched on */
-  RP_FAIL,    /* a finding */
+  RP_PASS,  /* every run matched the evaluator */
+  RP_SKIP,  /* nothing to compare: the config's memory cannot hold it */
+  RP_KNOWN, /* a known bug's pattern or symptom, switched on */
+  RP_FAIL,  /* a finding */
   RP_OUTCOME_COUNT
 } rp_outcome;
 
 /* Stages, for hang and crash reports. */
 #define RP_STAGES(X)                                                           \
-  X(IDLE) X(GENERATE) X(BUILD) X(EVAL) X(COMPILE) X(COMPILE_L1_REUSE)          \
-  X(SERIAL) X(RUNTIME) X(COMPARE)
+  X(IDLE)                                                                      \
+  X(GENERATE) X(BUILD) X(EVAL) X(COMPILE) X(COMPILE_L1_REUSE) X(SERIAL)        \
+      X(RUNTIME) X(COMPARE)
 typedef enum rp_stage {
 #define RP__ST(n) RP_STAGE_##n,
   RP_STAGES(RP__ST)
 #undef RP__ST
-  RP_STAGE_COUNT
+      RP_STAGE_COUNT
 } rp_stage;
 const char *rp_stage_name(int stage);
 
@@ -122,8 +123,8 @@ rp_outcome rp_run_config(rp_env *env, const rp_case *c, const pto_config *cfg,
  * process, so crashes and hangs minimize too): outputs, dead ops, scopes,
  * config settings and runtimes removed one at a time. NULL (and msg says
  * why) when c does not fail; else msg is the failure. */
-rp_case *rp_minimize(const rp_case *c, double timeout_s, char *msg,
-                     size_t size, FILE *log);
+rp_case *rp_minimize(const rp_case *c, double timeout_s, char *msg, size_t size,
+                     FILE *log);
 
 /* Seeds [start, start + count) in a child process watched by this one: a
  * seed running longer than timeout_s, or a crash, is reported with its seed

@@ -79,8 +79,8 @@ static float rp_special(uint64_t r) {
   return rp_bits_f32(bits[r % (sizeof bits / sizeof bits[0])]);
 }
 
-static void rp_fill(void *buf, pto_dtype dt, int64_t n, uint64_t seed,
-                    int kind, int q, double lo, double hi) {
+static void rp_fill(void *buf, pto_dtype dt, int64_t n, uint64_t seed, int kind,
+                    int q, double lo, double hi) {
   uint64_t s = seed;
   double scale = ldexp(1.0, q);
   int64_t klo = (int64_t)ceil(lo * scale), khi = (int64_t)floor(hi * scale);
@@ -105,8 +105,8 @@ static void rp_fill(void *buf, pto_dtype dt, int64_t n, uint64_t seed,
     else if (kind == RP_FILL_SPECIAL && r % 4 == 0)
       f = rp_special(r >> 8);
     else
-      f = (float)((double)(klo + (int64_t)((r >> 8) %
-                                           (uint64_t)(khi - klo + 1))) /
+      f = (float)((double)(klo +
+                           (int64_t)((r >> 8) % (uint64_t)(khi - klo + 1))) /
                   scale);
     if (dt == PTO_F32)
       ((float *)buf)[i] = f;

@@ -16,8 +16,9 @@ static void run_seeds(uint64_t start, uint64_t n) {
   rp_totals t;
   cr_assert_eq(rp_supervise(start, n, &sw, 30, NULL, 0, stderr, &t), 0);
   cr_expect_eq(t.seeds, n);
-  cr_expect_gt(t.by[RP_PASS], n / 2, "only %" PRIu64 " of %" PRIu64
-               " seeds compared anything", t.by[RP_PASS], n);
+  cr_expect_gt(t.by[RP_PASS], n / 2,
+               "only %" PRIu64 " of %" PRIu64 " seeds compared anything",
+               t.by[RP_PASS], n);
   cr_assert_eq(t.by[RP_FAIL], 0,
                "%" PRIu64 " of %" PRIu64 " seeds failed (%" PRIu64
                " hangs, %" PRIu64 " crashes), the first %" PRIu64
@@ -51,7 +52,8 @@ static rp_switches switches(void) {
  * and the serial executor writes through NULL (seed 105616). */
 Test(e2e, regress_dead_op_store, .timeout = 60) {
   if (switches().dead_op_store)
-    cr_skip_test("known bug dead_op_store (PTO_RP_FIXED=dead_op_store runs it)");
+    cr_skip_test(
+        "known bug dead_op_store (PTO_RP_FIXED=dead_op_store runs it)");
   pto_program *p = pto_program_new("dead_op_store");
   int64_t s[2] = {13, 13};
   pto_tensor *x = pto_input(p, "x", PTO_F32, 2, s);
@@ -84,9 +86,11 @@ Test(e2e, regress_dead_op_store, .timeout = 60) {
  * PTO_ERANGE, the compiled program drops it and succeeds (seed 248). */
 Test(e2e, regress_dead_strict_gather, .timeout = 60) {
   if (switches().dead_strict_gather)
-    cr_skip_test("known bug dead_strict_gather (PTO_RP_FIXED=dead_strict_gather runs it)");
+    cr_skip_test("known bug dead_strict_gather "
+                 "(PTO_RP_FIXED=dead_strict_gather runs it)");
   pto_program *p = pto_program_new("dead_strict_gather");
-  pto_tensor *table = pto_input(p, "table", PTO_F32, 2, (const int64_t[]){3, 2});
+  pto_tensor *table =
+      pto_input(p, "table", PTO_F32, 2, (const int64_t[]){3, 2});
   pto_tensor *idx = pto_input(p, "idx", PTO_I32, 1, (const int64_t[]){2});
   pto_gather(p, table, idx, PTO_GATHER_STRICT); /* nothing reads it */
   pto_output(p, pto_neg(p, table), "y");
@@ -110,7 +114,8 @@ Test(e2e, regress_dead_strict_gather, .timeout = 60) {
  * instructions compile in 0.13 s). Seed 110849 took minutes. */
 Test(e2e, regress_slow_split_plan, .timeout = 120) {
   if (switches().slow_split_plan)
-    cr_skip_test("known bug slow_split_plan (PTO_RP_FIXED=slow_split_plan runs it)");
+    cr_skip_test(
+        "known bug slow_split_plan (PTO_RP_FIXED=slow_split_plan runs it)");
   const int64_t n = 96;
   pto_program *p = pto_program_new("slow_split_plan");
   pto_tensor *m = pto_input(p, "m", PTO_I32, 4, (const int64_t[]){n, 1, 1, 1});
@@ -123,8 +128,10 @@ Test(e2e, regress_slow_split_plan, .timeout = 120) {
   cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
   pto_exe_stats s;
   cr_assert_eq(pto_executable_stats(e, &s), PTO_OK);
-  cr_expect_lt(s.ms_total, 2000, "compile took %.0f ms (plan %.0f ms) for %u "
-               "tile instructions", s.ms_total, s.ms_plan, s.tile_instructions);
+  cr_expect_lt(s.ms_total, 2000,
+               "compile took %.0f ms (plan %.0f ms) for %u "
+               "tile instructions",
+               s.ms_total, s.ms_plan, s.tile_instructions);
   pto_executable_free(e);
   pto_program_free(p);
 }
