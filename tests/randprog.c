@@ -365,9 +365,14 @@ static void settle(rp_val *r, int grid_ok, int exact_op, int worst,
   }
   r->lvl = worst <= L_EXACT && exact_op ? L_EXACT : L_APPROX;
   r->err = r->lvl == L_APPROX ? err + U * m + 1e-38 : 0;
-  /* rounding is monotonic: each end moves by its own ulp at most */
-  r->lo -= fabs(r->lo) * U + 1e-38;
-  r->hi += fabs(r->hi) * U + 1e-38;
+  /* rounding is monotonic: each end moves by its own ulp at most (a few
+   * for the inexact ops: exp, log, rsqrt, sums) */
+  double w = exact_op ? U : 4 * U;
+  r->lo -= fabs(r->lo) * w + 1e-38;
+  r->hi += fabs(r->hi) * w + 1e-38;
+  /* both runs' values lie in [lo, hi]: they differ by its width at most */
+  if (r->lvl == L_APPROX && r->err > r->hi - r->lo)
+    r->err = r->hi - r->lo;
   if (!(r->err >= 0 && r->err < 1e30 && fabs(r->lo) < 1e30 &&
         fabs(r->hi) < 1e30 && r->lo <= r->hi))
     r->lvl = L_NOUSE; /* the test knows too little to check it: never used */
