@@ -107,19 +107,21 @@ enum { /* steps */
 
 #define RP_OPS(X)                                                              \
   X(ADD, "add")                                                                \
-  X(SUB, "sub") X(MUL, "mul") X(DIV, "div") X(MAX, "max") X(MIN, "min")        \
-      X(ADDS, "adds") X(SUBS, "subs") X(MULS, "muls") X(DIVS, "divs") X(       \
-          MAXS, "maxs") X(MINS, "mins") X(EXP, "exp") X(LOG, "log")            \
-          X(SQRT, "sqrt") X(RSQRT, "rsqrt") X(RECIP, "recip") X(RELU, "relu")  \
-              X(ABS, "abs") X(NEG, "neg") X(CAST, "cast") X(CMP, "cmp") X(     \
-                  SELECT, "select") X(ROWSUM, "rowsum") X(ROWMAX, "rowmax")    \
-                  X(ROWMIN, "rowmin") X(COLSUM, "colsum") X(COLMAX, "colmax")  \
-                      X(MATMUL, "matmul") X(MATMUL_ACC, "matmul_acc")          \
-                          X(SOFTMAX, "softmax") X(TOPK, "topk")                \
-                              X(GATHER, "gather") X(CONCAT, "concat")          \
-                                  X(FULL, "full") X(IOTA, "iota")              \
-                                      X(SLICE, "slice") X(RESHAPE, "reshape")  \
-                                          X(TRANSPOSE, "transpose")
+  X(SUB, "sub")                                                                \
+  X(MUL, "mul") X(DIV, "div") X(MAX, "max") X(MIN, "min") X(ADDS, "adds")      \
+      X(SUBS, "subs") X(MULS, "muls") X(DIVS, "divs") X(MAXS, "maxs")          \
+          X(MINS, "mins") X(EXP, "exp") X(LOG, "log") X(SQRT, "sqrt") X(       \
+              RSQRT, "rsqrt") X(RECIP, "recip") X(RELU, "relu") X(ABS, "abs")  \
+              X(NEG, "neg") X(CAST, "cast") X(CMP, "cmp") X(SELECT, "select")  \
+                  X(ROWSUM, "rowsum") X(ROWMAX, "rowmax") X(ROWMIN, "rowmin")  \
+                      X(COLSUM, "colsum") X(COLMAX, "colmax")                  \
+                          X(MATMUL, "matmul") X(MATMUL_ACC, "matmul_acc")      \
+                              X(SOFTMAX, "softmax") X(TOPK, "topk")            \
+                                  X(GATHER, "gather") X(CONCAT, "concat")      \
+                                      X(FULL, "full") X(IOTA, "iota")          \
+                                          X(SLICE, "slice")                    \
+                                              X(RESHAPE, "reshape")            \
+                                                  X(TRANSPOSE, "transpose")
 
 enum {
 #define RP__OPE(n, s) O_##n,
@@ -3026,7 +3028,9 @@ static rp_outcome run_impl(rp_env *env, const rp_case *c, int ext,
   }
   if (!ext && c->sw.l1_reuse_hang && cfg_has_l1_reuse(&c->cfg)) {
     /* known bug 3: l1_reuse >= 2 may loop forever where l1_reuse 1 fails
-     * with ECAPACITY; probe with every l1_reuse at 1 first */
+     * with ECAPACITY (probed here, with every l1_reuse at 1), and also
+     * where it compiles (K slices of 1: the supervisor's timeout in stage
+     * COMPILE_L1_REUSE classifies those as known) */
     pto_config *probe = emit_config(c, NULL, 1, cmsg, sizeof cmsg);
     pto_executable *pe = NULL;
     pto_status pst = pto_compile(p, probe, &pe);

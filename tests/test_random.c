@@ -135,3 +135,24 @@ Test(e2e, regress_slow_split_plan, .timeout = 120) {
   pto_executable_free(e);
   pto_program_free(p);
 }
+
+/* Known bug 3 without any overflow: on the host, a matmul split into
+ * K slices of 1 under l1_reuse 2 never finishes compiling (slices of 2,
+ * or l1_reuse 1, compile in milliseconds). Seed 6004630. */
+Test(e2e, regress_l1_reuse_k1, .timeout = 30) {
+  if (switches().l1_reuse_hang)
+    cr_skip_test(
+        "known bug l1_reuse_hang (PTO_RP_FIXED=l1_reuse_hang runs it)");
+  pto_program *p = pto_program_new("l1_reuse_k1");
+  pto_program_set_cube_tile(p, 48, 7, 1);
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, (const int64_t[]){33, 129});
+  pto_tensor *b = pto_input(p, "b", PTO_F32, 2, (const int64_t[]){33, 129});
+  pto_output(p, pto_matmul(p, a, b, PTO_MATMUL_TRANS_B), "y");
+  pto_config *c = pto_config_new();
+  cr_assert_eq(pto_config_set_knob(c, NULL, PTO_KNOB_L1_REUSE, 2), PTO_OK);
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, c, &e), PTO_OK, "%s", pto_program_error(p));
+  pto_executable_free(e);
+  pto_config_free(c);
+  pto_program_free(p);
+}
