@@ -1,0 +1,173 @@
+/* randprog_inc.h (internal to the tests): input filling and output
+ * comparison, shared by the random differential test (tests/randprog.c)
+ * and the stand-alone C programs it prints for a failing seed, which embed
+ * this file's text verbatim. So it uses only the public API and the C
+ * library, and every function is static. */
+#include <math.h>
+#include <pto/pto.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* splitmix64: one input's values come from its own seed. */
+static uint64_t rp_next(uint64_t *s) {
+  uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
+  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+static uint32_t rp_f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+static float rp_bits_f32(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* f32 -> bf16 and f16, round to nearest even (NaN stays a quiet NaN). */
+static uint16_t rp_f32_to_bf16(float f) {
+  uint32_t u = rp_f32_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return (uint16_t)((u >> 16) | 0x40u);
+  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+static float rp_bf16_to_f32(uint16_t h) {
+  return rp_bits_f32((uint32_t)h << 16);
+}
+static uint16_t rp_f32_to_f16(float f) {
+  uint32_t u = rp_f32_bits(f), sign = (u >> 16) & 0x8000u;
+  uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u)
+    return (uint16_t)(sign | 0x7e00u);
+  if (a >= 0x477ff000u) /* rounds to 65520 or more: infinity */
+    return (uint16_t)(sign | 0x7c00u);
+  if (a < 0x38800000u) { /* below 2^-14: subnormal, in units of 2^-24 */
+    float m = rp_bits_f32(a) * 16777216.0f; /* exact scaling */
+    return (uint16_t)(sign | (uint32_t)nearbyintf(m));
+  }
+  uint32_t r = a + 0xfffu + ((a >> 13) & 1u);
+  return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
+}
+static float rp_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu,
+           m = h & 0x3ffu;
+  if (e == 0) {
+    float v = (float)m / 16777216.0f;
+    return sign ? -v : v;
+  }
+  if (e == 31)
+    return rp_bits_f32(sign | 0x7f800000u | (m << 13));
+  return rp_bits_f32(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+/* Kinds of input data. GRID: multiples of 2^-q in [lo, hi], exact in the
+ * dtype and in every sum the test lets them reach; FINE: any f32 in
+ * [lo, hi]; INT: integers in [lo, hi]; WILD: any i32 bit pattern; SPECIAL:
+ * GRID values mixed with NaN, infinities, signed zeros, subnormals and
+ * huge values. */
+enum { RP_FILL_GRID, RP_FILL_FINE, RP_FILL_INT, RP_FILL_WILD, RP_FILL_SPECIAL };
+
+static float rp_special(uint64_t r) {
+  static const uint32_t bits[] = {
+      0x7fc00000u, 0xffc00000u, 0x7f800000u, 0xff800000u, 0x00000000u,
+      0x80000000u, 0x00000001u, 0x80400000u, 0x7f7fffffu, 0xff7fffffu,
+      0x00800000u, 0x3f800000u, 0x7fa00000u /* signalling NaN */};
+  return rp_bits_f32(bits[r % (sizeof bits / sizeof bits[0])]);
+}
+
+static void rp_fill(void *buf, pto_dtype dt, int64_t n, uint64_t seed, int kind,
+                    int q, double lo, double hi) {
+  uint64_t s = seed;
+  double scale = ldexp(1.0, q);
+  int64_t klo = (int64_t)ceil(lo * scale), khi = (int64_t)floor(hi * scale);
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t r = rp_next(&s);
+    float f;
+    if (dt == PTO_I32) {
+      int32_t v;
+      if (kind == RP_FILL_WILD) {
+        uint32_t w = (uint32_t)(r >> 32);
+        if (r % 8 == 0) /* the edges, often */
+          w = (uint32_t)(r % 16 < 8 ? 0x80000000u : 0x7fffffffu);
+        memcpy(&v, &w, 4);
+      } else {
+        v = (int32_t)((int64_t)lo + (int64_t)(r % (uint64_t)(hi - lo + 1)));
+      }
+      ((int32_t *)buf)[i] = v;
+      continue;
+    }
+    if (kind == RP_FILL_FINE)
+      f = (float)(lo + (hi - lo) * (double)(r >> 40) / 16777216.0);
+    else if (kind == RP_FILL_SPECIAL && r % 4 == 0)
+      f = rp_special(r >> 8);
+    else
+      f = (float)((double)(klo +
+                           (int64_t)((r >> 8) % (uint64_t)(khi - klo + 1))) /
+                  scale);
+    if (dt == PTO_F32)
+      ((float *)buf)[i] = f;
+    else if (dt == PTO_BF16)
+      ((uint16_t *)buf)[i] = rp_f32_to_bf16(f);
+    else
+      ((uint16_t *)buf)[i] = rp_f32_to_f16(f);
+  }
+}
+
+static double rp_value(const void *buf, pto_dtype dt, int64_t i) {
+  switch (dt) {
+  case PTO_F32:
+    return ((const float *)buf)[i];
+  case PTO_I32:
+    return ((const int32_t *)buf)[i];
+  case PTO_BF16:
+    return rp_bf16_to_f32(((const uint16_t *)buf)[i]);
+  default:
+    return rp_f16_to_f32(((const uint16_t *)buf)[i]);
+  }
+}
+
+/* Compares n elements of got with want. tol < 0: bit-exact, except that
+ * any NaN equals any NaN (payloads are not specified), and with tol <= -2
+ * +0 equals -0 (the sign of a sum of zeros is not specified); tol >= 0:
+ * |got - want| <= tol, where a NaN or an infinity must be matched exactly.
+ * Returns the index of the first mismatch (and a message) or -1. */
+static int64_t rp_compare(const void *got, const void *want, pto_dtype dt,
+                          int64_t n, double tol, char *msg, size_t size) {
+  size_t es = dt == PTO_BF16 || dt == PTO_F16 ? 2 : 4;
+  for (int64_t i = 0; i < n; i++) {
+    double g = rp_value(got, dt, i), w = rp_value(want, dt, i);
+    int ok;
+    if (isnan(g) || isnan(w))
+      ok = isnan(g) && isnan(w);
+    else if (tol < 0 || isinf(g) || isinf(w))
+      ok = memcmp((const char *)got + (size_t)i * es,
+                  (const char *)want + (size_t)i * es, es) == 0 ||
+           (tol <= -2 && g == 0 && w == 0);
+    else
+      ok = fabs(g - w) <= tol;
+    if (!ok) {
+      int64_t bad = 0;
+      for (int64_t j = i; j < n; j++) {
+        double x = rp_value(got, dt, j), y = rp_value(want, dt, j);
+        if (isnan(x) || isnan(y) ? !(isnan(x) && isnan(y))
+            : tol < 0 || isinf(x) || isinf(y)
+                ? memcmp((const char *)got + (size_t)j * es,
+                         (const char *)want + (size_t)j * es, es) != 0 &&
+                      !(tol <= -2 && x == 0 && y == 0)
+                : fabs(x - y) > tol)
+          bad++;
+      }
+      snprintf(msg, size,
+               "element %lld: got %.9g, want %.9g (%s, tolerance %g); "
+               "%lld of %lld elements differ",
+               (long long)i, g, w, pto_dtype_name(dt), tol, (long long)bad,
+               (long long)n);
+      return i;
+    }
+  }
+  return -1;
+}

@@ -1,0 +1,158 @@
+/* e2e: random programs over the whole builder API, compiled under random
+ * configs (machines, knobs, label overrides), run serially and on runtimes
+ * of 1-3 workers with every policy, compared with the reference evaluator
+ * (tests/randprog.h). A fixed set of seeds; fuzz_diff runs more. */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "tests/randprog.h"
+
+/* Seeds [start, start + n): none may fail, hang or crash. */
+static void run_seeds(uint64_t start, uint64_t n) {
+  char msg[256];
+  rp_switches sw;
+  cr_assert_eq(rp_switches_from_env(&sw, msg, sizeof msg), 0, "%s", msg);
+  rp_totals t;
+  cr_assert_eq(rp_supervise(start, n, &sw, 30, NULL, 0, stderr, &t), 0);
+  cr_expect_eq(t.seeds, n);
+  cr_expect_gt(t.by[RP_PASS], n / 2,
+               "only %" PRIu64 " of %" PRIu64 " seeds compared anything",
+               t.by[RP_PASS], n);
+  cr_assert_eq(t.by[RP_FAIL], 0,
+               "%" PRIu64 " of %" PRIu64 " seeds failed (%" PRIu64
+               " hangs, %" PRIu64 " crashes), the first %" PRIu64
+               "; each failing seed's C program is on stderr",
+               t.by[RP_FAIL], n, t.hangs, t.crashes, t.first_fail);
+}
+
+#define E2E_SEEDS 100
+
+Test(e2e, random_programs_first_half, .timeout = 300) {
+  run_seeds(1, E2E_SEEDS);
+}
+
+Test(e2e, random_programs_second_half, .timeout = 300) {
+  run_seeds(1 + E2E_SEEDS, E2E_SEEDS);
+}
+
+/* ---- regressions for what the random test found ---------------------------
+ * Each is skipped while its switch says the bug is known; PTO_RP_FIXED=name
+ * (or all) runs it, as it does the generator's pattern. */
+
+static rp_switches switches(void) {
+  char msg[256];
+  rp_switches sw;
+  cr_assert_eq(rp_switches_from_env(&sw, msg, sizeof msg), 0, "%s", msg);
+  return sw;
+}
+
+/* Dead ops next to isomorphic subgraphs merged into one task (nbuffer):
+ * the second instance stores a live tensor the compiler gave no storage,
+ * and the serial executor writes through NULL (seed 105616). */
+Test(e2e, regress_dead_op_store, .timeout = 60) {
+  if (switches().dead_op_store)
+    cr_skip_test(
+        "known bug dead_op_store (PTO_RP_FIXED=dead_op_store runs it)");
+  pto_program *p = pto_program_new("dead_op_store");
+  int64_t s[2] = {13, 13};
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 2, s);
+  pto_tensor *a = pto_mins(p, pto_maxs(p, x, -4), 4);
+  pto_tensor *b = pto_mins(p, pto_maxs(p, x, -4), 4);
+  pto_tensor *y = pto_matmul(p, a, b, 0);
+  pto_matmul(p, pto_mins(p, pto_maxs(p, a, -4), 4),
+             pto_mins(p, pto_maxs(p, b, -4), 4), 0); /* dead */
+  pto_output(p, y, "y");
+  pto_config *c = pto_config_new();
+  cr_assert_eq(pto_config_set_knob(c, NULL, PTO_KNOB_NBUFFER, 64), PTO_OK);
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, c, &e), PTO_OK, "%s", pto_program_error(p));
+  static float in[169], got[169], want[169];
+  for (int i = 0; i < 169; i++)
+    in[i] = (float)(i % 9) - 4;
+  const void *ins[] = {in};
+  void *o1[] = {got}, *o2[] = {want};
+  cr_assert_eq(pto_program_eval(p, ins, o2), PTO_OK);
+  cr_assert_eq(pto_executable_run_serial(e, ins, o1), PTO_OK, "%s",
+               pto_executable_error(e));
+  for (int i = 0; i < 169; i++)
+    cr_assert_eq(got[i], want[i], "[%d] %g vs %g", i, got[i], want[i]);
+  pto_executable_free(e);
+  pto_config_free(c);
+  pto_program_free(p);
+}
+
+/* A strict gather no output needs: the evaluator runs it and fails with
+ * PTO_ERANGE, the compiled program drops it and succeeds (seed 248). */
+Test(e2e, regress_dead_strict_gather, .timeout = 60) {
+  if (switches().dead_strict_gather)
+    cr_skip_test("known bug dead_strict_gather "
+                 "(PTO_RP_FIXED=dead_strict_gather runs it)");
+  pto_program *p = pto_program_new("dead_strict_gather");
+  pto_tensor *table =
+      pto_input(p, "table", PTO_F32, 2, (const int64_t[]){3, 2});
+  pto_tensor *idx = pto_input(p, "idx", PTO_I32, 1, (const int64_t[]){2});
+  pto_gather(p, table, idx, PTO_GATHER_STRICT); /* nothing reads it */
+  pto_output(p, pto_neg(p, table), "y");
+  float t[6] = {1, 2, 3, 4, 5, 6}, y[6];
+  int32_t i[2] = {0, 7}; /* 7 is outside [0, 3) */
+  const void *in[] = {t, i};
+  void *out[] = {y};
+  pto_status est = pto_program_eval(p, in, out);
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  pto_status st = pto_executable_run_serial(e, in, out);
+  cr_assert_eq(st, est, "serial %s, eval %s (%s)", pto_status_name(st),
+               pto_status_name(est), pto_program_error(p));
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
+/* select([96,1,1,1] mask, maxs(a [96,1]), c [1,1]) under a 1x16 vector
+ * tile: 74 016 tile instructions take 11 s to compile, almost all of it in
+ * local-memory planning (with a an input, 0.1 s; big-add's 114 688
+ * instructions compile in 0.13 s). Seed 110849 took minutes. */
+Test(e2e, regress_slow_split_plan, .timeout = 120) {
+  if (switches().slow_split_plan)
+    cr_skip_test(
+        "known bug slow_split_plan (PTO_RP_FIXED=slow_split_plan runs it)");
+  const int64_t n = 96;
+  pto_program *p = pto_program_new("slow_split_plan");
+  pto_tensor *m = pto_input(p, "m", PTO_I32, 4, (const int64_t[]){n, 1, 1, 1});
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, (const int64_t[]){n, 1});
+  pto_tensor *c = pto_input(p, "c", PTO_F32, 2, (const int64_t[]){1, 1});
+  pto_program_set_vec_tile(p, 1, 16);
+  pto_output(p, pto_colsum(p, pto_select(p, m, pto_maxs(p, a, 0.25), c)),
+             "out");
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  pto_exe_stats s;
+  cr_assert_eq(pto_executable_stats(e, &s), PTO_OK);
+  cr_expect_lt(s.ms_total, 2000,
+               "compile took %.0f ms (plan %.0f ms) for %u "
+               "tile instructions",
+               s.ms_total, s.ms_plan, s.tile_instructions);
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
+/* Known bug 3 without any overflow: on the host, a matmul split into
+ * K slices of 1 under l1_reuse 2 never finishes compiling (slices of 2,
+ * or l1_reuse 1, compile in milliseconds). Seed 6004630. */
+Test(e2e, regress_l1_reuse_k1, .timeout = 30) {
+  if (switches().l1_reuse_hang)
+    cr_skip_test(
+        "known bug l1_reuse_hang (PTO_RP_FIXED=l1_reuse_hang runs it)");
+  pto_program *p = pto_program_new("l1_reuse_k1");
+  pto_program_set_cube_tile(p, 48, 7, 1);
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, (const int64_t[]){33, 129});
+  pto_tensor *b = pto_input(p, "b", PTO_F32, 2, (const int64_t[]){33, 129});
+  pto_output(p, pto_matmul(p, a, b, PTO_MATMUL_TRANS_B), "y");
+  pto_config *c = pto_config_new();
+  cr_assert_eq(pto_config_set_knob(c, NULL, PTO_KNOB_L1_REUSE, 2), PTO_OK);
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, c, &e), PTO_OK, "%s", pto_program_error(p));
+  pto_executable_free(e);
+  pto_config_free(c);
+  pto_program_free(p);
+}
