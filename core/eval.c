@@ -776,6 +776,7 @@ pto_status pto_program_eval(pto_program *p, const void *const *inputs,
                       p->output_names[i]);
 
   pto_status st = PTO_OK;
+  uint8_t *live = NULL;
   eval_ctx e = {p, calloc(p->n_tensors + 1, sizeof(void *)),
                 calloc(p->n_tensors + 1, sizeof(void *))};
   if (!e.rd || !e.wr) {
@@ -784,8 +785,17 @@ pto_status pto_program_eval(pto_program *p, const void *const *inputs,
   }
   for (uint32_t i = 0; i < p->n_inputs; i++)
     e.rd[p->inputs[i]->id] = inputs[i];
+  /* as pto_compile: an op no output depends on is not run, so it cannot
+   * fail the run (a strict gather nothing reads) */
+  live = pto__live_nodes(p);
+  if (!live) {
+    st = run_fail(p, "eval", NULL, PTO_ENOMEM, "out of memory");
+    goto done;
+  }
   for (uint32_t i = 0; i < p->n_nodes && st == PTO_OK; i++) {
     const pto_node *n = p->nodes[i];
+    if (!live[i])
+      continue;
     for (int o = 0; o < n->n_out; o++) {
       const pto_tensor *t = n->out[o];
       size_t bytes = (size_t)numel(t) * pto_dtype_size(t->dtype);
@@ -808,5 +818,6 @@ done:
       free(e.wr[i]);
   free(e.rd);
   free(e.wr);
+  free(live);
   return st;
 }

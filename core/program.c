@@ -63,6 +63,27 @@ static void shape_str(int ndim, const int64_t *shape, char *buf, size_t size) {
     snprintf(buf + n, size - n, "]");
 }
 
+/* Walking back from the outputs in reverse topological order, a node is
+ * live when one of its results shares storage with a needed tensor, and
+ * then needs its inputs' storages. */
+uint8_t *pto__live_nodes(const pto_program *p) {
+  uint8_t *live = calloc(p->n_nodes + p->n_tensors + 1, 1);
+  if (!live)
+    return NULL;
+  uint8_t *need = live + p->n_nodes;
+  for (uint32_t j = 0; j < p->n_outputs; j++)
+    need[p->outputs[j]->root->id] = 1;
+  for (uint32_t i = p->n_nodes; i-- > 0;) {
+    const pto_node *n = p->nodes[i];
+    for (int k = 0; k < n->n_out; k++)
+      live[i] |= need[n->out[k]->root->id];
+    for (int k = 0; live[i] && k < n->n_in; k++)
+      if (n->in[k])
+        need[n->in[k]->root->id] = 1;
+  }
+  return live;
+}
+
 const char *pto__tensor_desc(const pto_tensor *t, char *buf, size_t size) {
   char sh[64];
   shape_str(t->ndim, t->shape, sh, sizeof sh);

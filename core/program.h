@@ -106,6 +106,11 @@ struct pto_program {
 void pto__dense_strides(int ndim, const int64_t *shape, int64_t *stride);
 /* 1 when t's elements are dense row-major in its root from t->offset. */
 int pto__tensor_is_contiguous(const pto_tensor *t);
+/* The nodes some output depends on: live[i] is 1 for node i when one of its
+ * results holds (or shares storage with) a tensor an output needs. Ops no
+ * output depends on are neither compiled nor evaluated. free() it; NULL on
+ * ENOMEM. */
+uint8_t *pto__live_nodes(const pto_program *p);
 /* "f32[64,32]" into buf (size >= 64). */
 const char *pto__tensor_desc(const pto_tensor *t, char *buf, size_t size);
 

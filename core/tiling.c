@@ -346,24 +346,6 @@ static pto_tile_shape node_tile(const pto_node *n, const pto_config *cfg) {
   return s;
 }
 
-/* Marks in live[] the nodes some output depends on: walking back from the
- * outputs in reverse topological order, a node is live when one of its
- * results shares storage with a needed tensor, and then needs its inputs'
- * storages. A node nothing reads and no output holds is never tiled (its
- * tensor keeps no storage). */
-static void live_nodes(const pto_program *p, uint8_t *live, uint8_t *need) {
-  for (uint32_t j = 0; j < p->n_outputs; j++)
-    need[p->outputs[j]->root->id] = 1;
-  for (uint32_t i = p->n_nodes; i-- > 0;) {
-    const pto_node *n = p->nodes[i];
-    for (int k = 0; k < n->n_out; k++)
-      live[i] |= need[n->out[k]->root->id];
-    for (int k = 0; live[i] && k < n->n_in; k++)
-      if (n->in[k])
-        need[n->in[k]->root->id] = 1;
-  }
-}
-
 pto_status pto__tile(pto_tgraph *tg, const pto_program *p,
                      const pto_config *cfg) {
   memset(tg, 0, sizeof *tg);
@@ -372,12 +354,11 @@ pto_status pto__tile(pto_tgraph *tg, const pto_program *p,
   tiler t = {tg, p, 0};
   tg->node_tile = calloc(p->n_nodes + 1, sizeof *tg->node_tile);
   tg->out_storage = calloc(p->n_outputs + 1, sizeof *tg->out_storage);
-  uint8_t *live = calloc(p->n_nodes + p->n_tensors + 1, 1);
+  uint8_t *live = pto__live_nodes(p);
   if (!tg->node_tile || !tg->out_storage || !live) {
     free(live);
     return pto__error_set(&tg->err, PTO_ENOMEM, "tiling: out of memory");
   }
-  live_nodes(p, live, live + p->n_nodes);
   for (uint32_t i = 0; i < p->n_nodes; i++) {
     const pto_node *n = p->nodes[i];
     pto_tile_shape ts = node_tile(n, cfg);

@@ -147,7 +147,8 @@ out:
 }
 
 /* Where every storage lives: inputs and outputs are the caller's buffers;
- * intermediates that some task stores get a slice of the workspace. */
+ * intermediates that some instance of some task stores get a slice of the
+ * workspace. */
 pto_status pto__graph_storages(pto_executable *e, const pto_tgraph *tg) {
   const pto_program *p = tg->prog;
   e->n_storages = tg->n_storages;
@@ -168,19 +169,26 @@ pto_status pto__graph_storages(pto_executable *e, const pto_tgraph *tg) {
     s->kind = PTO_STORAGE_OUTPUT;
     s->index = j;
   }
+  /* every storage any instance of any task writes, through any slot that
+   * an instruction writes (a TSTORE's, a fused store's second view) */
   for (uint32_t t = 0; t < e->n_tasks; t++) {
-    const pto_cprog *pr = &e->progs[e->tasks[t].prog];
-    for (uint32_t i = 0; i < pr->n_insts; i++) {
-      if (pr->insts[i].op != PTO_OP_TSTORE)
-        continue;
-      pto_storage *s =
-          &e->storages[e->args[e->tasks[t].args + pr->insts[i].slot].storage];
-      if (s->kind == PTO_STORAGE_NONE) {
-        s->kind = PTO_STORAGE_WORKSPACE;
-        s->offset = e->workspace_bytes;
-        e->workspace_bytes += (s->bytes + 63) & ~(uint64_t)63;
-      }
-    }
+    const pto_task *task = &e->tasks[t];
+    const pto_cprog *pr = &e->progs[task->prog];
+    for (uint32_t inst = 0; inst < task->n_inst; inst++)
+      for (uint32_t i = 0; i < pr->n_insts; i++)
+        for (int v = 0; v < 2; v++) {
+          const int32_t slot = pto__pinst_slot(&pr->insts[i], v);
+          if (slot < 0 || !pto__pinst_stores(&pr->insts[i], v))
+            continue;
+          pto_storage *s =
+              &e->storages[e->args[task->args + inst * pr->n_slots + slot]
+                               .storage];
+          if (s->kind == PTO_STORAGE_NONE) {
+            s->kind = PTO_STORAGE_WORKSPACE;
+            s->offset = e->workspace_bytes;
+            e->workspace_bytes += (s->bytes + 63) & ~(uint64_t)63;
+          }
+        }
   }
   e->stats.workspace_bytes = e->workspace_bytes;
   return PTO_OK;

@@ -24,7 +24,8 @@ static void usage(FILE *o) {
              "[--dir DIR] [-v|-vv]\n"
              "       fuzz_diff --print-c SEED | --run SEED [--repeat N] | "
              "--minimize SEED\n"
-             "env PTO_RP_FIXED=name,...|all: known bugs to check as fixed:\n"
+             "env PTO_RP_KNOWN=name,... to avoid an open bug's pattern,\n"
+             "    PTO_RP_FIXED=name,...|all to check it (the default):\n"
              "  matmul_acc_alias fusion_cycle l1_reuse_hang huge_shapes "
              "fusion_parallelism\n  dead_strict_gather dead_op_store "
              "slow_split_plan\n");

@@ -26,15 +26,16 @@
 
 rp_switches rp_switches_default(void) {
   rp_switches sw;
-#define RP__ON(name) sw.name = 1;
+#define RP__ON(name, open) sw.name = open;
   RP_KNOWN_BUGS(RP__ON)
 #undef RP__ON
   return sw;
 }
 
-int rp_switches_from_env(rp_switches *sw, char *msg, size_t size) {
-  *sw = rp_switches_default();
-  const char *env = getenv("PTO_RP_FIXED");
+/* Sets the switches env names (a list, or "all") to value. */
+static int switches_set(rp_switches *sw, const char *var, int value, char *msg,
+                        size_t size) {
+  const char *env = getenv(var);
   if (!env || !env[0])
     return 0;
   char buf[512];
@@ -42,24 +43,31 @@ int rp_switches_from_env(rp_switches *sw, char *msg, size_t size) {
   for (char *save = NULL, *w = strtok_r(buf, ", ", &save); w;
        w = strtok_r(NULL, ", ", &save)) {
     int all = strcmp(w, "all") == 0, hit = all;
-#define RP__SET(name)                                                          \
+#define RP__SET(name, open)                                                    \
   if (all || strcmp(w, #name) == 0) {                                          \
-    sw->name = 0;                                                              \
+    sw->name = value;                                                          \
     hit = 1;                                                                   \
   }
     RP_KNOWN_BUGS(RP__SET)
 #undef RP__SET
     if (!hit) {
-      snprintf(msg, size, "PTO_RP_FIXED: no known bug is named '%s'", w);
+      snprintf(msg, size, "%s: no known bug is named '%s'", var, w);
       return -1;
     }
   }
   return 0;
 }
 
+int rp_switches_from_env(rp_switches *sw, char *msg, size_t size) {
+  *sw = rp_switches_default();
+  if (switches_set(sw, "PTO_RP_KNOWN", 1, msg, size))
+    return -1;
+  return switches_set(sw, "PTO_RP_FIXED", 0, msg, size);
+}
+
 void rp_switches_print(const rp_switches *sw, FILE *out) {
   const char *sep = "";
-#define RP__PR(name)                                                           \
+#define RP__PR(name, open)                                                       \
   fprintf(out, "%s%s=%d", sep, #name, sw->name);                               \
   sep = " ";
   RP_KNOWN_BUGS(RP__PR)

@@ -37,8 +37,8 @@ Test(e2e, random_programs_second_half, .timeout = 300) {
 }
 
 /* ---- regressions for what the random test found ---------------------------
- * Each is skipped while its switch says the bug is known; PTO_RP_FIXED=name
- * (or all) runs it, as it does the generator's pattern. */
+ * Each is skipped while its switch says the bug is open (PTO_RP_KNOWN=name);
+ * they are all fixed, so they run. */
 
 static rp_switches switches(void) {
   char msg[256];

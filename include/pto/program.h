@@ -281,8 +281,10 @@ PTO_API pto_tensor *pto_iota(pto_program *p, pto_dtype dt, int ndim,
 /* Runs the program op by op in plain C, accumulating in double and storing
  * each tensor in its dtype. inputs[i] and outputs[i] are dense row-major
  * buffers in declaration order. It is slow and obviously right: the oracle
- * every compiled run is checked against. Returns the program's sticky error
- * if it has one, else any run-time error (a strict gather out of range). */
+ * every compiled run is checked against. Like pto_compile, it runs only the
+ * ops some output depends on (a strict gather nothing reads cannot fail
+ * it). Returns the program's sticky error if it has one, else any run-time
+ * error (a strict gather out of range). */
 PTO_API pto_status pto_program_eval(pto_program *p, const void *const *inputs,
                                     void *const *outputs);
 

@@ -6,8 +6,8 @@
  * labels, machine and knobs), so each byte string is a valid program and
  * coverage guidance explores the builder, compiler and executor. A
  * mismatch prints the program as C and aborts; so do sanitizer reports,
- * leaks and hangs (-timeout). Known bugs are avoided as in fuzz_diff
- * (PTO_RP_FIXED to check them). */
+ * leaks and hangs (-timeout). Open bugs are avoided as in fuzz_diff
+ * (PTO_RP_KNOWN / PTO_RP_FIXED). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
