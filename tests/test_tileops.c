@@ -2178,10 +2178,10 @@ static void drive_gatherpack(int op, const oracle_case *oc) {
   /* slots n, D, dv, panel width, table rows */
   static const uint32_t dims[][5] = {
       {16, 24, 16, 16, 50}, {13, 37, 20, 16, 9}, {7, 5, 5, 5, 30},
-      {1, 1, 1, 1, 2},     {33, 64, 48, 8, 100}};
+      {1, 1, 1, 1, 2},      {33, 64, 48, 8, 100}, {10, 22, 18, 8, 40}};
   static const pto_dtype gdts[] = {PTO_F32, PTO_BF16, PTO_F16};
   for (int gi = 0; gi < 3; gi++)
-    for (int di = 0; di < 5; di++)
+    for (int di = 0; di < 6; di++)
       for (int cm = 0; cm < 2; cm++) { /* table row- or column-major */
         const uint32_t *D = dims[di];
         const uint32_t n = D[0], K = D[1], dv = D[2], w = D[3];

@@ -31,9 +31,11 @@ static int vec_TSOFTMAXONLINE(int op, const pto_targs *a) {
   }
   const vf scale = vf_set((float)a->s), ninf = vf_set(-INFINITY);
   float *pd = p->data;
-  for (uint32_t r = M; r < (M + w - 1) / w * w; r++) /* padding rows */
+  for (uint32_t r = M; r < (M + w - 1) / w * w; r++) { /* padding rows */
+    float *pr = pd + pto__pack_a_index(p, w, r, 0);
     for (uint32_t c = 0; c < N; c++)
-      pd[pto__pack_a_index(p, w, r, c)] = 0.0f;
+      pr[(size_t)c * w] = 0.0f;
+  }
   for (uint32_t r = 0; r < M; r++) {
     const float *sr = row_of(s, r);
     const float m = cont ? ((const float *)row_of(prev, r))[1] : -INFINITY;
@@ -54,8 +56,9 @@ static int vec_TSOFTMAXONLINE(int op, const pto_targs *a) {
       mx = lanes[q] > mx ? lanes[q] : mx;
     float *o = row_of(st, r);
     if (mx == -INFINITY) { /* nothing valid yet: P = 0 */
+      float *pr = pd + pto__pack_a_index(p, w, r, 0);
       for (uint32_t c = 0; c < N; c++)
-        pd[pto__pack_a_index(p, w, r, c)] = 0.0f;
+        pr[(size_t)c * w] = 0.0f;
       o[0] = 1.0f;
       o[1] = mx;
       o[2] = l;
@@ -76,8 +79,9 @@ static int vec_TSOFTMAXONLINE(int op, const pto_targs *a) {
     float sum = 0.0f;
     for (int q = 0; q < VL; q++)
       sum += lanes[q];
+    float *pr = pd + pto__pack_a_index(p, w, r, 0); /* (r, c): pr[c * w] */
     for (uint32_t c = 0; c < N; c++)
-      pd[pto__pack_a_index(p, w, r, c)] = e[c];
+      pr[(size_t)c * w] = e[c];
     const float alpha = expf(m - mx);
     o[0] = alpha;
     o[1] = mx;

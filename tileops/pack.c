@@ -169,6 +169,18 @@ static const float *gathered_row(const pto_tile *idx, const pto_gview *g,
                                : NULL;
 }
 
+/* dst1 of a TGATHERPACK, columns [c0, c1) of the slots' rows (zeros for an
+ * invalid row, and for the padding columns past dv): row k = t of each
+ * panel of w columns. */
+static void gather_v_cols(float *V, size_t v_panel, uint32_t w,
+                          const float *const *row, uint32_t t0, uint32_t slots,
+                          uint32_t dv, uint32_t c0, uint32_t c1) {
+  for (uint32_t q = 0; q < slots; q++)
+    for (uint32_t c = c0; c < c1; c++)
+      V[(size_t)(c / w) * v_panel + (size_t)(t0 + q) * w + c % w] =
+          row[q] && c < dv ? row[q][c] : 0.0f;
+}
+
 int pto__tgatherpack(int op, const pto_targs *a) {
   pto_tile *gt = a->dst[0], *v = a->dst[1];
   const pto_tile *idx = a->src[0];
@@ -177,6 +189,7 @@ int pto__tgatherpack(int op, const pto_targs *a) {
     return pto__isa_scalar.fn[PTO_OP_TGATHERPACK](op, a);
   const uint32_t w = (uint32_t)a->imm[0], n = gt->valid_cols,
                  D = gt->valid_rows, dv = v->valid_cols;
+  const uint32_t dv_pad = (dv + w - 1) / w * w;
   const size_t gt_panel = (size_t)w * gt->rows, v_panel = (size_t)w * v->rows;
   float *G = gt->data, *V = v->data;
   for (uint32_t t0 = 0; t0 < n; t0 += w) {
@@ -185,10 +198,12 @@ int pto__tgatherpack(int op, const pto_targs *a) {
     for (uint32_t j = 0; j < w; j++)
       row[j] = gathered_row(idx, g, t0 + j, n);
     float *gp = G + (size_t)(t0 / w) * gt_panel; /* gp[d * w + j] */
-    uint32_t d = 0;
+    uint32_t d = 0, vdone = 0; /* dst0 rows, dst1 columns written */
 #if defined(__SSE__)
     if (w % 4 == 0) {
-      /* four d at a time across all w rows, so each line of the panel is
+      /* four d at a time across all w rows, each row read once for both
+       * destinations: its four values go to dst1 as they are (while d <
+       * dv), and transposed to dst0, so each line of dst0's panel is
        * written whole at once (a panel is larger than L1: four passes over
        * it would fetch every line four times); an invalid row reads as
        * zeros. The next panel's rows are prefetched meanwhile, spread over
@@ -206,42 +221,39 @@ int pto__tgatherpack(int op, const pto_targs *a) {
             _mm_prefetch((const char *)(next[pf / lines] + (pf % lines) * 16),
                          _MM_HINT_T0);
         float *dd = gp + (size_t)d * w;
+        const int to_v = d + 4 <= dv;
+        float *vd = V + (size_t)(d / w) * v_panel + (size_t)t0 * w + d % w;
         for (uint32_t j = 0; j < w; j += 4) {
           __m128 r0 = row[j] ? _mm_loadu_ps(row[j] + d) : zero,
                  r1 = row[j + 1] ? _mm_loadu_ps(row[j + 1] + d) : zero,
                  r2 = row[j + 2] ? _mm_loadu_ps(row[j + 2] + d) : zero,
                  r3 = row[j + 3] ? _mm_loadu_ps(row[j + 3] + d) : zero;
+          if (to_v) { /* slot t's row of its column panel */
+            if (j < slots)
+              _mm_storeu_ps(vd + (size_t)j * w, r0);
+            if (j + 1 < slots)
+              _mm_storeu_ps(vd + (size_t)(j + 1) * w, r1);
+            if (j + 2 < slots)
+              _mm_storeu_ps(vd + (size_t)(j + 2) * w, r2);
+            if (j + 3 < slots)
+              _mm_storeu_ps(vd + (size_t)(j + 3) * w, r3);
+          }
           _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
           _mm_storeu_ps(dd + j, r0);
           _mm_storeu_ps(dd + w + j, r1);
           _mm_storeu_ps(dd + 2 * w + j, r2);
           _mm_storeu_ps(dd + 3 * w + j, r3);
         }
+        if (to_v)
+          vdone = d + 4;
       }
     }
 #endif
     for (; d < D; d++)
       for (uint32_t j = 0; j < w; j++)
         gp[(size_t)d * w + j] = row[j] ? row[j][d] : 0.0f;
-    /* dst1: slot t's row k = t of every panel of dv columns */
-    for (uint32_t q = 0; q < slots; q++) {
-      float *vk = V + (size_t)(t0 + q) * w;
-      for (uint32_t c0 = 0; c0 < dv; c0 += w) {
-        float *dp = vk + (size_t)(c0 / w) * v_panel;
-        const uint32_t m = dv - c0 < w ? dv - c0 : w;
-        uint32_t c = 0;
-        if (row[q]) {
-#if defined(__SSE__) /* not memcpy: a call per 64 bytes */
-          for (; c + 4 <= m; c += 4)
-            _mm_storeu_ps(dp + c, _mm_loadu_ps(row[q] + c0 + c));
-#endif
-          for (; c < m; c++)
-            dp[c] = row[q][c0 + c];
-        }
-        for (; c < w; c++)
-          dp[c] = 0.0f;
-      }
-    }
+    /* what the vector pass left of dst1, and its padding columns */
+    gather_v_cols(V, v_panel, w, row, t0, slots, dv, vdone, dv_pad);
   }
   return PTO_OK;
 }
