@@ -1,5 +1,6 @@
 /* The pto-bench modules the operator benchmarks share (tools/bench/): .npy
- * files, preset tables, per-case paths, rows over threads. Suite "tools". */
+ * files, preset tables, per-case paths, rows over threads, a case's outcome
+ * in a table row and in JSON. Suite "tools". */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/case.h"
 #include "bench/files.h"
 #include "bench/harness.h"
 #include "bench/npy.h"
@@ -331,4 +333,78 @@ Test(tools, parallel_rows_covers_each_row_once_and_reports_failures) {
                                    sizeof msg),
                -1);
   cr_assert_str_eq(msg, "row 500 is bad");
+}
+
+/* ---- a case's outcome ------------------------------------------------------------- */
+
+/* The row's result columns and the JSON fields of r. */
+static void outcome(const bench_case_result *r, int have_peer, char *row,
+                    size_t size, json_t **j) {
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&buf, &n);
+  cr_assert_not_null(f);
+  bench_case_print(f, r, 2, 10.0, 100.0, have_peer);
+  fclose(f);
+  snprintf(row, size, "%s", buf);
+  free(buf);
+  bench_peer peer;
+  memset(&peer, 0, sizeof peer);
+  snprintf(peer.torch, sizeof peer.torch, "1.13");
+  *j = json_object();
+  bench_case_json(*j, r, 10.0, 100.0, "AVX2", have_peer ? &peer : NULL);
+}
+
+static double num(const json_t *j, const char *key) {
+  const json_t *v = json_object_get(j, key);
+  cr_assert(json_is_number(v), "%s is not a number", key);
+  return json_number_value(v);
+}
+
+Test(tools, case_outcome_row_and_json_agree) {
+  bench_case_result r;
+  memset(&r, 0, sizeof r);
+  double pt[3] = {20, 10, 30}, tt[3] = {40, 40, 50};
+  r.pto = bench_stats_of(pt, 3);
+  r.torch = bench_stats_of(tt, 3);
+  r.pto_checked = r.torch_ran = r.torch_checked = 1;
+  r.tasks = 7;
+  snprintf(r.best, sizeof r.best, "naive");
+  char row[512];
+  json_t *j;
+  outcome(&r, 1, row, sizeof row, &j);
+  /* 10 GFLOP in 20 ms: 500 GFLOP/s, 500 % of a 100 GFLOP/s peak */
+  cr_assert(strstr(row, "20.00 [10.00-30.00]") && strstr(row, "2.00x") &&
+                strstr(row, "naive") && strstr(row, "500.0%") &&
+                strstr(row, " ok\n"),
+            "%s", row);
+  cr_assert_eq(num(j, "ratio"), 2.0);
+  cr_assert_eq(num(j, "pto_gflops"), 500.0);
+  cr_assert_eq(num(j, "pto_peak_fraction"), 5.0);
+  cr_assert_eq(num(j, "torch_ms"), 40.0);
+  cr_assert_str_eq(json_string_value(json_object_get(j, "check")), "ok");
+  cr_assert_str_eq(json_string_value(json_object_get(j, "torch_check")), "ok");
+  json_decref(j);
+
+  /* the peer's answer failed its check: no PyTorch figures, said so */
+  r.torch_checked = 0;
+  outcome(&r, 1, row, sizeof row, &j);
+  cr_assert(strstr(row, "ok, torch WRONG") && !strstr(row, "2.00x"), "%s",
+            row);
+  cr_assert(json_is_null(json_object_get(j, "torch_ms")));
+  cr_assert(json_is_null(json_object_get(j, "ratio")));
+  cr_assert_str_eq(json_string_value(json_object_get(j, "torch_check")),
+                   "wrong");
+  json_decref(j);
+
+  /* PTO's answer failed: no figures at all */
+  r.pto_checked = 0;
+  r.pto_wrong = 1;
+  outcome(&r, 0, row, sizeof row, &j);
+  cr_assert(strstr(row, "WRONG") && !strstr(row, "20.00"), "%s", row);
+  cr_assert(json_is_null(json_object_get(j, "pto_ms")));
+  cr_assert(json_is_null(json_object_get(j, "torch_check")));
+  cr_assert(json_is_null(json_object_get(j, "torch_version")));
+  cr_assert_str_eq(json_string_value(json_object_get(j, "check")), "wrong");
+  json_decref(j);
 }
