@@ -9,9 +9,10 @@
 
 #include "bench/bench.h"
 
-/* In this order with no command: the indexer against PyTorch first. */
+/* In this order with no command: the operators against PyTorch first. */
 static const bench_cmd *const cmds[] = {
     &bench_indexer,
+    &bench_attention,
     &bench_runtime,
     &bench_gemm,
     &bench_softmax,
@@ -23,7 +24,7 @@ static void usage(FILE *f) {
         "\n"
         "Runs PTO side by side with its peers on this machine, in one run.\n"
         "With no command, runs every command on its default workload,\n"
-        "the indexer against PyTorch first.\n"
+        "the indexer and the attention against PyTorch first.\n"
         "\n"
         "options:\n"
         "  --json         print results as a JSON array on stdout (the table\n"

@@ -17,7 +17,8 @@ what ran:
 
 Run by pto-bench (tools/bench/peer.c), which checks the outputs with the
 same checker as PTO's. Exit status 0, or 1 with the reason on stderr.
-Workloads: indexer (the lightning indexer with its top-k).
+Workloads: indexer (the lightning indexer with its top-k), attention (the
+sparse MLA attention over the indexer's top-k keys).
 """
 
 import argparse
@@ -33,9 +34,10 @@ import torch
 
 # A variant whose intermediate would exceed this is skipped, not run.
 MAX_INTERMEDIATE = 4 << 30
-# The chunked indexer scores this many bytes of [rows, H, keys] at a time:
-# well inside the last-level cache of one socket, big enough for the
-# matmul to run at its rate.
+# The chunked forms hold this many bytes at a time (the indexer's [rows, H,
+# keys] scores, the attention's gathered [rows, topk, D]): well inside the
+# last-level cache of one socket, big enough for the matmul to run at its
+# rate.
 CHUNK_BYTES = 8 << 20
 
 
@@ -138,6 +140,78 @@ def indexer_naive_bytes(t):
     return B * S1 * H * t["k"].shape[1] * 4
 
 
+# ---- the sparse attention (MLA) -------------------------------------------------
+#
+# q [B,S1,H,D], kv [B,S2,D] f32 (one KV head; V = its first dv columns),
+# indices [B,S1,topk] int32; meta: dv, scale, causal. A slot's index j is
+# valid when 0 <= j < S2 (and j <= S2 - S1 + i for query i when causal),
+# wherever it sits in the row. x = scale * q . kv[j] over the valid slots;
+# outputs lse [B,S1,H] = ln sum exp(x) (natural log) and out [B,S1,H,dv] =
+# sum exp(x - lse) * kv[j, :dv]; a query with no valid slot gets out 0 and
+# lse +inf.
+
+
+def attention_load(d, meta):
+    t = {n: torch.from_numpy(np.load(os.path.join(d, n + ".npy")))
+         for n in ("q", "kv", "indices")}
+    t["dv"] = int(meta["dv"])
+    t["scale"] = float(meta["scale"])
+    t["causal"] = bool(meta["causal"])
+    return t
+
+
+def attention_rows(t, r0, r1):
+    """out [r1-r0, H, dv] and lse [r1-r0, H] of query rows [r0, r1) of the
+    B*S1: gather, bmm, masked softmax, bmm."""
+    q, kv, idx = t["q"], t["kv"], t["indices"]
+    B, S1, H, D = q.shape
+    S2, T, dv = kv.shape[1], idx.shape[2], t["dv"]
+    rows = torch.arange(r0, r1)
+    ix = idx.view(B * S1, T)[r0:r1].long()
+    valid = (ix >= 0) & (ix < S2)
+    if t["causal"]:
+        valid &= ix <= (S2 - S1 + rows % S1).unsqueeze(1)
+    # invalid slots gather row 0 of their batch, then count for nothing
+    flat = torch.where(valid, ix, torch.zeros_like(ix)) + \
+        (rows // S1 * S2).unsqueeze(1)
+    g = kv.view(B * S2, D).index_select(0, flat.view(-1)).view(-1, T, D)
+    x = torch.bmm(q.view(B * S1, H, D)[r0:r1], g.transpose(1, 2))
+    x.mul_(t["scale"]).masked_fill_(~valid.unsqueeze(1), -math.inf)
+    lse = torch.logsumexp(x, dim=-1)
+    empty = torch.isneginf(lse)  # no valid slot: every x is -inf
+    x.sub_(lse.masked_fill(empty, 0).unsqueeze(-1)).exp_()
+    out = torch.bmm(x, g[:, :, :dv])
+    return out, lse.masked_fill_(empty, math.inf)
+
+
+def attention_naive(t):
+    """Every query at once: [B*S1, topk, D] gathered, [B*S1, H, topk]
+    scores."""
+    B, S1, H, _ = t["q"].shape
+    out, lse = attention_rows(t, 0, B * S1)
+    return {"out": out.view(B, S1, H, t["dv"]), "lse": lse.view(B, S1, H)}
+
+
+def attention_chunked(t):
+    """Blocks of query rows, so the gathered rows of a block stay within
+    CHUNK_BYTES (at least one row)."""
+    B, S1, H, D = t["q"].shape
+    T, dv = t["indices"].shape[2], t["dv"]
+    out = torch.empty(B * S1, H, dv, dtype=torch.float32)
+    lse = torch.empty(B * S1, H, dtype=torch.float32)
+    step = max(1, CHUNK_BYTES // (T * D * 4))
+    for r0 in range(0, B * S1, step):
+        r1 = min(B * S1, r0 + step)
+        out[r0:r1], lse[r0:r1] = attention_rows(t, r0, r1)
+    return {"out": out.view(B, S1, H, dv), "lse": lse.view(B, S1, H)}
+
+
+def attention_naive_bytes(t):
+    B, S1, H, D = t["q"].shape
+    T = t["indices"].shape[2]
+    return B * S1 * T * (D + H) * 4
+
+
 WORKLOADS = {
     "indexer": {
         "load": indexer_load,
@@ -146,6 +220,14 @@ WORKLOADS = {
         "variants": {
             "chunked": (indexer_chunked, None),
             "naive": (indexer_naive, indexer_naive_bytes),
+        },
+    },
+    "attention": {
+        "load": attention_load,
+        "outputs": ("out", "lse"),
+        "variants": {
+            "naive": (attention_naive, attention_naive_bytes),
+            "chunked": (attention_chunked, None),
         },
     },
 }

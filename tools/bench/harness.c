@@ -123,12 +123,50 @@ static uint64_t splitmix64(uint64_t *s) {
   return z ^ (z >> 31);
 }
 
+bench_rng bench_rng_new(uint64_t seed, uint64_t stream) {
+  bench_rng r = {seed * 0x2545f4914f6cdd1dull + stream * 0x9e3779b97f4a7c15ull};
+  return r;
+}
+
+uint64_t bench_rng_next(bench_rng *r) {
+  return splitmix64(&r->s);
+}
+
+uint64_t bench_rng_below(bench_rng *r, uint64_t n) {
+  const uint64_t floor = -n % n; /* 2^64 mod n: values below it are biased */
+  for (;;) {
+    const uint64_t v = splitmix64(&r->s);
+    if (v >= floor)
+      return v % n;
+  }
+}
+
+void bench_draw_distinct(bench_rng *r, int64_t n, int64_t k, int32_t *out,
+                         unsigned char *mark) {
+  /* Floyd: for j = n-k .. n-1 take a random t <= j, or j when t is taken */
+  for (int64_t j = n - k, m = 0; j < n; j++, m++) {
+    int64_t t = (int64_t)bench_rng_below(r, (uint64_t)j + 1);
+    if (mark[t])
+      t = j;
+    mark[t] = 1;
+    out[m] = (int32_t)t;
+  }
+  for (int64_t m = k - 1; m > 0; m--) { /* Floyd's order is not uniform */
+    const int64_t t = (int64_t)bench_rng_below(r, (uint64_t)m + 1);
+    const int32_t v = out[m];
+    out[m] = out[t];
+    out[t] = v;
+  }
+  for (int64_t m = 0; m < k; m++)
+    mark[out[m]] = 0;
+}
+
 void bench_fill_uniform(float *x, size_t n, uint64_t seed, uint64_t stream,
                         float lo, float hi) {
-  uint64_t s = seed * 0x2545f4914f6cdd1dull + stream * 0x9e3779b97f4a7c15ull;
+  bench_rng r = bench_rng_new(seed, stream);
   const double span = (double)hi - (double)lo;
   for (size_t i = 0; i < n; i++)
-    x[i] = (float)(lo + span * (double)(splitmix64(&s) >> 11) * 0x1p-53);
+    x[i] = (float)(lo + span * (double)(bench_rng_next(&r) >> 11) * 0x1p-53);
 }
 
 static double quantile(const double *v, int n, double q) {

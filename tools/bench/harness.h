@@ -48,6 +48,22 @@ pto_config *bench_harness_config(const bench_harness *h, int threads);
 void bench_fill_uniform(float *x, size_t n, uint64_t seed, uint64_t stream,
                         float lo, float hi);
 
+/* The generator behind it, for inputs other than uniform floats: the same
+ * numbers for the same (seed, stream) on every machine. */
+typedef struct bench_rng {
+  uint64_t s;
+} bench_rng;
+bench_rng bench_rng_new(uint64_t seed, uint64_t stream);
+uint64_t bench_rng_next(bench_rng *r);
+/* Uniform in [0, n), n >= 1 (rejection, no modulo bias). */
+uint64_t bench_rng_below(bench_rng *r, uint64_t n);
+/* k distinct values of [0, n) (k <= n <= INT32_MAX + 1), each k-subset
+ * equally likely, in random order, into out. mark: n bytes of zeros,
+ * left zero (scratch, so drawing many rows costs O(k) each: Floyd's
+ * sampling, then a shuffle). */
+void bench_draw_distinct(bench_rng *r, int64_t n, int64_t k, int32_t *out,
+                         unsigned char *mark);
+
 /* Medians with their spread. */
 typedef struct bench_stats {
   int n;

@@ -16,10 +16,7 @@
 #include <string.h>
 
 #include "bench/bench.h"
-#include "bench/files.h"
-#include "bench/harness.h"
-#include "bench/parallel.h"
-#include "bench/peer.h"
+#include "bench/case.h"
 #include "bench/preset.h"
 #include "pto/indexer.h"
 #include "pto/pto.h"
@@ -55,16 +52,6 @@ typedef struct ix_case {
   float *q, *k, *w, *val, *tval;
   int32_t *idx, *tidx;
 } ix_case;
-
-typedef struct ix_result {
-  int pto_wrong;   /* PTO's result failed its check */
-  int pto_checked, torch_ran, torch_checked;
-  bench_stats pto, torch;
-  double compile_ms;
-  uint32_t tasks;
-  json_t *variants; /* the peer's {"name": median ms or null} */
-  char best[32];
-} ix_result;
 
 /* ---- usage and options ------------------------------------------------------------ */
 
@@ -244,96 +231,35 @@ static int check_rows(void *ctx, int64_t r0, int64_t r1, char *msg,
                            r0, r1, 0, msg, size);
 }
 
-/* Checks (idx, val) from `who`; 0, or -1 after printing the mismatch. */
+/* Checks (idx, val) from `who`; 0, or -1 (printed). */
 static int check(const bench_opts *o, const ix_case *c, int threads,
                  const char *who, const int32_t *idx, const float *val) {
-  char label[128], msg[1024];
-  snprintf(label, sizeof label, "indexer: %s: checking %s's result",
-           c->preset, who);
-  bench_progress(o, "%s on %d threads", label, threads);
   check_ctx x = {c, idx, val};
-  if (!bench_parallel_rows(threads, c->d.b * c->d.s1, 0, check_rows, &x,
-                           o->progress ? label : NULL, msg, sizeof msg))
-    return 0;
-  fprintf(stderr, "pto-bench indexer: %s: WRONG RESULT from %s: %s\n",
-          c->preset, who, msg);
-  return -1;
+  return bench_case_check(o, "indexer", c->preset, who, threads,
+                          c->d.b * c->d.s1, check_rows, &x);
 }
 
-/* The peer on c's inputs; fills res->torch*, 0, or -1 (printed). */
+/* The peer on c's inputs, its outputs checked; fills res->torch*, 0, or
+ * -1 (printed). */
 static int run_peer(const bench_opts *o, const ix_opts *x, const ix_case *c,
                     const bench_peer *peer, int threads, int repeats,
-                    ix_result *res) {
-  char err[1024], path[4096];
+                    bench_case_result *res) {
   bench_array a[5];
-  int rc = -1;
-  json_t *meta = case_meta(c, x->h.seed), *out = NULL;
-  char *dir = bench_tmpdir_new("indexer");
-  if (!dir || !meta)
-    goto done;
-  case_arrays(c, NULL, NULL, a);
-  bench_progress(o, "indexer: %s: PyTorch peer (%s)", c->preset,
-                 peer->python);
-  if (bench_write_arrays(dir, a, 3, meta, err, sizeof err)) {
-    fprintf(stderr, "pto-bench indexer: peer inputs: %s\n", err);
-    goto done;
-  }
-  out = bench_peer_run("indexer", peer, "indexer", dir, threads, repeats, 1,
-                       !o->progress);
-  if (!out)
-    goto done;
-  snprintf(res->best, sizeof res->best, "%s",
-           json_string_value(json_object_get(out, "best")));
-  json_t *vs = json_object_get(out, "variants"), *best = NULL, *v;
-  const char *name;
-  res->variants = json_object();
-  json_object_foreach(vs, name, v) {
-    json_t *m = json_object_get(v, "median_ms");
-    json_object_set_new(res->variants, name,
-                        json_is_number(m) ? json_real(json_number_value(m))
-                                          : json_null());
-    if (!strcmp(name, res->best))
-      best = json_object_get(v, "times_ms");
-  }
-  size_t n = json_array_size(best);
-  double *t = n ? calloc(n, sizeof *t) : NULL;
-  if (!t) {
-    fprintf(stderr, "pto-bench indexer: the peer's result has no times for "
-                    "its best variant '%s'\n",
-            res->best);
-    goto done;
-  }
-  for (size_t i = 0; i < n; i++)
-    t[i] = json_number_value(json_array_get(best, i));
-  res->torch = bench_stats_of(t, (int)n);
-  free(t);
-  res->torch_ran = 1;
-  for (int i = 3; i < 5; i++) {
-    char file[64];
-    snprintf(file, sizeof file, "%s.npy", a[i].name);
-    if (bench_path(path, sizeof path, dir, file) ||
-        bench_npy_load_into(path, a[i].dtype, a[i].ndim, a[i].shape,
-                            i == 3 ? (void *)c->tidx : (void *)c->tval, err,
-                            sizeof err)) {
-      fprintf(stderr, "pto-bench indexer: the peer's output: %s\n", err);
-      goto done;
-    }
-  }
-  if (check(o, c, threads, "PyTorch", c->tidx, c->tval))
-    goto done;
-  res->torch_checked = 1;
-  rc = 0;
-done:
+  json_t *meta = case_meta(c, x->h.seed);
+  case_arrays(c, c->tidx, c->tval, a);
+  int rc = !meta || bench_case_peer_run(o, &x->h, c->preset, peer, a, 3, meta,
+                                        a + 3, 2, threads, repeats, res);
   json_decref(meta);
-  json_decref(out);
-  bench_tmpdir_free(dir);
-  return rc;
+  if (rc || check(o, c, threads, "PyTorch", c->tidx, c->tval))
+    return -1;
+  res->torch_checked = 1;
+  return 0;
 }
 
 /* Runs case k. 0, or 1 (a failure, printed; res says how far it got). */
 static int run_case(const bench_opts *o, const ix_opts *x, int k,
                     const pto_config *cfg, const bench_peer *peer,
-                    int threads, ix_result *res) {
+                    int threads, bench_case_result *res) {
   ix_case c;
   bench_pto r;
   pto_program *p = NULL;
@@ -346,10 +272,7 @@ static int run_case(const bench_opts *o, const ix_opts *x, int k,
   bench_fill_uniform(c.k, c.nk, seed, 2, -1.0f, 1.0f);
   bench_fill_uniform(c.w, c.nw, seed, 3, -1.0f, 1.0f);
   const double gflop = pto_indexer_gflop(&c.d, &c.prm);
-  const int repeats = o->repeats ? o->repeats
-                      : o->quick ? 3
-                      : gflop > 20 ? 5
-                                   : 10;
+  const int repeats = bench_case_repeats(o, gflop);
   bench_progress(o, "indexer: %s: compiling", c.preset);
   p = pto_indexer_program(&c.d, &c.prm);
   char who[96];
@@ -375,23 +298,14 @@ static int run_case(const bench_opts *o, const ix_opts *x, int k,
   }
   res->pto_checked = 1;
   if (x->h.save_dir) {
-    char dir[4096], err[1024];
     bench_array a[5];
     json_t *meta = case_meta(&c, seed);
     case_arrays(&c, c.idx, c.val, a);
-    int bad = bench_case_path(dir, sizeof dir, x->h.save_dir, c.preset,
-                              several, 1);
-    if (bad)
-      snprintf(err, sizeof err, "path too long");
-    else
-      bad = bench_write_arrays(dir, a, 5, meta, err, sizeof err);
+    int bad =
+        !meta || bench_case_save(o, &x->h, c.preset, several, a, 5, meta);
     json_decref(meta);
-    if (bad) {
-      fprintf(stderr, "pto-bench indexer: --save: %s\n", err);
+    if (bad)
       goto done;
-    }
-    bench_progress(o, "indexer: %s: inputs and PTO's outputs in %s",
-                   c.preset, dir);
   }
   bench_progress(o, "indexer: %s: timing PTO, 1 warm-up + %d runs", c.preset,
                  repeats);
@@ -417,22 +331,9 @@ done:
 
 /* ---- the command --------------------------------------------------------------------- */
 
-/* ms with 3-4 significant digits: 0.412, 12.35, 123.5, 2606 */
-static int ms_digits(double ms) {
-  return ms < 1 ? 3 : ms < 100 ? 2 : ms < 1000 ? 1 : 0;
-}
-
-static void ms_cell(char *buf, size_t n, const bench_stats *s, int have) {
-  if (!have)
-    snprintf(buf, n, "-");
-  else
-    snprintf(buf, n, "%.*f [%.*f-%.*f]", ms_digits(s->median), s->median,
-             ms_digits(s->min), s->min, ms_digits(s->max), s->max);
-}
-
 static void report(const bench_opts *o, const ix_opts *x, int k, int threads,
                    double peak, const char *peak_isa, const bench_peer *peer,
-                   const ix_result *res) {
+                   const bench_case_result *res) {
   int64_t v[N_PARAMS];
   bench_preset_values(&table, &x->sel, k, v);
   const char *name = bench_preset_name(&table, &x->sel, k);
@@ -441,71 +342,22 @@ static void report(const bench_opts *o, const ix_opts *x, int k, int threads,
   prm.topk = v[P_TOPK];
   prm.mask = x->mask;
   const double gflop = pto_indexer_gflop(&d, &prm);
-  const int pto_ok = res->pto_checked && res->pto.n > 0,
-            torch_ok = pto_ok && res->torch_checked;
-  const double pg = pto_ok ? gflop / res->pto.median * 1e3 : 0,
-               tg = torch_ok ? gflop / res->torch.median * 1e3 : 0,
-               ratio = torch_ok ? res->torch.median / res->pto.median : 0;
-  char pcell[48], tcell[48], rcell[16], pk[16], nm[32], gf[16], cm[16];
-  ms_cell(pcell, sizeof pcell, &res->pto, pto_ok);
-  ms_cell(tcell, sizeof tcell, &res->torch, torch_ok);
-  snprintf(rcell, sizeof rcell, torch_ok ? "%.2fx" : "-", ratio);
-  snprintf(pk, sizeof pk, pto_ok && peak > 0 ? "%.1f%%" : "-",
-           100 * pg / peak);
-  snprintf(gf, sizeof gf, pto_ok ? "%.1f" : "-", pg);
-  snprintf(cm, sizeof cm, res->tasks ? "%.1f" : "-", res->compile_ms);
+  char nm[32];
   snprintf(nm, sizeof nm, "%s%s", name,
            bench_preset_changed(&table, &x->sel, k) ? "*" : "");
-  const char *chk = res->pto_wrong        ? "WRONG"
-                    : !pto_ok              ? "failed"
-                    : !peer                ? "ok"
-                    : res->torch_checked   ? "ok"
-                    : res->torch_ran       ? "ok, torch WRONG"
-                                           : "ok, torch failed";
   FILE *f = bench_out(o);
-  fprintf(f,
-          "%-10s %3lld %4lld %6lld %3lld %4lld %5lld %-6s %3d %2d %24s "
-          "%24s %-7s %6s %8s %6s %8s  %s\n",
-          nm, (long long)d.b, (long long)d.s1, (long long)d.s2,
-          (long long)d.h, (long long)d.d, (long long)prm.topk,
-          pto_mask_name(prm.mask), threads, res->pto.n, pcell, tcell,
-          torch_ok ? res->best : "-", rcell, gf, pk, cm, chk);
+  fprintf(f, "%-10s %3lld %4lld %6lld %3lld %4lld %5lld %-6s ", nm,
+          (long long)d.b, (long long)d.s1, (long long)d.s2, (long long)d.h,
+          (long long)d.d, (long long)prm.topk, pto_mask_name(prm.mask));
+  bench_case_print(f, res, threads, gflop, peak, peer != NULL);
   fflush(f);
   json_t *j = json_pack(
-      "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:i, s:I, s:i, s:i, "
-      "s:f, s:f, s:f, s:s, s:s?}",
-      "workload", "indexer", "preset", name, "b", (json_int_t)d.b, "s1",
-      (json_int_t)d.s1, "s2", (json_int_t)d.s2, "h", (json_int_t)d.h, "d",
-      (json_int_t)d.d, "topk", (json_int_t)prm.topk, "mask",
-      pto_mask_name(prm.mask), "threads", threads, "seed",
-      (json_int_t)x->h.seed, "repeats", res->pto.n, "tasks", (int)res->tasks,
-      "compile_ms", res->compile_ms, "gflop", gflop, "peak_gflops", peak,
-      "peak_isa", peak_isa, "torch_version", peer ? peer->torch : NULL);
-#define NUM_OR_NULL(key, ok, val)                                              \
-  json_object_set_new(j, key, (ok) ? json_real(val) : json_null())
-  NUM_OR_NULL("pto_ms", pto_ok, res->pto.median);
-  NUM_OR_NULL("pto_ms_min", pto_ok, res->pto.min);
-  NUM_OR_NULL("pto_ms_max", pto_ok, res->pto.max);
-  NUM_OR_NULL("pto_gflops", pto_ok, pg);
-  NUM_OR_NULL("pto_peak_fraction", pto_ok && peak > 0, pg / peak);
-  NUM_OR_NULL("torch_ms", torch_ok, res->torch.median);
-  NUM_OR_NULL("torch_ms_min", torch_ok, res->torch.min);
-  NUM_OR_NULL("torch_ms_max", torch_ok, res->torch.max);
-  NUM_OR_NULL("torch_gflops", torch_ok, tg);
-  NUM_OR_NULL("ratio", torch_ok, ratio);
-#undef NUM_OR_NULL
-  json_object_set_new(j, "torch_variant",
-                      torch_ok ? json_string(res->best) : json_null());
-  json_object_set_new(j, "torch_variants", res->variants
-                                               ? json_incref(res->variants)
-                                               : json_null());
-  json_object_set_new(j, "check", json_string(res->pto_wrong ? "wrong"
-                                              : res->pto_checked ? "ok"
-                                                                 : "failed"));
-  json_object_set_new(j, "torch_check",
-                      !peer || !res->torch_ran
-                          ? json_null()
-                          : json_string(res->torch_checked ? "ok" : "wrong"));
+      "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:i, s:I}", "workload",
+      "indexer", "preset", name, "b", (json_int_t)d.b, "s1", (json_int_t)d.s1,
+      "s2", (json_int_t)d.s2, "h", (json_int_t)d.h, "d", (json_int_t)d.d,
+      "topk", (json_int_t)prm.topk, "mask", pto_mask_name(prm.mask),
+      "threads", threads, "seed", (json_int_t)x->h.seed);
+  bench_case_json(j, res, gflop, peak, peak_isa, peer);
   json_array_append_new(bench_results(), j);
 }
 
@@ -524,18 +376,8 @@ static int run(const bench_opts *o, int argc, char **argv) {
   if (!cfg)
     return 1;
 
-  bench_peer peer, *pp = NULL;
-  if (!x.h.no_peer) {
-    char why[2048];
-    bench_progress(o, "indexer: looking for the Python peer");
-    if (!bench_peer_find(x.h.python, x.h.peer_script, &peer, why, sizeof why))
-      pp = &peer;
-    else
-      fprintf(stderr,
-              "pto-bench indexer: no PyTorch peer (%s; tools/install-deps.sh "
-              "installs python3-torch): reporting PTO alone\n",
-              why);
-  }
+  bench_peer peer;
+  const bench_peer *pp = bench_case_peer(o, &x.h, &peer);
   const char *peak_isa = "none";
   bench_progress(o, "indexer: FMA peak on %d threads", threads);
   const double peak = bench_peak_fma(threads, o->quick ? 2 : 5, &peak_isa);
@@ -546,23 +388,20 @@ static int run(const bench_opts *o, int argc, char **argv) {
           "%s FMA peak on %d threads %.1f GFLOP/s\n",
           pto_isa_name(), pp ? "PyTorch " : "no peer", pp ? pp->torch : "",
           pp ? " in " : "", pp ? pp->python : "", peak_isa, threads, peak);
-  fprintf(f,
-          "%-10s %3s %4s %6s %3s %4s %5s %-6s %3s %2s %24s %24s %-7s %6s "
-          "%8s %6s %8s  %s\n",
-          "preset", "B", "S1", "S2", "H", "D", "topk", "mask", "thr", "R",
-          "PTO ms [min-max]", "PyTorch ms [min-max]", "torch", "ratio",
-          "PTO GF/s", "%pk", "compile", "check");
+  fprintf(f, "%-10s %3s %4s %6s %3s %4s %5s %-6s ", "preset", "B", "S1",
+          "S2", "H", "D", "topk", "mask");
+  bench_case_print_head(f);
   fflush(f);
   int rc = 0;
   for (int k = 0; k < x.sel.n; k++) {
-    ix_result res;
+    bench_case_result res;
     memset(&res, 0, sizeof res);
     bench_progress(o, "indexer: preset %s (%d of %d)",
                    bench_preset_name(&table, &x.sel, k), k + 1, x.sel.n);
     if (run_case(o, &x, k, cfg, pp, threads, &res))
       rc = 1;
     report(o, &x, k, threads, peak, peak_isa, pp, &res);
-    json_decref(res.variants);
+    bench_case_result_free(&res);
   }
   pto_config_free(cfg);
   return rc;

@@ -1,5 +1,6 @@
 /* Preset tables and their flags (bench/preset.h). */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,20 @@ int bench_parse_i64(const char *cmd, const char *opt, const char *v,
     fprintf(stderr, "pto-bench %s: %s needs an integer in [%lld, %lld], "
                     "got '%s'\n",
             cmd, opt, (long long)lo, (long long)hi, v ? v : "");
+    return -1;
+  }
+  *out = x;
+  return 0;
+}
+
+int bench_parse_f64(const char *cmd, const char *opt, const char *v,
+                    double lo, double hi, double *out) {
+  char *end = NULL;
+  errno = 0;
+  double x = v ? strtod(v, &end) : 0;
+  if (!v || !*v || *end || errno || !isfinite(x) || x < lo || x > hi) {
+    fprintf(stderr, "pto-bench %s: %s needs a number in [%g, %g], got '%s'\n",
+            cmd, opt, lo, hi, v ? v : "");
     return -1;
   }
   *out = x;

@@ -66,5 +66,9 @@ void bench_preset_usage(const bench_preset_table *t, FILE *f);
  * "pto-bench <cmd>: <opt> needs an integer in [lo, hi], got 'v'". */
 int bench_parse_i64(const char *cmd, const char *opt, const char *v,
                     int64_t lo, int64_t hi, int64_t *out);
+/* A finite number in [lo, hi], or -1 after printing
+ * "pto-bench <cmd>: <opt> needs a number in [lo, hi], got 'v'". */
+int bench_parse_f64(const char *cmd, const char *opt, const char *v,
+                    double lo, double hi, double *out);
 
 #endif /* PTO_TOOLS_BENCH_PRESET_H */

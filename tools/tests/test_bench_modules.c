@@ -1,14 +1,19 @@
 /* The pto-bench modules the operator benchmarks share (tools/bench/): .npy
- * files, preset tables, per-case paths, rows over threads. Suite "tools". */
+ * files, preset tables, per-case paths, rows over threads, seeded draws and
+ * sparse index sets, a case's outcome in a table row and in JSON. Suite
+ * "tools". */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/case.h"
 #include "bench/files.h"
 #include "bench/harness.h"
+#include "bench/indices.h"
 #include "bench/npy.h"
 #include "bench/parallel.h"
 #include "bench/preset.h"
@@ -331,4 +336,216 @@ Test(bench, parallel_rows_covers_each_row_once_and_reports_failures) {
                                    sizeof msg),
                -1);
   cr_assert_str_eq(msg, "row 500 is bad");
+}
+
+/* ---- a case's outcome ------------------------------------------------------------- */
+
+/* The row's result columns and the JSON fields of r. */
+static void outcome(const bench_case_result *r, int have_peer, char *row,
+                    size_t size, json_t **j) {
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&buf, &n);
+  cr_assert_not_null(f);
+  bench_case_print(f, r, 2, 10.0, 100.0, have_peer);
+  fclose(f);
+  snprintf(row, size, "%s", buf);
+  free(buf);
+  bench_peer peer;
+  memset(&peer, 0, sizeof peer);
+  snprintf(peer.torch, sizeof peer.torch, "1.13");
+  *j = json_object();
+  bench_case_json(*j, r, 10.0, 100.0, "AVX2", have_peer ? &peer : NULL);
+}
+
+static double num(const json_t *j, const char *key) {
+  const json_t *v = json_object_get(j, key);
+  cr_assert(json_is_number(v), "%s is not a number", key);
+  return json_number_value(v);
+}
+
+Test(bench, case_outcome_row_and_json_agree) {
+  bench_case_result r;
+  memset(&r, 0, sizeof r);
+  double pt[3] = {20, 10, 30}, tt[3] = {40, 40, 50};
+  r.pto = bench_stats_of(pt, 3);
+  r.torch = bench_stats_of(tt, 3);
+  r.pto_checked = r.torch_ran = r.torch_checked = 1;
+  r.tasks = 7;
+  snprintf(r.best, sizeof r.best, "naive");
+  char row[512];
+  json_t *j;
+  outcome(&r, 1, row, sizeof row, &j);
+  /* 10 GFLOP in 20 ms: 500 GFLOP/s, 500 % of a 100 GFLOP/s peak */
+  cr_assert(strstr(row, "20.00 [10.00-30.00]") && strstr(row, "2.00x") &&
+                strstr(row, "naive") && strstr(row, "500.0%") &&
+                strstr(row, " ok\n"),
+            "%s", row);
+  cr_assert_eq(num(j, "ratio"), 2.0);
+  cr_assert_eq(num(j, "pto_gflops"), 500.0);
+  cr_assert_eq(num(j, "pto_peak_fraction"), 5.0);
+  cr_assert_eq(num(j, "torch_ms"), 40.0);
+  cr_assert_str_eq(json_string_value(json_object_get(j, "check")), "ok");
+  cr_assert_str_eq(json_string_value(json_object_get(j, "torch_check")), "ok");
+  json_decref(j);
+
+  /* the peer's answer failed its check: no PyTorch figures, said so */
+  r.torch_checked = 0;
+  outcome(&r, 1, row, sizeof row, &j);
+  cr_assert(strstr(row, "ok, torch WRONG") && !strstr(row, "2.00x"), "%s",
+            row);
+  cr_assert(json_is_null(json_object_get(j, "torch_ms")));
+  cr_assert(json_is_null(json_object_get(j, "ratio")));
+  cr_assert_str_eq(json_string_value(json_object_get(j, "torch_check")),
+                   "wrong");
+  json_decref(j);
+
+  /* PTO's answer failed: no figures at all */
+  r.pto_checked = 0;
+  r.pto_wrong = 1;
+  outcome(&r, 0, row, sizeof row, &j);
+  cr_assert(strstr(row, "WRONG") && !strstr(row, "20.00"), "%s", row);
+  cr_assert(json_is_null(json_object_get(j, "pto_ms")));
+  cr_assert(json_is_null(json_object_get(j, "torch_check")));
+  cr_assert(json_is_null(json_object_get(j, "torch_version")));
+  cr_assert_str_eq(json_string_value(json_object_get(j, "check")), "wrong");
+  json_decref(j);
+}
+
+/* ---- seeded draws and index sets ------------------------------------------------- */
+
+Test(bench, parse_f64_takes_finite_numbers_in_range) {
+  double x;
+  cr_assert_eq(bench_parse_f64("test", "--scale", "0.135234", 0, 1e9, &x), 0);
+  cr_assert_eq(x, 0.135234);
+  cr_assert_eq(bench_parse_f64("test", "--invalid", "12.5", 0, 100, &x), 0);
+  cr_assert_eq(x, 12.5);
+  const char *bad[] = {"", "abc", "1x", "nan", "inf", "1e400", "100.5", "-1"};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+    cr_assert_eq(bench_parse_f64("test", "--invalid", bad[k], 0, 100, &x), -1,
+                 "accepted '%s'", bad[k]);
+  cr_assert_eq(bench_parse_f64("test", "--invalid", NULL, 0, 100, &x), -1);
+}
+
+Test(bench, draw_distinct_is_uniform_over_values_and_positions) {
+  enum { N = 10, K = 3, DRAWS = 30000 };
+  unsigned char mark[N] = {0};
+  int32_t out[N];
+  int at[K][N] = {{0}};
+  bench_rng r = bench_rng_new(3, 1);
+  for (int d = 0; d < DRAWS; d++) {
+    bench_draw_distinct(&r, N, K, out, mark);
+    for (int m = 0; m < K; m++) {
+      cr_assert(out[m] >= 0 && out[m] < N);
+      for (int p = 0; p < m; p++)
+        cr_assert_neq(out[m], out[p], "draw %d repeats %d", d, out[m]);
+      at[m][out[m]]++;
+    }
+    for (int v = 0; v < N; v++)
+      cr_assert_eq(mark[v], 0, "mark[%d] left set", v);
+  }
+  /* each value at each position DRAWS / N times, within 10 % */
+  for (int m = 0; m < K; m++)
+    for (int v = 0; v < N; v++)
+      cr_assert(abs(at[m][v] - DRAWS / N) < DRAWS / N / 10,
+                "value %d at position %d %d times", v, m, at[m][v]);
+  /* k = n: a permutation; k = 0: nothing */
+  bench_draw_distinct(&r, N, N, out, mark);
+  int seen[N] = {0};
+  for (int m = 0; m < N; m++)
+    seen[out[m]]++;
+  for (int v = 0; v < N; v++)
+    cr_assert_eq(seen[v], 1);
+  bench_draw_distinct(&r, N, 0, out, mark);
+}
+
+/* Every row of idx: valid keys distinct and visible; the counts add up. */
+static void check_indices(const int32_t *idx, int64_t b, int64_t s1,
+                          int64_t s2, int64_t topk, int causal,
+                          const bench_indices_count *n, int64_t *kinds) {
+  unsigned char *seen = calloc((size_t)s2, 1);
+  int64_t valid = 0, other = 0;
+  for (int64_t row = 0; row < b * s1; row++) {
+    const int64_t i = row % s1, last = causal ? s2 - s1 + i : s2 - 1;
+    const int32_t *x = idx + row * topk;
+    for (int64_t t = 0; t < topk; t++) {
+      const int64_t j = x[t];
+      if (j >= 0 && j <= last) {
+        cr_assert_not(seen[j], "row %ld repeats key %ld", (long)row, (long)j);
+        seen[j] = 1;
+        valid++;
+        continue;
+      }
+      other++;
+      if (kinds)
+        kinds[j == -1           ? 0
+              : j == INT32_MIN  ? 1
+              : j == s2         ? 2
+              : j == INT32_MAX  ? 4
+              : j > s2          ? 3
+              : j < -1          ? 5
+                                : 6]++;
+    }
+    for (int64_t t = 0; t < topk; t++)
+      if (x[t] >= 0 && x[t] < s2)
+        seen[x[t]] = 0;
+  }
+  free(seen);
+  cr_assert_eq(valid, n->valid);
+  cr_assert_eq(other, n->padding + n->invalid);
+}
+
+Test(bench, sparse_indices_visible_distinct_with_the_invalid_share) {
+  const int64_t b = 2, s1 = 40, s2 = 64, topk = 48, slots = b * s1 * topk;
+  int32_t *idx = malloc((size_t)slots * sizeof *idx);
+  bench_indices_count n;
+  int64_t kinds[7] = {0};
+
+  /* not causal, none invalid: every row all valid */
+  cr_assert_eq(bench_sparse_indices(idx, b, s1, s2, topk, 0, 0, 1, 4, &n), 0);
+  cr_assert_eq(n.valid, slots);
+  check_indices(idx, b, s1, s2, topk, 0, &n, NULL);
+
+  /* 25 %: exactly a quarter of the slots, rows differ, every kind used */
+  cr_assert_eq(bench_sparse_indices(idx, b, s1, s2, topk, 0, 25, 1, 4, &n), 0);
+  cr_assert_eq(n.invalid, slots / 4);
+  cr_assert_eq(n.valid, slots - slots / 4);
+  check_indices(idx, b, s1, s2, topk, 0, &n, kinds);
+  for (int k = 0; k < 6; k++)
+    cr_assert_gt(kinds[k], 0, "no invalid index of kind %d", k);
+  cr_assert_eq(kinds[6], 0, "a hidden key without causal");
+  int64_t first = 0, last_row = 0;
+  for (int64_t t = 0; t < topk; t++) {
+    first += idx[t] < 0 || idx[t] >= s2;
+    last_row += idx[slots - topk + t] < 0 || idx[slots - topk + t] >= s2;
+  }
+  cr_assert(first > 0 && first < topk && last_row > 0 && last_row < topk,
+            "invalid slots not scattered: %ld and %ld of %ld",
+            (long)first, (long)last_row, (long)topk);
+
+  /* causal: query i sees s2 - s1 + i + 1 keys (25 to 64 here): short rows
+   * are padded with -1; the hidden keys are among the invalid ones */
+  memset(kinds, 0, sizeof kinds);
+  cr_assert_eq(bench_sparse_indices(idx, b, s1, s2, topk, 1, 30, 2, 4, &n), 0);
+  check_indices(idx, b, s1, s2, topk, 1, &n, kinds);
+  cr_assert_gt(n.padding, 0);
+  cr_assert_gt(kinds[6], 0, "no hidden key among the invalid ones");
+  cr_assert_eq(n.invalid, (int64_t)(0.3 * slots + 0.5));
+
+  /* a query that sees nothing (s1 > s2): a row of -1 */
+  cr_assert_eq(bench_sparse_indices(idx, 1, 8, 4, 6, 1, 0, 1, 4, &n), 0);
+  for (int t = 0; t < 6; t++)
+    cr_assert_eq(idx[t], -1);
+  check_indices(idx, 1, 8, 4, 6, 1, &n, NULL);
+
+  /* 100 %: nothing valid; same seed, same indices */
+  cr_assert_eq(bench_sparse_indices(idx, b, s1, s2, topk, 0, 100, 1, 4, &n), 0);
+  cr_assert_eq(n.valid, 0);
+  cr_assert_eq(n.invalid, slots);
+  int32_t *again = malloc((size_t)slots * sizeof *again);
+  cr_assert_eq(bench_sparse_indices(again, b, s1, s2, topk, 0, 100, 1, 4, &n),
+               0);
+  cr_assert_eq(memcmp(idx, again, (size_t)slots * sizeof *idx), 0);
+  free(again);
+  free(idx);
 }
