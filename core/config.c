@@ -510,19 +510,41 @@ static size_t label_parent(const char *label, size_t len) {
   return 0;
 }
 
+int pto__config_label_knob(const pto_config *c, const char *label, pto_knob k,
+                           int64_t *value) {
+  if (!c || !label || !c->n_labels || (unsigned)k >= PTO_KNOB_COUNT)
+    return 0;
+  for (size_t len = strlen(label); len; len = label_parent(label, len)) {
+    long i = label_find(c, label, len, NULL);
+    if (i >= 0 && (c->labels[i].knob_set & (UINT32_C(1) << k))) {
+      *value = c->labels[i].knob[k];
+      return 1;
+    }
+  }
+  return 0;
+}
+
 int64_t pto__config_knob(const pto_config *c, const char *label, pto_knob k) {
   if ((unsigned)k >= PTO_KNOB_COUNT)
     return 0;
   if (!c)
     return knobs[k].def;
-  if (label && c->n_labels) {
-    for (size_t len = strlen(label); len; len = label_parent(label, len)) {
-      long i = label_find(c, label, len, NULL);
-      if (i >= 0 && (c->labels[i].knob_set & (UINT32_C(1) << k)))
-        return c->labels[i].knob[k];
-    }
+  int64_t v;
+  return pto__config_label_knob(c, label, k, &v) ? v : c->knob[k];
+}
+
+pto_status pto__knob_check(pto_knob k, int64_t value, char *msg, size_t size) {
+  if ((unsigned)k >= PTO_KNOB_COUNT) {
+    snprintf(msg, size, "knob %d is unknown", (int)k);
+    return PTO_EINVAL;
   }
-  return c->knob[k];
+  if (value < knobs[k].min || value > knobs[k].max) {
+    snprintf(msg, size,
+             "knob '%s' = %" PRId64 " is outside [%" PRId64 ", %" PRId64 "]",
+             knobs[k].name, value, knobs[k].min, knobs[k].max);
+    return PTO_EINVAL;
+  }
+  return PTO_OK;
 }
 
 void pto__config_knobs(const pto_config *c, const char *label,

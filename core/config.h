@@ -14,6 +14,15 @@
  * binary search per '.'-component of label; no allocation. */
 int64_t pto__config_knob(const pto_config *c, const char *label, pto_knob k);
 
+/* Whether an override label matching `label` sets knob k (the longest
+ * wins): then *value gets it. The global value is not consulted. */
+int pto__config_label_knob(const pto_config *c, const char *label, pto_knob k,
+                           int64_t *value);
+
+/* Knob k's range; 0, or PTO_EINVAL (with a message naming the knob, the
+ * value and the range in msg) when value is outside it or k is unknown. */
+pto_status pto__knob_check(pto_knob k, int64_t value, char *msg, size_t size);
+
 /* All knobs for `label` at once (same rules as pto__config_knob). */
 void pto__config_knobs(const pto_config *c, const char *label,
                        int64_t out[PTO_KNOB_COUNT]);

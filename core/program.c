@@ -1,6 +1,7 @@
 /* The program builder: records tensor ops after checking every argument. A
  * failed check records a sticky error naming the op, its label, the tensors
  * and their sizes, and returns NULL. */
+#include "core/config.h"
 #include "core/program.h"
 
 #include <inttypes.h>
@@ -311,6 +312,8 @@ static pto_node *new_node(pto_program *p, pto_top op, int n_in,
   n->out[0] = out;
   n->label = cur_label(p);
   n->tile = p->tiles[p->n_tiles - 1];
+  n->knob_set = p->knob_set[p->n_tiles - 1];
+  memcpy(n->knob, p->knobs[p->n_tiles - 1], sizeof n->knob);
   out->producer = n;
   p->nodes[p->n_nodes++] = n;
   return n;
@@ -372,7 +375,29 @@ pto_status pto_program_push_tile(pto_program *p, const pto_tile_shape *shape) {
     return PTO_ESTATE;
   }
   p->tiles[p->n_tiles] = shape ? *shape : p->tiles[p->n_tiles - 1];
+  p->knob_set[p->n_tiles] = p->knob_set[p->n_tiles - 1];
+  memcpy(p->knobs[p->n_tiles], p->knobs[p->n_tiles - 1], sizeof p->knobs[0]);
   p->n_tiles++;
+  return PTO_OK;
+}
+
+pto_status pto_program_set_knob(pto_program *p, pto_knob k, int64_t value) {
+  if (!p)
+    return PTO_EINVAL;
+  char msg[160];
+  pto_status st = pto__knob_check(k, value, msg, sizeof msg);
+  if (st) {
+    fail(p, "set_knob", st, "%s", msg);
+    return st;
+  }
+  if (k == PTO_KNOB_POLICY) {
+    fail(p, "set_knob", PTO_ECONFIG,
+         "policy is not an op's: one run has one scheduling policy "
+         "(pto_runtime_params.policy, or the config's knobs.policy)");
+    return PTO_ECONFIG;
+  }
+  p->knob_set[p->n_tiles - 1] |= UINT32_C(1) << k;
+  p->knobs[p->n_tiles - 1][k] = value;
   return PTO_OK;
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/arena.h"
 #include "core/error.h"
+#include "pto/config.h"
 #include "pto/program.h"
 
 typedef enum pto_top {
@@ -72,6 +73,10 @@ struct pto_node {
                      PTO_TOPK_MASKED; MATMUL with in[2] set accumulates */
   const char *label; /* arena-owned, "" when none */
   pto_tile_shape tile;
+  /* knobs the program recommends for this op (pto_program_set_knob):
+   * bit k of knob_set says knob[k] is set */
+  uint32_t knob_set;
+  int64_t knob[PTO_KNOB_COUNT];
 };
 
 /* TOPK flags: pto_topk_masked's (-inf entries excluded, padding). */
@@ -98,6 +103,9 @@ struct pto_program {
   /* scopes */
   pto_tile_shape tiles[PTO_SCOPE_MAX];
   int n_tiles; /* >= 1: tiles[0] is the program default */
+  /* the knobs recommended in each tile scope (pto_program_set_knob) */
+  uint32_t knob_set[PTO_SCOPE_MAX];
+  int64_t knobs[PTO_SCOPE_MAX][PTO_KNOB_COUNT];
   const char *labels[PTO_SCOPE_MAX]; /* full dotted label per depth */
   int n_labels;
 };

@@ -143,6 +143,23 @@ pto_tile_shape pto_indexer_topk_tile(const pto_machine *m,
   return t;
 }
 
+/* The score's tiles that share a query block: the key tiles, as many per
+ * task as leave four tasks per worker of the host (each shares one packed
+ * q: with D = 128, packing q for every key tile cost ~5% of the score). */
+static int64_t qk_reuse(const pto_indexer_dims *d, const pto_tile_shape *qk) {
+  pto_machine host;
+  const int64_t workers = pto_machine_host(&host) == PTO_OK
+                              ? (int64_t)host.workers[PTO_CORE_CUBE]
+                              : 1;
+  const int64_t per_tile = qk->cube_m / d->h > 0 ? qk->cube_m / d->h : 1;
+  const int64_t key_tiles =
+      qk->cube_n ? (d->s2 + qk->cube_n - 1) / qk->cube_n : 1;
+  const int64_t units = d->b * ((d->s1 + per_tile - 1) / per_tile) * key_tiles;
+  int64_t r = units / (4 * workers);
+  r = r < 1 ? 1 : r > key_tiles ? key_tiles : r;
+  return r > 65536 ? 65536 : r;
+}
+
 static int tile_set(const pto_tile_shape *t) {
   return t->vec_rows || t->vec_cols || t->cube_m || t->cube_n || t->cube_k;
 }
@@ -168,6 +185,8 @@ pto_tensor *pto_indexer(pto_program *p, pto_tensor *q, pto_tensor *k,
   if (!tile_set(&qk))
     qk = pto_indexer_qk_tile(NULL, &d);
   pto_program_push_tile(p, &qk);
+  pto_program_set_knob(p, PTO_KNOB_L1_REUSE,
+                       prm->qk_reuse > 0 ? prm->qk_reuse : qk_reuse(&d, &qk));
   pto_program_push_label(p, "qk");
   const int64_t q3[3] = {d.b, d.s1 * d.h, d.d}, w3[3] = {d.b, d.s1 * d.h, 1};
   const int causal = prm->mask == PTO_MASK_CAUSAL;

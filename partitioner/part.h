@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <xxhash.h>
 
+#include "core/config.h"
 #include "core/exe.h"
 
 /* ---- a small open-addressing hash map: 64-bit key -> uint32 ----------- */
@@ -93,9 +94,19 @@ static inline const char *node_label(const part *s, uint32_t node) {
   return node == PTO_NONE ? "output" : s->p->nodes[node]->label;
 }
 
+/* Knob k for a node's units: a config label setting for its label, else
+ * what its program recommends for it (pto_program_set_knob), else the
+ * config's global value. */
 static inline int64_t knob(const part *s, uint32_t node, pto_knob k) {
-  return pto_config_knob(s->cfg, node == PTO_NONE ? NULL : node_label(s, node),
-                         k);
+  if (node == PTO_NONE)
+    return pto_config_knob(s->cfg, NULL, k);
+  const pto_node *n = s->p->nodes[node];
+  int64_t v;
+  if (pto__config_label_knob(s->cfg, n->label, k, &v))
+    return v;
+  if (n->knob_set & (UINT32_C(1) << k))
+    return n->knob[k];
+  return pto_config_knob(s->cfg, NULL, k);
 }
 
 typedef struct sgraph {

@@ -1095,3 +1095,47 @@ Test(partitioner, matmul_relu_wsum_skips_tiles_past_the_diagonal) {
   pto_config_free(c);
   pto_program_free(p);
 }
+
+/* A program's knob recommendation (pto_program_set_knob) applies to the ops
+ * of its tile scope: a config's label setting overrides it, and it
+ * overrides the config's global value; bad values are refused. */
+Test(partitioner, program_knobs_sit_between_label_and_global_settings) {
+  pto_program *p = pto_program_new("mm");
+  const int64_t sa[2] = {128, 64}, sb[2] = {64, 128};
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, sa);
+  pto_tensor *b = pto_input(p, "b", PTO_F32, 2, sb);
+  pto_program_set_cube_tile(p, 32, 32, 32);
+  pto_program_push_tile(p, NULL);
+  cr_assert_eq(pto_program_set_knob(p, PTO_KNOB_L1_REUSE, 4), PTO_OK);
+  pto_program_push_label(p, "mm");
+  pto_tensor *c = pto_matmul(p, a, b, 0);
+  pto_program_pop_label(p);
+  pto_program_pop_tile(p);
+  pto_output(p, c, "c");
+  /* outside the scope (the same tiles) nothing is recommended */
+  pto_tensor *d = pto_matmul(p, a, b, 0);
+  pto_output(p, d, "d");
+  /* 16 tiles each; c's 4 rows of tiles share their A: 4 tasks */
+  cr_expect_eq(tasks_with(p, NULL, NULL, PTO_KNOB_L1_REUSE, 1), 4 + 16);
+  cr_expect_eq(tasks_with(p, NULL, NULL, PTO_KNOB_L1_REUSE, 2), 4 + 8,
+               "the global value reaches only d");
+  uint32_t n = tasks_with(p, NULL, "mm", PTO_KNOB_L1_REUSE, 1);
+  cr_expect_eq(n, 16 + 16, "the label setting wins over the program's: %u",
+               n);
+  pto_program_free(p);
+
+  p = pto_program_new("bad");
+  cr_expect_eq(pto_program_set_knob(p, PTO_KNOB_L1_REUSE, 0), PTO_EINVAL);
+  cr_expect(strstr(pto_program_error(p), "l1_reuse") != NULL, "%s",
+            pto_program_error(p));
+  pto_program_free(p);
+  p = pto_program_new("bad");
+  cr_expect_eq(pto_program_set_knob(p, PTO_KNOB_POLICY, 1), PTO_ECONFIG);
+  cr_expect(strstr(pto_program_error(p), "policy") != NULL, "%s",
+            pto_program_error(p));
+  pto_program_free(p);
+  p = pto_program_new("bad");
+  cr_expect_eq(pto_program_set_knob(p, (pto_knob)99, 1), PTO_EINVAL);
+  pto_program_free(p);
+  cr_expect_eq(pto_program_set_knob(NULL, PTO_KNOB_FUSE, 1), PTO_EINVAL);
+}

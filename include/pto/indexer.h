@@ -46,6 +46,11 @@ typedef struct pto_indexer_params {
    * selection); zeros: chosen for the host machine. A config file's label
    * overrides ("indexer.qk", "indexer.topk") win over both. */
   pto_tile_shape qk_tile, topk_tile;
+  /* How many of a query block's key tiles one task computes, the block's
+   * q packed once for all of them (the l1_reuse knob of "indexer.qk",
+   * which a config's label setting overrides); 0: as many as keep four
+   * tasks per worker of the host. */
+  int64_t qk_reuse;
 } pto_indexer_params;
 
 /* topk 2048 (DeepSeek-V3.2's), causal, tiles chosen for the host. */

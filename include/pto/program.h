@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pto/config.h"
 #include "pto/export.h"
 #include "pto/status.h"
 #include "pto/types.h"
@@ -68,6 +69,14 @@ PTO_API pto_status pto_program_set_vec_tile(pto_program *p, uint32_t rows,
 PTO_API pto_status pto_program_set_cube_tile(pto_program *p, uint32_t m,
                                              uint32_t n, uint32_t k);
 PTO_API pto_tile_shape pto_program_tile(const pto_program *p);
+/* Recommends knob k (pto/config.h: nbuffer, l1_reuse, fuse) for the ops
+ * added in the current tile scope (push_tile copies the recommendations,
+ * pop_tile drops the scope's): an operator builder's default, which a
+ * config's label setting for those ops overrides and which overrides the
+ * config's global value. PTO_EINVAL for a value out of range, PTO_ECONFIG
+ * for policy (one run has one), both recorded as the program's error. */
+PTO_API pto_status pto_program_set_knob(pto_program *p, pto_knob k,
+                                        int64_t value);
 
 /* Labels nest with '.': push "indexer" then "qk" labels ops "indexer.qk".
  * Every tile instruction and task derived from an op carries its label. */
