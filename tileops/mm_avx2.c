@@ -29,9 +29,42 @@ static void kernel_6x16(uint32_t K, const float *restrict Ap,
                         const float *restrict Bp, float *restrict C, size_t ldc,
                         uint32_t rows, uint32_t cols, int acc, pto_pf *pf,
                         uint32_t npf);
+static void kernel_6x16_wsum(uint32_t K, const float *restrict Ap,
+                             const float *restrict Bp, const float *w,
+                             size_t ws, uint32_t rows, uint32_t split,
+                             float *restrict sums, pto_pf *pf, uint32_t npf);
+
+/* One k step of the 6x16 block: two B vectors, a broadcast of A per row,
+ * 12 FMAs into the accumulators c<i>a, c<i>b. */
+#define FMA_ROW(i)                                                             \
+  {                                                                            \
+    const __m256 ai = _mm256_broadcast_ss(Ap + (i));                           \
+    c##i##a = _mm256_fmadd_ps(ai, b0, c##i##a);                                \
+    c##i##b = _mm256_fmadd_ps(ai, b1, c##i##b);                                \
+  }
+/* The k loop over K steps, in branch-free stretches between the prefetch
+ * plan's ticks; advances Ap and Bp. */
+#define K_LOOP(K, Ap, Bp, pf, npf)                                             \
+  do {                                                                         \
+    pf_spread spread_ = pf_start(pf, npf, K);                                  \
+    uint32_t k_ = 0;                                                           \
+    for (;;) {                                                                 \
+      const uint32_t stop_ = pf_next(&spread_, K);                             \
+      _Pragma("GCC unroll 4") for (; k_ < stop_; k_++) {                       \
+        const __m256 b0 = _mm256_load_ps(Bp), b1 = _mm256_load_ps(Bp + 8);    \
+        ROWS(FMA_ROW)                                                          \
+        Ap += MR;                                                              \
+        Bp += NR;                                                              \
+      }                                                                        \
+      if (k_ >= K)                                                             \
+        break;                                                                 \
+      pf_fire(&spread_);                                                       \
+    }                                                                          \
+  } while (0)
 
 #define VW 8 /* f32 lanes of a vector */
 #define KERNEL kernel_6x16
+#define KERNEL_WSUM kernel_6x16_wsum
 #include "tileops/mm_loops.h"
 
 /* C[0..rows)[0..cols) = (acc ? C : 0) + Ap x Bp over K steps (layout as in
@@ -56,28 +89,7 @@ static void kernel_6x16(uint32_t K, const float *restrict Ap,
   }
   ROWS(INIT)
 #undef INIT
-  pf_spread spread = pf_start(pf, npf, K);
-  uint32_t k = 0;
-  for (;;) { /* branch-free stretches between the prefetch plan's ticks */
-    const uint32_t stop = pf_next(&spread, K);
-#pragma GCC unroll 4
-    for (; k < stop; k++) {
-      const __m256 b0 = _mm256_load_ps(Bp), b1 = _mm256_load_ps(Bp + 8);
-#define STEP(i)                                                                \
-  {                                                                            \
-    const __m256 ai = _mm256_broadcast_ss(Ap + (i));                           \
-    c##i##a = _mm256_fmadd_ps(ai, b0, c##i##a);                                \
-    c##i##b = _mm256_fmadd_ps(ai, b1, c##i##b);                                \
-  }
-      ROWS(STEP)
-#undef STEP
-      Ap += MR;
-      Bp += NR;
-    }
-    if (k >= K)
-      break;
-    pf_fire(&spread);
-  }
+  K_LOOP(K, Ap, Bp, pf, npf);
   /* masked stores only for a partial block: AMD microcodes vmaskmovps
    * stores (tens of cycles each, a third of a 128-deep block's time) */
   if (cols == NR) {
@@ -97,6 +109,45 @@ static void kernel_6x16(uint32_t K, const float *restrict Ap,
     ROWS(STORE)
 #undef STORE
   }
+}
+
+/* TMATMUL_RELU_WSUM's block (mm_loops.h): the 6x16 block of A x B over K
+ * as kernel_6x16 computes it, then on its way out of the registers each
+ * row's ReLU (x & ~(x < 0): -0 and NaN stay, as the reference's) times its
+ * weight w[i * ws], summed: rows [0, split) into sums[0..16), rows [split,
+ * rows) into sums[16..32) (a block meets at most two groups). The block
+ * never leaves the registers. */
+static void kernel_6x16_wsum(uint32_t K, const float *restrict Ap,
+                             const float *restrict Bp, const float *w,
+                             size_t ws, uint32_t rows, uint32_t split,
+                             float *restrict sums, pto_pf *pf, uint32_t npf) {
+#define DECL(i) __m256 c##i##a = _mm256_setzero_ps(), c##i##b = c##i##a;
+  ROWS(DECL)
+#undef DECL
+  K_LOOP(K, Ap, Bp, pf, npf);
+  const __m256 z = _mm256_setzero_ps();
+  __m256 s0a = z, s0b = z, s1a = z, s1b = z;
+#define FOLD(i)                                                                \
+  if ((i) < rows) {                                                            \
+    const __m256 wi = _mm256_set1_ps(w[(size_t)(i)*ws]);                       \
+    const __m256 xa =                                                          \
+        _mm256_andnot_ps(_mm256_cmp_ps(c##i##a, z, _CMP_LT_OQ), c##i##a);      \
+    const __m256 xb =                                                          \
+        _mm256_andnot_ps(_mm256_cmp_ps(c##i##b, z, _CMP_LT_OQ), c##i##b);      \
+    if ((i) < split) {                                                         \
+      s0a = _mm256_add_ps(s0a, _mm256_mul_ps(wi, xa));                         \
+      s0b = _mm256_add_ps(s0b, _mm256_mul_ps(wi, xb));                         \
+    } else {                                                                   \
+      s1a = _mm256_add_ps(s1a, _mm256_mul_ps(wi, xa));                         \
+      s1b = _mm256_add_ps(s1b, _mm256_mul_ps(wi, xb));                         \
+    }                                                                          \
+  }
+  ROWS(FOLD)
+#undef FOLD
+  _mm256_storeu_ps(sums, s0a);
+  _mm256_storeu_ps(sums + 8, s0b);
+  _mm256_storeu_ps(sums + 16, s1a);
+  _mm256_storeu_ps(sums + 24, s1b);
 }
 
 void pto__mm_avx2(pto_isa_table *t) {

@@ -6,8 +6,11 @@
  * and Bp[k * NR + j] = B(k, j), a full MR x NR block computed and only the
  * C loads and stores masked, and npf (<= K) lines of the prefetch plan pf
  * issued spread over the k loop (pf_start, pf_due), and VW, its vectors'
- * f32 lanes (NR a multiple of it). So the loops compile with that file's
- * ISA flags.
+ * f32 lanes (NR a multiple of it); optionally KERNEL_WSUM (K, Ap, Bp, w,
+ * ws, rows, split, sums, pf, npf): the block through ReLU and the row
+ * weights w[i * ws], rows [0, split) summed into sums[0..NR) and the rest
+ * into sums[NR..2 NR), for TMATMUL_RELU_WSUM with groups of MR rows or
+ * more. So the loops compile with that file's ISA flags.
  *
  * The loop order is BLIS's: per KC slice of k, each NR panel of B stays in
  * L1 while the MR panels of A stream from L2 past it. */
@@ -212,10 +215,25 @@ static void matmul_wsum_packed(const pto_targs *a) {
     for (uint32_t m0 = 0; m0 < M; m0 += MR) {
       const float *Ap = Ad + (size_t)(m0 / MR) * a_panel;
       const uint32_t rows = M - m0 < MR ? M - m0 : MR;
+      uint32_t grp = m0 / G, edge = (grp + 1) * G; /* no division per row */
+#ifdef KERNEL_WSUM
+      if (G >= MR) { /* the block meets at most two groups */
+        _Alignas(64) float sums[2 * NR];
+        const uint32_t split = edge - m0 < rows ? edge - m0 : rows;
+        KERNEL_WSUM(K, Ap, Bp, w + m0 * ws, ws, rows, split, sums, &ah,
+                    block++ >= late ? share : 0);
+        vrow s0, s1;
+        __builtin_memcpy(&s0, sums, sizeof s0);
+        __builtin_memcpy(&s1, sums + NR, sizeof s1);
+        add_row(Dd + grp * ldd + n0, &s0, cols);
+        if (split < rows)
+          add_row(Dd + (grp + 1) * ldd + n0, &s1, cols);
+        continue;
+      }
+#endif
       /* every column of the block: the padding of B's panel is zero */
       KERNEL(K, Ap, Bp, blk, NR, rows, NR, 0, &ah,
              block++ >= late ? share : 0);
-      uint32_t grp = m0 / G, edge = (grp + 1) * G; /* no division per row */
       vrow sum = {{{0}}};
       for (uint32_t i = 0; i < rows; i++) {
         if (m0 + i == edge) { /* the block crosses into the next group */
