@@ -46,12 +46,15 @@ pto_tile_shape pto_attention_tile(const pto_machine *m,
     return t;
   uint32_t mr, nr;
   pto_matmul_panel(&mr, &nr);
-  const uint64_t l0a = m->mem[PTO_MEM_L0A], l0b = m->mem[PTO_MEM_L0B];
+  const uint64_t l0a = m->mem[PTO_MEM_L0A], l0b = m->mem[PTO_MEM_L0B],
+                 l1 = m->mem[PTO_MEM_L1];
   const uint64_t T = (uint64_t)d->topk, H = (uint64_t)d->h;
-  /* slots per block: G^T (D x kb) and V (kb x dv) packed fit L0B */
+  /* slots per block: the gathered rows' G^T (D x kb) fits L0B and their V
+   * (kb x dv), which waits in L1 for its matmul, fits L1 */
   uint64_t kb = 0;
   for (uint64_t k = nr; k <= round_up(T, nr) && k <= 512; k += nr)
-    if (f32_tile((uint64_t)d->d, k) + f32_tile(k, round_up(d->dv, nr)) <= l0b)
+    if (f32_tile((uint64_t)d->d, k) <= l0b &&
+        f32_tile(k, round_up(d->dv, nr)) <= l1)
       kb = k;
   if (!kb)
     kb = nr;

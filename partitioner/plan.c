@@ -256,6 +256,12 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
     pr->tiles[pi->src[1]].level = PTO_MEM_L0B;
     pr->tiles[pi->dst[0]].level = PTO_MEM_L0C;
   }
+  /* ... but the second layout a gather writes waits in L1 for its matmul,
+   * as a gathered block waits in L1 on Ascend while L0B holds the first
+   * (core/isa.def, TGATHERPACK) */
+  for (uint32_t k = 0; core == PTO_CORE_CUBE && k < pr->n_insts; k++)
+    if (pr->insts[k].op == PTO_OP_TGATHERPACK)
+      pr->tiles[pr->insts[k].dst[1]].level = PTO_MEM_L1;
   for (uint32_t t = 0; t < pr->n_tiles; t++)
     iv[t].level = pr->tiles[t].level;
   /* liveness-based placement: first fit among the offsets of tiles dead

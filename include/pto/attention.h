@@ -68,7 +68,7 @@ PTO_API pto_program *pto_attention_program(const pto_attention_dims *d,
 /* The tile for machine m (NULL: the host): all heads per task when their
  * queries and scores fit L0A (else as few head tiles as fit: on a 512 KiB
  * L2 the 128 heads of D = 576 take two), and as many slots per block as
- * the gathered rows' two packed layouts fit in L0B. */
+ * the gathered rows' G^T fits in L0B and their V in L1. */
 PTO_API pto_tile_shape pto_attention_tile(const pto_machine *m,
                                           const pto_attention_dims *d);
 
