@@ -94,11 +94,11 @@ pto_config *bench_harness_config(const bench_harness *h, int threads) {
   pto_machine m;
   if (bench_machine(h->cmd, threads, &m))
     return NULL;
-  pto_config *cfg = pto_config_new();
-  if (!cfg) {
-    fprintf(stderr, "pto-bench %s: out of memory\n", h->cmd);
+  /* PTO_CONFIG's settings first, as every command's (bench_config_new),
+   * then the benchmark's machine, then --config */
+  pto_config *cfg = bench_config_new(h->cmd);
+  if (!cfg)
     return NULL;
-  }
   if (pto_config_set_machine(cfg, &m)) {
     fprintf(stderr, "pto-bench %s: machine: %s\n", h->cmd,
             pto_config_error(cfg));

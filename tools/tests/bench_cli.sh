@@ -37,6 +37,8 @@ usage)
   printf '{"knobs": {"bogus": 1}}' >"$tmp/unknown.json"
   expect 1 "--config: .*knobs.bogus" -- indexer --config "$tmp/unknown.json"
   expect 1 "needs [0-9.]+ GiB of buffers" -- indexer --b 4096 --s1 4096 --no-peer
+  # PTO_CONFIG reaches the operator benchmarks as every command
+  PTO_CONFIG="$tmp/bad.json" expect 1 "PTO_CONFIG=.*bad.json:1:" -- indexer --no-peer
   "$bench" indexer --help >"$tmp/out" 2>&1 && grep -q "real-topk" "$tmp/out" &&
     grep -q "PyTorch / PTO" "$tmp/out" && passed=$((passed + 1)) ||
     fail "indexer --help lacks the presets or how to read the table"
