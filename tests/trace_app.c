@@ -35,9 +35,7 @@ int main(int argc, char **argv) {
   const int64_t rows = 512, cols = 1024;
   pto_indexer_dims d = {2, 128, 2048, 8, 64};
   pto_indexer_params prm = pto_indexer_params_default();
-  prm.topk = 128;
-  prm.topk_tile.vec_rows = 8; /* fits a 256 KiB UB */
-  prm.topk_tile.vec_cols = 256;
+  prm.topk = 128; /* tiles: the operator's own choice for the host */
   pto_program *p = softmax ? pto_softmax_program(rows, cols, 16, 0)
                            : pto_indexer_program(&d, &prm);
   if (!p || pto_program_status(p) != PTO_OK) {

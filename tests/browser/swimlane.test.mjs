@@ -79,8 +79,8 @@ test('the page of a real run draws every task, highlights exactly the dependenci
   const tracePath = join(work, 'indexer.json'), html = join(work, 'indexer.html');
   const env = { ...process.env, PTO_TRACE: tracePath, PTO_THREADS: '2' };
   delete env.PTO_CONFIG;
-  const out = execFileSync(traceApp, ['indexer', '1'], { env }).toString();
-  assert.match(out, /workload indexer tasks \d+ workers 2 runs 1 ok/);
+  const out = execFileSync(traceApp, ['indexer', '3'], { env }).toString();
+  assert.match(out, /workload indexer tasks \d+ workers 2 runs 3 ok/);
   render(tracePath, html);
   const trace = JSON.parse(readFileSync(tracePath, 'utf8'));
   const { events, prod, cons } = relations(trace);
