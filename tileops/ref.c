@@ -801,17 +801,6 @@ static int ref_TGATHER(int op, const pto_targs *a) {
 
 /* ---- complex ------------------------------------------------------------ */
 
-/* 1 when (v0, i0) sorts before (v1, i1): numbers before NaN, value
- * descending (-0 == +0), then index ascending. */
-static int sorts_before(float v0, int32_t i0, float v1, int32_t i1) {
-  int n0 = isnan(v0) != 0, n1 = isnan(v1) != 0;
-  if (n0 != n1)
-    return n1;
-  if (!n0 && v0 != v1)
-    return v0 > v1;
-  return i0 < i1;
-}
-
 static int ref_TSORT32(int op, const pto_targs *a) {
   (void)op;
   const pto_tile *sv = a->src[0], *si = a->src[1];
@@ -829,7 +818,7 @@ static int ref_TSORT32(int op, const pto_targs *a) {
         float kv = v[k];
         int32_t ki = ix[k];
         uint32_t j = k;
-        for (; j > 0 && sorts_before(kv, ki, v[j - 1], ix[j - 1]); j--) {
+        for (; j > 0 && pto__sorts_before(kv, ki, v[j - 1], ix[j - 1]); j--) {
           v[j] = v[j - 1];
           ix[j] = ix[j - 1];
         }
@@ -865,7 +854,7 @@ static int ref_TMRGSORT(int op, const pto_targs *a) {
         for (uint64_t k = 0; k < ways; k++) {
           if (head[k] == end[k])
             continue;
-          if (best < 0 || sorts_before(ldf(sv, r, (uint32_t)head[k]),
+          if (best < 0 || pto__sorts_before(ldf(sv, r, (uint32_t)head[k]),
                                        ldi(si, r, (uint32_t)head[k]),
                                        ldf(sv, r, (uint32_t)head[best]),
                                        ldi(si, r, (uint32_t)head[best])))

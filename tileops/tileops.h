@@ -136,6 +136,19 @@ int pto__tgatherpack(int op, const pto_targs *a);
  * install it only where their table still has the reference's TSTORE. */
 int pto__tstore_f32(int op, const pto_targs *a);
 
+/* 1 when (v0, i0) sorts before (v1, i1) in the order of TSORT32, TMRGSORT,
+ * TTOPK and TMRGTOPK (tileops.h above): numbers before NaN, value
+ * descending (-0 == +0), then index ascending. */
+static inline int pto__sorts_before(float v0, int32_t i0, float v1,
+                                    int32_t i1) {
+  int n0 = v0 != v0, n1 = v1 != v1;
+  if (n0 != n1)
+    return n1;
+  if (!n0 && v0 != v1)
+    return v0 > v1;
+  return i0 < i1;
+}
+
 /* The references of attention's instructions (tileops/ref_attn.c), entries
  * of the scalar table. */
 int pto__ref_TGATHERPACK(int op, const pto_targs *a);

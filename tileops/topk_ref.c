@@ -23,17 +23,6 @@ static void sti(pto_tile *t, uint32_t r, uint32_t c, int32_t v) {
   ((int32_t *)t->data)[(size_t)r * t->stride + c] = v;
 }
 
-/* 1 when (v0, i0) ranks before (v1, i1): numbers before NaN, value
- * descending (-0 == +0), then index ascending (TSORT32's order). */
-static int ranks_before(float v0, int32_t i0, float v1, int32_t i1) {
-  int n0 = isnan(v0) != 0, n1 = isnan(v1) != 0;
-  if (n0 != n1)
-    return n1;
-  if (!n0 && v0 != v1)
-    return v0 > v1;
-  return i0 < i1;
-}
-
 /* In the masked mode (imm[1] == 1) a -inf entry is excluded. */
 static int excluded(const pto_targs *a, float v) {
   return a->imm[1] == 1 && v == -INFINITY;
@@ -52,11 +41,11 @@ int pto__ref_ttopk(int op, const pto_targs *a) {
     for (uint32_t c = 0; c < s->valid_cols; c++) {
       const float v = ldf(s, r, c);
       const int32_t i = (int32_t)((int64_t)a->imm[0] + c);
-      if (excluded(a, v) || (n == kk && !ranks_before(v, i, ldf(dv, r, n - 1),
+      if (excluded(a, v) || (n == kk && !pto__sorts_before(v, i, ldf(dv, r, n - 1),
                                                       ldi(di, r, n - 1))))
         continue;
       uint32_t j = n < kk ? n++ : kk - 1; /* shift the worse ones up */
-      for (; j > 0 && ranks_before(v, i, ldf(dv, r, j - 1), ldi(di, r, j - 1));
+      for (; j > 0 && pto__sorts_before(v, i, ldf(dv, r, j - 1), ldi(di, r, j - 1));
            j--) {
         stf(dv, r, j, ldf(dv, r, j - 1));
         sti(di, r, j, ldi(di, r, j - 1));
@@ -101,7 +90,7 @@ int pto__ref_tmrgtopk(int op, const pto_targs *a) {
         const uint32_t c = (uint32_t)head[k];
         if (best >= 0) {
           const uint32_t b = (uint32_t)head[best];
-          if (!ranks_before(
+          if (!pto__sorts_before(
                   ldf(sv, r, c), run_index(si, r, c, (uint32_t)k, off),
                   ldf(sv, r, b), run_index(si, r, b, (uint32_t)best, off)))
             continue;
