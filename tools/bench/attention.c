@@ -2,18 +2,17 @@
  * keys the lightning indexer picked (pto/attention.h), built, compiled and
  * run exactly as an application does (pto_attention_program, pto_compile,
  * pto_runtime_run on a runtime of every core), against PyTorch on the same
- * inputs in the same invocation (tools/pto_bench_torch.py, run through
- * bench/case.c), with the fp32 FMA peak measured in the same run. Every
- * result, PTO's and PyTorch's, is checked with pto_attention_check (the
- * reference in double, spread over the threads) before a time is
- * reported; a wrong one fails the command.
+ * inputs in the same invocation (tools/pto_bench_torch.py), with the fp32
+ * FMA peak measured in the same run. Every result, PTO's and PyTorch's, is
+ * checked with pto_attention_check (the reference in double, spread over
+ * the threads) before a time is reported; a wrong one fails the command.
  *
- * Per case: random q and kv from the seed, indices as the indexer hands
- * them over (bench/indices.c: distinct visible keys, --invalid's share of
- * invalid slots scattered through the rows); compile (timed apart); one
- * run and its check; --save; a warm-up and the timed runs; --trace's extra
- * run; the runtime freed (its workers stop spinning); the peer on the same
- * inputs; its outputs read back and checked. */
+ * This file holds what is the attention's own: its presets and options,
+ * a case's inputs (random q and kv from the seed, indices as the indexer
+ * hands them over: bench/indices.c, distinct visible keys, --invalid's
+ * share of invalid slots scattered through the rows), its program, check,
+ * meta.json and table columns. The command and each case's flow (compile,
+ * run, check, --save, timing, --trace, the peer) are bench/case.c's. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,20 +50,18 @@ static const bench_preset_table table = {
 #define MAX_BYTES (16.0 * (1 << 30)) /* inputs and outputs, both sides */
 
 typedef struct at_opts {
-  bench_harness h;
-  bench_preset_sel sel;
-  double scale;   /* --scale (0: 1 / sqrt(D)) */
-  int causal;     /* --causal */
-  double invalid; /* --invalid PCT */
+  bench_case_opts base; /* first: the driver hands it back */
+  double scale;         /* --scale (0: 1 / sqrt(D)) */
+  int causal;           /* --causal */
+  double invalid;       /* --invalid PCT */
 } at_opts;
 
 typedef struct at_case {
-  const char *preset;
+  bench_case base; /* first: the driver hands it back */
   pto_attention_dims d;
   pto_attention_params prm;
   double scale; /* the one applied */
   bench_indices_count slots;
-  size_t nq, nkv, ni, no, nl;
   float *q, *kv, *out, *lse, *tout, *tlse;
   int32_t *idx;
 } at_case;
@@ -130,30 +127,21 @@ static void usage(FILE *f) {
         f);
 }
 
-static int parse(int argc, char **argv, at_opts *x) {
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    int r = bench_preset_arg(&table, &x->sel, argc, argv, &i);
-    if (!r)
-      r = bench_harness_arg(&x->h, argc, argv, &i);
-    if (!r && !strcmp(a, "--causal")) {
-      x->causal = 1;
-      r = 1;
-    }
-    if (!r && !strcmp(a, "--scale")) {
-      i++;
-      r = bench_parse_f64("attention", a, v, -1e30, 1e30, &x->scale) ? -1 : 1;
-    }
-    if (!r && !strcmp(a, "--invalid")) {
-      i++;
-      r = bench_parse_f64("attention", a, v, 0, 100, &x->invalid) ? -1 : 1;
-    }
-    if (!r) {
-      fprintf(stderr, "pto-bench attention: unknown option '%s'\n", a);
-      r = -1;
-    }
-    if (r < 0)
-      return -1;
+/* The options of its own (bench_workload.arg). */
+static int arg(bench_case_opts *o, int argc, char **argv, int *i) {
+  at_opts *x = (at_opts *)o;
+  const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+  if (!strcmp(a, "--causal")) {
+    x->causal = 1;
+    return 1;
+  }
+  if (!strcmp(a, "--scale")) {
+    ++*i;
+    return bench_parse_f64("attention", a, v, -1e30, 1e30, &x->scale) ? -1 : 1;
+  }
+  if (!strcmp(a, "--invalid")) {
+    ++*i;
+    return bench_parse_f64("attention", a, v, 0, 100, &x->invalid) ? -1 : 1;
   }
   return 0;
 }
@@ -164,7 +152,7 @@ static int parse(int argc, char **argv, at_opts *x) {
 static void case_dims(const at_opts *x, int k, pto_attention_dims *d,
                       pto_attention_params *prm) {
   int64_t v[N_PARAMS];
-  bench_preset_values(&table, &x->sel, k, v);
+  bench_preset_values(&table, &x->base.sel, k, v);
   *d = (pto_attention_dims){v[P_B], v[P_S1], v[P_S2],  v[P_H],
                             v[P_D], v[P_DV], v[P_TOPK]};
   *prm = pto_attention_params_default();
@@ -172,7 +160,8 @@ static void case_dims(const at_opts *x, int k, pto_attention_dims *d,
   prm->causal = x->causal;
 }
 
-static void case_free(at_case *c) {
+static void case_fini(bench_case *bc) {
+  at_case *c = (at_case *)bc;
   free(c->q);
   free(c->kv);
   free(c->idx);
@@ -182,10 +171,11 @@ static void case_free(at_case *c) {
   free(c->tlse);
 }
 
-/* Sizes, buffers and inputs for case k; 0 or -1 (printed). */
-static int case_new(const at_opts *x, int k, at_case *c) {
-  memset(c, 0, sizeof *c);
-  c->preset = bench_preset_name(&table, &x->sel, k);
+/* Sizes, buffers and inputs for case k (bench_workload.init). */
+static int case_init(const bench_case_opts *o, int k, bench_case *bc) {
+  const at_opts *x = (const at_opts *)o;
+  at_case *c = (at_case *)bc;
+  const char *preset = bc->preset = bench_preset_name(&table, &o->sel, k);
   case_dims(x, k, &c->d, &c->prm);
   const pto_attention_dims *d = &c->d;
   c->scale = x->scale != 0 ? x->scale : 1.0 / sqrt((double)d->d);
@@ -193,7 +183,7 @@ static int case_new(const at_opts *x, int k, at_case *c) {
     fprintf(stderr,
             "pto-bench attention: %s: dv=%lld is more than D=%lld (V is "
             "the first dv columns of kv's rows)\n",
-            c->preset, (long long)d->dv, (long long)d->d);
+            preset, (long long)d->dv, (long long)d->d);
     return -1;
   }
   const double b = (double)d->b, s1 = (double)d->s1, s2 = (double)d->s2,
@@ -205,50 +195,69 @@ static int case_new(const at_opts *x, int k, at_case *c) {
     fprintf(stderr,
             "pto-bench attention: %s: B=%lld S1=%lld S2=%lld H=%lld D=%lld "
             "dv=%lld topk=%lld needs %.1f GiB of buffers, more than %.0f\n",
-            c->preset, (long long)d->b, (long long)d->s1, (long long)d->s2,
+            preset, (long long)d->b, (long long)d->s1, (long long)d->s2,
             (long long)d->h, (long long)d->d, (long long)d->dv,
             (long long)d->topk, bytes / (1 << 30), MAX_BYTES / (1 << 30));
     return -1;
   }
-  c->nq = (size_t)(b * s1 * h * dd);
-  c->nkv = (size_t)(b * s2 * dd);
-  c->ni = (size_t)(b * s1 * t);
-  c->no = (size_t)(b * s1 * h * dv);
-  c->nl = (size_t)(b * s1 * h);
-  c->q = pto_buffer_alloc(c->nq * sizeof(float));
-  c->kv = pto_buffer_alloc(c->nkv * sizeof(float));
-  c->idx = pto_buffer_alloc(c->ni * sizeof(int32_t));
-  c->out = pto_buffer_alloc(c->no * sizeof(float));
-  c->lse = pto_buffer_alloc(c->nl * sizeof(float));
-  c->tout = pto_buffer_alloc(c->no * sizeof(float));
-  c->tlse = pto_buffer_alloc(c->nl * sizeof(float));
+  const size_t nq = (size_t)(b * s1 * h * dd), nkv = (size_t)(b * s2 * dd),
+               ni = (size_t)(b * s1 * t), no = (size_t)(b * s1 * h * dv),
+               nl = (size_t)(b * s1 * h);
+  c->q = pto_buffer_alloc(nq * sizeof(float));
+  c->kv = pto_buffer_alloc(nkv * sizeof(float));
+  c->idx = pto_buffer_alloc(ni * sizeof(int32_t));
+  c->out = pto_buffer_alloc(no * sizeof(float));
+  c->lse = pto_buffer_alloc(nl * sizeof(float));
+  c->tout = pto_buffer_alloc(no * sizeof(float));
+  c->tlse = pto_buffer_alloc(nl * sizeof(float));
   if (!c->q || !c->kv || !c->idx || !c->out || !c->lse || !c->tout ||
       !c->tlse ||
       bench_sparse_indices(c->idx, d->b, d->s1, d->s2, d->topk, c->prm.causal,
-                           x->invalid, x->h.seed, 3, &c->slots)) {
+                           x->invalid, o->h.seed, 3, &c->slots)) {
     fprintf(stderr, "pto-bench attention: %s: out of memory for %.1f GiB\n",
-            c->preset, bytes / (1 << 30));
-    case_free(c);
+            preset, bytes / (1 << 30));
     return -1;
   }
-  bench_fill_uniform(c->q, c->nq, x->h.seed, 1, -1.0f, 1.0f);
-  bench_fill_uniform(c->kv, c->nkv, x->h.seed, 2, -1.0f, 1.0f);
+  bench_fill_uniform(c->q, nq, o->h.seed, 1, -1.0f, 1.0f);
+  bench_fill_uniform(c->kv, nkv, o->h.seed, 2, -1.0f, 1.0f);
+  bc->gflop = pto_attention_gflop(d);
+  bc->rows = d->b * d->s1;
+  bc->n_in = 3;
+  bc->in[0] = (bench_array){"q", BENCH_F32, 4, {d->b, d->s1, d->h, d->d}, c->q};
+  bc->in[1] = (bench_array){"kv", BENCH_F32, 3, {d->b, d->s2, d->d}, c->kv};
+  bc->in[2] =
+      (bench_array){"indices", BENCH_I32, 3, {d->b, d->s1, d->topk}, c->idx};
+  bc->n_out = 2;
+  bc->out[0] =
+      (bench_array){"out", BENCH_F32, 4, {d->b, d->s1, d->h, d->dv}, NULL};
+  bc->out[1] = (bench_array){"lse", BENCH_F32, 3, {d->b, d->s1, d->h}, NULL};
+  bc->pto_out[0] = c->out;
+  bc->pto_out[1] = c->lse;
+  bc->peer_out[0] = c->tout;
+  bc->peer_out[1] = c->tlse;
   return 0;
 }
 
+static pto_program *program(const bench_case *bc) {
+  const at_case *c = (const at_case *)bc;
+  return pto_attention_program(&c->d, &c->prm);
+}
+
 /* The case as meta.json says it (for --save and the peer). */
-static json_t *case_meta(const at_case *c, const at_opts *x) {
+static json_t *case_meta(const bench_case_opts *o, const bench_case *bc) {
+  const at_opts *x = (const at_opts *)o;
+  const at_case *c = (const at_case *)bc;
   const pto_attention_dims *d = &c->d;
   return json_pack(
       "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:b, s:f, s:I, "
       "s:I, s:I, s:s, s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s}}",
-      "workload", "attention", "preset", c->preset, "b", (json_int_t)d->b, "s1",
-      (json_int_t)d->s1, "s2", (json_int_t)d->s2, "h", (json_int_t)d->h, "d",
-      (json_int_t)d->d, "dv", (json_int_t)d->dv, "topk", (json_int_t)d->topk,
-      "scale", c->scale, "causal", c->prm.causal, "invalid_pct", x->invalid,
-      "valid_slots", (json_int_t)c->slots.valid, "invalid_slots",
-      (json_int_t)(c->slots.invalid + c->slots.padding), "seed",
-      (json_int_t)x->h.seed, "dtype", "float32", "attention",
+      "workload", "attention", "preset", bc->preset, "b", (json_int_t)d->b,
+      "s1", (json_int_t)d->s1, "s2", (json_int_t)d->s2, "h", (json_int_t)d->h,
+      "d", (json_int_t)d->d, "dv", (json_int_t)d->dv, "topk",
+      (json_int_t)d->topk, "scale", c->scale, "causal", c->prm.causal,
+      "invalid_pct", x->invalid, "valid_slots", (json_int_t)c->slots.valid,
+      "invalid_slots", (json_int_t)(c->slots.invalid + c->slots.padding),
+      "seed", (json_int_t)o->h.seed, "dtype", "float32", "attention",
       "for each slot t of query (b,i) with a valid key j = indices[b,i,t] "
       "(0 <= j < s2; causal: also j <= s2 - s1 + i): x[h,t] = scale * "
       "q[b,i,h,:] . kv[b,j,:]; lse = ln sum_t exp(x); out = sum_t exp(x - "
@@ -258,211 +267,74 @@ static json_t *case_meta(const at_case *c, const at_opts *x) {
       "[b,s1,h] float32 (natural log)");
 }
 
-static void case_arrays(const at_case *c, const float *out, const float *lse,
-                        bench_array *a) {
-  const pto_attention_dims *d = &c->d;
-  a[0] = (bench_array){"q", BENCH_F32, 4, {d->b, d->s1, d->h, d->d}, c->q};
-  a[1] = (bench_array){"kv", BENCH_F32, 3, {d->b, d->s2, d->d}, c->kv};
-  a[2] = (bench_array){"indices", BENCH_I32, 3, {d->b, d->s1, d->topk}, c->idx};
-  a[3] = (bench_array){"out", BENCH_F32, 4, {d->b, d->s1, d->h, d->dv}, out};
-  a[4] = (bench_array){"lse", BENCH_F32, 3, {d->b, d->s1, d->h}, lse};
-}
-
-typedef struct check_ctx {
-  const at_case *c;
-  const float *out, *lse;
-} check_ctx;
-
-static int check_rows(void *ctx, int64_t r0, int64_t r1, char *msg,
-                      size_t size) {
-  const check_ctx *x = ctx;
-  const at_case *c = x->c;
-  return pto_attention_check(&c->d, &c->prm, c->q, c->kv, c->idx, x->out,
-                             x->lse, r0, r1, msg, size);
-}
-
-/* Checks (out, lse) from `who`; 0, or -1 (printed). */
-static int check(const bench_opts *o, const at_case *c, int threads,
-                 const char *who, const float *out, const float *lse) {
-  check_ctx x = {c, out, lse};
-  return bench_case_check(o, "attention", c->preset, who, threads,
-                          c->d.b * c->d.s1, check_rows, &x);
-}
-
-/* The peer on c's inputs, its outputs checked; fills res->torch*, 0, or
- * -1 (printed). */
-static int run_peer(const bench_opts *o, const at_opts *x, const at_case *c,
-                    const bench_peer *peer, int threads, int repeats,
-                    bench_case_result *res) {
-  bench_array a[5];
-  json_t *meta = case_meta(c, x);
-  case_arrays(c, c->tout, c->tlse, a);
-  int rc = !meta || bench_case_peer_run(o, &x->h, c->preset, peer, a, 3, meta,
-                                        a + 3, 2, threads, repeats, res);
-  json_decref(meta);
-  if (rc || check(o, c, threads, "PyTorch", c->tout, c->tlse))
-    return -1;
-  res->torch_checked = 1;
-  return 0;
-}
-
-/* Runs case k (its slot counts into *slots). 0, or 1 (a failure, printed;
- * res says how far it got). */
-static int run_case(const bench_opts *o, const at_opts *x, int k,
-                    const pto_config *cfg, const bench_peer *peer, int threads,
-                    bench_case_result *res, bench_indices_count *slots) {
-  at_case c;
-  bench_pto r;
-  pto_program *p = NULL;
-  memset(&r, 0, sizeof r);
-  if (case_new(x, k, &c))
-    return 1;
-  *slots = c.slots;
-  const int several = x->sel.n > 1;
-  int rc = 1;
-  const int repeats = bench_case_repeats(o, pto_attention_gflop(&c.d));
-  bench_progress(o, "attention: %s: compiling", c.preset);
-  p = pto_attention_program(&c.d, &c.prm);
-  char who[96];
-  snprintf(who, sizeof who, "attention: %s", c.preset);
-  if (bench_pto_compile(&r, who, p, cfg)) {
-    if (p && pto_program_status(p) == PTO_OK)
-      fprintf(stderr,
-              "pto-bench %s: a config (--config) sets tiles per label: "
-              "\"attention\"\n",
-              who);
-    goto done;
-  }
-  res->compile_ms = r.compile_ms;
-  res->tasks = r.tasks;
-  const void *in[3] = {c.q, c.kv, c.idx};
-  void *out[2] = {c.out, c.lse};
-  bench_progress(o, "attention: %s: first PTO run (%u tasks)", c.preset,
-                 r.tasks);
-  if (bench_pto_run(&r, in, out))
-    goto done;
-  if (check(o, &c, threads, "PTO", c.out, c.lse)) {
-    res->pto_wrong = 1;
-    goto done;
-  }
-  res->pto_checked = 1;
-  if (x->h.save_dir) {
-    bench_array a[5];
-    json_t *meta = case_meta(&c, x);
-    case_arrays(&c, c.out, c.lse, a);
-    int bad = !meta || bench_case_save(o, &x->h, c.preset, several, a, 5, meta);
-    json_decref(meta);
-    if (bad)
-      goto done;
-  }
-  bench_progress(o, "attention: %s: timing PTO, 1 warm-up + %d runs", c.preset,
-                 repeats);
-  if (bench_pto_time(&r, in, out, 1, repeats, &res->pto))
-    goto done;
-  if (x->h.trace_path) {
-    char path[4096];
-    if (bench_case_path(path, sizeof path, x->h.trace_path, c.preset, several,
-                        0) ||
-        bench_pto_trace(&r, in, out, path))
-      goto done;
-  }
-  bench_pto_stop(&r); /* PTO's workers stop before the peer runs */
-  if (peer && run_peer(o, x, &c, peer, threads, repeats, res))
-    goto done;
-  rc = 0;
-done:
-  bench_pto_free(&r);
-  pto_program_free(p);
-  case_free(&c);
-  return rc;
+/* Rows [r0, r1) of (out, lse) (bench_workload.check). */
+static int check(const bench_case *bc, void *const *out, int64_t r0, int64_t r1,
+                 char *msg, size_t size) {
+  const at_case *c = (const at_case *)bc;
+  return pto_attention_check(&c->d, &c->prm, c->q, c->kv, c->idx, out[0],
+                             out[1], r0, r1, msg, size);
 }
 
 /* ---- the command ------------------------------------------------------- */
 
-static void report(const bench_opts *o, const at_opts *x, int k, int threads,
-                   double peak, const char *peak_isa, const bench_peer *peer,
-                   const bench_case_result *res,
-                   const bench_indices_count *slots) {
+static void head(FILE *f) {
+  fprintf(f, "%-10s %3s %4s %6s %4s %4s %4s %5s %8s %-6s %5s ", "preset", "B",
+          "S1", "S2", "H", "D", "dv", "topk", "scale", "causal", "inv%");
+}
+
+/* Case k's columns and JSON object (bench_workload.report). */
+static json_t *report(const bench_case_opts *o, int k, const bench_case *bc,
+                      const char *nm, int threads, FILE *f, double *gflop) {
+  const at_opts *x = (const at_opts *)o;
+  static const bench_indices_count none;
+  const bench_indices_count *slots = bc ? &((const at_case *)bc)->slots : &none;
   pto_attention_dims d;
   pto_attention_params prm;
   case_dims(x, k, &d, &prm);
-  const char *name = bench_preset_name(&table, &x->sel, k);
-  const double gflop = pto_attention_gflop(&d),
-               scale = x->scale != 0 ? x->scale : 1.0 / sqrt((double)d.d);
+  const double scale = x->scale != 0 ? x->scale : 1.0 / sqrt((double)d.d);
   const int64_t all = slots->valid + slots->padding + slots->invalid;
-  char nm[32], inv[16];
-  snprintf(nm, sizeof nm, "%s%s", name,
-           bench_preset_changed(&table, &x->sel, k) ? "*" : "");
+  char inv[16];
   snprintf(inv, sizeof inv, all ? "%.1f" : "-",
            all ? 100.0 * (double)(all - slots->valid) / (double)all : 0);
-  FILE *f = bench_out(o);
   fprintf(f, "%-10s %3lld %4lld %6lld %4lld %4lld %4lld %5lld %8.4g %-6s %5s ",
           nm, (long long)d.b, (long long)d.s1, (long long)d.s2, (long long)d.h,
           (long long)d.d, (long long)d.dv, (long long)d.topk, scale,
           prm.causal ? "yes" : "no", inv);
-  bench_case_print(f, res, threads, gflop, peak, peer != NULL);
-  fflush(f);
+  *gflop = pto_attention_gflop(&d);
   json_t *j = json_pack(
       "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:b, s:f, s:i, "
       "s:I}",
-      "workload", "attention", "preset", name, "b", (json_int_t)d.b, "s1",
-      (json_int_t)d.s1, "s2", (json_int_t)d.s2, "h", (json_int_t)d.h, "d",
-      (json_int_t)d.d, "dv", (json_int_t)d.dv, "topk", (json_int_t)d.topk,
-      "scale", scale, "causal", prm.causal, "invalid_pct", x->invalid,
-      "threads", threads, "seed", (json_int_t)x->h.seed);
+      "workload", "attention", "preset", bench_preset_name(&table, &o->sel, k),
+      "b", (json_int_t)d.b, "s1", (json_int_t)d.s1, "s2", (json_int_t)d.s2, "h",
+      (json_int_t)d.h, "d", (json_int_t)d.d, "dv", (json_int_t)d.dv, "topk",
+      (json_int_t)d.topk, "scale", scale, "causal", prm.causal, "invalid_pct",
+      x->invalid, "threads", threads, "seed", (json_int_t)o->h.seed);
   json_object_set_new(j, "valid_slots",
                       all ? json_integer(slots->valid) : json_null());
   json_object_set_new(j, "invalid_slots",
                       all ? json_integer(slots->padding + slots->invalid)
                           : json_null());
-  bench_case_json(j, res, gflop, peak, peak_isa, peer);
-  json_array_append_new(bench_results(), j);
+  return j;
 }
+
+static const bench_workload workload = {
+    .table = &table,
+    .labels = "\"attention\"",
+    .case_size = sizeof(at_case),
+    .arg = arg,
+    .init = case_init,
+    .fini = case_fini,
+    .program = program,
+    .check = check,
+    .meta = case_meta,
+    .head = head,
+    .report = report,
+};
 
 static int run(const bench_opts *o, int argc, char **argv) {
   at_opts x;
   memset(&x, 0, sizeof x);
-  x.h = bench_harness_default("attention");
-  if (parse(argc, argv, &x)) {
-    fprintf(stderr, "(pto-bench attention --help for usage)\n");
-    return 2;
-  }
-  bench_preset_finish(&table, &x.sel, o->quick);
-  const int threads = bench_cores(o);
-  pto_config *cfg = bench_harness_config(&x.h, threads);
-  if (!cfg)
-    return 1;
-  bench_peer peer;
-  const bench_peer *pp = bench_case_peer(o, &x.h, &peer);
-  const char *peak_isa = "none";
-  bench_progress(o, "attention: FMA peak on %d threads", threads);
-  const double peak = bench_peak_fma(threads, o->quick ? 2 : 5, &peak_isa);
-
-  FILE *f = bench_out(o);
-  fprintf(f,
-          "attention f32: PTO (%s tile instructions) against %s%s%s%s; "
-          "%s FMA peak on %d threads %.1f GFLOP/s\n",
-          pto_isa_name(), pp ? "PyTorch " : "no peer", pp ? pp->torch : "",
-          pp ? " in " : "", pp ? pp->python : "", peak_isa, threads, peak);
-  fprintf(f, "%-10s %3s %4s %6s %4s %4s %4s %5s %8s %-6s %5s ", "preset", "B",
-          "S1", "S2", "H", "D", "dv", "topk", "scale", "causal", "inv%");
-  bench_case_print_head(f);
-  fflush(f);
-  int rc = 0;
-  for (int k = 0; k < x.sel.n; k++) {
-    bench_case_result res;
-    bench_indices_count slots;
-    memset(&res, 0, sizeof res);
-    memset(&slots, 0, sizeof slots);
-    bench_progress(o, "attention: preset %s (%d of %d)",
-                   bench_preset_name(&table, &x.sel, k), k + 1, x.sel.n);
-    if (run_case(o, &x, k, cfg, pp, threads, &res, &slots))
-      rc = 1;
-    report(o, &x, k, threads, peak, peak_isa, pp, &res, &slots);
-    bench_case_result_free(&res);
-  }
-  pto_config_free(cfg);
-  return rc;
+  return bench_case_main(o, &workload, &x.base, argc, argv);
 }
 
 const bench_cmd bench_attention = {

@@ -1,21 +1,29 @@
-/* One case of an operator benchmark: peer, checks, --save, report
- * (bench/case.h). */
+/* An operator benchmark's command and the flow of each case: peer, checks,
+ * --save, --trace, report (bench/case.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/case.h"
+#include "bench/parallel.h"
 
 void bench_case_result_free(bench_case_result *r) {
   json_decref(r->variants);
   r->variants = NULL;
 }
 
-int bench_case_repeats(const bench_opts *o, double gflop) {
+/* ---- the pieces of a case's flow ----------------------------------------- */
+
+/* Timed runs per case: --repeats, else 3 under --quick, else 5 above 20
+ * GFLOP, else 10. */
+static int case_repeats(const bench_opts *o, double gflop) {
   return o->repeats ? o->repeats : o->quick ? 3 : gflop > 20 ? 5 : 10;
 }
 
-const bench_peer *bench_case_peer(const bench_opts *o, const bench_harness *h,
-                                  bench_peer *p) {
+/* The peer unless --no-peer: on success *p and p; when none is found, one
+ * line on stderr saying why and how to install it, and NULL (the command
+ * then reports PTO alone). */
+static const bench_peer *find_peer(const bench_opts *o, const bench_harness *h,
+                                   bench_peer *p) {
   if (h->no_peer)
     return NULL;
   char why[2048];
@@ -29,37 +37,75 @@ const bench_peer *bench_case_peer(const bench_opts *o, const bench_harness *h,
   return NULL;
 }
 
-int bench_case_check(const bench_opts *o, const char *cmd, const char *preset,
-                     const char *who, int threads, int64_t rows,
-                     bench_rows_fn fn, void *ctx) {
+typedef struct check_ctx {
+  const bench_workload *w;
+  const bench_case *c;
+  void *const *out;
+} check_ctx;
+
+static int check_rows(void *ctx, int64_t r0, int64_t r1, char *msg,
+                      size_t size) {
+  const check_ctx *x = ctx;
+  return x->w->check(x->c, x->out, r0, r1, msg, size);
+}
+
+/* Checks `who`'s outputs out of case c with w->check over its rows spread
+ * on `threads` threads, with progress on stderr. 0, or -1 after printing
+ * "pto-bench CMD: PRESET: WRONG RESULT from WHO: <check's message>". */
+static int check(const bench_opts *o, const bench_workload *w,
+                 const bench_case *c, int threads, const char *who,
+                 void *const *out) {
+  const char *cmd = w->table->cmd;
+  check_ctx x = {w, c, out};
   char label[128], msg[1024];
-  snprintf(label, sizeof label, "%s: %s: checking %s's result", cmd, preset,
+  snprintf(label, sizeof label, "%s: %s: checking %s's result", cmd, c->preset,
            who);
   bench_progress(o, "%s on %d threads", label, threads);
-  if (!bench_parallel_rows(threads, rows, 0, fn, ctx,
+  if (!bench_parallel_rows(threads, c->rows, 0, check_rows, &x,
                            o->progress ? label : NULL, msg, sizeof msg))
     return 0;
-  fprintf(stderr, "pto-bench %s: %s: WRONG RESULT from %s: %s\n", cmd, preset,
-          who, msg);
+  fprintf(stderr, "pto-bench %s: %s: WRONG RESULT from %s: %s\n", cmd,
+          c->preset, who, msg);
   return -1;
 }
 
-int bench_case_save(const bench_opts *o, const bench_harness *h,
-                    const char *preset, int several, const bench_array *a,
-                    size_t n, const json_t *meta) {
-  if (!h->save_dir)
-    return 0;
+/* c's inputs, then its outputs with their data at data[i], into a; how
+ * many. */
+static size_t case_arrays(const bench_case *c, void *const *data,
+                          bench_array *a) {
+  size_t n = 0;
+  for (size_t i = 0; i < c->n_in; i++)
+    a[n++] = c->in[i];
+  for (size_t i = 0; i < c->n_out; i++) {
+    a[n] = c->out[i];
+    a[n++].data = data[i];
+  }
+  return n;
+}
+
+/* --save: c's inputs, PTO's outputs and meta into h->save_dir (its PRESET
+ * subdirectory when several presets run). 0, or -1 (printed). */
+static int save(const bench_opts *o, const bench_workload *w,
+                const bench_case_opts *x, const bench_case *c) {
+  const bench_harness *h = &x->h;
+  bench_array a[BENCH_CASE_MAX_IN + BENCH_CASE_MAX_OUT];
   char dir[4096], err[1024];
-  int bad = bench_case_path(dir, sizeof dir, h->save_dir, preset, several, 1);
+  json_t *meta = w->meta(x, c);
+  const size_t n = case_arrays(c, c->pto_out, a);
+  if (!meta)
+    return -1;
+  int bad =
+      bench_case_path(dir, sizeof dir, h->save_dir, c->preset, x->sel.n > 1, 1);
   if (bad)
     snprintf(err, sizeof err, "path too long");
   else
     bad = bench_write_arrays(dir, a, n, meta, err, sizeof err);
+  json_decref(meta);
   if (bad) {
     fprintf(stderr, "pto-bench %s: --save: %s\n", h->cmd, err);
     return -1;
   }
-  bench_progress(o, "%s: %s: inputs and PTO's outputs in %s", h->cmd, preset,
+  bench_progress(o, "%s: %s: inputs and PTO's outputs in %s", h->cmd, c->preset,
                  dir);
   return 0;
 }
@@ -97,35 +143,41 @@ static int peer_times(const char *cmd, const json_t *out,
   return 0;
 }
 
-int bench_case_peer_run(const bench_opts *o, const bench_harness *h,
-                        const char *preset, const bench_peer *peer,
-                        const bench_array *inputs, size_t n_in,
-                        const json_t *meta, const bench_array *outputs,
-                        size_t n_out, int threads, int repeats,
-                        bench_case_result *r) {
+/* The peer on c: its inputs and meta written into a private directory, the
+ * peer's workload of the command's name run there on `threads` threads
+ * (`repeats` timed runs after one warm-up), its fastest variant's times
+ * into r->torch, r->best and r->variants (r->torch_ran set), then its
+ * outputs read into c->peer_out, each exactly of its output's dtype and
+ * shape (a file that is not: an error naming both). 0, or -1 after
+ * printing why. */
+static int run_peer(const bench_opts *o, const bench_workload *w,
+                    const bench_case_opts *x, const bench_case *c,
+                    const bench_peer *peer, int threads, int repeats,
+                    bench_case_result *r) {
+  const char *cmd = x->h.cmd;
+  bench_array a[BENCH_CASE_MAX_IN + BENCH_CASE_MAX_OUT];
   char err[1024], path[4096], file[256];
   int rc = -1;
-  json_t *out = NULL;
-  char *dir = bench_tmpdir_new(h->cmd);
+  json_t *out = NULL, *meta = w->meta(x, c);
+  case_arrays(c, c->peer_out, a);
+  char *dir = meta ? bench_tmpdir_new(cmd) : NULL;
   if (!dir)
-    return -1;
-  bench_progress(o, "%s: %s: PyTorch peer (%s)", h->cmd, preset, peer->python);
-  if (bench_write_arrays(dir, inputs, n_in, meta, err, sizeof err)) {
-    fprintf(stderr, "pto-bench %s: peer inputs: %s\n", h->cmd, err);
+    goto done;
+  bench_progress(o, "%s: %s: PyTorch peer (%s)", cmd, c->preset, peer->python);
+  if (bench_write_arrays(dir, a, c->n_in, meta, err, sizeof err)) {
+    fprintf(stderr, "pto-bench %s: peer inputs: %s\n", cmd, err);
     goto done;
   }
-  out = bench_peer_run(h->cmd, peer, h->cmd, dir, threads, repeats, 1,
-                       !o->progress);
-  if (!out || peer_times(h->cmd, out, r))
+  out = bench_peer_run(cmd, peer, cmd, dir, threads, repeats, 1, !o->progress);
+  if (!out || peer_times(cmd, out, r))
     goto done;
   r->torch_ran = 1;
-  for (size_t i = 0; i < n_out; i++) {
-    const bench_array *a = &outputs[i];
-    snprintf(file, sizeof file, "%s.npy", a->name);
+  for (size_t i = c->n_in; i < c->n_in + c->n_out; i++) {
+    snprintf(file, sizeof file, "%s.npy", a[i].name);
     if (bench_path(path, sizeof path, dir, file) ||
-        bench_npy_load_into(path, a->dtype, a->ndim, a->shape, (void *)a->data,
-                            err, sizeof err)) {
-      fprintf(stderr, "pto-bench %s: the peer's output: %s\n", h->cmd, err);
+        bench_npy_load_into(path, a[i].dtype, a[i].ndim, a[i].shape,
+                            (void *)a[i].data, err, sizeof err)) {
+      fprintf(stderr, "pto-bench %s: the peer's output: %s\n", cmd, err);
       goto done;
     }
   }
@@ -133,6 +185,179 @@ int bench_case_peer_run(const bench_opts *o, const bench_harness *h,
 done:
   json_decref(out);
   bench_tmpdir_free(dir);
+  json_decref(meta);
+  return rc;
+}
+
+/* ---- a case's flow ------------------------------------------------------- */
+
+/* Runs case c: compile (timed apart); one run and its check; --save; a
+ * warm-up and the timed runs; --trace's extra run; the runtime freed (its
+ * workers stop spinning before the peer runs); the peer on the same inputs
+ * and its outputs checked. 0, or -1 (printed; res says how far it got). */
+static int case_run(const bench_opts *o, const bench_workload *w,
+                    const bench_case_opts *x, const bench_case *c,
+                    const pto_config *cfg, const bench_peer *peer, int threads,
+                    bench_case_result *res) {
+  const char *cmd = w->table->cmd;
+  const int repeats = case_repeats(o, c->gflop), several = x->sel.n > 1;
+  const void *in[BENCH_CASE_MAX_IN];
+  for (size_t i = 0; i < c->n_in; i++)
+    in[i] = c->in[i].data;
+  void *const *out = c->pto_out;
+  bench_pto r;
+  memset(&r, 0, sizeof r);
+  int rc = -1;
+  char who[96];
+  snprintf(who, sizeof who, "%s: %s", cmd, c->preset);
+  bench_progress(o, "%s: compiling", who);
+  pto_program *p = w->program(c);
+  if (bench_pto_compile(&r, who, p, cfg)) {
+    if (p && pto_program_status(p) == PTO_OK)
+      fprintf(stderr,
+              "pto-bench %s: a config (--config) sets tiles per label: %s\n",
+              who, w->labels);
+    goto done;
+  }
+  res->compile_ms = r.compile_ms;
+  res->tasks = r.tasks;
+  bench_progress(o, "%s: first PTO run (%u tasks)", who, r.tasks);
+  if (bench_pto_run(&r, in, out))
+    goto done;
+  if (check(o, w, c, threads, "PTO", out)) {
+    res->pto_wrong = 1;
+    goto done;
+  }
+  res->pto_checked = 1;
+  if (x->h.save_dir && save(o, w, x, c))
+    goto done;
+  bench_progress(o, "%s: timing PTO, 1 warm-up + %d runs", who, repeats);
+  if (bench_pto_time(&r, in, out, 1, repeats, &res->pto))
+    goto done;
+  if (x->h.trace_path) {
+    char path[4096];
+    if (bench_case_path(path, sizeof path, x->h.trace_path, c->preset, several,
+                        0) ||
+        bench_pto_trace(&r, in, out, path))
+      goto done;
+  }
+  bench_pto_stop(&r); /* PTO's workers stop before the peer runs */
+  if (peer) {
+    /* the peer on the same inputs, its outputs under the same check */
+    if (run_peer(o, w, x, c, peer, threads, repeats, res) ||
+        check(o, w, c, threads, "PyTorch", c->peer_out))
+      goto done;
+    res->torch_checked = 1;
+  }
+  rc = 0;
+done:
+  bench_pto_free(&r);
+  pto_program_free(p);
+  return rc;
+}
+
+/* ---- the command --------------------------------------------------------- */
+
+static int parse(const bench_workload *w, bench_case_opts *x, int argc,
+                 char **argv) {
+  for (int i = 1; i < argc; i++) {
+    int r = bench_preset_arg(w->table, &x->sel, argc, argv, &i);
+    if (!r)
+      r = bench_harness_arg(&x->h, argc, argv, &i);
+    if (!r && w->arg)
+      r = w->arg(x, argc, argv, &i);
+    if (!r) {
+      fprintf(stderr, "pto-bench %s: unknown option '%s'\n", w->table->cmd,
+              argv[i]);
+      r = -1;
+    }
+    if (r < 0)
+      return -1;
+  }
+  return 0;
+}
+
+/* The machine the cases run on, and what the table is read against. */
+typedef struct case_env {
+  const pto_config *cfg;
+  const bench_peer *peer; /* NULL: PTO alone */
+  int threads;
+  double peak; /* GFLOP/s, 0: unknown */
+  const char *peak_isa;
+} case_env;
+
+/* Case k made, run, reported (a table row and a JSON object) and freed. 0,
+ * or 1 (a failure, printed). */
+static int case_one(const bench_opts *o, const bench_workload *w,
+                    const bench_case_opts *x, int k, const case_env *e) {
+  const char *name = bench_preset_name(w->table, &x->sel, k);
+  bench_case_result res;
+  memset(&res, 0, sizeof res);
+  bench_progress(o, "%s: preset %s (%d of %d)", w->table->cmd, name, k + 1,
+                 x->sel.n);
+  bench_case *c = calloc(1, w->case_size);
+  int made = 0, rc = 1;
+  if (!c)
+    fprintf(stderr, "pto-bench %s: out of memory\n", w->table->cmd);
+  else if (!w->init(x, k, c))
+    made = 1;
+  if (made && !case_run(o, w, x, c, e->cfg, e->peer, e->threads, &res))
+    rc = 0;
+
+  char nm[32];
+  double gflop = 0;
+  snprintf(nm, sizeof nm, "%s%s", name,
+           bench_preset_changed(w->table, &x->sel, k) ? "*" : "");
+  FILE *f = bench_out(o);
+  json_t *j = w->report(x, k, made ? c : NULL, nm, e->threads, f, &gflop);
+  bench_case_print(f, &res, e->threads, gflop, e->peak, e->peer != NULL);
+  fflush(f);
+  bench_case_json(j, &res, gflop, e->peak, e->peak_isa, e->peer);
+  json_array_append_new(bench_results(), j);
+  bench_case_result_free(&res);
+  if (c)
+    w->fini(c);
+  free(c);
+  return rc;
+}
+
+int bench_case_main(const bench_opts *o, const bench_workload *w,
+                    bench_case_opts *x, int argc, char **argv) {
+  const char *cmd = w->table->cmd;
+  x->h = bench_harness_default(cmd);
+  if (parse(w, x, argc, argv)) {
+    fprintf(stderr, "(pto-bench %s --help for usage)\n", cmd);
+    return 2;
+  }
+  bench_preset_finish(w->table, &x->sel, o->quick);
+  case_env e;
+  e.threads = bench_cores(o);
+  pto_config *cfg = bench_harness_config(&x->h, e.threads);
+  if (!cfg)
+    return 1;
+  bench_peer peer;
+  e.cfg = cfg;
+  e.peer = find_peer(o, &x->h, &peer);
+  e.peak_isa = "none";
+  bench_progress(o, "%s: FMA peak on %d threads", cmd, e.threads);
+  e.peak = bench_peak_fma(e.threads, o->quick ? 2 : 5, &e.peak_isa);
+
+  FILE *f = bench_out(o);
+  const bench_peer *pp = e.peer;
+  fprintf(f,
+          "%s f32: PTO (%s tile instructions) against %s%s%s%s; "
+          "%s FMA peak on %d threads %.1f GFLOP/s\n",
+          cmd, pto_isa_name(), pp ? "PyTorch " : "no peer", pp ? pp->torch : "",
+          pp ? " in " : "", pp ? pp->python : "", e.peak_isa, e.threads,
+          e.peak);
+  w->head(f);
+  bench_case_print_head(f);
+  fflush(f);
+  int rc = 0;
+  for (int k = 0; k < x->sel.n; k++)
+    if (case_one(o, w, x, k, &e))
+      rc = 1;
+  pto_config_free(cfg);
   return rc;
 }
 

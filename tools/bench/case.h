@@ -1,9 +1,11 @@
-/* tools/bench/case.h (internal to pto-bench): one case of an operator
- * benchmark (indexer, attention) around the operator's own code: how many
- * runs to time, finding the PyTorch peer, checking a result over threads,
- * --save, running the peer on the case's inputs and reading its outputs
- * back, and the outcome as the result columns of a table row and as JSON
- * fields. The operator's sizes, inputs and checker stay in its command. */
+/* tools/bench/case.h (internal to pto-bench): an operator benchmark
+ * (indexer, attention) around the operator's own code: one driver for the
+ * command and each case's flow (how many runs to time, finding the PyTorch
+ * peer, compiling, running, checking a result over threads, --save,
+ * --trace, running the peer on the case's inputs and reading its outputs
+ * back), and the outcome as the result columns of a table row and as JSON
+ * fields. The operator's presets, sizes, inputs, program and checker stay
+ * in its command, given to the driver as a bench_workload. */
 #ifndef PTO_TOOLS_BENCH_CASE_H
 #define PTO_TOOLS_BENCH_CASE_H
 
@@ -15,8 +17,8 @@
 #include "bench/bench.h"
 #include "bench/files.h"
 #include "bench/harness.h"
-#include "bench/parallel.h"
 #include "bench/peer.h"
+#include "bench/preset.h"
 
 /* How far a case got, on both sides. Zero it before the case. */
 typedef struct bench_case_result {
@@ -33,43 +35,77 @@ typedef struct bench_case_result {
 
 void bench_case_result_free(bench_case_result *r); /* its variants */
 
-/* Timed runs per case: --repeats, else 3 under --quick, else 5 above 20
- * GFLOP, else 10. */
-int bench_case_repeats(const bench_opts *o, double gflop);
+/* ---- an operator command, run by one driver ------------------------------ */
 
-/* The peer unless --no-peer: on success *p and p; when none is found, one
- * line on stderr saying why and how to install it, and NULL (the command
- * then reports PTO alone). */
-const bench_peer *bench_case_peer(const bench_opts *o, const bench_harness *h,
-                                  bench_peer *p);
+/* The options every operator command has. A command's own options struct
+ * begins with it, so the driver hands it back to the command's callbacks,
+ * which reach their own fields from it. */
+typedef struct bench_case_opts {
+  bench_harness h;
+  bench_preset_sel sel;
+} bench_case_opts;
 
-/* Checks `who`'s result of case `preset` with fn over rows [0, rows)
- * spread on `threads` threads, with progress on stderr. 0, or -1 after
- * printing "pto-bench CMD: PRESET: WRONG RESULT from WHO: <fn's message>". */
-int bench_case_check(const bench_opts *o, const char *cmd, const char *preset,
-                     const char *who, int threads, int64_t rows,
-                     bench_rows_fn fn, void *ctx);
+#define BENCH_CASE_MAX_IN 4
+#define BENCH_CASE_MAX_OUT 2
 
-/* --save: the arrays and meta into h->save_dir (its PRESET subdirectory
- * when several presets run). 0 (also without --save), or -1 (printed). */
-int bench_case_save(const bench_opts *o, const bench_harness *h,
-                    const char *preset, int several, const bench_array *a,
-                    size_t n, const json_t *meta);
+/* One case as its command made it: the program's inputs and outputs in the
+ * program's order, named as --save and the peer name their files. A
+ * command's own case struct begins with it. */
+typedef struct bench_case {
+  const char *preset;
+  double gflop; /* its work: how many runs are timed */
+  int64_t rows; /* what the check spreads over the threads */
+  size_t n_in, n_out;
+  bench_array in[BENCH_CASE_MAX_IN];   /* with their data */
+  bench_array out[BENCH_CASE_MAX_OUT]; /* names, dtypes, shapes (data unused) */
+  void *pto_out[BENCH_CASE_MAX_OUT];   /* where PTO writes out[i] */
+  void *peer_out[BENCH_CASE_MAX_OUT];  /* where the peer's out[i] is read to */
+} bench_case;
 
-/* The peer on a case: the inputs and meta written into a private
- * directory, the peer's workload of the command's name (h->cmd) run there on
- * `threads` threads
- * (`repeats` timed runs after one warm-up), its fastest variant's times
- * into r->torch, r->best and r->variants (r->torch_ran set), then its
- * outputs read into outputs[i].data, which must be writable and exactly
- * of the dtype and shape given (a file that is not: an error naming both).
- * 0, or -1 after printing why. */
-int bench_case_peer_run(const bench_opts *o, const bench_harness *h,
-                        const char *preset, const bench_peer *peer,
-                        const bench_array *inputs, size_t n_in,
-                        const json_t *meta, const bench_array *outputs,
-                        size_t n_out, int threads, int repeats,
-                        bench_case_result *r);
+/* An operator command: its presets and what is its own in a case. */
+typedef struct bench_workload {
+  /* its presets; table->cmd names the command and the peer's workload */
+  const bench_preset_table *table;
+  /* the labels a --config sets tiles for, as the hint after a failed
+   * compile names them: "\"indexer.qk\", \"indexer.topk\"" */
+  const char *labels;
+  size_t case_size; /* of its case struct, which begins with a bench_case */
+  /* Its own options: argv[*i] taken with its value (advancing *i): 1; not
+   * one of them: 0; a bad value: -1 after printing why. NULL: none. */
+  int (*arg)(bench_case_opts *x, int argc, char **argv, int *i);
+  /* Case k's sizes, buffers and inputs into c (zeroed, case_size bytes):
+   * 0, or -1 after printing why. fini follows either way. */
+  int (*init)(const bench_case_opts *x, int k, bench_case *c);
+  void (*fini)(bench_case *c); /* frees what init allocated */
+  /* The operator's program for c (NULL when out of memory). */
+  pto_program *(*program)(const bench_case *c);
+  /* Checks rows [r0, r1) of outputs out (c's inputs): 0, or nonzero with
+   * a message in msg. */
+  int (*check)(const bench_case *c, void *const *out, int64_t r0, int64_t r1,
+               char *msg, size_t size);
+  /* The case as meta.json says it (for --save and the peer). */
+  json_t *(*meta)(const bench_case_opts *x, const bench_case *c);
+  /* The heads of its own columns, before the result columns. */
+  void (*head)(FILE *f);
+  /* Case k's own columns into f (nm: its name, with '*' when a flag
+   * changed the preset) and its JSON object from "workload" to "seed" and
+   * any fields of its own; *gflop: its work. c: the case as init made
+   * it, or NULL when init failed. */
+  json_t *(*report)(const bench_case_opts *x, int k, const bench_case *c,
+                    const char *nm, int threads, FILE *f, double *gflop);
+} bench_workload;
+
+/* Runs command w (argv[0] its name) with x, its options struct with its
+ * own defaults set: parses the options; makes the config and finds the
+ * peer; measures the FMA peak; prints the headline and the table head;
+ * then per chosen preset: the case made (w->init), compiled (the hint
+ * naming w->labels when a config is to blame), run once and checked,
+ * --save, a warm-up and the timed runs, --trace's extra run, the runtime
+ * freed, the peer on the same inputs and its outputs checked, and the
+ * outcome as a table row and a JSON object. The exit status: 0, 1 when a
+ * case failed, 2 on a usage error. */
+int bench_case_main(const bench_opts *o, const bench_workload *w,
+                    bench_case_opts *x, int argc, char **argv);
 
 /* ---- the outcome in a table row and in JSON ------------------------------ */
 
