@@ -1,7 +1,7 @@
 /* The pto-bench modules the operator benchmarks share (tools/bench/): .npy
  * files, preset tables, per-case paths, rows over threads, seeded draws and
  * sparse index sets, a case's outcome in a table row and in JSON. Suite
- * "tools". */
+ * "bench". */
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <math.h>
@@ -33,7 +33,7 @@ static void path_of(char *buf, size_t n, const char *name) {
   cr_assert_eq(bench_path(buf, n, dir, name), 0);
 }
 
-TestSuite(tools, .init = make_dir, .fini = remove_dir, .timeout = 60);
+TestSuite(bench, .init = make_dir, .fini = remove_dir, .timeout = 60);
 
 /* ---- .npy ------------------------------------------------------------------------ */
 
