@@ -1,7 +1,7 @@
 /* The pto-bench modules the operator benchmarks share (tools/bench/): .npy
  * files, preset tables, per-case paths, rows over threads, seeded draws and
- * sparse index sets, a case's outcome in a table row and in JSON. Suite
- * "bench". */
+ * sparse index sets, a case's outcome in a table row and in JSON, and the
+ * driver of an operator command on a toy operator. Suite "bench". */
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <math.h>
@@ -548,4 +548,211 @@ Test(bench, sparse_indices_visible_distinct_with_the_invalid_share) {
   cr_assert_eq(memcmp(idx, again, (size_t)slots * sizeof *idx), 0);
   free(again);
   free(idx);
+}
+
+/* ---- the driver of an operator command -------------------------------------
+ */
+
+/* A toy operator for bench_case_main: y = x + 1 over [rows, 16]. */
+typedef struct toy_opts {
+  bench_case_opts base;
+  int lie;       /* --lie: its check refuses PTO's result */
+  int fail_init; /* --fail-init: no case can be made */
+} toy_opts;
+
+typedef struct toy_case {
+  bench_case base;
+  int lie;
+  float *x, *y, *ty;
+} toy_case;
+
+static int toy_unmade; /* cases reported without a case */
+
+static const bench_param toy_params[1] = {{"rows", "R", 1, 1024}};
+static const bench_preset toy_presets[2] = {{"one", {8}}, {"two", {3}}};
+static const bench_preset_table toy_table = {
+    "toy", toy_params, 1, toy_presets, 2, "one", "one"};
+
+static int toy_arg(bench_case_opts *o, int argc, char **argv, int *i) {
+  toy_opts *x = (toy_opts *)o;
+  (void)argc;
+  if (!strcmp(argv[*i], "--lie"))
+    return x->lie = 1;
+  if (!strcmp(argv[*i], "--fail-init"))
+    return x->fail_init = 1;
+  return 0;
+}
+
+static int toy_init(const bench_case_opts *o, int k, bench_case *bc) {
+  toy_case *c = (toy_case *)bc;
+  int64_t rows;
+  bench_preset_values(&toy_table, &o->sel, k, &rows);
+  bc->preset = bench_preset_name(&toy_table, &o->sel, k);
+  if (((const toy_opts *)o)->fail_init)
+    return -1;
+  c->lie = ((const toy_opts *)o)->lie;
+  const size_t n = (size_t)rows * 16;
+  c->x = pto_buffer_alloc(n * sizeof(float));
+  c->y = pto_buffer_alloc(n * sizeof(float));
+  c->ty = pto_buffer_alloc(n * sizeof(float));
+  cr_assert(c->x && c->y && c->ty);
+  bench_fill_uniform(c->x, n, o->h.seed, 1, -1.0f, 1.0f);
+  bc->gflop = (double)n * 1e-9;
+  bc->rows = rows;
+  bc->n_in = bc->n_out = 1;
+  bc->in[0] = (bench_array){"x", BENCH_F32, 2, {rows, 16}, c->x};
+  bc->out[0] = (bench_array){"y", BENCH_F32, 2, {rows, 16}, NULL};
+  bc->pto_out[0] = c->y;
+  bc->peer_out[0] = c->ty;
+  return 0;
+}
+
+static void toy_fini(bench_case *bc) {
+  toy_case *c = (toy_case *)bc;
+  free(c->x);
+  free(c->y);
+  free(c->ty);
+}
+
+static pto_program *toy_program(const bench_case *c) {
+  pto_program *p = pto_program_new("toy");
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 2, c->in[0].shape);
+  pto_output(p, pto_adds(p, x, 1.0), "y");
+  return p;
+}
+
+static int toy_check(const bench_case *bc, void *const *out, int64_t r0,
+                     int64_t r1, char *msg, size_t size) {
+  const toy_case *c = (const toy_case *)bc;
+  const float *y = out[0];
+  for (int64_t i = r0 * 16; i < r1 * 16; i++)
+    if (c->lie || y[i] != c->x[i] + 1.0f) {
+      snprintf(msg, size, "element %lld is %g", (long long)i, y[i]);
+      return 1;
+    }
+  return 0;
+}
+
+static json_t *toy_meta(const bench_case_opts *o, const bench_case *c) {
+  return json_pack("{s:s, s:I, s:I}", "workload", "toy", "rows",
+                   (json_int_t)c->rows, "seed", (json_int_t)o->h.seed);
+}
+
+static void toy_head(FILE *f) {
+  fprintf(f, "%-10s ", "preset");
+}
+
+static json_t *toy_report(const bench_case_opts *o, int k, const bench_case *c,
+                          const char *nm, int threads, FILE *f, double *gflop) {
+  int64_t rows;
+  bench_preset_values(&toy_table, &o->sel, k, &rows);
+  toy_unmade += !c;
+  fprintf(f, "%-10s ", nm);
+  *gflop = (double)rows * 16e-9;
+  return json_pack("{s:s, s:s, s:I, s:i}", "workload", "toy", "preset",
+                   bench_preset_name(&toy_table, &o->sel, k), "rows",
+                   (json_int_t)rows, "threads", threads);
+}
+
+static const bench_workload toy = {
+    .table = &toy_table,
+    .labels = "\"toy\"",
+    .case_size = sizeof(toy_case),
+    .arg = toy_arg,
+    .init = toy_init,
+    .fini = toy_fini,
+    .program = toy_program,
+    .check = toy_check,
+    .meta = toy_meta,
+    .head = toy_head,
+    .report = toy_report,
+};
+
+/* `pto-bench --json --quick --threads 2 toy ARGS... --no-peer` */
+static int toy_run(int argc, const char **args) {
+  char *argv[16] = {(char *)"toy"};
+  for (int i = 0; i < argc; i++)
+    argv[i + 1] = (char *)args[i];
+  argv[argc + 1] = (char *)"--no-peer";
+  bench_opts o = {.json = 1, .quick = 1, .threads = 2};
+  toy_opts x;
+  memset(&x, 0, sizeof x);
+  return bench_case_main(&o, &toy, &x.base, argc + 2, argv);
+}
+
+static const char *str(const json_t *j, const char *key) {
+  const char *s = json_string_value(json_object_get(j, key));
+  cr_assert_not_null(s, "%s is not a string", key);
+  return s;
+}
+
+Test(bench, case_driver_runs_checks_and_saves_each_preset) {
+  char save[300], p[400], err[256];
+  snprintf(save, sizeof save, "%s/saved", dir);
+  const char *args[] = {"--preset", "one,two", "--seed", "5", "--save", save};
+  cr_assert_eq(toy_run(6, args), 0);
+  json_t *r = bench_results();
+  cr_assert_eq(json_array_size(r), 2);
+  const char *names[2] = {"one", "two"};
+  const int64_t rows[2] = {8, 3};
+  for (size_t k = 0; k < 2; k++) {
+    const json_t *j = json_array_get(r, k);
+    cr_assert_str_eq(str(j, "preset"), names[k]);
+    cr_assert_str_eq(str(j, "check"), "ok");
+    cr_assert_gt(num(j, "pto_ms"), 0);
+    cr_assert_eq(num(j, "repeats"), 3); /* --quick */
+    cr_assert_gt(num(j, "tasks"), 0);
+    cr_assert(json_is_null(json_object_get(j, "torch_check")));
+    /* the saved inputs are the seed's, PTO's output is x + 1 */
+    float x[8 * 16], y[8 * 16], want[8 * 16];
+    const int64_t shape[2] = {rows[k], 16};
+    bench_fill_uniform(want, (size_t)rows[k] * 16, 5, 1, -1.0f, 1.0f);
+    snprintf(p, sizeof p, "%s/%s/x.npy", save, names[k]);
+    cr_assert_eq(
+        bench_npy_load_into(p, BENCH_F32, 2, shape, x, err, sizeof err), 0,
+        "%s", err);
+    snprintf(p, sizeof p, "%s/%s/y.npy", save, names[k]);
+    cr_assert_eq(
+        bench_npy_load_into(p, BENCH_F32, 2, shape, y, err, sizeof err), 0,
+        "%s", err);
+    for (int64_t i = 0; i < rows[k] * 16; i++)
+      cr_assert(x[i] == want[i] && y[i] == x[i] + 1.0f, "%s: element %lld",
+                names[k], (long long)i);
+    snprintf(p, sizeof p, "%s/%s/meta.json", save, names[k]);
+    json_t *meta = json_load_file(p, 0, NULL);
+    cr_assert_eq(num(meta, "rows"), (double)rows[k]);
+    cr_assert_eq(num(meta, "seed"), 5);
+    json_decref(meta);
+    /* clean up what bench_tmpdir_free does not descend into */
+    const char *files[3] = {"x.npy", "y.npy", "meta.json"};
+    for (int f = 0; f < 3; f++) {
+      snprintf(p, sizeof p, "%s/%s/%s", save, names[k], files[f]);
+      unlink(p);
+    }
+    snprintf(p, sizeof p, "%s/%s", save, names[k]);
+    rmdir(p);
+  }
+  rmdir(save);
+}
+
+Test(bench, case_driver_fails_a_wrong_result_and_a_case_not_made) {
+  const char *lie[] = {"--lie"}, *fail[] = {"--fail-init"},
+             *bad[] = {"--bogus"};
+  json_t *r = bench_results();
+  cr_assert_eq(toy_run(1, lie), 1);
+  cr_assert_eq(json_array_size(r), 1);
+  cr_assert_str_eq(str(json_array_get(r, 0), "check"), "wrong");
+  cr_assert(json_is_null(json_object_get(json_array_get(r, 0), "pto_ms")));
+  cr_assert_eq(toy_unmade, 0);
+
+  /* a case that cannot be made still has its row, reported without it */
+  cr_assert_eq(toy_run(1, fail), 1);
+  cr_assert_eq(json_array_size(r), 2);
+  cr_assert_str_eq(str(json_array_get(r, 1), "check"), "failed");
+  cr_assert_eq(num(json_array_get(r, 1), "rows"), 8);
+  cr_assert_eq(toy_unmade, 1);
+
+  /* a usage error runs nothing */
+  cr_assert_eq(toy_run(1, bad), 2);
+  cr_assert_eq(json_array_size(r), 2);
 }
