@@ -47,8 +47,6 @@ static const bench_preset_table table = {
     "attention", params, N_PARAMS, presets, sizeof presets / sizeof presets[0],
     "medium",    "smoke"};
 
-#define MAX_BYTES (16.0 * (1 << 30)) /* inputs and outputs, both sides */
-
 typedef struct at_opts {
   bench_case_opts base; /* first: the driver hands it back */
   double scale;         /* --scale (0: 1 / sqrt(D)) */
@@ -62,8 +60,6 @@ typedef struct at_case {
   pto_attention_params prm;
   double scale; /* the one applied */
   bench_indices_count slots;
-  float *q, *kv, *out, *lse, *tout, *tlse;
-  int32_t *idx;
 } at_case;
 
 /* ---- usage and options ------------------------------------------------- */
@@ -160,22 +156,11 @@ static void case_dims(const at_opts *x, int k, pto_attention_dims *d,
   prm->causal = x->causal;
 }
 
-static void case_fini(bench_case *bc) {
-  at_case *c = (at_case *)bc;
-  free(c->q);
-  free(c->kv);
-  free(c->idx);
-  free(c->out);
-  free(c->lse);
-  free(c->tout);
-  free(c->tlse);
-}
-
-/* Sizes, buffers and inputs for case k (bench_workload.init). */
+/* Case k's sizes and arrays (bench_workload.init). */
 static int case_init(const bench_case_opts *o, int k, bench_case *bc) {
   const at_opts *x = (const at_opts *)o;
   at_case *c = (at_case *)bc;
-  const char *preset = bc->preset = bench_preset_name(&table, &o->sel, k);
+  bc->preset = bench_preset_name(&table, &o->sel, k);
   case_dims(x, k, &c->d, &c->prm);
   const pto_attention_dims *d = &c->d;
   c->scale = x->scale != 0 ? x->scale : 1.0 / sqrt((double)d->d);
@@ -183,58 +168,36 @@ static int case_init(const bench_case_opts *o, int k, bench_case *bc) {
     fprintf(stderr,
             "pto-bench attention: %s: dv=%lld is more than D=%lld (V is "
             "the first dv columns of kv's rows)\n",
-            preset, (long long)d->dv, (long long)d->d);
+            bc->preset, (long long)d->dv, (long long)d->d);
     return -1;
   }
-  const double b = (double)d->b, s1 = (double)d->s1, s2 = (double)d->s2,
-               h = (double)d->h, dd = (double)d->d, dv = (double)d->dv,
-               t = (double)d->topk;
-  const double bytes = 4 * (b * s1 * h * dd + b * s2 * dd + b * s1 * t +
-                            2 * b * s1 * h * dv + 2 * b * s1 * h);
-  if (bytes > MAX_BYTES) {
-    fprintf(stderr,
-            "pto-bench attention: %s: B=%lld S1=%lld S2=%lld H=%lld D=%lld "
-            "dv=%lld topk=%lld needs %.1f GiB of buffers, more than %.0f\n",
-            preset, (long long)d->b, (long long)d->s1, (long long)d->s2,
-            (long long)d->h, (long long)d->d, (long long)d->dv,
-            (long long)d->topk, bytes / (1 << 30), MAX_BYTES / (1 << 30));
-    return -1;
-  }
-  const size_t nq = (size_t)(b * s1 * h * dd), nkv = (size_t)(b * s2 * dd),
-               ni = (size_t)(b * s1 * t), no = (size_t)(b * s1 * h * dv),
-               nl = (size_t)(b * s1 * h);
-  c->q = pto_buffer_alloc(nq * sizeof(float));
-  c->kv = pto_buffer_alloc(nkv * sizeof(float));
-  c->idx = pto_buffer_alloc(ni * sizeof(int32_t));
-  c->out = pto_buffer_alloc(no * sizeof(float));
-  c->lse = pto_buffer_alloc(nl * sizeof(float));
-  c->tout = pto_buffer_alloc(no * sizeof(float));
-  c->tlse = pto_buffer_alloc(nl * sizeof(float));
-  if (!c->q || !c->kv || !c->idx || !c->out || !c->lse || !c->tout ||
-      !c->tlse ||
-      bench_sparse_indices(c->idx, d->b, d->s1, d->s2, d->topk, c->prm.causal,
-                           x->invalid, o->h.seed, 3, &c->slots)) {
-    fprintf(stderr, "pto-bench attention: %s: out of memory for %.1f GiB\n",
-            preset, bytes / (1 << 30));
-    return -1;
-  }
-  bench_fill_uniform(c->q, nq, o->h.seed, 1, -1.0f, 1.0f);
-  bench_fill_uniform(c->kv, nkv, o->h.seed, 2, -1.0f, 1.0f);
   bc->gflop = pto_attention_gflop(d);
   bc->rows = d->b * d->s1;
   bc->n_in = 3;
-  bc->in[0] = (bench_array){"q", BENCH_F32, 4, {d->b, d->s1, d->h, d->d}, c->q};
-  bc->in[1] = (bench_array){"kv", BENCH_F32, 3, {d->b, d->s2, d->d}, c->kv};
+  bc->in[0] = (bench_array){"q", BENCH_F32, 4, {d->b, d->s1, d->h, d->d}, NULL};
+  bc->in[1] = (bench_array){"kv", BENCH_F32, 3, {d->b, d->s2, d->d}, NULL};
   bc->in[2] =
-      (bench_array){"indices", BENCH_I32, 3, {d->b, d->s1, d->topk}, c->idx};
+      (bench_array){"indices", BENCH_I32, 3, {d->b, d->s1, d->topk}, NULL};
   bc->n_out = 2;
   bc->out[0] =
       (bench_array){"out", BENCH_F32, 4, {d->b, d->s1, d->h, d->dv}, NULL};
   bc->out[1] = (bench_array){"lse", BENCH_F32, 3, {d->b, d->s1, d->h}, NULL};
-  bc->pto_out[0] = c->out;
-  bc->pto_out[1] = c->lse;
-  bc->peer_out[0] = c->tout;
-  bc->peer_out[1] = c->tlse;
+  return 0;
+}
+
+/* Random q and kv, the indices as the indexer hands them over
+ * (bench_workload.fill). */
+static int case_fill(const bench_case_opts *o, bench_case *bc) {
+  const at_opts *x = (const at_opts *)o;
+  at_case *c = (at_case *)bc;
+  const pto_attention_dims *d = &c->d;
+  if (bench_sparse_indices(bc->in_data[2], d->b, d->s1, d->s2, d->topk,
+                           c->prm.causal, x->invalid, o->h.seed, 3, &c->slots))
+    return -1;
+  bench_fill_uniform(bc->in_data[0], (size_t)(d->b * d->s1 * d->h * d->d),
+                     o->h.seed, 1, -1.0f, 1.0f);
+  bench_fill_uniform(bc->in_data[1], (size_t)(d->b * d->s2 * d->d), o->h.seed,
+                     2, -1.0f, 1.0f);
   return 0;
 }
 
@@ -271,8 +234,8 @@ static json_t *case_meta(const bench_case_opts *o, const bench_case *bc) {
 static int check(const bench_case *bc, void *const *out, int64_t r0, int64_t r1,
                  char *msg, size_t size) {
   const at_case *c = (const at_case *)bc;
-  return pto_attention_check(&c->d, &c->prm, c->q, c->kv, c->idx, out[0],
-                             out[1], r0, r1, msg, size);
+  return pto_attention_check(&c->d, &c->prm, bc->in_data[0], bc->in_data[1],
+                             bc->in_data[2], out[0], out[1], r0, r1, msg, size);
 }
 
 /* ---- the command ------------------------------------------------------- */
@@ -323,7 +286,7 @@ static const bench_workload workload = {
     .case_size = sizeof(at_case),
     .arg = arg,
     .init = case_init,
-    .fini = case_fini,
+    .fill = case_fill,
     .program = program,
     .check = check,
     .meta = case_meta,

@@ -69,16 +69,18 @@ static int check(const bench_opts *o, const bench_workload *w,
   return -1;
 }
 
-/* c's inputs, then its outputs with their data at data[i], into a; how
+/* c's inputs, then its outputs with their data at out[i], into a; how
  * many. */
-static size_t case_arrays(const bench_case *c, void *const *data,
+static size_t case_arrays(const bench_case *c, void *const *out,
                           bench_array *a) {
   size_t n = 0;
-  for (size_t i = 0; i < c->n_in; i++)
-    a[n++] = c->in[i];
+  for (size_t i = 0; i < c->n_in; i++) {
+    a[n] = c->in[i];
+    a[n++].data = c->in_data[i];
+  }
   for (size_t i = 0; i < c->n_out; i++) {
     a[n] = c->out[i];
-    a[n++].data = data[i];
+    a[n++].data = out[i];
   }
   return n;
 }
@@ -203,7 +205,7 @@ static int case_run(const bench_opts *o, const bench_workload *w,
   const int repeats = case_repeats(o, c->gflop), several = x->sel.n > 1;
   const void *in[BENCH_CASE_MAX_IN];
   for (size_t i = 0; i < c->n_in; i++)
-    in[i] = c->in[i].data;
+    in[i] = c->in_data[i];
   void *const *out = c->pto_out;
   bench_pto r;
   memset(&r, 0, sizeof r);
@@ -277,6 +279,72 @@ static int parse(const bench_workload *w, bench_case_opts *x, int argc,
   return 0;
 }
 
+/* a's size in bytes, in double so that no size overflows before it is
+ * refused. */
+static double array_bytes(const bench_array *a) {
+  double n = (double)bench_dtype_size(a->dtype);
+  for (int d = 0; d < a->ndim; d++)
+    n *= (double)a->shape[d];
+  return n;
+}
+
+/* Case k made: described (w->init), its buffers allocated and its inputs
+ * filled (w->fill). 0, or -1 (printed). */
+static int case_make(const bench_workload *w, const bench_case_opts *x, int k,
+                     bench_case *c) {
+  const bench_preset_table *t = w->table;
+  if (w->init(x, k, c))
+    return -1;
+  double bytes = 0;
+  for (size_t i = 0; i < c->n_in; i++)
+    bytes += array_bytes(&c->in[i]);
+  for (size_t i = 0; i < c->n_out; i++)
+    bytes += 2 * array_bytes(&c->out[i]); /* PTO's and the peer's */
+  if (bytes > BENCH_CASE_MAX_BYTES) {
+    int64_t v[BENCH_PRESET_MAX_PARAMS];
+    char sizes[512] = "";
+    size_t len = 0;
+    bench_preset_values(t, &x->sel, k, v);
+    for (int p = 0; p < t->n_params && len < sizeof sizes; p++)
+      len +=
+          (size_t)snprintf(sizes + len, sizeof sizes - len, "%s%s=%lld",
+                           p ? " " : "", t->params[p].label, (long long)v[p]);
+    fprintf(stderr,
+            "pto-bench %s: %s: %s needs %.1f GiB of buffers, more than "
+            "%.0f\n",
+            t->cmd, c->preset, sizes, bytes / (1 << 30),
+            BENCH_CASE_MAX_BYTES / (1 << 30));
+    return -1;
+  }
+  int ok = 1;
+  for (size_t i = 0; i < c->n_in; i++)
+    ok &= !!(c->in_data[i] = pto_buffer_alloc((size_t)array_bytes(&c->in[i])));
+  for (size_t i = 0; i < c->n_out; i++) {
+    const size_t n = (size_t)array_bytes(&c->out[i]);
+    ok &= !!(c->pto_out[i] = pto_buffer_alloc(n));
+    ok &= !!(c->peer_out[i] = pto_buffer_alloc(n));
+  }
+  if (!ok || w->fill(x, c)) {
+    fprintf(stderr, "pto-bench %s: %s: out of memory for %.1f GiB\n", t->cmd,
+            c->preset, bytes / (1 << 30));
+    return -1;
+  }
+  return 0;
+}
+
+/* Frees what case_make allocated (NULL: nothing). */
+static void case_free(bench_case *c) {
+  if (!c)
+    return;
+  for (size_t i = 0; i < BENCH_CASE_MAX_IN; i++)
+    free(c->in_data[i]);
+  for (size_t i = 0; i < BENCH_CASE_MAX_OUT; i++) {
+    free(c->pto_out[i]);
+    free(c->peer_out[i]);
+  }
+  free(c);
+}
+
 /* The machine the cases run on, and what the table is read against. */
 typedef struct case_env {
   const pto_config *cfg;
@@ -299,7 +367,7 @@ static int case_one(const bench_opts *o, const bench_workload *w,
   int made = 0, rc = 1;
   if (!c)
     fprintf(stderr, "pto-bench %s: out of memory\n", w->table->cmd);
-  else if (!w->init(x, k, c))
+  else if (!case_make(w, x, k, c))
     made = 1;
   if (made && !case_run(o, w, x, c, e->cfg, e->peer, e->threads, &res))
     rc = 0;
@@ -315,9 +383,7 @@ static int case_one(const bench_opts *o, const bench_workload *w,
   bench_case_json(j, &res, gflop, e->peak, e->peak_isa, e->peer);
   json_array_append_new(bench_results(), j);
   bench_case_result_free(&res);
-  if (c)
-    w->fini(c);
-  free(c);
+  case_free(c);
   return rc;
 }
 

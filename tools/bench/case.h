@@ -47,19 +47,24 @@ typedef struct bench_case_opts {
 
 #define BENCH_CASE_MAX_IN 4
 #define BENCH_CASE_MAX_OUT 2
+/* What a case's buffers may take, inputs and both sides' outputs. */
+#define BENCH_CASE_MAX_BYTES (16.0 * (1 << 30))
 
-/* One case as its command made it: the program's inputs and outputs in the
- * program's order, named as --save and the peer name their files. A
- * command's own case struct begins with it. */
+/* One case: the program's inputs and outputs in the program's order,
+ * named as --save and the peer name their files. The command describes
+ * them (init), the driver allocates their buffers, the command fills the
+ * inputs (fill). A command's own case struct begins with it. */
 typedef struct bench_case {
   const char *preset;
   double gflop; /* its work: how many runs are timed */
   int64_t rows; /* what the check spreads over the threads */
   size_t n_in, n_out;
-  bench_array in[BENCH_CASE_MAX_IN];   /* with their data */
-  bench_array out[BENCH_CASE_MAX_OUT]; /* names, dtypes, shapes (data unused) */
-  void *pto_out[BENCH_CASE_MAX_OUT];   /* where PTO writes out[i] */
-  void *peer_out[BENCH_CASE_MAX_OUT];  /* where the peer's out[i] is read to */
+  bench_array in[BENCH_CASE_MAX_IN];   /* names, dtypes, shapes */
+  bench_array out[BENCH_CASE_MAX_OUT]; /* (their data unused) */
+  /* the driver's buffers, of those dtypes and shapes (freed by it) */
+  void *in_data[BENCH_CASE_MAX_IN];
+  void *pto_out[BENCH_CASE_MAX_OUT];  /* where PTO writes out[i] */
+  void *peer_out[BENCH_CASE_MAX_OUT]; /* where the peer's out[i] is read */
 } bench_case;
 
 /* An operator command: its presets and what is its own in a case. */
@@ -73,10 +78,13 @@ typedef struct bench_workload {
   /* Its own options: argv[*i] taken with its value (advancing *i): 1; not
    * one of them: 0; a bad value: -1 after printing why. NULL: none. */
   int (*arg)(bench_case_opts *x, int argc, char **argv, int *i);
-  /* Case k's sizes, buffers and inputs into c (zeroed, case_size bytes):
-   * 0, or -1 after printing why. fini follows either way. */
+  /* Case k into c (zeroed, case_size bytes): its preset, sizes and
+   * parameters, gflop, rows and the arrays' descriptions. 0, or -1 after
+   * printing why (sizes it does not take). */
   int (*init)(const bench_case_opts *x, int k, bench_case *c);
-  void (*fini)(bench_case *c); /* frees what init allocated */
+  /* The inputs into c->in_data from the seed. 0, or -1 when out of memory
+   * (the driver says so). */
+  int (*fill)(const bench_case_opts *x, bench_case *c);
   /* The operator's program for c (NULL when out of memory). */
   pto_program *(*program)(const bench_case *c);
   /* Checks rows [r0, r1) of outputs out (c's inputs): 0, or nonzero with
@@ -89,21 +97,22 @@ typedef struct bench_workload {
   void (*head)(FILE *f);
   /* Case k's own columns into f (nm: its name, with '*' when a flag
    * changed the preset) and its JSON object from "workload" to "seed" and
-   * any fields of its own; *gflop: its work. c: the case as init made
-   * it, or NULL when init failed. */
+   * any fields of its own; *gflop: its work. c: the case as init and fill
+   * made it, or NULL when it could not be made. */
   json_t *(*report)(const bench_case_opts *x, int k, const bench_case *c,
                     const char *nm, int threads, FILE *f, double *gflop);
 } bench_workload;
 
 /* Runs command w (argv[0] its name) with x, its options struct with its
  * own defaults set: parses the options; makes the config and finds the
- * peer; measures the FMA peak; prints the headline and the table head;
- * then per chosen preset: the case made (w->init), compiled (the hint
- * naming w->labels when a config is to blame), run once and checked,
- * --save, a warm-up and the timed runs, --trace's extra run, the runtime
- * freed, the peer on the same inputs and its outputs checked, and the
- * outcome as a table row and a JSON object. The exit status: 0, 1 when a
- * case failed, 2 on a usage error. */
+ * peer; measures the FMA peak; prints the headline and the table head.
+ * Then per chosen preset: the case made (w->init; its buffers, refused
+ * beyond BENCH_CASE_MAX_BYTES naming the preset's values; w->fill),
+ * compiled (the hint naming w->labels when a config is to blame), run once
+ * and checked, --save, a warm-up and the timed runs, --trace's extra run,
+ * the runtime freed, the peer on the same inputs and its outputs checked;
+ * and its outcome as a table row and a JSON object. The exit status: 0, 1
+ * when a case failed, 2 on a usage error. */
 int bench_case_main(const bench_opts *o, const bench_workload *w,
                     bench_case_opts *x, int argc, char **argv);
 

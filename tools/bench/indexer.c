@@ -41,14 +41,10 @@ static const bench_preset_table table = {
     "indexer", params,   N_PARAMS, presets, sizeof presets / sizeof presets[0],
     "medium",  "smoke"};
 
-#define MAX_BYTES (16.0 * (1 << 30)) /* inputs and outputs, both sides */
-
 typedef struct ix_case {
   bench_case base; /* first: the driver hands it back */
   pto_indexer_dims d;
   pto_indexer_params prm;
-  float *q, *k, *w, *val, *tval;
-  int32_t *idx, *tidx;
 } ix_case;
 
 /* ---- usage and options --------------------------------------------------- */
@@ -129,71 +125,35 @@ static void case_dims(const ix_opts *x, int k, pto_indexer_dims *d,
   prm->mask = x->mask;
 }
 
-static void case_fini(bench_case *bc) {
-  ix_case *c = (ix_case *)bc;
-  free(c->q);
-  free(c->k);
-  free(c->w);
-  free(c->idx);
-  free(c->val);
-  free(c->tidx);
-  free(c->tval);
-}
-
-/* Sizes, buffers and inputs for case k (bench_workload.init). */
+/* Case k's sizes and arrays (bench_workload.init). */
 static int case_init(const bench_case_opts *o, int k, bench_case *bc) {
-  const ix_opts *x = (const ix_opts *)o;
   ix_case *c = (ix_case *)bc;
-  const char *preset = bc->preset = bench_preset_name(&table, &o->sel, k);
-  case_dims(x, k, &c->d, &c->prm);
-  const pto_indexer_dims *dm = &c->d;
+  bc->preset = bench_preset_name(&table, &o->sel, k);
+  case_dims((const ix_opts *)o, k, &c->d, &c->prm);
+  const pto_indexer_dims *d = &c->d;
   const int64_t topk = c->prm.topk;
-  const double b = (double)dm->b, s1 = (double)dm->s1, s2 = (double)dm->s2,
-               h = (double)dm->h, d = (double)dm->d, t = (double)topk;
-  const double bytes =
-      4 * (b * s1 * h * d + b * s2 * d + b * s1 * h + 4 * b * s1 * t);
-  if (bytes > MAX_BYTES) {
-    fprintf(stderr,
-            "pto-bench indexer: %s: B=%lld S1=%lld S2=%lld H=%lld D=%lld "
-            "topk=%lld needs %.1f GiB of buffers, more than %.0f\n",
-            preset, (long long)dm->b, (long long)dm->s1, (long long)dm->s2,
-            (long long)dm->h, (long long)dm->d, (long long)topk,
-            bytes / (1 << 30), MAX_BYTES / (1 << 30));
-    return -1;
-  }
-  const size_t nq = (size_t)(b * s1 * h * d), nk = (size_t)(b * s2 * d),
-               nw = (size_t)(b * s1 * h), no = (size_t)(b * s1 * t);
-  c->q = pto_buffer_alloc(nq * sizeof(float));
-  c->k = pto_buffer_alloc(nk * sizeof(float));
-  c->w = pto_buffer_alloc(nw * sizeof(float));
-  c->idx = pto_buffer_alloc(no * sizeof(int32_t));
-  c->val = pto_buffer_alloc(no * sizeof(float));
-  c->tidx = pto_buffer_alloc(no * sizeof(int32_t));
-  c->tval = pto_buffer_alloc(no * sizeof(float));
-  if (!c->q || !c->k || !c->w || !c->idx || !c->val || !c->tidx || !c->tval) {
-    fprintf(stderr, "pto-bench indexer: %s: out of memory for %.1f GiB\n",
-            preset, bytes / (1 << 30));
-    return -1;
-  }
-  bench_fill_uniform(c->q, nq, o->h.seed, 1, -1.0f, 1.0f);
-  bench_fill_uniform(c->k, nk, o->h.seed, 2, -1.0f, 1.0f);
-  bench_fill_uniform(c->w, nw, o->h.seed, 3, -1.0f, 1.0f);
-  bc->gflop = pto_indexer_gflop(dm, &c->prm);
-  bc->rows = dm->b * dm->s1;
+  bc->gflop = pto_indexer_gflop(d, &c->prm);
+  bc->rows = d->b * d->s1;
   bc->n_in = 3;
-  bc->in[0] =
-      (bench_array){"q", BENCH_F32, 4, {dm->b, dm->s1, dm->h, dm->d}, c->q};
-  bc->in[1] = (bench_array){"k", BENCH_F32, 3, {dm->b, dm->s2, dm->d}, c->k};
-  bc->in[2] = (bench_array){"w", BENCH_F32, 3, {dm->b, dm->s1, dm->h}, c->w};
+  bc->in[0] = (bench_array){"q", BENCH_F32, 4, {d->b, d->s1, d->h, d->d}, NULL};
+  bc->in[1] = (bench_array){"k", BENCH_F32, 3, {d->b, d->s2, d->d}, NULL};
+  bc->in[2] = (bench_array){"w", BENCH_F32, 3, {d->b, d->s1, d->h}, NULL};
   bc->n_out = 2;
   bc->out[0] =
-      (bench_array){"indices", BENCH_I32, 3, {dm->b, dm->s1, topk}, NULL};
-  bc->out[1] =
-      (bench_array){"values", BENCH_F32, 3, {dm->b, dm->s1, topk}, NULL};
-  bc->pto_out[0] = c->idx;
-  bc->pto_out[1] = c->val;
-  bc->peer_out[0] = c->tidx;
-  bc->peer_out[1] = c->tval;
+      (bench_array){"indices", BENCH_I32, 3, {d->b, d->s1, topk}, NULL};
+  bc->out[1] = (bench_array){"values", BENCH_F32, 3, {d->b, d->s1, topk}, NULL};
+  return 0;
+}
+
+/* Random q, k and w (bench_workload.fill). */
+static int case_fill(const bench_case_opts *o, bench_case *bc) {
+  for (size_t i = 0; i < bc->n_in; i++) {
+    const bench_array *a = &bc->in[i];
+    size_t n = 1;
+    for (int d = 0; d < a->ndim; d++)
+      n *= (size_t)a->shape[d];
+    bench_fill_uniform(bc->in_data[i], n, o->h.seed, i + 1, -1.0f, 1.0f);
+  }
   return 0;
 }
 
@@ -226,8 +186,9 @@ static json_t *case_meta(const bench_case_opts *o, const bench_case *bc) {
 static int check(const bench_case *bc, void *const *out, int64_t r0, int64_t r1,
                  char *msg, size_t size) {
   const ix_case *c = (const ix_case *)bc;
-  return pto_indexer_check(&c->d, &c->prm, c->q, c->k, c->w, out[0], out[1], r0,
-                           r1, 0, msg, size);
+  return pto_indexer_check(&c->d, &c->prm, bc->in_data[0], bc->in_data[1],
+                           bc->in_data[2], out[0], out[1], r0, r1, 0, msg,
+                           size);
 }
 
 /* ---- the command --------------------------------------------------------- */
@@ -263,7 +224,7 @@ static const bench_workload workload = {
     .case_size = sizeof(ix_case),
     .arg = arg,
     .init = case_init,
-    .fini = case_fini,
+    .fill = case_fill,
     .program = program,
     .check = check,
     .meta = case_meta,

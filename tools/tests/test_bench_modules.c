@@ -563,12 +563,11 @@ typedef struct toy_opts {
 typedef struct toy_case {
   bench_case base;
   int lie;
-  float *x, *y, *ty;
 } toy_case;
 
 static int toy_unmade; /* cases reported without a case */
 
-static const bench_param toy_params[1] = {{"rows", "R", 1, 1024}};
+static const bench_param toy_params[1] = {{"rows", "R", 1, 1 << 30}};
 static const bench_preset toy_presets[2] = {{"one", {8}}, {"two", {3}}};
 static const bench_preset_table toy_table = {
     "toy", toy_params, 1, toy_presets, 2, "one", "one"};
@@ -584,34 +583,25 @@ static int toy_arg(bench_case_opts *o, int argc, char **argv, int *i) {
 }
 
 static int toy_init(const bench_case_opts *o, int k, bench_case *bc) {
-  toy_case *c = (toy_case *)bc;
+  const toy_opts *x = (const toy_opts *)o;
   int64_t rows;
   bench_preset_values(&toy_table, &o->sel, k, &rows);
   bc->preset = bench_preset_name(&toy_table, &o->sel, k);
-  if (((const toy_opts *)o)->fail_init)
+  if (x->fail_init)
     return -1;
-  c->lie = ((const toy_opts *)o)->lie;
-  const size_t n = (size_t)rows * 16;
-  c->x = pto_buffer_alloc(n * sizeof(float));
-  c->y = pto_buffer_alloc(n * sizeof(float));
-  c->ty = pto_buffer_alloc(n * sizeof(float));
-  cr_assert(c->x && c->y && c->ty);
-  bench_fill_uniform(c->x, n, o->h.seed, 1, -1.0f, 1.0f);
-  bc->gflop = (double)n * 1e-9;
+  ((toy_case *)bc)->lie = x->lie;
+  bc->gflop = (double)rows * 16e-9;
   bc->rows = rows;
   bc->n_in = bc->n_out = 1;
-  bc->in[0] = (bench_array){"x", BENCH_F32, 2, {rows, 16}, c->x};
+  bc->in[0] = (bench_array){"x", BENCH_F32, 2, {rows, 16}, NULL};
   bc->out[0] = (bench_array){"y", BENCH_F32, 2, {rows, 16}, NULL};
-  bc->pto_out[0] = c->y;
-  bc->peer_out[0] = c->ty;
   return 0;
 }
 
-static void toy_fini(bench_case *bc) {
-  toy_case *c = (toy_case *)bc;
-  free(c->x);
-  free(c->y);
-  free(c->ty);
+static int toy_fill(const bench_case_opts *o, bench_case *bc) {
+  bench_fill_uniform(bc->in_data[0], (size_t)bc->rows * 16, o->h.seed, 1, -1.0f,
+                     1.0f);
+  return 0;
 }
 
 static pto_program *toy_program(const bench_case *c) {
@@ -623,10 +613,9 @@ static pto_program *toy_program(const bench_case *c) {
 
 static int toy_check(const bench_case *bc, void *const *out, int64_t r0,
                      int64_t r1, char *msg, size_t size) {
-  const toy_case *c = (const toy_case *)bc;
-  const float *y = out[0];
+  const float *x = bc->in_data[0], *y = out[0];
   for (int64_t i = r0 * 16; i < r1 * 16; i++)
-    if (c->lie || y[i] != c->x[i] + 1.0f) {
+    if (((const toy_case *)bc)->lie || y[i] != x[i] + 1.0f) {
       snprintf(msg, size, "element %lld is %g", (long long)i, y[i]);
       return 1;
     }
@@ -660,7 +649,7 @@ static const bench_workload toy = {
     .case_size = sizeof(toy_case),
     .arg = toy_arg,
     .init = toy_init,
-    .fini = toy_fini,
+    .fill = toy_fill,
     .program = toy_program,
     .check = toy_check,
     .meta = toy_meta,
@@ -735,14 +724,36 @@ Test(bench, case_driver_runs_checks_and_saves_each_preset) {
   rmdir(save);
 }
 
+/* toy_run with its stderr (where --json puts the table too) into err. */
+static int toy_run_err(int argc, const char **args, char *err, size_t size) {
+  char p[300];
+  path_of(p, sizeof p, "stderr");
+  fflush(stderr);
+  const int fd = dup(2);
+  cr_assert(fd >= 0 && freopen(p, "w", stderr));
+  const int rc = toy_run(argc, args);
+  fflush(stderr);
+  cr_assert(dup2(fd, 2) == 2);
+  close(fd);
+  FILE *f = fopen(p, "r");
+  cr_assert_not_null(f);
+  err[fread(err, 1, size - 1, f)] = 0;
+  fclose(f);
+  return rc;
+}
+
 Test(bench, case_driver_fails_a_wrong_result_and_a_case_not_made) {
   const char *lie[] = {"--lie"}, *fail[] = {"--fail-init"},
-             *bad[] = {"--bogus"};
+             *big[] = {"--rows", "1073741824"}, *bad[] = {"--bogus"};
+  char err[8192];
   json_t *r = bench_results();
-  cr_assert_eq(toy_run(1, lie), 1);
+  cr_assert_eq(toy_run_err(1, lie, err, sizeof err), 1);
   cr_assert_eq(json_array_size(r), 1);
   cr_assert_str_eq(str(json_array_get(r, 0), "check"), "wrong");
   cr_assert(json_is_null(json_object_get(json_array_get(r, 0), "pto_ms")));
+  cr_assert(strstr(err, "pto-bench toy: one: WRONG RESULT from PTO: "
+                        "element 0 is "),
+            "%s", err);
   cr_assert_eq(toy_unmade, 0);
 
   /* a case that cannot be made still has its row, reported without it */
@@ -752,7 +763,16 @@ Test(bench, case_driver_fails_a_wrong_result_and_a_case_not_made) {
   cr_assert_eq(num(json_array_get(r, 1), "rows"), 8);
   cr_assert_eq(toy_unmade, 1);
 
+  /* 2^30 rows of 16 floats: 64 GiB of x and twice 64 of y, refused */
+  cr_assert_eq(toy_run_err(2, big, err, sizeof err), 1);
+  cr_assert_eq(json_array_size(r), 3);
+  cr_assert_str_eq(str(json_array_get(r, 2), "check"), "failed");
+  cr_assert(strstr(err, "pto-bench toy: one: R=1073741824 needs 192.0 GiB "
+                        "of buffers, more than 16\n"),
+            "%s", err);
+  cr_assert_eq(toy_unmade, 2);
+
   /* a usage error runs nothing */
   cr_assert_eq(toy_run(1, bad), 2);
-  cr_assert_eq(json_array_size(r), 2);
+  cr_assert_eq(json_array_size(r), 3);
 }
