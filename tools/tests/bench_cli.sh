@@ -47,31 +47,18 @@ usage)
 run)
   # no interpreter: one line says so, PTO alone, exit 0, torch_ms null
   expect 0 "no PyTorch peer" -- --quick --json indexer "${tiny[@]}" --python "$tmp/no/python3"
-  json_check "$tmp/out" 'len(r) == 1 and r[0]["workload"] == "indexer" and r[0]["torch_ms"] is None and r[0]["check"] == "ok" and r[0]["pto_ms"] > 0 and r[0]["s2"] == 512 and r[0]["mask"] == "causal" and r[0]["peak_gflops"] >= 0' &&
-    passed=$((passed + 1)) || fail "JSON without a peer: $(cat "$tmp/out")"
+  expect_json "JSON without a peer" 'len(r) == 1 and r[0]["workload"] == "indexer" and r[0]["torch_ms"] is None and r[0]["check"] == "ok" and r[0]["pto_ms"] > 0 and r[0]["s2"] == 512 and r[0]["mask"] == "causal" and r[0]["peak_gflops"] >= 0'
 
   # --save, --trace and --mask none, no peer
   expect 0 "swimlane of one traced run" -- --quick indexer "${tiny[@]}" --mask none --no-peer --seed 7 \
     --save "$tmp/saved" --trace "$tmp/trace.json"
-  for f in q k w indices values; do
-    [ -s "$tmp/saved/$f.npy" ] || fail "--save wrote no $f.npy"
-  done
-  [ -s "$tmp/trace.json" ] && passed=$((passed + 1)) || fail "--trace wrote nothing"
-  python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); sys.exit(0 if m["mask"]=="none" and m["seed"]==7 and m["s2"]==512 and m["topk"]==64 else 1)' \
-    "$tmp/saved/meta.json" && passed=$((passed + 1)) || fail "meta.json: $(cat "$tmp/saved/meta.json")"
+  expect_saved q k w indices values
+  expect_meta 'm["mask"]=="none" and m["seed"]==7 and m["s2"]==512 and m["topk"]==64'
 
   # two presets: one file and directory per preset
-  expect 0 "" -- --quick indexer --preset smoke,small --s1 4 --s2 256 --topk 32 --no-peer \
-    --save "$tmp/two" --trace "$tmp/two.json"
-  for p in smoke small; do
-    [ -s "$tmp/two/$p/values.npy" ] && [ -s "$tmp/two-$p.json" ] || fail "--save/--trace for $p"
-  done
+  expect_per_preset values indexer --s1 4 --s2 256 --topk 32
 
-  if ! py=$(torch_python); then
-    echo "bench_cli: no python3 with torch and numpy; the peer parts are skipped" >&2
-    echo "$passed passed, $failed failed"
-    [ "$failed" -eq 0 ] && exit 77 || exit 1
-  fi
+  peer_python
   # the saved files are NumPy's: what PTO saved checks out in NumPy
   "$py" - "$tmp/saved" <<'EOF' && passed=$((passed + 1)) || fail "NumPy disagrees with the saved run"
 import sys, numpy as np
@@ -89,8 +76,7 @@ EOF
 
   # with the peer: both sides checked, times and ratio reported
   expect 0 "checking PyTorch's result" -- --quick --json indexer "${tiny[@]}" --python "$py"
-  json_check "$tmp/out" 'r[0]["torch_ms"] > 0 and r[0]["ratio"] > 0 and r[0]["torch_check"] == "ok" and r[0]["torch_variant"] in ("chunked", "naive") and set(r[0]["torch_variants"]) == {"chunked", "naive"}' &&
-    passed=$((passed + 1)) || fail "JSON with the peer: $(cat "$tmp/out")"
+  expect_json "JSON with the peer" 'r[0]["torch_ms"] > 0 and r[0]["ratio"] > 0 and r[0]["torch_check"] == "ok" and r[0]["torch_variant"] in ("chunked", "naive") and set(r[0]["torch_variants"]) == {"chunked", "naive"}'
 
   # a peer whose answer is wrong fails the run
   cat >"$tmp/liar.py" <<'EOF'
@@ -107,21 +93,11 @@ EOF
   sed -i 's/m\["topk"\])$/m["topk"] + 1)/' "$tmp/liar.py"
   expect 1 "values.npy: holds float32 \(1, 8, 65\), expected float32 \(1, 8, 64\)" -- \
     --quick indexer "${tiny[@]}" --python "$py" --peer-script "$tmp/liar.py"
-  echo 'raise SystemExit(3)' >"$tmp/crash.py"
-  expect 1 "the PyTorch peer .* failed: exit status 3" -- --quick indexer "${tiny[@]}" --python "$py" --peer-script "$tmp/crash.py"
+  expect_peer_crash indexer "${tiny[@]}"
   ;;
 
 quick)
-  expect 0 "no PyTorch peer" -- --quick indexer --python "$tmp/no/python3"
-  n=$(grep -ci "torch" "$tmp/err")
-  [ "$n" -eq 1 ] && passed=$((passed + 1)) || fail "the missing peer took $n lines"
-  grep -qE "^smoke .* ok$" "$tmp/out" && passed=$((passed + 1)) || fail "no smoke row: $(cat "$tmp/out")"
-  if torch_python >/dev/null; then
-    expect 0 "checking PyTorch's result" -- --quick indexer
-    grep -qE "^smoke .*x .* ok$" "$tmp/out" && passed=$((passed + 1)) || fail "no smoke row with a ratio: $(cat "$tmp/out")"
-  else
-    echo "bench_cli: no python3 with torch and numpy; --quick indexer ran without its peer only" >&2
-  fi
+  quick_part indexer "^smoke .* ok$"
   ;;
 
 *)

@@ -47,37 +47,25 @@ usage)
 run)
   # no interpreter: one line says so, PTO alone, exit 0, torch_ms null
   expect 0 "no PyTorch peer" -- --quick --json attention "${tiny[@]}" --python "$tmp/no/python3"
-  json_check "$tmp/out" 'len(r) == 1 and r[0]["workload"] == "attention" and r[0]["torch_ms"] is None and r[0]["check"] == "ok" and r[0]["pto_ms"] > 0 and r[0]["s2"] == 256 and r[0]["h"] == 16 and r[0]["topk"] == 32 and r[0]["causal"] is False and r[0]["valid_slots"] == 4 * 32 and r[0]["invalid_slots"] == 0 and abs(r[0]["scale"] - 576 ** -0.5) < 1e-6 and abs(r[0]["gflop"] / (2 * 4 * 16 * 32 * 1088e-9) - 1) < 1e-5 and r[0]["peak_gflops"] >= 0 and r[0]["torch_check"] is None' &&
-    passed=$((passed + 1)) || fail "JSON without a peer: $(cat "$tmp/out")"
+  expect_json "JSON without a peer" 'len(r) == 1 and r[0]["workload"] == "attention" and r[0]["torch_ms"] is None and r[0]["check"] == "ok" and r[0]["pto_ms"] > 0 and r[0]["s2"] == 256 and r[0]["h"] == 16 and r[0]["topk"] == 32 and r[0]["causal"] is False and r[0]["valid_slots"] == 4 * 32 and r[0]["invalid_slots"] == 0 and abs(r[0]["scale"] - 576 ** -0.5) < 1e-6 and abs(r[0]["gflop"] / (2 * 4 * 16 * 32 * 1088e-9) - 1) < 1e-5 and r[0]["peak_gflops"] >= 0 and r[0]["torch_check"] is None'
 
   # every option, no peer
   expect 0 "swimlane of one traced run" -- --quick attention "${tiny[@]}" --causal --invalid 25 \
     --scale 0.135234 --no-peer --seed 7 --save "$tmp/saved" --trace "$tmp/trace.json"
   grep -qE "^smoke\* .* 0\.1352 yes +25\.0 .* ok$" "$tmp/out" && passed=$((passed + 1)) ||
     fail "no row with the scale, causal and 25 % invalid: $(cat "$tmp/out")"
-  for f in q kv indices out lse; do
-    [ -s "$tmp/saved/$f.npy" ] || fail "--save wrote no $f.npy"
-  done
-  [ -s "$tmp/trace.json" ] && passed=$((passed + 1)) || fail "--trace wrote nothing"
-  python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); sys.exit(0 if m["workload"]=="attention" and m["scale"]==0.135234 and m["causal"] is True and m["seed"]==7 and m["invalid_pct"]==25 and m["s2"]==256 and m["topk"]==32 and m["dv"]==512 and m["invalid_slots"]==32 else 1)' \
-    "$tmp/saved/meta.json" && passed=$((passed + 1)) || fail "meta.json: $(cat "$tmp/saved/meta.json")"
+  expect_saved q kv indices out lse
+  expect_meta 'm["workload"]=="attention" and m["scale"]==0.135234 and m["causal"] is True and m["seed"]==7 and m["invalid_pct"]==25 and m["s2"]==256 and m["topk"]==32 and m["dv"]==512 and m["invalid_slots"]==32'
 
   # two presets: one file and directory per preset
-  expect 0 "" -- --quick attention --preset smoke,small --s1 2 --s2 128 --h 8 --topk 16 --no-peer \
-    --save "$tmp/two" --trace "$tmp/two.json"
-  for p in smoke small; do
-    [ -s "$tmp/two/$p/lse.npy" ] && [ -s "$tmp/two-$p.json" ] || fail "--save/--trace for $p"
-  done
+  expect_per_preset lse attention --s1 2 --s2 128 --h 8 --topk 16
 
   # queries with no valid key, through PTO's check: every slot invalid, and
   # causal queries that see no key (S1 > S2)
   expect 0 "" -- --quick attention "${tiny[@]}" --invalid 100 --no-peer --save "$tmp/none"
   expect 0 "" -- --quick attention --preset smoke --s1 8 --s2 4 --h 4 --topk 3 --causal --invalid 20 --no-peer
 
-  if ! py=$(torch_python); then
-    echo "bench_cli_attention: no python3 with torch and numpy; the peer parts are skipped" >&2
-    finish && exit 77 || exit 1
-  fi
+  peer_python
   # the saved files are NumPy's: what PTO saved checks out in NumPy
   "$py" - "$tmp/saved" "$tmp/none" <<'EOF2' && passed=$((passed + 1)) || fail "NumPy disagrees with the saved run"
 import json, sys, numpy as np
@@ -111,8 +99,7 @@ EOF2
 
   # with the peer: both sides checked, times and ratio reported
   expect 0 "checking PyTorch's result" -- --quick --json attention "${tiny[@]}" --causal --invalid 30 --python "$py"
-  json_check "$tmp/out" 'r[0]["torch_ms"] > 0 and r[0]["ratio"] > 0 and r[0]["check"] == "ok" and r[0]["torch_check"] == "ok" and r[0]["torch_variant"] in ("chunked", "naive") and set(r[0]["torch_variants"]) == {"chunked", "naive"} and r[0]["torch_version"]' &&
-    passed=$((passed + 1)) || fail "JSON with the peer: $(cat "$tmp/out")"
+  expect_json "JSON with the peer" 'r[0]["torch_ms"] > 0 and r[0]["ratio"] > 0 and r[0]["check"] == "ok" and r[0]["torch_check"] == "ok" and r[0]["torch_variant"] in ("chunked", "naive") and set(r[0]["torch_variants"]) == {"chunked", "naive"} and r[0]["torch_version"]'
   # PyTorch on queries that see no key, or fewer than topk, or some of their
   # slots invalid: out 0 and lse +inf where none is valid, as PTO's
   expect 0 "checking PyTorch's result" -- --quick attention --preset smoke --s1 8 --s2 4 --h 4 --topk 3 \
@@ -135,22 +122,11 @@ EOF2
     --quick attention "${tiny[@]}" --python "$py" --peer-script "$tmp/liar.py"
   echo 'pass' >"$tmp/silent.py"
   expect 1 "the PyTorch peer wrote no result" -- --quick attention "${tiny[@]}" --python "$py" --peer-script "$tmp/silent.py"
-  echo 'raise SystemExit(3)' >"$tmp/crash.py"
-  expect 1 "the PyTorch peer .* failed: exit status 3" -- --quick attention "${tiny[@]}" --python "$py" --peer-script "$tmp/crash.py"
+  expect_peer_crash attention "${tiny[@]}"
   ;;
 
 quick)
-  expect 0 "no PyTorch peer" -- --quick attention --python "$tmp/no/python3"
-  n=$(grep -ci "torch" "$tmp/err")
-  [ "$n" -eq 1 ] && passed=$((passed + 1)) || fail "the missing peer took $n lines"
-  grep -qE "^smoke +1 +16 +1024 +128 +576 +512 +128 .* ok$" "$tmp/out" && passed=$((passed + 1)) ||
-    fail "no smoke row: $(cat "$tmp/out")"
-  if torch_python >/dev/null; then
-    expect 0 "checking PyTorch's result" -- --quick attention
-    grep -qE "^smoke .*x .* ok$" "$tmp/out" && passed=$((passed + 1)) || fail "no smoke row with a ratio: $(cat "$tmp/out")"
-  else
-    echo "bench_cli_attention: no python3 with torch and numpy; --quick attention ran without its peer only" >&2
-  fi
+  quick_part attention "^smoke +1 +16 +1024 +128 +576 +512 +128 .* ok$"
   ;;
 
 *)
