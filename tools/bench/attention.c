@@ -194,9 +194,9 @@ static int case_fill(const bench_case_opts *o, bench_case *bc) {
   if (bench_sparse_indices(bc->in_data[2], d->b, d->s1, d->s2, d->topk,
                            c->prm.causal, x->invalid, o->h.seed, 3, &c->slots))
     return -1;
-  bench_fill_uniform(bc->in_data[0], (size_t)(d->b * d->s1 * d->h * d->d),
-                     o->h.seed, 1, -1.0f, 1.0f);
-  bench_fill_uniform(bc->in_data[1], (size_t)(d->b * d->s2 * d->d), o->h.seed,
+  bench_fill_uniform(bc->in_data[0], bench_array_count(&bc->in[0]), o->h.seed,
+                     1, -1.0f, 1.0f);
+  bench_fill_uniform(bc->in_data[1], bench_array_count(&bc->in[1]), o->h.seed,
                      2, -1.0f, 1.0f);
   return 0;
 }

@@ -288,6 +288,11 @@ static double array_bytes(const bench_array *a) {
   return n;
 }
 
+/* A buffer for a (within BENCH_CASE_MAX_BYTES, its size fits a size_t). */
+static void *array_alloc(const bench_array *a) {
+  return pto_buffer_alloc(bench_array_count(a) * bench_dtype_size(a->dtype));
+}
+
 /* Case k made: described (w->init), its buffers allocated and its inputs
  * filled (w->fill). 0, or -1 (printed). */
 static int case_make(const bench_workload *w, const bench_case_opts *x, int k,
@@ -318,11 +323,10 @@ static int case_make(const bench_workload *w, const bench_case_opts *x, int k,
   }
   int ok = 1;
   for (size_t i = 0; i < c->n_in; i++)
-    ok &= !!(c->in_data[i] = pto_buffer_alloc((size_t)array_bytes(&c->in[i])));
+    ok &= !!(c->in_data[i] = array_alloc(&c->in[i]));
   for (size_t i = 0; i < c->n_out; i++) {
-    const size_t n = (size_t)array_bytes(&c->out[i]);
-    ok &= !!(c->pto_out[i] = pto_buffer_alloc(n));
-    ok &= !!(c->peer_out[i] = pto_buffer_alloc(n));
+    ok &= !!(c->pto_out[i] = array_alloc(&c->out[i]));
+    ok &= !!(c->peer_out[i] = array_alloc(&c->out[i]));
   }
   if (!ok || w->fill(x, c)) {
     fprintf(stderr, "pto-bench %s: %s: out of memory for %.1f GiB\n", t->cmd,

@@ -85,6 +85,13 @@ int bench_mkdirs(const char *path, char *err, size_t err_size) {
   }
 }
 
+size_t bench_array_count(const bench_array *a) {
+  size_t n = 1;
+  for (int d = 0; d < a->ndim; d++)
+    n *= (size_t)a->shape[d];
+  return n;
+}
+
 int bench_write_arrays(const char *dir, const bench_array *arrays, size_t n,
                        const json_t *meta, char *err, size_t err_size) {
   char path[4096], file[256];

@@ -34,6 +34,9 @@ typedef struct bench_array {
   const void *data;
 } bench_array;
 
+/* How many elements a holds: the product of its shape. */
+size_t bench_array_count(const bench_array *a);
+
 /* Writes every array as dir/<name>.npy and meta (when not NULL) as
  * dir/meta.json, creating dir. 0, or -1 with the reason in err. */
 int bench_write_arrays(const char *dir, const bench_array *arrays, size_t n,

@@ -147,13 +147,9 @@ static int case_init(const bench_case_opts *o, int k, bench_case *bc) {
 
 /* Random q, k and w (bench_workload.fill). */
 static int case_fill(const bench_case_opts *o, bench_case *bc) {
-  for (size_t i = 0; i < bc->n_in; i++) {
-    const bench_array *a = &bc->in[i];
-    size_t n = 1;
-    for (int d = 0; d < a->ndim; d++)
-      n *= (size_t)a->shape[d];
-    bench_fill_uniform(bc->in_data[i], n, o->h.seed, i + 1, -1.0f, 1.0f);
-  }
+  for (size_t i = 0; i < bc->n_in; i++) /* streams 1, 2, 3 */
+    bench_fill_uniform(bc->in_data[i], bench_array_count(&bc->in[i]), o->h.seed,
+                       i + 1, -1.0f, 1.0f);
   return 0;
 }
 
