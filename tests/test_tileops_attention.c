@@ -1,0 +1,212 @@
+/* tileops: attention's instructions' drivers (rows of cases[] in
+ * test_tileops.c). */
+#include "tests/tileops_test.h"
+
+/* ---- drivers: attention's instructions ------------------------------------
+ * TGATHERPACK is exact: its whole buffers are compared with the layouts
+ * written out here (core/isa.def); TSOFTMAXONLINE and TSOFTMAXFINAL take
+ * exps, logs and sums: each value within a relative 4e-6 (a few ulp of
+ * vf_exp plus a sum of up to 40 positive terms in another order) of the
+ * double-precision result, every untouched byte still the sentinel. */
+
+/* An index tile of n slots (1 x n valid in 1 x cap), every fifth invalid
+ * (-1, rows, INT32_MIN, or rows + 3 in turn), the rest rows apart. */
+static pto_tile *index_tile(rng *r, uint32_t n, uint32_t cap, int32_t rows) {
+  pto_tile *t = tile_new(PTO_I32, 1, cap, 1, n, 0x11);
+  static const int32_t bad[] = {-1, 0, INT32_MIN, 3};
+  for (uint32_t c = 0; c < n; c++) {
+    int32_t v = (int32_t)below(r, (uint32_t)rows);
+    if (c % 5 == 4)
+      v = bad[(c / 5) % 4] + (bad[(c / 5) % 4] >= 0 ? rows : 0);
+    seti(t, 0, c, v);
+  }
+  return t;
+}
+
+static int index_ok(const pto_tile *ix, uint32_t c, int64_t rows) {
+  int32_t v = geti(ix, 0, c);
+  return v >= 0 && v < rows;
+}
+
+void drive_gatherpack(int op, const oracle_case *oc) {
+  (void)oc;
+  /* slots n, D, dv, panel width, table rows */
+  static const uint32_t dims[][5] = {
+      {16, 24, 16, 16, 50}, {13, 37, 20, 16, 9}, {7, 5, 5, 5, 30},
+      {1, 1, 1, 1, 2},      {33, 64, 48, 8, 100}, {10, 22, 18, 8, 40}};
+  static const pto_dtype gdts[] = {PTO_F32, PTO_BF16, PTO_F16};
+  for (int gi = 0; gi < 3; gi++)
+    for (int di = 0; di < 6; di++)
+      for (int cm = 0; cm < 2; cm++) { /* table row- or column-major */
+        const uint32_t *D = dims[di];
+        const uint32_t n = D[0], K = D[1], dv = D[2], w = D[3];
+        rng r = rng_seed(seed_of(op, gi, di, cm));
+        gbuf tb = gbuf_gen(&r, gdts[gi], D[4], K + 2, cm, G_MM);
+        pto_tile *ix = index_tile(&r, n, n + 3, (int32_t)D[4]);
+        const uint32_t np = (n + w - 1) / w * w, vp = (dv + w - 1) / w * w;
+        pto_tile *gt = dst_new(PTO_F32, K + 1, np + 2, K, n);
+        pto_tile *v = dst_new(PTO_F32, n + 2, vp, n, dv);
+        pto_tile *wg = tile_clone(gt), *wv = tile_clone(v);
+        for (uint32_t t = 0; t < np; t++) {
+          const int ok = t < n && index_ok(ix, t, D[4]);
+          const int32_t j = ok ? geti(ix, 0, t) : 0;
+          for (uint32_t d = 0; d < K; d++) /* G^T: (d, t) */
+            ((float *)wg->data)[pto__pack_b_index(wg, w, d, t)] =
+                ok ? (float)value_of(tb.g.dtype, gat(&tb.g, j, d)) : 0.0f;
+          for (uint32_t c = 0; t < n && c < vp; c++) /* V: (t, c) */
+            ((float *)wv->data)[pto__pack_b_index(wv, w, t, c)] =
+                ok && c < dv ? (float)value_of(tb.g.dtype, gat(&tb.g, j, c))
+                             : 0.0f;
+        }
+        char ctx[128];
+        snprintf(ctx, sizeof ctx, "%s %s table%s n=%u D=%u dv=%u w=%u",
+                 pto__insn_name(op), pto_dtype_name(gdts[gi]),
+                 cm ? " (col-major)" : "", n, K, dv, w);
+        pto_targs a = {0};
+        a.dst[0] = gt;
+        a.dst[1] = v;
+        a.src[0] = ix;
+        a.g = tb.g;
+        a.imm[0] = (int32_t)w;
+        run_ok(op, &a, ctx);
+        cr_assert(memcmp(gt->data, wg->data, tile_size(gt)) == 0,
+                  "%s: G^T differs from the packed layout", ctx);
+        cr_assert(memcmp(v->data, wv->data, tile_size(v)) == 0,
+                  "%s: V differs from the packed layout", ctx);
+      }
+}
+
+/* within 4e-6 relative, or both the same infinity or zero */
+static void expect_close(const char *ctx, const char *what, uint32_t r,
+                         uint32_t c, double got, double want) {
+  int ok = isinf(want) ? got == want
+                       : fabs(got - want) <= 4e-6 * fabs(want) + 1e-37;
+  cr_assert(ok, "%s: %s (%u,%u) is %.9g, expected %.9g", ctx, what, r, c, got,
+            want);
+}
+
+void drive_smonline(int op, const oracle_case *oc) {
+  (void)oc;
+  /* M, N, panel width */
+  static const uint32_t dims[][3] = {
+      {8, 16, 6}, {13, 37, 6}, {1, 1, 1}, {5, 40, 4}, {12, 9, 12}};
+  static const double scales[] = {0.125, 1.0};
+  for (int di = 0; di < 5; di++)
+    for (int fl = 0; fl < 4; fl++) { /* continue a state; scale */
+      const uint32_t M = dims[di][0], N = dims[di][1], w = dims[di][2];
+      const int cont = fl & 1;
+      const double scale = scales[fl >> 1];
+      const int32_t rows = 40;
+      rng r = rng_seed(seed_of(op, di, fl, 0));
+      pto_tile *S = src_new(&r, PTO_F32, M + 1, N + 3, M, N, G_MM);
+      pto_tile *ix = index_tile(&r, N, N + 1, rows);
+      if (di == 4) /* a block with nothing valid */
+        for (uint32_t c = 0; c < N; c++)
+          seti(ix, 0, c, -7);
+      pto_tile *prev = tile_new(PTO_F32, M, 8, M, 3, 0x5b);
+      for (uint32_t i = 0; i < M; i++) { /* some rows start empty */
+        const int empty = i % 4 == 3;
+        setf(prev, i, 0, 1.0f);
+        setf(prev, i, 1, empty ? -INFINITY : (float)uniform(&r, -3, 3));
+        setf(prev, i, 2, empty ? 0.0f : (float)uniform(&r, 0.5, 20));
+      }
+      const uint32_t mp = (M + w - 1) / w * w;
+      pto_tile *P = dst_new(PTO_F32, mp + 1, N + 2, M, N);
+      pto_tile *st = dst_new(PTO_F32, M + 2, 4, M, 3);
+      pto_tile *sentinel = tile_clone(P), *st_want = tile_clone(st);
+      char ctx[128];
+      snprintf(ctx, sizeof ctx, "%s M=%u N=%u w=%u scale %g%s",
+               pto__insn_name(op), M, N, w, scale, cont ? " continued" : "");
+      pto_targs a = {0};
+      a.dst[0] = P;
+      a.dst[1] = st;
+      a.src[0] = S;
+      a.src[1] = ix;
+      a.src[2] = cont ? prev : NULL;
+      a.flags = cont ? PTO_TF_ACC : 0;
+      a.s = scale;
+      a.imm[0] = (int32_t)w;
+      a.imm[1] = rows;
+      run_ok(op, &a, ctx);
+      unsigned char *touched = keep(calloc((size_t)P->rows * P->stride, 1));
+      for (uint32_t i = 0; i < mp; i++) {
+        double m = cont ? getf(prev, i % M, 1) : -INFINITY;
+        double l = cont ? getf(prev, i % M, 2) : 0.0;
+        double mx = m, sum = 0;
+        for (uint32_t c = 0; i < M && c < N; c++)
+          if (index_ok(ix, c, rows)) {
+            double x = (double)(getf(S, i, c) * (float)scale);
+            mx = x > mx ? x : mx;
+          }
+        for (uint32_t c = 0; c < N; c++) {
+          size_t at = pto__pack_a_index(P, w, i, c);
+          double e = 0;
+          if (i < M && mx != -INFINITY && index_ok(ix, c, rows))
+            e = exp((double)(getf(S, i, c) * (float)scale) - mx);
+          sum += e;
+          touched[at] = 1;
+          expect_close(ctx, "P", i, c, ((float *)P->data)[at], e);
+        }
+        if (i >= M)
+          continue;
+        const double alpha = mx == -INFINITY ? 1.0 : exp(m - mx);
+        expect_close(ctx, "alpha", i, 0, getf(st, i, 0), alpha);
+        expect_close(ctx, "max", i, 1, getf(st, i, 1), mx);
+        expect_close(ctx, "sum", i, 2,
+                     getf(st, i, 2), mx == -INFINITY ? l : l * alpha + sum);
+      }
+      for (size_t x = 0; x < (size_t)P->rows * P->stride; x++)
+        cr_assert(touched[x] || ((uint32_t *)P->data)[x] ==
+                                    ((uint32_t *)sentinel->data)[x],
+                  "%s: P element %zu outside the panels was written", ctx, x);
+      for (uint32_t i = 0; i < st->rows; i++) /* beyond (alpha, m, l) */
+        for (uint32_t c = i < M ? 3 : 0; c < st->stride; c++)
+          cr_assert(elem_same(PTO_F32, el(st, i, c), el(st_want, i, c)),
+                    "%s: state (%u,%u) outside the valid region written", ctx,
+                    i, c);
+    }
+}
+
+void drive_smfinal(int op, const oracle_case *oc) {
+  (void)oc;
+  static const uint32_t dims[][2] = {{8, 16}, {13, 37}, {1, 1}, {5, 70}};
+  for (int di = 0; di < 4; di++) {
+    const uint32_t M = dims[di][0], N = dims[di][1];
+    rng r = rng_seed(seed_of(op, di, 0, 0));
+    pto_tile *O = src_new(&r, PTO_F32, M + 1, N + 1, M, N, G_MM);
+    pto_tile *st = tile_new(PTO_F32, M, 4, M, 3, 0x33);
+    for (uint32_t i = 0; i < M; i++) {
+      const int empty = i % 3 == 2;
+      setf(st, i, 0, 0.5f);
+      setf(st, i, 1, empty ? -INFINITY : (float)uniform(&r, -5, 5));
+      setf(st, i, 2, empty ? 0.0f : (float)uniform(&r, 1, 600));
+    }
+    pto_tile *Y = dst_new(PTO_F32, M + 2, N + 4, M, N);
+    pto_tile *L = dst_new(PTO_F32, M + 1, 2, M, 1);
+    pto_tile *wy = tile_clone(Y), *wl = tile_clone(L);
+    double *vy = dbuf(Y), *ty = dbuf(Y), *vl = dbuf(L), *tl = dbuf(L);
+    for (uint32_t i = 0; i < M; i++) {
+      const double m = getf(st, i, 1), l = getf(st, i, 2);
+      for (uint32_t c = 0; c < N; c++) {
+        size_t at = (size_t)i * Y->stride + c;
+        vy[at] = l > 0 ? getf(O, i, c) / l : 0.0;
+        ty[at] = 4e-7 * fabs(vy[at]);
+      }
+      /* logf's error is relative to ln(l), m's exact: cancellation in the
+       * sum makes the bound relative to both terms */
+      vl[(size_t)i * L->stride] = l > 0 ? m + log(l) : INFINITY;
+      tl[(size_t)i * L->stride] = l > 0 ? 2e-7 * (fabs(m) + fabs(log(l))) : 0;
+    }
+    char ctx[96];
+    snprintf(ctx, sizeof ctx, "%s M=%u N=%u", pto__insn_name(op), M, N);
+    pto_targs a = {0};
+    a.dst[0] = Y;
+    a.dst[1] = L;
+    a.src[0] = O;
+    a.src[1] = st;
+    run_ok(op, &a, ctx);
+    expect_tile(ctx, Y, wy, vy, ty);
+    expect_tile(ctx, L, wl, vl, tl);
+  }
+}
+

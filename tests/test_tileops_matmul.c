@@ -1,0 +1,447 @@
+/* tileops: the matmul family: the drivers of TMATMUL, TMATMUL_ACC and
+ * TMATMUL_RELU_WSUM (rows of cases[] in test_tileops.c), then packed
+ * operands and TMATMUL_ACC's row scale on every table this CPU runs. */
+#include "tests/tileops_test.h"
+
+/* ---- drivers: matmul
+ * --------------------------------------------------------- */
+
+/* A matmul operand as the oracle reads it: logical element (r, c) of a
+ * global view, or of a tile (stored transposed when trans). */
+typedef struct mm_operand {
+  const pto_gview *g;
+  const pto_tile *t;
+  int trans;
+} mm_operand;
+
+static double mm_value(const mm_operand *o, uint32_t r, uint32_t c) {
+  if (o->g)
+    return value_of(o->g->dtype, gat(o->g, r, c));
+  return value_of(o->t->dtype, o->trans ? el(o->t, c, r) : el(o->t, r, c));
+}
+
+/* A matmul destination of capacity rows x cols, M x N valid: sentinel
+ * bytes, and random values to accumulate onto when acc. */
+static pto_tile *mm_dst(rng *r, int acc, uint32_t rows, uint32_t cols,
+                        uint32_t M, uint32_t N) {
+  pto_tile *d = dst_new(PTO_F32, rows, cols, M, N);
+  if (acc)
+    for (uint32_t i = 0; i < M; i++)
+      for (uint32_t j = 0; j < N; j++)
+        setf(d, i, j, (float)uniform(r, -4, 4));
+  return d;
+}
+
+/* d (as it is before the run) + A x B in double, and the tolerance
+ * 1e-5 * sqrt(K) * (sum_k |a_k b_k| + |acc|), per element of d. */
+static void mm_oracle(const pto_tile *d, int acc, uint32_t K,
+                      const mm_operand *A, const mm_operand *B, double *val,
+                      double *tol) {
+  for (uint32_t i = 0; i < d->valid_rows; i++)
+    for (uint32_t j = 0; j < d->valid_cols; j++) {
+      double sum = acc ? getf(d, i, j) : 0, mag = fabs(sum);
+      for (uint32_t k = 0; k < K; k++) {
+        double p = mm_value(A, i, k) * mm_value(B, k, j);
+        sum += p;
+        mag += fabs(p);
+      }
+      val[(size_t)i * d->stride + j] = sum;
+      tol[(size_t)i * d->stride + j] = 1e-5 * sqrt((double)K) * mag;
+    }
+}
+
+void drive_matmul(int op, const oracle_case *oc) {
+  (void)oc;
+  /* M N K valid, and the capacities they sit in */
+  static const uint32_t dims[][6] = {{16, 48, 32, 16, 48, 32},
+                                     {13, 37, 29, 16, 48, 32},
+                                     {1, 1, 1, 1, 16, 16},
+                                     {5, 3, 130, 8, 16, 144}};
+  static const pto_dtype types[][2] = {{PTO_F32, PTO_F32},
+                                       {PTO_BF16, PTO_BF16},
+                                       {PTO_F16, PTO_F16},
+                                       {PTO_BF16, PTO_F32}};
+  int acc = op == PTO_OP_TMATMUL_ACC;
+  for (int ti = 0; ti < 4; ti++)
+    for (int di = 0; di < 4; di++)
+      for (int fl = 0; fl < 4; fl++) {
+        const uint32_t *D = dims[di];
+        uint32_t M = D[0], N = D[1], K = D[2], Mc = D[3], Nc = D[4], Kc = D[5];
+        int ta = fl & 1, tb = fl >> 1;
+        rng r = rng_seed(seed_of(op, ti, di, fl));
+        pto_tile *A = ta ? src_new(&r, types[ti][0], Kc, Mc, K, M, G_MM)
+                         : src_new(&r, types[ti][0], Mc, Kc, M, K, G_MM);
+        pto_tile *B = tb ? src_new(&r, types[ti][1], Nc, Kc, N, K, G_MM)
+                         : src_new(&r, types[ti][1], Kc, Nc, K, N, G_MM);
+        pto_tile *d = mm_dst(&r, acc, Mc, Nc, M, N);
+        pto_tile *want = tile_clone(d);
+        double *val = dbuf(d), *tol = dbuf(d);
+        const mm_operand oa = {NULL, A, ta}, ob = {NULL, B, tb};
+        mm_oracle(d, acc, K, &oa, &ob, val, tol);
+        char ctx[128];
+        snprintf(ctx, sizeof ctx, "%s %s x %s M=%u N=%u K=%u%s%s",
+                 pto__insn_name(op), pto_dtype_name(types[ti][0]),
+                 pto_dtype_name(types[ti][1]), M, N, K, ta ? " trans_a" : "",
+                 tb ? " trans_b" : "");
+        pto_targs a = {0};
+        a.dst[0] = d;
+        a.src[0] = A;
+        a.src[1] = B;
+        a.flags = (ta ? PTO_TF_TRANS_A : 0) | (tb ? PTO_TF_TRANS_B : 0);
+        run_ok(op, &a, ctx);
+        expect_tile(ctx, d, want, val, tol);
+      }
+}
+
+/* TMATMUL_RELU_WSUM's oracle: per dst element (r, n), the sum over the G
+ * rows m of group r of w[m] * ReLU((A x B)[m][n]) in double, with tolerance
+ * 1e-5 * sqrt(K) * sum_g |w| * sum_k |a_k b_k| (ReLU moves no value
+ * farther than its argument moved); -inf past the causal diagonal. */
+static void wsum_oracle(const pto_tile *d, uint32_t G, uint32_t K,
+                        const mm_operand *A, const mm_operand *B,
+                        const pto_tile *W, int causal, double diag,
+                        double *val, double *tol) {
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    for (uint32_t n = 0; n < d->valid_cols; n++) {
+      size_t ix = (size_t)r * d->stride + n;
+      double sum = 0, mag = 0;
+      for (uint32_t g = 0; g < G; g++) {
+        double dot = 0, dmag = 0;
+        for (uint32_t k = 0; k < K; k++) {
+          double p = mm_value(A, r * G + g, k) * mm_value(B, k, n);
+          dot += p;
+          dmag += fabs(p);
+        }
+        double w = getf(W, r * G + g, 0);
+        sum += w * (dot < 0 ? 0 : dot);
+        mag += fabs(w) * dmag;
+      }
+      val[ix] = causal && (double)n > (double)r + diag ? -INFINITY : sum;
+      tol[ix] = 1e-5 * sqrt((double)K) * mag;
+    }
+}
+
+void drive_wsum(int op, const oracle_case *oc) {
+  (void)oc;
+  /* R N K G valid, capacities of dst rows, cols, K */
+  static const uint32_t dims[][7] = {{4, 48, 32, 4, 4, 48, 32},
+                                     {3, 37, 29, 5, 4, 48, 32},
+                                     {1, 1, 1, 1, 1, 16, 16},
+                                     {2, 19, 130, 7, 3, 32, 144},
+                                     {13, 5, 3, 1, 16, 16, 16}};
+  static const pto_dtype types[] = {PTO_F32, PTO_BF16, PTO_F16};
+  /* causal diagonals (s): none, through the tile, before it, past it */
+  static const double diags[] = {NAN, 2, -3, 100};
+  for (int ti = 0; ti < 3; ti++)
+    for (int di = 0; di < 5; di++)
+      for (int fl = 0; fl < 4 * 4; fl++) {
+        const uint32_t *D = dims[di];
+        uint32_t R = D[0], N = D[1], K = D[2], G = D[3], M = R * G;
+        uint32_t Mc = D[4] * G, Nc = D[5], Kc = D[6];
+        int ta = fl & 1, tb = (fl >> 1) & 1;
+        double diag = diags[fl >> 2];
+        int causal = !isnan(diag);
+        rng r = rng_seed(seed_of(op, ti, di, fl));
+        pto_tile *A = ta ? src_new(&r, types[ti], Kc, Mc, K, M, G_MM)
+                         : src_new(&r, types[ti], Mc, Kc, M, K, G_MM);
+        pto_tile *B = tb ? src_new(&r, types[ti], Nc, Kc, N, K, G_MM)
+                         : src_new(&r, types[ti], Kc, Nc, K, N, G_MM);
+        pto_tile *W = src_new(&r, PTO_F32, Mc, 1, M, 1, G_MM);
+        pto_tile *d = dst_new(PTO_F32, D[4], Nc, R, N);
+        pto_tile *want = tile_clone(d);
+        double *val = dbuf(d), *tol = dbuf(d);
+        const mm_operand oa = {NULL, A, ta}, ob = {NULL, B, tb};
+        wsum_oracle(d, G, K, &oa, &ob, W, causal, diag, val, tol);
+        char ctx[160];
+        snprintf(ctx, sizeof ctx, "%s %s R=%u G=%u N=%u K=%u%s%s diag %g",
+                 pto__insn_name(op), pto_dtype_name(types[ti]), R, G, N, K,
+                 ta ? " trans_a" : "", tb ? " trans_b" : "", diag);
+        pto_targs a = {0};
+        a.dst[0] = d;
+        a.src[0] = A;
+        a.src[1] = B;
+        a.src[2] = W;
+        a.flags = (ta ? PTO_TF_TRANS_A : 0) | (tb ? PTO_TF_TRANS_B : 0) |
+                  (causal ? PTO_TF_CAUSAL : 0);
+        a.s = causal ? diag : 0;
+        run_ok(op, &a, ctx);
+        expect_tile(ctx, d, want, val, tol);
+      }
+}
+
+/* ---- packed matmul operands (PTO_TF_PACK_A / PTO_TF_PACK_B) -----------------
+ * On every table this CPU runs: TLOAD packs a global window (row-major or a
+ * transposed view) and its layout is checked element by element against
+ * core/isa.def's formula written out here (padding zero, the rest of the
+ * buffer untouched); then TMATMUL / TMATMUL_ACC on every combination of
+ * packed and unpacked (plain or TRANS_*) operands is checked against the
+ * double-precision product with the matmul tolerance. Panel widths: the
+ * table's own (its micro-kernel) and odd ones (5 x 7) that it must also
+ * run. */
+
+static uint32_t round_up(uint32_t v, uint32_t w) {
+  return (v + w - 1) / w * w;
+}
+
+static void run_on(const pto_isa_table *T, int op, const pto_targs *a,
+                   const char *ctx) {
+  char msg[256];
+  int st = pto__tileop_check(op, a, msg, sizeof msg);
+  cr_assert_eq(st, 0, "%s: check refused good operands: %s: %s", ctx,
+               pto_status_name(st), msg);
+  st = T->fn[op](op, a);
+  cr_assert_eq(st, 0, "%s: %s returned %s", ctx, T->name, pto_status_name(st));
+}
+
+/* A matmul operand: logical rows x cols (A: M x K, B: K x N) in a global
+ * buffer, row-major or as a transposed view (col_major), loaded by T's
+ * TLOAD into a tile: packed in panels of w along rows (pack 'A') or cols
+ * (pack 'B'), else plain, or stored transposed when trans. */
+static pto_tile *operand_tile(const pto_isa_table *T, rng *r, pto_dtype gdt,
+                              pto_dtype tdt, uint32_t rows, uint32_t cols,
+                              int col_major, char pack, int trans, uint32_t w,
+                              pto_gview *gv, const char *ctx) {
+  gbuf b = gbuf_gen(r, gdt, rows, cols, col_major, G_MM);
+  *gv = b.g;
+  pto_targs a = {0};
+  a.g = b.g;
+  pto_tile *t;
+  if (pack == 'A') {
+    t = dst_new(tdt, round_up(rows, w) + (w > 1), cols + 3, rows, cols);
+    a.flags = PTO_TF_PACK_A;
+    a.imm[0] = (int32_t)w;
+  } else if (pack == 'B') {
+    t = dst_new(tdt, rows + 1, round_up(cols, w), rows, cols);
+    a.flags = PTO_TF_PACK_B;
+    a.imm[0] = (int32_t)w;
+  } else if (trans) { /* the tile holds the transpose: load that view */
+    t = dst_new(tdt, cols + 2, rows + 3, cols, rows);
+    a.g.rows = cols;
+    a.g.cols = rows;
+    a.g.row_stride = b.g.col_stride;
+    a.g.col_stride = b.g.row_stride;
+  } else {
+    t = dst_new(tdt, rows + 2, cols + 3, rows, cols);
+  }
+  a.dst[0] = t;
+  run_on(T, PTO_OP_TLOAD, &a, ctx);
+  if (!pack)
+    return t;
+  /* the layout, from core/isa.def */
+  pto_tile *want = dst_new(tdt, t->rows, t->cols, rows, cols);
+  uint32_t pr = pack == 'A' ? round_up(rows, w) : rows;
+  uint32_t pc = pack == 'A' ? cols : round_up(cols, w);
+  for (uint32_t i = 0; i < pr; i++)
+    for (uint32_t j = 0; j < pc; j++) {
+      size_t ix = pack == 'A' ? (size_t)(i / w) * w * t->stride +
+                                    (size_t)j * w + i % w
+                              : (size_t)(j / w) * w * t->rows +
+                                    (size_t)i * w + j % w;
+      unsigned char *p = (unsigned char *)want->data + ix * dsize(tdt);
+      if (i < rows && j < cols)
+        o_convert(tdt, p, gdt, gat(&b.g, i, j));
+      else
+        memset(p, 0, dsize(tdt));
+    }
+  char b1[64], b2[64];
+  size_t n = (size_t)t->rows * t->stride;
+  for (size_t ix = 0; ix < n; ix++) {
+    const unsigned char *g = (unsigned char *)t->data + ix * dsize(tdt),
+                        *e = (unsigned char *)want->data + ix * dsize(tdt);
+    cr_assert(elem_same(tdt, g, e),
+              "%s: packed %c element %zu is %s, expected %s", ctx, pack, ix,
+              show(tdt, g, b1, sizeof b1), show(tdt, e, b2, sizeof b2));
+  }
+  return t;
+}
+
+static void packed_matmul(int op) {
+  static const uint32_t dims[][3] = {
+      {13, 37, 29}, {1, 1, 1}, {24, 64, 1}, {25, 70, 130}, {12, 32, 300}};
+  static const pto_dtype types[][2] = {/* global, tile */
+                                       {PTO_F32, PTO_F32},
+                                       {PTO_BF16, PTO_F32},
+                                       {PTO_BF16, PTO_BF16},
+                                       {PTO_F16, PTO_F32}};
+  isa_list tables = tables_here();
+  int acc = op == PTO_OP_TMATMUL_ACC;
+  for (int ti = 0; ti < tables.n; ti++) {
+    const pto_isa_table *T = tables.t[ti];
+    cr_log_info("%s: table %s, panels %ux%u", pto__insn_name(op), T->name,
+                T->mm_mr, T->mm_nr);
+    const uint32_t widths[][2] = {{T->mm_mr, T->mm_nr}, {5, 7}};
+    for (int wi = 0; wi < 2; wi++)
+      for (int di = 0; di < 5; di++)
+        for (int ty = 0; ty < 4; ty++)
+          for (int fl = 0; fl < 16; fl++) {
+            /* pack A, pack B, A transposed, B transposed: a packed operand
+             * comes from a transposed view, an unpacked one is stored
+             * transposed (TRANS_*) */
+            int pa = fl & 1, pb = (fl >> 1) & 1, ta = (fl >> 2) & 1,
+                tb = (fl >> 3) & 1;
+            if (ty > 0 && di != 0)
+              continue; /* every dtype on one shape */
+            uint32_t M = dims[di][0], N = dims[di][1], K = dims[di][2];
+            uint32_t mr = widths[wi][0], nr = widths[wi][1];
+            char ctx[200];
+            snprintf(ctx, sizeof ctx,
+                     "%s on %s: %s<-%s M=%u N=%u K=%u A %s%s B %s%s panels "
+                     "%ux%u",
+                     pto__insn_name(op), T->name,
+                     pto_dtype_name(types[ty][1]), pto_dtype_name(types[ty][0]),
+                     M, N, K, pa ? "packed" : "plain",
+                     ta ? (pa ? " from a transposed view" : " transposed") : "",
+                     pb ? "packed" : "plain",
+                     tb ? (pb ? " from a transposed view" : " transposed") : "",
+                     mr, nr);
+            rng r = rng_seed(seed_of(op, ti * 10 + wi, di * 4 + ty, fl));
+            pto_gview ga, gb;
+            pto_tile *A = operand_tile(T, &r, types[ty][0], types[ty][1], M, K,
+                                       ta, pa ? 'A' : 0, ta, mr, &ga, ctx);
+            pto_tile *B = operand_tile(T, &r, types[ty][0], types[ty][1], K, N,
+                                       tb, pb ? 'B' : 0, tb, nr, &gb, ctx);
+            pto_tile *d = mm_dst(&r, acc, M + 2, N + 5, M, N);
+            pto_tile *want = tile_clone(d);
+            /* every tile dtype holds the global values exactly */
+            double *val = dbuf(d), *tol = dbuf(d);
+            const mm_operand oa = {&ga, NULL, 0}, ob = {&gb, NULL, 0};
+            mm_oracle(d, acc, K, &oa, &ob, val, tol);
+            pto_targs a = {0};
+            a.dst[0] = d;
+            a.src[0] = A;
+            a.src[1] = B;
+            a.flags = (pa ? PTO_TF_PACK_A : ta ? PTO_TF_TRANS_A : 0) |
+                      (pb ? PTO_TF_PACK_B : tb ? PTO_TF_TRANS_B : 0);
+            a.imm[0] = pa ? (int32_t)mr : 0;
+            a.imm[1] = pb ? (int32_t)nr : 0;
+            /* windows to prefetch (pto_targs.ahead): the operands again,
+             * one empty and one contiguous along neither axis; a hint the
+             * result must not depend on */
+            pto_gview ahead[4] = {ga, gb, ga, ga};
+            ahead[2].rows = 0;
+            ahead[3].row_stride = ahead[3].col_stride = 2;
+            ahead[3].rows = ahead[3].cols = 1;
+            a.ahead = ahead;
+            a.n_ahead = di & 1 ? 0 : 4;
+            run_on(T, op, &a, ctx);
+            expect_tile(ctx, d, want, val, tol);
+            free_all();
+          }
+  }
+}
+
+Test(tileops, packed_TMATMUL, .fini = free_all) {
+  packed_matmul(PTO_OP_TMATMUL);
+}
+
+Test(tileops, packed_TMATMUL_ACC, .fini = free_all) {
+  packed_matmul(PTO_OP_TMATMUL_ACC);
+}
+
+/* TMATMUL_RELU_WSUM on packed operands, on every table this CPU runs: the
+ * tables' fast path (their own panel widths) and odd widths, groups that
+ * straddle micro-kernel blocks (G not a multiple of the panel), partial
+ * panels, and the causal mask. */
+Test(tileops, packed_TMATMUL_RELU_WSUM, .fini = free_all) {
+  /* R N K G */
+  static const uint32_t dims[][4] = {
+      {4, 48, 32, 4}, {3, 37, 29, 5}, {1, 1, 1, 1}, {8, 70, 128, 64},
+      {2, 33, 300, 13}, {12, 16, 16, 1}};
+  static const double diags[] = {NAN, 5, -2, 1000};
+  isa_list tables = tables_here();
+  const int op = PTO_OP_TMATMUL_RELU_WSUM;
+  for (int ti = 0; ti < tables.n; ti++) {
+    const pto_isa_table *T = tables.t[ti];
+    const uint32_t widths[][2] = {{T->mm_mr, T->mm_nr}, {5, 7}};
+    for (int wi = 0; wi < 2; wi++)
+      for (int di = 0; di < 6; di++)
+        for (int ci = 0; ci < 4; ci++)
+          for (int tr = 0; tr < 2; tr++) { /* B from k^T, as the indexer */
+            uint32_t R = dims[di][0], N = dims[di][1], K = dims[di][2],
+                     G = dims[di][3], M = R * G;
+            uint32_t mr = widths[wi][0], nr = widths[wi][1];
+            double diag = diags[ci];
+            int causal = !isnan(diag);
+            char ctx[200];
+            snprintf(ctx, sizeof ctx,
+                     "%s on %s: R=%u G=%u N=%u K=%u panels %ux%u diag %g%s",
+                     pto__insn_name(op), T->name, R, G, N, K, mr, nr, diag,
+                     tr ? ", B from a transposed view" : "");
+            rng r = rng_seed(seed_of(op, ti * 10 + wi, di * 4 + ci, tr));
+            pto_gview ga, gb;
+            pto_tile *A = operand_tile(T, &r, PTO_F32, PTO_F32, M, K, 0, 'A',
+                                       0, mr, &ga, ctx);
+            pto_tile *B = operand_tile(T, &r, PTO_F32, PTO_F32, K, N, tr, 'B',
+                                       0, nr, &gb, ctx);
+            pto_tile *W = src_new(&r, PTO_F32, M + 3, 1, M, 1, G_MM);
+            pto_tile *d = dst_new(PTO_F32, R + 1, N + 5, R, N);
+            pto_tile *want = tile_clone(d);
+            double *val = dbuf(d), *tol = dbuf(d);
+            const mm_operand oa = {&ga, NULL, 0}, ob = {&gb, NULL, 0};
+            wsum_oracle(d, G, K, &oa, &ob, W, causal, diag, val, tol);
+            pto_targs a = {0};
+            a.dst[0] = d;
+            a.src[0] = A;
+            a.src[1] = B;
+            a.src[2] = W;
+            a.flags = PTO_TF_PACK_A | PTO_TF_PACK_B |
+                      (causal ? PTO_TF_CAUSAL : 0);
+            a.imm[0] = (int32_t)mr;
+            a.imm[1] = (int32_t)nr;
+            a.s = causal ? diag : 0;
+            run_on(T, op, &a, ctx);
+            expect_tile(ctx, d, want, val, tol);
+            free_all();
+          }
+  }
+}
+
+/* TMATMUL_ACC with PTO_TF_ROWSCALE (the online softmax's rescale of its
+ * accumulator) on every table, packed (the tables' fast path) and plain:
+ * dst * src2[r][0] + A x B. */
+Test(tileops, rowscale_TMATMUL_ACC, .fini = free_all) {
+  static const uint32_t dims[][3] = {{13, 37, 29}, {1, 1, 1}, {24, 64, 48}};
+  isa_list tables = tables_here();
+  const int op = PTO_OP_TMATMUL_ACC;
+  for (int ti = 0; ti < tables.n; ti++) {
+    const pto_isa_table *T = tables.t[ti];
+    for (int di = 0; di < 3; di++)
+      for (int pk = 0; pk < 2; pk++) {
+        const uint32_t M = dims[di][0], N = dims[di][1], K = dims[di][2];
+        char ctx[160];
+        snprintf(ctx, sizeof ctx, "rowscale on %s: M=%u N=%u K=%u %s",
+                 T->name, M, N, K, pk ? "packed" : "plain");
+        rng r = rng_seed(seed_of(op, ti, di, pk));
+        pto_gview ga, gb;
+        pto_tile *A = operand_tile(T, &r, PTO_F32, PTO_F32, M, K, 0,
+                                   pk ? 'A' : 0, 0, T->mm_mr, &ga, ctx);
+        pto_tile *B = operand_tile(T, &r, PTO_F32, PTO_F32, K, N, 0,
+                                   pk ? 'B' : 0, 0, T->mm_nr, &gb, ctx);
+        pto_tile *f = src_new(&r, PTO_F32, M + 1, 3, M, 3, G_MM);
+        pto_tile *d = mm_dst(&r, 1, M + 2, N + 5, M, N);
+        pto_tile *want = tile_clone(d);
+        double *val = dbuf(d), *tol = dbuf(d);
+        const mm_operand oa = {&ga, NULL, 0}, ob = {&gb, NULL, 0};
+        mm_oracle(d, 1, K, &oa, &ob, val, tol);
+        for (uint32_t i = 0; i < M; i++) /* the oracle added d unscaled */
+          for (uint32_t j = 0; j < N; j++) {
+            size_t at = (size_t)i * d->stride + j;
+            double c0 = getf(d, i, j), s0 = getf(f, i, 0);
+            val[at] += c0 * s0 - c0;
+            tol[at] += 1e-6 * fabs(c0 * s0);
+          }
+        pto_targs a = {0};
+        a.dst[0] = d;
+        a.src[0] = A;
+        a.src[1] = B;
+        a.src[2] = f;
+        a.flags = PTO_TF_ROWSCALE | (pk ? PTO_TF_PACK_A | PTO_TF_PACK_B : 0);
+        a.imm[0] = pk ? (int32_t)T->mm_mr : 0;
+        a.imm[1] = pk ? (int32_t)T->mm_nr : 0;
+        run_on(T, op, &a, ctx);
+        expect_tile(ctx, d, want, val, tol);
+        free_all();
+      }
+  }
+}
+
