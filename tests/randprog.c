@@ -400,6 +400,17 @@ static void i32_clip(rp_val *r) {
   }
 }
 
+/* r holds some of src's values (reordered, a subset, or copies): the same
+ * bounds, grid, level, error and specials. */
+static void holds_values_of(rp_val *r, const rp_val *src) {
+  r->lo = src->lo;
+  r->hi = src->hi;
+  r->q = src->q;
+  r->lvl = src->lvl;
+  r->err = src->err;
+  r->special = src->special;
+}
+
 /* ---- picking tensors --------------------------------------------------------
  */
 
@@ -1101,15 +1112,12 @@ static int gen_reduce(gen *g) {
     return 0;
   op_step(g, op, 1, &a, out);
   rp_val *r = V(g, out);
-  r->special = av.special;
-  r->q = av.q;
   if (!sum) {
-    r->lo = av.lo;
-    r->hi = av.hi;
-    r->lvl = av.lvl;
-    r->err = av.err;
+    holds_values_of(r, &av);
     return 1;
   }
+  r->special = av.special;
+  r->q = av.q;
   r->lo = n * av.lo;
   r->hi = n * av.hi;
   r->zsign = 1; /* a sum of -0s: -0 or +0 by where it starts */
@@ -1389,13 +1397,8 @@ static int gen_topk(gen *g) {
   rp_step *s = op_step(g, O_TOPK, 1, &a, out);
   s->out2 = idx;
   s->ival = k;
-  rp_val *r = V(g, out), *ri = V(g, idx);
-  r->special = av.special;
-  r->lo = av.lo;
-  r->hi = av.hi;
-  r->q = av.q;
-  r->lvl = av.lvl;
-  r->err = av.err;
+  holds_values_of(V(g, out), &av);
+  rp_val *ri = V(g, idx);
   ri->lo = 0;
   ri->hi = (double)(last - 1);
   ri->lvl = av.lvl == L_APPROX ? L_NOUSE : L_EXACT; /* ties may swap */
@@ -1540,13 +1543,7 @@ static int gen_concat(gen *g) {
     return 0;
   rp_step *s = op_step(g, O_CONCAT, n, in, out);
   s->a0 = chance(g->r, 20) ? ax - av.nd : ax;
-  rp_val *r = V(g, out);
-  r->lo = rv.lo;
-  r->hi = rv.hi;
-  r->q = rv.q;
-  r->lvl = rv.lvl;
-  r->err = rv.err;
-  r->special = rv.special;
+  holds_values_of(V(g, out), &rv);
   return 1;
 }
 
@@ -1818,6 +1815,31 @@ static int step_live(const rp_case *c, const rp_step *s) {
          (c->vals[s->out].live || (s->out2 >= 0 && c->vals[s->out2].live));
 }
 
+/* Every label a step of c carries (live_only: a live op), and each of its
+ * prefixes, into set (96 bytes each, cap at the most); how many. */
+static int case_labels(const rp_case *c, int live_only, char (*set)[96],
+                       int cap) {
+  int n = 0;
+  for (int i = 0; i < c->n_steps; i++) {
+    if (live_only && !step_live(c, &c->steps[i]))
+      continue;
+    char buf[96];
+    snprintf(buf, sizeof buf, "%s", c->steps[i].label);
+    while (buf[0]) {
+      int dup = 0;
+      for (int j = 0; j < n && !dup; j++)
+        dup = strcmp(set[j], buf) == 0;
+      if (!dup && n < cap)
+        memcpy(set[n++], buf, sizeof buf);
+      char *dot = strrchr(buf, '.');
+      if (!dot)
+        break;
+      *dot = 0;
+    }
+  }
+  return n;
+}
+
 static void gen_outputs(gen *g) {
   rp_case *c = g->c;
   int n = 1 + (int)pick(g->r, 3);
@@ -1896,25 +1918,7 @@ static void gen_config(gen *g) {
   }
   /* label overrides, only for labels some live op carries (or a prefix) */
   char cands[64][96];
-  int n_c = 0;
-  for (int i = 0; i < c->n_steps && n_c < 60; i++) {
-    const rp_step *s = &c->steps[i];
-    if (!step_live(c, s) || !s->label[0])
-      continue;
-    char buf[96];
-    snprintf(buf, sizeof buf, "%s", s->label);
-    for (;;) {
-      int dup = 0;
-      for (int j = 0; j < n_c && !dup; j++)
-        dup = strcmp(cands[j], buf) == 0;
-      if (!dup && n_c < 60)
-        snprintf(cands[n_c++], sizeof cands[0], "%s", buf);
-      char *dot = strrchr(buf, '.');
-      if (!dot)
-        break;
-      *dot = 0;
-    }
-  }
+  int n_c = case_labels(c, 1, cands, 60);
   int n = n_c ? (int)pick(g->r, 4) : 0;
   for (int i = 0; i < n; i++) {
     rp_label_cfg *l = &f->labels[f->n_labels];
@@ -2735,12 +2739,17 @@ static pto_runtime *env_runtime(rp_env *env, const rp_rt_spec *r, char *msg,
   return *slot;
 }
 
-/* Kahn's algorithm over the executable's task graph: 1 if it has a cycle. */
-static int has_cycle(const pto_executable *e) {
-  uint32_t n = pto_executable_num_tasks(e);
+/* Kahn's algorithm over e's task graph: how many tasks it orders (fewer
+ * than all: the graph has a cycle), and in *width (unless NULL) the most
+ * tasks of one depth (longest path from a source): what a level of the
+ * graph gives the workers to run at once. */
+static uint32_t graph_order(const pto_executable *e, uint32_t *width) {
+  uint32_t n = pto_executable_num_tasks(e), best = 0;
   uint32_t *pend = calloc(n + 1, sizeof *pend),
-           *q = malloc((n + 1) * sizeof *q);
-  if (!pend || !q)
+           *q = malloc((n + 1) * sizeof *q),
+           *depth = calloc(n + 1, sizeof *depth),
+           *count = calloc(n + 1, sizeof *count);
+  if (!pend || !q || !depth || !count)
     abort();
   for (uint32_t t = 0; t < n; t++) {
     const uint32_t *succ;
@@ -2753,15 +2762,25 @@ static int has_cycle(const pto_executable *e) {
     if (!pend[t])
       q[tail++] = t;
   while (head < tail) {
+    uint32_t t = q[head++];
+    if (++count[depth[t]] > best)
+      best = count[depth[t]];
     const uint32_t *succ;
-    uint32_t k = pto_executable_task_succ(e, q[head++], &succ);
-    for (uint32_t j = 0; j < k; j++)
+    uint32_t k = pto_executable_task_succ(e, t, &succ);
+    for (uint32_t j = 0; j < k; j++) {
+      if (depth[succ[j]] < depth[t] + 1)
+        depth[succ[j]] = depth[t] + 1;
       if (--pend[succ[j]] == 0)
         q[tail++] = succ[j];
+    }
   }
   free(pend);
   free(q);
-  return tail != n;
+  free(depth);
+  free(count);
+  if (width)
+    *width = best;
+  return tail;
 }
 
 typedef struct run_bufs {
@@ -2814,28 +2833,6 @@ rp_outcome rp_run_config(rp_env *env, const rp_case *c, const pto_config *cfg,
   return run_impl(env, c, 1, cfg, msg, size);
 }
 
-/* Every label an op of c carries, and each of its prefixes, into set
- * (96 bytes each); how many. */
-static int case_labels(const rp_case *c, char (*set)[96], int cap) {
-  int n = 0;
-  for (int i = 0; i < c->n_steps; i++) {
-    char buf[96];
-    snprintf(buf, sizeof buf, "%s", c->steps[i].label);
-    while (buf[0]) {
-      int dup = 0;
-      for (int j = 0; j < n && !dup; j++)
-        dup = strcmp(set[j], buf) == 0;
-      if (!dup && n < cap)
-        memcpy(set[n++], buf, sizeof buf);
-      char *dot = strrchr(buf, '.');
-      if (!dot)
-        break;
-      *dot = 0;
-    }
-  }
-  return n;
-}
-
 /* Known bug 4 fixed: an op deriving a shape of 2^40 elements or more is
  * refused with a message, as pto_input refuses one. */
 static rp_outcome check_huge(int kind, char *msg, size_t size) {
@@ -2877,46 +2874,6 @@ static rp_outcome check_huge(int kind, char *msg, size_t size) {
   return res;
 }
 
-/* The most tasks of one depth (longest path from a source) of e's task
- * graph: what a level of the graph gives the workers to run at once. */
-static uint32_t graph_width(const pto_executable *e) {
-  uint32_t n = pto_executable_num_tasks(e), best = 0;
-  uint32_t *pend = calloc(n + 1, sizeof *pend),
-           *q = malloc((n + 1) * sizeof *q),
-           *depth = calloc(n + 1, sizeof *depth),
-           *count = calloc(n + 1, sizeof *count);
-  if (!pend || !q || !depth || !count)
-    abort();
-  for (uint32_t t = 0; t < n; t++) {
-    const uint32_t *succ;
-    uint32_t k = pto_executable_task_succ(e, t, &succ);
-    for (uint32_t j = 0; j < k; j++)
-      pend[succ[j]]++;
-  }
-  uint32_t head = 0, tail = 0;
-  for (uint32_t t = 0; t < n; t++)
-    if (!pend[t])
-      q[tail++] = t;
-  while (head < tail) {
-    uint32_t t = q[head++];
-    if (++count[depth[t]] > best)
-      best = count[depth[t]];
-    const uint32_t *succ;
-    uint32_t k = pto_executable_task_succ(e, t, &succ);
-    for (uint32_t j = 0; j < k; j++) {
-      if (depth[succ[j]] < depth[t] + 1)
-        depth[succ[j]] = depth[t] + 1;
-      if (--pend[succ[j]] == 0)
-        q[tail++] = succ[j];
-    }
-  }
-  free(pend);
-  free(q);
-  free(depth);
-  free(count);
-  return best;
-}
-
 /* Known bug 5 fixed: fusion leaves the workers something to do. With
  * nbuffer auto, a fused graph narrower than min(workers, 4) tasks where the
  * unfused graph is at least twice that wide and moves 64 KiB per worker is
@@ -2932,7 +2889,7 @@ static rp_outcome check_parallel(const rp_case *c, pto_program *p,
       return RP_PASS;
   pto_config *nf = cfg ? pto_config_clone(cfg) : pto_config_new();
   char labels[64][96];
-  int n = case_labels(c, labels, 64);
+  int n = case_labels(c, 0, labels, 64);
   pto_config_set_knob(nf, NULL, PTO_KNOB_FUSE, 0);
   for (int i = 0; i < n; i++)
     pto_config_set_knob(nf, labels[i], PTO_KNOB_FUSE, 0);
@@ -2942,7 +2899,9 @@ static rp_outcome check_parallel(const rp_case *c, pto_program *p,
   pto_executable *u = NULL;
   rp_outcome res = RP_PASS;
   if (pto_compile(p, nf, &u) == PTO_OK) {
-    uint32_t fused = graph_width(e), unfused = graph_width(u);
+    uint32_t fused, unfused;
+    graph_order(e, &fused);
+    graph_order(u, &unfused);
     pto_exe_stats us;
     pto_executable_stats(u, &us);
     /* only where there is work to share: 64 KiB moved per worker */
@@ -3022,7 +2981,7 @@ static rp_outcome run_impl(rp_env *env, const rp_case *c, int ext,
       abort();
     if (c->sw.l1_reuse_hang) { /* known bug 3: no l1_reuse >= 2 at all */
       char labels[64][96];
-      int n = case_labels(c, labels, 64);
+      int n = case_labels(c, 0, labels, 64);
       pto_config_set_knob(cfg, NULL, PTO_KNOB_L1_REUSE, 1);
       for (int i = 0; i < n; i++)
         pto_config_set_knob(cfg, labels[i], PTO_KNOB_L1_REUSE, 1);
@@ -3075,7 +3034,7 @@ static rp_outcome run_impl(rp_env *env, const rp_case *c, int ext,
   if (!c->sw.fusion_parallelism &&
       (res = check_parallel(c, p, cfg, e, msg, size)) != RP_PASS)
     goto done;
-  if (has_cycle(e)) {
+  if (graph_order(e, NULL) != pto_executable_num_tasks(e)) {
     if (c->sw.fusion_cycle) {
       res = RP_KNOWN;
       snprintf(msg, size, "known bug fusion_cycle: the task graph has a cycle");
@@ -3420,6 +3379,21 @@ static int still_fails(const rp_case *c, const char *want, double timeout_s) {
          same_failure(msg, want);
 }
 
+/* d, a smaller *c, takes its place if it still fails as wanted (1, and a
+ * line to log unless NULL); else d is freed (0). */
+static int adopt_if_fails(rp_case **c, rp_case *d, const char *want,
+                          double timeout_s, FILE *log) {
+  if (!still_fails(d, want, timeout_s)) {
+    rp_case_free(d);
+    return 0;
+  }
+  rp_case_free(*c);
+  *c = d;
+  if (log)
+    fprintf(log, "minimize: %d steps, %d ops\n", d->n_steps, d->n_ops);
+  return 1;
+}
+
 rp_case *rp_minimize(const rp_case *orig, double timeout_s, char *msg,
                      size_t size, FILE *log) {
   char want[1024];
@@ -3459,19 +3433,8 @@ rp_case *rp_minimize(const rp_case *orig, double timeout_s, char *msg,
       d->n_steps--;
       rp_case *e = case_copy(d);
       prune(e);
-      if (still_fails(e, want, timeout_s)) {
-        rp_case_free(d);
-        d = e;
-      } else
-        rp_case_free(e);
-      if (still_fails(d, want, timeout_s)) {
-        rp_case_free(c);
-        c = d;
-        changed = 1;
-        if (log)
-          fprintf(log, "minimize: %d steps, %d ops\n", c->n_steps, c->n_ops);
-      } else
-        rp_case_free(d);
+      adopt_if_fails(&d, e, want, timeout_s, NULL); /* pruned, if it can be */
+      changed |= adopt_if_fails(&c, d, want, timeout_s, log);
     }
     /* where values do not matter (a crash, a hang, a compile error): an op
      * becomes an input of its shape, cutting the graph above it */
@@ -3501,14 +3464,7 @@ rp_case *rp_minimize(const rp_case *orig, double timeout_s, char *msg,
       t->fill_lo = v->dt == PTO_I32 ? 0 : -4;
       t->fill_hi = v->dt == PTO_I32 ? 3 : 4;
       prune(d);
-      if (still_fails(d, want, timeout_s)) {
-        rp_case_free(c);
-        c = d;
-        changed = 1;
-        if (log)
-          fprintf(log, "minimize: %d steps, %d ops\n", c->n_steps, c->n_ops);
-      } else
-        rp_case_free(d);
+      changed |= adopt_if_fails(&c, d, want, timeout_s, log);
     }
     /* the config and the runs, one setting at a time */
     for (int k = 0; k < 12; k++) {
@@ -3535,11 +3491,9 @@ rp_case *rp_minimize(const rp_case *orig, double timeout_s, char *msg,
         d->rts[0].repeat = 0;
       else
         did = 0;
-      if (did && still_fails(d, want, timeout_s)) {
-        rp_case_free(c);
-        c = d;
-        changed = 1;
-      } else
+      if (did)
+        changed |= adopt_if_fails(&c, d, want, timeout_s, NULL);
+      else
         rp_case_free(d);
     }
   }
