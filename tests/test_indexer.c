@@ -54,7 +54,7 @@ static uint32_t check_indexer(const char *what, const pto_indexer_dims *d,
       cr_assert_eq(pto_executable_run_serial(e, ins, outs), PTO_OK, "%s: %s",
                    what, pto_executable_error(e));
     } else {
-      pto_runtime *rt = runtime_with(workers);
+      pto_runtime *rt = runtime_with(workers, 0);
       cr_assert_eq(pto_runtime_run(rt, e, ins, outs), PTO_OK, "%s: %s", what,
                    pto_executable_error(e));
       pto_runtime_free(rt);

@@ -59,7 +59,7 @@ static void check_gemm(int64_t M, int64_t N, int64_t K,
                pto_executable_error(e));
   expect_gemm(what, M, N, K, A, B, got, ref);
   for (uint32_t w = 1; w <= 2; w++) {
-    pto_runtime *rt = runtime_with(w);
+    pto_runtime *rt = runtime_with(w, 0);
     memset(got, 0xff, (size_t)(M * N) * sizeof *got);
     cr_assert_eq(pto_runtime_run(rt, e, in, out), PTO_OK, "%s",
                  pto_executable_error(e));
@@ -198,7 +198,7 @@ static void check_indexer_topk(const pto_indexer_dims *d, int64_t topk,
       cr_assert_eq(pto_executable_run_serial(e, in, out), PTO_OK, "%s: %s",
                    what, pto_executable_error(e));
     } else {
-      rt = runtime_with(2);
+      rt = runtime_with(2, 0);
       cr_assert_eq(pto_runtime_run(rt, e, in, out), PTO_OK, "%s: %s", what,
                    pto_executable_error(e));
       pto_runtime_free(rt);

@@ -11,25 +11,10 @@
 #include <unistd.h>
 
 #include "pto/pto.h"
+#include "tests/runtime_test.h"
 
 #define EXPECT_HAS(msg, part)                                                  \
   cr_expect(strstr((msg), (part)) != NULL, "'%s' lacks '%s'", (msg), (part))
-
-static pto_runtime *runtime_n(uint32_t workers, int trace) {
-  pto_machine m;
-  cr_assert_eq(pto_machine_host(&m), PTO_OK);
-  m.shared = 1;
-  m.workers[0] = m.workers[1] = workers;
-  pto_runtime_params p = pto_runtime_params_default();
-  p.machine = &m;
-  p.pin = 0;
-  p.spin_us = 50;
-  p.yield_us = 200;
-  p.trace = trace;
-  pto_runtime *rt = NULL;
-  cr_assert_eq(pto_runtime_new(&p, &rt), PTO_OK, "%s", pto_runtime_error(NULL));
-  return rt;
-}
 
 /* ---- strict gather ------------------------------------------------------- */
 
@@ -40,7 +25,7 @@ enum { GN = 5, GD = 8 };
 static void expect_run_fails(pto_executable *e, const void *const *in,
                              void *const *out, const char *const *want) {
   for (int how = 0; how < 3; how++) {
-    pto_runtime *rt = how ? runtime_n((uint32_t)how, 0) : NULL;
+    pto_runtime *rt = how ? runtime_with((uint32_t)how, 0) : NULL;
     pto_status st = rt ? pto_runtime_run(rt, e, in, out)
                        : pto_executable_run_serial(e, in, out);
     cr_expect_eq(st, PTO_ERANGE, "%s: %s", how ? "runtime" : "serial",
@@ -182,7 +167,7 @@ Test(scheduler, trace_names_unlabelled_tasks_by_program, .timeout = 60) {
   static float x[64 * 64], z[64 * 64];
   const void *in[] = {x};
   void *out[] = {z};
-  pto_runtime *rt = runtime_n(2, 1);
+  pto_runtime *rt = runtime_with(2, 1);
   cr_assert_eq(pto_runtime_run(rt, e, in, out), PTO_OK, "%s",
                pto_executable_error(e));
   char path[] = "/tmp/pto_trace_names_XXXXXX";
@@ -244,7 +229,7 @@ Test(scheduler, failing_run_calls_say_why, .timeout = 60) {
   pto_program *p = small_program();
   pto_executable *e = NULL;
   cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
-  pto_runtime *rt = runtime_n(1, 0);
+  pto_runtime *rt = runtime_with(1, 0);
   static float x[64], y[64];
   const void *in[] = {x};
   void *out[] = {y};
@@ -275,7 +260,7 @@ Test(scheduler, trace_calls_say_why_not_what_came_before, .timeout = 60) {
   pto_program *p = small_program();
   pto_executable *e = NULL;
   cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
-  pto_runtime *rt = runtime_n(1, 0);
+  pto_runtime *rt = runtime_with(1, 0);
   static float x[64];
   const void *in[] = {x};
   cr_expect_eq(pto_runtime_run(rt, e, in, NULL), PTO_EINVAL);
@@ -294,7 +279,7 @@ Test(scheduler, trace_calls_say_why_not_what_came_before, .timeout = 60) {
   EXPECT_HAS(pto_last_error(), "the executable is NULL");
   pto_runtime_free(rt);
   /* traced: a path that cannot be written names itself and why */
-  rt = runtime_n(1, 1);
+  rt = runtime_with(1, 1);
   static float y[64];
   void *out[] = {y};
   cr_assert_eq(pto_runtime_run(rt, e, in, out), PTO_OK, "%s",
@@ -320,7 +305,7 @@ Test(scheduler, failing_graph_calls_say_why, .timeout = 60) {
   cr_assert_eq(pto_graph_add(g, PTO_CORE_VECTOR, nop_task, NULL), 0);
   cr_expect_eq(pto_runtime_run_graph(NULL, g), PTO_EINVAL);
   EXPECT_HAS(pto_graph_error(g), "run_graph: the runtime is NULL");
-  pto_runtime *rt = runtime_n(1, 0);
+  pto_runtime *rt = runtime_with(1, 0);
   cr_expect_eq(pto_runtime_run_graph(rt, NULL), PTO_EINVAL);
   EXPECT_HAS(pto_runtime_error(rt), "run_graph: the graph is NULL");
   cr_expect_eq(pto_runtime_run_graph(rt, g), PTO_OK, "%s", pto_graph_error(g));
@@ -355,7 +340,7 @@ Test(scheduler, failing_runtime_new_says_why, .timeout = 60) {
   cr_expect_eq(pto_runtime_new(&prm, &rt), PTO_ECONFIG);
   EXPECT_HAS(pto_runtime_error(NULL), "machine 'ascend' has no workers");
   /* a success clears what pto_runtime_error(NULL) reports */
-  rt = runtime_n(1, 0);
+  rt = runtime_with(1, 0);
   cr_expect_str_eq(pto_runtime_error(NULL), "runtime is NULL");
   pto_runtime_free(rt);
 }

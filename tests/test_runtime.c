@@ -19,6 +19,7 @@
 
 #include "pto/pto.h"
 #include "scheduler/exec.h"
+#include "tests/runtime_test.h"
 
 typedef struct dag {
   uint32_t n;
@@ -268,23 +269,6 @@ Test(scheduler, bad_graphs_are_refused, .timeout = 30) {
 }
 
 /* ---- compiled programs ----------------------------------------------------- */
-
-static pto_program *softmax_mm(void) {
-  pto_program *p = pto_program_new("softmax_mm");
-  const int64_t sa[2] = {96, 64}, sb[2] = {64, 80};
-  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, sa);
-  pto_tensor *b = pto_input(p, "b", PTO_F32, 2, sb);
-  pto_program_set_vec_tile(p, 16, 32);
-  pto_program_set_cube_tile(p, 32, 32, 32);
-  pto_program_push_label(p, "mm");
-  pto_tensor *c = pto_matmul(p, a, b, 0);
-  pto_program_pop_label(p);
-  pto_program_push_label(p, "softmax");
-  pto_output(p, pto_softmax(p, pto_muls(p, c, 0.125)), "y");
-  pto_program_pop_label(p);
-  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
-  return p;
-}
 
 Test(scheduler, compiled_runs_equal_serial_bit_for_bit, .timeout = 120) {
   pto_program *p = softmax_mm();
@@ -882,15 +866,7 @@ Test(scheduler, run_that_cannot_progress_ends_with_an_error, .timeout = 120) {
 
 Test(scheduler, trace_has_one_event_per_task_after_its_producers,
      .timeout = 60) {
-  pto_machine m;
-  pto_machine_host(&m);
-  m.workers[0] = m.workers[1] = 2;
-  m.shared = 1;
-  pto_runtime_params prm = pto_runtime_params_default();
-  prm.machine = &m;
-  prm.trace = 1;
-  pto_runtime *rt = NULL;
-  cr_assert_eq(pto_runtime_new(&prm, &rt), PTO_OK);
+  pto_runtime *rt = runtime_with(2, 1);
   dag d;
   tctx *ctx;
   pto_graph *g = random_dag(&d, &ctx, 300, 3, 20, 11, 0);

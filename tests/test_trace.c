@@ -15,30 +15,13 @@
 #endif
 
 #include "pto/pto.h"
-
-/* A matmul labelled "mm" (cube tile 32x32x32) into a softmax. */
-static pto_program *matmul_softmax(void) {
-  pto_program *p = pto_program_new("softmax_mm");
-  const int64_t sa[2] = {96, 64}, sb[2] = {64, 80};
-  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, sa);
-  pto_tensor *b = pto_input(p, "b", PTO_F32, 2, sb);
-  pto_program_set_vec_tile(p, 16, 32);
-  pto_program_set_cube_tile(p, 32, 32, 32);
-  pto_program_push_label(p, "mm");
-  pto_tensor *c = pto_matmul(p, a, b, 0);
-  pto_program_pop_label(p);
-  pto_program_push_label(p, "softmax");
-  pto_output(p, pto_softmax(p, pto_muls(p, c, 0.125)), "y");
-  pto_program_pop_label(p);
-  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
-  return p;
-}
+#include "tests/runtime_test.h"
 
 /* A traced run of an executable times every instruction: per task, ns per
  * opcode within the task's duration; the summary gains time per label and
  * instruction; the trace records the workload, config, tiles and windows. */
 Test(scheduler, trace_of_an_executable_times_its_instructions, .timeout = 60) {
-  pto_program *p = matmul_softmax();
+  pto_program *p = softmax_mm();
   static float a[96 * 64], b[64 * 80], y[96 * 80];
   for (int i = 0; i < 96 * 64; i++)
     a[i] = (float)(i % 7) * 0.1f;
@@ -48,15 +31,7 @@ Test(scheduler, trace_of_an_executable_times_its_instructions, .timeout = 60) {
   void *out[] = {y};
   pto_executable *e = NULL;
   cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
-  pto_machine m;
-  pto_machine_host(&m);
-  m.workers[0] = m.workers[1] = 2;
-  m.shared = 1;
-  pto_runtime_params prm = pto_runtime_params_default();
-  prm.machine = &m;
-  prm.trace = 1;
-  pto_runtime *rt = NULL;
-  cr_assert_eq(pto_runtime_new(&prm, &rt), PTO_OK);
+  pto_runtime *rt = runtime_with(2, 1);
   for (int rep = 0; rep < 2; rep++) /* the second run's trace replaces */
     cr_assert_eq(pto_runtime_run(rt, e, in, out), PTO_OK);
   char *buf = NULL;
