@@ -19,6 +19,7 @@
 
 #include "pto/pto.h"
 #include "scheduler/exec.h"
+#include "tests/exe_test.h"
 #include "tests/runtime_test.h"
 
 typedef struct dag {
@@ -756,30 +757,6 @@ Test(scheduler, many_small_runs_all_complete, .timeout = 120) {
     pto_runtime_free(rt);
   }
   pto_graph_free(g);
-}
-
-/* Adds the edge from -> to to e's task graph (rebuilding its successor
- * lists): the way a test makes the cyclic executable the compiler refuses
- * to build. Before e's first run, which caches the graph. */
-static void add_edge(pto_executable *e, uint32_t from, uint32_t to) {
-  uint32_t *succ = malloc((e->n_edges + 2) * sizeof *succ);
-  cr_assert_not_null(succ);
-  uint32_t at = 0;
-  for (uint32_t t = 0; t < e->n_tasks; t++) {
-    pto_task *k = &e->tasks[t];
-    uint32_t first = k->succ;
-    k->succ = at;
-    for (uint32_t i = 0; i < k->n_succ; i++)
-      succ[at++] = e->succ[first + i];
-    if (t == from) {
-      succ[at++] = to;
-      k->n_succ++;
-    }
-  }
-  e->tasks[to].n_pred++;
-  free(e->succ);
-  e->succ = succ;
-  e->n_edges++;
 }
 
 /* adds(a) -> muls -> exp -> rowsum, one task each: a chain 0 -> 1 -> 2 -> 3. */

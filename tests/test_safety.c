@@ -12,6 +12,7 @@
 #include "core/exe.h"
 #include "partitioner/partition.h"
 #include "pto/pto.h"
+#include "tests/exe_test.h"
 
 /* Input values k/16 for k in [-16, 16]: exact in bf16 and f16 as in f32. */
 static float input_value(unsigned *seed) {
@@ -332,24 +333,7 @@ Test(partitioner, a_cyclic_task_graph_is_refused_naming_its_ops) {
       *(n->n_in == 3 ? &z : &a) = t;
   }
   cr_assert(a != UINT32_MAX && z != UINT32_MAX);
-  uint32_t *succ = malloc((e->n_edges + 2) * sizeof *succ);
-  cr_assert_not_null(succ);
-  uint32_t at = 0;
-  for (uint32_t t = 0; t < e->n_tasks; t++) {
-    pto_task *k = &e->tasks[t];
-    uint32_t first = k->succ;
-    k->succ = at;
-    for (uint32_t i = 0; i < k->n_succ; i++)
-      succ[at++] = e->succ[first + i];
-    if (t == z) {
-      succ[at++] = a;
-      k->n_succ++;
-    }
-  }
-  free(e->succ);
-  e->succ = succ;
-  e->n_edges++;
-  e->tasks[a].n_pred++;
+  add_edge(e, z, a);
   cr_assert_eq(pto__exe_check_acyclic(e), PTO_ESTATE);
   const char *msg = pto_executable_error(e);
   char ta[32], tz[32];
