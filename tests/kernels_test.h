@@ -19,4 +19,20 @@ static inline float *random_f32(int64_t n, unsigned seed) {
   return v;
 }
 
+/* Runs e serially (workers 0) or on a runtime of that many workers; `what`
+ * names the run in a failure. */
+static inline void run_on_workers(pto_executable *e, const void *const *in,
+                                  void *const *out, uint32_t workers,
+                                  const char *what) {
+  if (!workers) {
+    cr_assert_eq(pto_executable_run_serial(e, in, out), PTO_OK, "%s: %s", what,
+                 pto_executable_error(e));
+    return;
+  }
+  pto_runtime *rt = runtime_with(workers, 0);
+  cr_assert_eq(pto_runtime_run(rt, e, in, out), PTO_OK, "%s on %u workers: %s",
+               what, workers, pto_executable_error(e));
+  pto_runtime_free(rt);
+}
+
 #endif /* PTO_TESTS_KERNELS_TEST_H */

@@ -77,15 +77,7 @@ static void check_attention(const char *what, const pto_attention_dims *d,
   for (uint32_t workers = 0; workers <= 2; workers++) {
     memset(out, 0x7f, (size_t)no * sizeof *out);
     memset(lse, 0x7f, (size_t)nl * sizeof *lse);
-    if (!workers) {
-      cr_assert_eq(pto_executable_run_serial(e, ins, outs), PTO_OK, "%s: %s",
-                   what, pto_executable_error(e));
-    } else {
-      pto_runtime *rt = runtime_with(workers, 0);
-      cr_assert_eq(pto_runtime_run(rt, e, ins, outs), PTO_OK, "%s: %s", what,
-                   pto_executable_error(e));
-      pto_runtime_free(rt);
-    }
+    run_on_workers(e, ins, outs, workers, what);
     cr_assert_eq(pto_attention_check(d, prm, q, kv, ix, out, lse, 0, rows,
                                      msg, sizeof msg),
                  0, "%s on %u workers: %s", what, workers, msg);

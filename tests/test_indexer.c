@@ -50,15 +50,7 @@ static uint32_t check_indexer(const char *what, const pto_indexer_dims *d,
   for (uint32_t workers = 0; workers <= 2; workers++) {
     memset(idx, 0x5a, (size_t)n * sizeof *idx);
     memset(val, 0x5a, (size_t)n * sizeof *val);
-    if (!workers) {
-      cr_assert_eq(pto_executable_run_serial(e, ins, outs), PTO_OK, "%s: %s",
-                   what, pto_executable_error(e));
-    } else {
-      pto_runtime *rt = runtime_with(workers, 0);
-      cr_assert_eq(pto_runtime_run(rt, e, ins, outs), PTO_OK, "%s: %s", what,
-                   pto_executable_error(e));
-      pto_runtime_free(rt);
-    }
+    run_on_workers(e, ins, outs, workers, what);
     cr_assert_eq(pto_indexer_check(d, prm, in->q, in->k, in->w, idx, val, 0,
                                    rows, 0, msg, sizeof msg),
                  0, "%s on %u workers: %s", what, workers, msg);

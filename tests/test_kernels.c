@@ -54,17 +54,10 @@ static void check_gemm(int64_t M, int64_t N, int64_t K,
   expect_gemm("eval", M, N, K, A, B, got, ref);
   pto_executable *e = NULL;
   cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
-  memset(got, 0xff, (size_t)(M * N) * sizeof *got);
-  cr_assert_eq(pto_executable_run_serial(e, in, out), PTO_OK, "%s",
-               pto_executable_error(e));
-  expect_gemm(what, M, N, K, A, B, got, ref);
-  for (uint32_t w = 1; w <= 2; w++) {
-    pto_runtime *rt = runtime_with(w, 0);
+  for (uint32_t w = 0; w <= 2; w++) {
     memset(got, 0xff, (size_t)(M * N) * sizeof *got);
-    cr_assert_eq(pto_runtime_run(rt, e, in, out), PTO_OK, "%s",
-                 pto_executable_error(e));
+    run_on_workers(e, in, out, w, what);
     expect_gemm(what, M, N, K, A, B, got, ref);
-    pto_runtime_free(rt);
   }
   pto_executable_free(e);
   pto_program_free(p);
@@ -189,20 +182,12 @@ static void check_indexer_topk(const pto_indexer_dims *d, int64_t topk,
   for (int run = 0; run < 3; run++) {
     memset(idx, 0x5a, (size_t)(rows * topk) * sizeof *idx);
     memset(val, 0x5a, (size_t)(rows * topk) * sizeof *val);
-    pto_runtime *rt = NULL;
     const char *how = run == 0 ? "eval" : run == 1 ? "serial" : "runtime";
-    if (run == 0) {
+    if (run == 0)
       cr_assert_eq(pto_program_eval(p, in, out), PTO_OK, "%s: %s", what,
                    pto_program_error(p));
-    } else if (run == 1) {
-      cr_assert_eq(pto_executable_run_serial(e, in, out), PTO_OK, "%s: %s",
-                   what, pto_executable_error(e));
-    } else {
-      rt = runtime_with(2, 0);
-      cr_assert_eq(pto_runtime_run(rt, e, in, out), PTO_OK, "%s: %s", what,
-                   pto_executable_error(e));
-      pto_runtime_free(rt);
-    }
+    else
+      run_on_workers(e, in, out, run == 1 ? 0 : 2, what);
     char msg[256];
     cr_assert_eq(pto_indexer_check(d, &prm, q, k, w, idx, val, 0, rows, 0, msg,
                                    sizeof msg),
