@@ -36,6 +36,19 @@ static void expect_run_fails(pto_executable *e, const void *const *in,
   }
 }
 
+/* p builds, and the evaluator refuses in with PTO_ERANGE: its message into
+ * msg (size bytes); then p, compiled. */
+static pto_executable *eval_fails_compile(pto_program *p, const void *const *in,
+                                          void *const *out, char *msg,
+                                          size_t size) {
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  cr_assert_eq(pto_program_eval(p, in, out), PTO_ERANGE);
+  snprintf(msg, size, "%s", pto_program_error(p));
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  return e;
+}
+
 /* A 1-D index input: the compiled run's message holds the evaluator's,
  * word for word (index, position, index tensor, table). */
 Test(scheduler, strict_gather_failure_names_index_position_and_table,
@@ -51,15 +64,12 @@ Test(scheduler, strict_gather_failure_names_index_position_and_table,
   pto_tensor *tt = pto_input(p, "table", PTO_F32, 2, ts);
   pto_tensor *ti = pto_input(p, "idx", PTO_I32, 1, is);
   pto_output(p, pto_gather(p, tt, ti, PTO_GATHER_STRICT), "g");
-  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
   const void *in[] = {table, bad};
   void *outs[] = {out};
-  cr_assert_eq(pto_program_eval(p, in, outs), PTO_ERANGE);
   char eval_msg[512];
-  snprintf(eval_msg, sizeof eval_msg, "%s", pto_program_error(p));
+  pto_executable *e =
+      eval_fails_compile(p, in, outs, eval_msg, sizeof eval_msg);
   EXPECT_HAS(eval_msg, "index 7 at [2] of idx");
-  pto_executable *e = NULL;
-  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
   const char *want[] = {eval_msg, "TGATHER", "label 'sfa.kv'", NULL};
   expect_run_fails(e, in, outs, want);
   pto_executable_free(e);
@@ -82,15 +92,12 @@ Test(scheduler, strict_gather_failure_position_in_an_index_view,
   pto_program_set_vec_tile(p, 1, GD);
   pto_tensor *tv = pto_transpose(p, ti, 0, 1);
   pto_output(p, pto_gather(p, tt, tv, PTO_GATHER_STRICT), "g");
-  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
   const void *in[] = {table, bad};
   void *outs[] = {out};
-  cr_assert_eq(pto_program_eval(p, in, outs), PTO_ERANGE);
   char eval_msg[512];
-  snprintf(eval_msg, sizeof eval_msg, "%s", pto_program_error(p));
+  pto_executable *e =
+      eval_fails_compile(p, in, outs, eval_msg, sizeof eval_msg);
   EXPECT_HAS(eval_msg, "index -4 at [1,1]");
-  pto_executable *e = NULL;
-  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
   const char *want[] = {eval_msg, NULL};
   expect_run_fails(e, in, outs, want);
   in[1] = good;
@@ -130,11 +137,9 @@ Test(scheduler, strict_gather_failure_of_a_computed_index, .timeout = 60) {
   void *outs[] = {out};
   for (int then_exp = 0; then_exp < 2; then_exp++) {
     pto_program *p = computed_index(then_exp);
-    cr_assert_eq(pto_program_eval(p, in, outs), PTO_ERANGE);
     char eval_msg[512];
-    snprintf(eval_msg, sizeof eval_msg, "%s", pto_program_error(p));
-    pto_executable *e = NULL;
-    cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+    pto_executable *e =
+        eval_fails_compile(p, in, outs, eval_msg, sizeof eval_msg);
     cr_expect_eq(pto_executable_num_tasks(e), 1, "the cast is fused");
     const char *exact[] = {eval_msg, NULL};
     const char *parts[] = {
