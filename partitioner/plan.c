@@ -82,12 +82,19 @@ static pto_status pack_operands(pto_cprog *pr, interval *iv) {
     if (d->op == PTO_OP_TLOAD)
       d->flags |= flag;
     d->imm[0] = (int32_t)w;
-    for (uint32_t k = 0; k < pr->n_insts; k++) {
-      pto_pinst *pi = &pr->insts[k];
-      if (pto__insn_matmul(pi->op) && pi->src[is_a ? 0 : 1] == t) {
-        pi->flags |= flag;
-        pi->imm[is_a ? 0 : 1] = (int32_t)w;
-      }
+  }
+  /* the matmuls reading packed tiles, in one pass: a pass per tile made
+   * this quadratic, seconds for a subgraph of 10^4 k-slices */
+  for (uint32_t k = 0; k < pr->n_insts; k++) {
+    pto_pinst *pi = &pr->insts[k];
+    if (!pto__insn_matmul(pi->op))
+      continue;
+    for (int r = 0; r < 2 && r < pi->n_src; r++) {
+      uint32_t t = pi->src[r];
+      if (role[t] != (r == 0 ? ROLE_A : ROLE_B) || def[t] == PTO_NONE)
+        continue;
+      pi->flags |= r == 0 ? PTO_TF_PACK_A : PTO_TF_PACK_B;
+      pi->imm[r] = (int32_t)(r == 0 ? mr : nr);
     }
   }
   free(role);
