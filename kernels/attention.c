@@ -69,6 +69,16 @@ pto_tile_shape pto_attention_tile(const pto_machine *m,
     if (f32_tile(rows, (uint64_t)d->d) + f32_tile(rows, kb) <= l0a)
       break;
   }
+  /* L1 after the last block: the final output (th x dv) takes the room of
+   * the block's indices and V, below the softmax state (th x 3) placed
+   * after them, when that room is big enough (kb >= th); else all four sit
+   * side by side (e.g. one block of 64 slots for 66 heads needs 270 KB of a
+   * 256 KiB L1): fewer slots per block, then, until they fit */
+  while (kb > nr && kb < th &&
+         f32_tile(1, kb) + f32_tile(kb, (uint64_t)d->dv) + f32_tile(th, 3) +
+                 f32_tile(th, (uint64_t)d->dv) + 4 * 64 >
+             l1)
+    kb = (kb - 1) / nr * nr; /* the next multiple of nr down */
   t.cube_m = (uint32_t)th;
   t.cube_n = (uint32_t)kb;
   return t;

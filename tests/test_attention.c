@@ -136,6 +136,27 @@ Test(kernels, attention_causal, .timeout = 120) {
   check_attention("causal, early queries see nothing", &b, &prm, 0, -1);
 }
 
+/* The chosen tile fits the machine it is chosen for, whatever topk: with
+ * one block of 60-64 slots for 66 of 128 heads, the final output could not
+ * take the block's room in L1 and the compile failed (ECAPACITY). Every
+ * topk up to two blocks compiles at DeepSeek's head count and dims, and
+ * the first one that failed gives the reference's values. */
+Test(kernels, attention_chosen_tile_fits_every_topk, .timeout = 240) {
+  const pto_attention_params prm = pto_attention_params_default();
+  for (int64_t topk = 1; topk <= 240; topk++) {
+    const pto_attention_dims d = {1, 1, 256, 128, 576, 512, topk};
+    pto_program *p = pto_attention_program(&d, &prm);
+    pto_executable *e = NULL;
+    pto_tile_shape t = pto_attention_tile(NULL, &d);
+    cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "topk %ld, tile %ux%u: %s",
+                 (long)topk, t.cube_m, t.cube_n, pto_program_error(p));
+    pto_executable_free(e);
+    pto_program_free(p);
+  }
+  const pto_attention_dims d = {1, 2, 256, 128, 576, 512, 64};
+  check_attention("128 heads, 64 slots", &d, &prm, 9, -1);
+}
+
 #define EXPECT_MSG_HAS(p, s)                                                   \
   cr_expect(strstr(pto_program_error(p), (s)) != NULL,                         \
             "message \"%s\" lacks \"%s\"", pto_program_error(p), (s))
