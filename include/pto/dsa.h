@@ -184,8 +184,8 @@ PTO_API double pto_dsa_gflop(const pto_dsa_dims *d, const pto_dsa_step *s,
  * entry outside [0, blocks) among a sequence's used blocks included),
  * PTO_ENOMEM. */
 PTO_API pto_status pto_dsa_ref(const pto_dsa_dims *d, const pto_dsa_step *s,
-                               const pto_dsa_params *prm,
-                               const void *const *in, void *const *out);
+                               const pto_dsa_params *prm, const void *const *in,
+                               void *const *out);
 
 /* Checks outputs of any implementation against the reference, so that a
  * near-tie in the top-k may resolve either way:
