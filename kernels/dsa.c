@@ -289,33 +289,39 @@ static pto_tensor *unbatch(pto_program *p, pto_tensor *t) {
   return pto_reshape(p, t, nd - 1, sh);
 }
 
-/* The physical cache row of each of sequence b's lc cached positions, i32
- * [lc,1]: block_table[b][p / BS] * BS + p % BS, computed in the graph. A
- * block number outside [0, blocks) fails the run (a strict gather through
- * the identity table), naming the op and the entry. */
-static pto_tensor *cache_rows(pto_program *p, const pto_dsa_dims *d,
-                              const pto_dsa_step *s, pto_tensor *table,
-                              int64_t b, int64_t lc) {
+/* A vector tile scope of rows x cols (0: the whole extent). The default
+ * 32 x 128 would cut the chain's long, thin index and key tensors into
+ * thousands of tasks of a few microseconds. */
+static void push_vec(pto_program *p, uint32_t rows, uint32_t cols) {
+  pto_program_push_tile(p, NULL);
+  pto_program_set_vec_tile(p, rows, cols);
+}
+
+/* One plus the physical cache row of each of sequence b's positions in its
+ * first lc / BS blocks (rounded up), i32 [nb,BS], computed in the graph:
+ * block_table[b][p / BS] * BS + p % BS + 1 (the +1 leaves 0, which a
+ * gather past the table's end returns, for "no cache row"). A block
+ * number outside [0, blocks) fails the run (a strict gather through the
+ * identity table), naming the op and the entry. */
+static pto_tensor *cache_rows1(pto_program *p, const pto_dsa_dims *d,
+                               const pto_dsa_step *s, pto_tensor *table,
+                               int64_t b, int64_t lc) {
   const int64_t BS = d->block, nb = (lc + BS - 1) / BS, MB = s->max_blocks;
   pto_tensor *row = pto_reshape(p,
                                 pto_slice(p, table, (const int64_t[]){b, 0},
                                           (const int64_t[]){b + 1, MB}),
                                 2, (const int64_t[]){MB, 1});
   pto_tensor *logical =
-      pto_reshape(p, pto_iota(p, PTO_I32, 2, (const int64_t[]){1, nb}, 0), 2,
-                  (const int64_t[]){nb, 1});
-  pto_tensor *blk = pto_gather(p, row, logical, 0); /* [nb,1,1] */
+      pto_reshape(p, pto_iota(p, PTO_I32, 2, (const int64_t[]){1, nb}, 0), 1,
+                  (const int64_t[]){nb});
+  pto_tensor *blk = pto_gather(p, row, logical, 0); /* [nb,1] */
   pto_tensor *ident = pto_reshape(
       p, pto_iota(p, PTO_I32, 2, (const int64_t[]){1, s->blocks}, 0), 2,
       (const int64_t[]){s->blocks, 1});
-  blk = pto_gather(p, ident, pto_reshape(p, blk, 2, (const int64_t[]){nb, 1}),
-                   PTO_GATHER_STRICT);
-  pto_tensor *r = pto_add(
-      p,
-      pto_muls(p, pto_reshape(p, blk, 2, (const int64_t[]){nb, 1}), (double)BS),
-      pto_iota(p, PTO_I32, 2, (const int64_t[]){1, BS}, 0)); /* [nb,BS] */
-  r = pto_reshape(p, r, 2, (const int64_t[]){nb * BS, 1});
-  return pto_slice(p, r, (const int64_t[]){0, 0}, (const int64_t[]){lc, 1});
+  blk = pto_gather(p, ident, pto_reshape(p, blk, 1, (const int64_t[]){nb}),
+                   PTO_GATHER_STRICT); /* [nb,1] */
+  return pto_add(p, pto_muls(p, blk, (double)BS),
+                 pto_iota(p, PTO_I32, 2, (const int64_t[]){1, BS}, 1));
 }
 
 /* The two attentions' results merged by their lse: weights e = exp(lse -
@@ -395,20 +401,30 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
                      pto_tensor **out, pto_tensor **lse) {
   const int64_t n = s->n[b], len = s->len[b], lc = len - n, H = d->h,
                 L = d->latent, R = d->rope, DI = d->di, BS = d->block;
-  pto_tensor *map = NULL;
+  pto_tensor *map1 = NULL; /* [lc,1]: 1 + the cache row of each position */
   /* the sequence's index keys, contiguous: cache rows, then new rows */
   pto_program_push_label(p, "indexer");
   pto_program_push_label(p, "keys");
   pto_tensor *knew = rows(p, pr->k_new, t0, n), *keys = knew;
   if (lc > 0) {
-    map = cache_rows(p, d, s, in[PTO_DSA_BLOCK_TABLE], b, lc);
-    pto_tensor *kc =
-        pto_gather(p,
-                   pto_reshape(p, in[PTO_DSA_K_CACHE], 2,
-                               (const int64_t[]){s->blocks * BS, DI}),
-                   pto_reshape(p, map, 1, (const int64_t[]){lc}), 0);
+    push_vec(p, 64, 0);
+    pto_tensor *m1 = cache_rows1(p, d, s, in[PTO_DSA_BLOCK_TABLE], b, lc);
+    const int64_t nbs = pto_tensor_numel(m1);
+    pto_tensor *flat =
+        pto_reshape(p, pto_adds(p, m1, -1.0), 1, (const int64_t[]){nbs});
+    pto_program_pop_tile(p);
+    map1 = pto_slice(p, pto_reshape(p, m1, 2, (const int64_t[]){nbs, 1}),
+                     (const int64_t[]){0, 0}, (const int64_t[]){lc, 1});
+    /* 256 keys (128 KiB at DI = 128) per gather or copy task */
+    push_vec(p, 256, 0);
+    pto_tensor *kc = pto_gather(
+        p,
+        pto_reshape(p, in[PTO_DSA_K_CACHE], 2,
+                    (const int64_t[]){s->blocks * BS, DI}),
+        pto_slice(p, flat, (const int64_t[]){0}, (const int64_t[]){lc}), 0);
     pto_tensor *parts[2] = {kc, knew};
     keys = pto_concat(p, 2, parts, 0);
+    pto_program_pop_tile(p);
   }
   pto_program_pop_label(p);
   pto_program_pop_label(p);
@@ -429,13 +445,19 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
   /* the new rows: positions lc.. as rows of the sequence's kv_new */
   pto_program_push_label(p, "attention");
   pto_program_push_label(p, "slots");
+  push_vec(p, 32, 0); /* whole rows of topk slots */
   pto_tensor *jn = new_slots(p, idx, lc, n, prm->topk);
   pto_tensor *cidx = NULL;
-  if (lc > 0) /* the cached positions as kv_cache rows; others -1 (the
-                 gather yields 0 past the map, hence the +1 / -1) */
-    cidx = pto_reshape(
-        p, pto_adds(p, pto_gather(p, pto_adds(p, map, 1), idx, 0), -1.0), 3,
-        (const int64_t[]){1, n, prm->topk});
+  if (lc > 0) { /* the cached positions as kv_cache rows, others -1: the
+                   gather yields 0 past the map, less the 1 it adds */
+    const int64_t slots = n * prm->topk;
+    pto_program_set_vec_tile(p, 4096, 0);
+    pto_tensor *g = pto_gather(
+        p, map1, pto_reshape(p, idx, 1, (const int64_t[]){slots}), 0);
+    cidx = pto_adds(p, pto_reshape(p, g, 3, (const int64_t[]){1, n, prm->topk}),
+                    -1.0);
+  }
+  pto_program_pop_tile(p);
   pto_program_pop_label(p);
   pto_program_pop_label(p);
   pto_tensor *ln = NULL;
@@ -450,7 +472,9 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
                       cidx, L, &ap, &lcache);
     pto_program_push_label(p, "attention");
     pto_program_push_label(p, "merge");
+    push_vec(p, 64, 0); /* 64 heads' whole rows (128 KiB at L = 512) */
     on = merge(p, ocache, lcache, on, ln, &ln);
+    pto_program_pop_tile(p);
     pto_program_pop_label(p);
     pto_program_pop_label(p);
   }
