@@ -297,6 +297,13 @@ static void push_vec(pto_program *p, uint32_t rows, uint32_t cols) {
   pto_program_set_vec_tile(p, rows, cols);
 }
 
+/* Rows of `cols` f32 or i32 (padded to 16) in `elems` elements: an
+ * element-wise op's three operands then stay well inside a 256 KiB UB. */
+static uint32_t vec_rows(int64_t elems, int64_t cols) {
+  const int64_t padded = (cols + 15) / 16 * 16, r = elems / padded;
+  return (uint32_t)(r < 1 ? 1 : r > 4096 ? 4096 : r);
+}
+
 /* One plus the physical cache row of each of sequence b's positions in its
  * first lc / BS blocks (rounded up), i32 [nb,BS], computed in the graph:
  * block_table[b][p / BS] * BS + p % BS + 1 (the +1 leaves 0, which a
@@ -415,8 +422,8 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
     pto_program_pop_tile(p);
     map1 = pto_slice(p, pto_reshape(p, m1, 2, (const int64_t[]){nbs, 1}),
                      (const int64_t[]){0, 0}, (const int64_t[]){lc, 1});
-    /* 256 keys (128 KiB at DI = 128) per gather or copy task */
-    push_vec(p, 256, 0);
+    /* 64 KiB of keys (128 at DI = 128) per gather or copy task */
+    push_vec(p, vec_rows(16384, DI), 0);
     pto_tensor *kc = pto_gather(
         p,
         pto_reshape(p, in[PTO_DSA_K_CACHE], 2,
@@ -445,15 +452,17 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
   /* the new rows: positions lc.. as rows of the sequence's kv_new */
   pto_program_push_label(p, "attention");
   pto_program_push_label(p, "slots");
-  push_vec(p, 32, 0); /* whole rows of topk slots */
+  push_vec(p, vec_rows(16384, prm->topk), 0); /* whole rows of slots */
   pto_tensor *jn = new_slots(p, idx, lc, n, prm->topk);
   pto_tensor *cidx = NULL;
   if (lc > 0) { /* the cached positions as kv_cache rows, others -1: the
                    gather yields 0 past the map, less the 1 it adds */
     const int64_t slots = n * prm->topk;
-    pto_program_set_vec_tile(p, 4096, 0);
+    pto_program_set_vec_tile(p, 1024, 0); /* a [1024,1] i32 column: 64 KiB
+                                             in 64-byte rows */
     pto_tensor *g = pto_gather(
         p, map1, pto_reshape(p, idx, 1, (const int64_t[]){slots}), 0);
+    pto_program_set_vec_tile(p, vec_rows(16384, prm->topk), 0);
     cidx = pto_adds(p, pto_reshape(p, g, 3, (const int64_t[]){1, n, prm->topk}),
                     -1.0);
   }
@@ -463,6 +472,12 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
   pto_tensor *ln = NULL;
   pto_tensor *on = pto_attention(p, q, batch1(p, rows(p, pr->kv_new, t0, n)),
                                  jn, L, &ap, &ln);
+  /* [T..]-shaped from here: the merge's results are then roots that a
+   * lone sequence's outputs take in place (an output that is a view costs
+   * a copy: 128 MiB of out at prefill) */
+  const int64_t o3[3] = {n, H, L}, l2[2] = {n, H};
+  on = pto_reshape(p, on, 3, o3);
+  ln = pto_reshape(p, ln, 2, l2);
   if (lc > 0) {
     pto_tensor *lcache = NULL;
     pto_tensor *ocache =
@@ -472,14 +487,15 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
                       cidx, L, &ap, &lcache);
     pto_program_push_label(p, "attention");
     pto_program_push_label(p, "merge");
-    push_vec(p, 64, 0); /* 64 heads' whole rows (128 KiB at L = 512) */
-    on = merge(p, ocache, lcache, on, ln, &ln);
+    push_vec(p, vec_rows(16384, L), 0); /* 64 KiB: 32 heads at L = 512 */
+    on = merge(p, pto_reshape(p, ocache, 3, o3), pto_reshape(p, lcache, 2, l2),
+               on, ln, &ln);
     pto_program_pop_tile(p);
     pto_program_pop_label(p);
     pto_program_pop_label(p);
   }
-  *out = on ? pto_reshape(p, on, 3, (const int64_t[]){n, H, L}) : NULL;
-  *lse = ln ? pto_reshape(p, ln, 2, (const int64_t[]){n, H}) : NULL;
+  *out = on;
+  *lse = ln;
 }
 
 pto_status pto_dsa(pto_program *p, const pto_dsa_dims *d, const pto_dsa_step *s,
