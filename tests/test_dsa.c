@@ -194,6 +194,49 @@ Test(kernels, dsa_prefill_like_steps, .timeout = 120) {
   case_free(&c);
 }
 
+/* Every task carries its part's label, each of the four parts has tasks,
+ * and no output of a batch is a view copied out at the end. */
+Test(kernels, dsa_every_task_is_labelled_by_its_part, .timeout = 60) {
+  dsa_case c;
+  case_new(&c, &small, 2, (const int64_t[]){1, 2}, (const int64_t[]){12, 7}, 4,
+           91);
+  pto_program *p = pto_dsa_program(&c.d, &c.s, &c.prm);
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  const char *parts[4] = {"mla_prolog.", "indexer_prolog.", "indexer.",
+                          "attention"};
+  uint32_t seen[4] = {0};
+  for (uint32_t t = 0; t < pto_executable_num_tasks(e); t++) {
+    const char *l = pto_executable_task_label(e, t);
+    int k = 0;
+    while (k < 4 && strncmp(l, parts[k], strlen(parts[k])) != 0)
+      k++;
+    cr_assert_lt(k, 4, "task %u is labelled '%s'", t, l);
+    seen[k]++;
+  }
+  for (int k = 0; k < 4; k++)
+    cr_expect_gt(seen[k], 0, "no task of %s", parts[k]);
+  pto_executable_free(e);
+  pto_program_free(p);
+  case_free(&c);
+}
+
+/* Tile shapes given for every stage (small ones: many tasks, partial
+ * tiles at every edge) instead of the host's. */
+Test(kernels, dsa_given_tiles_per_stage, .timeout = 120) {
+  dsa_case c;
+  case_new(&c, &small, 2, (const int64_t[]){3, 1}, (const int64_t[]){14, 23}, 8,
+           81);
+  const pto_tile_shape pro = {5, 12, 4, 16, 8};
+  c.prm.mla_prolog = pro;
+  c.prm.indexer_prolog = (pto_tile_shape){3, 0, 6, 8, 16};
+  c.prm.indexer_qk = (pto_tile_shape){0, 0, 8, 8, 0};
+  c.prm.indexer_topk = (pto_tile_shape){1, 8, 0, 0, 0};
+  c.prm.attention = (pto_tile_shape){0, 0, 2, 4, 0};
+  run_case(&c, "given tiles");
+  case_free(&c);
+}
+
 /* Every key selected (topk beyond every length): out and lse do not depend
  * on the top-k's choice, so they are compared with the reference's own
  * outputs directly as well. */
