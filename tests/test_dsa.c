@@ -194,6 +194,28 @@ Test(kernels, dsa_prefill_like_steps, .timeout = 120) {
   case_free(&c);
 }
 
+/* One slot per token (topk 1): a token whose one key is a new row leaves
+ * the cache's attention empty (lse +inf, weight 0 in the merge), one whose
+ * key is cached the new rows' attention. Zero cache keys score exactly 0,
+ * so the new rows win wherever their score is positive. */
+Test(kernels, dsa_merge_with_one_side_empty, .timeout = 60) {
+  dsa_case c;
+  case_new(&c, &small, 1, (const int64_t[]){6}, (const int64_t[]){14}, 1, 97);
+  memset(c.in[PTO_DSA_K_CACHE], 0,
+         (size_t)(c.s.blocks * small.block * small.di) * sizeof(float));
+  run_case(&c, "topk 1");
+  const int32_t *ix = c.out[PTO_DSA_INDICES];
+  int fresh = 0, cached = 0;
+  for (int t = 0; t < 6; t++) {
+    fresh += ix[t] >= 8;
+    cached += ix[t] >= 0 && ix[t] < 8;
+  }
+  cr_expect(fresh > 0 && cached > 0,
+            "%d tokens chose a new row, %d a cached one: one side untested",
+            fresh, cached);
+  case_free(&c);
+}
+
 /* Every task carries its part's label, each of the four parts has tasks,
  * and no output of a batch is a view copied out at the end. */
 Test(kernels, dsa_every_task_is_labelled_by_its_part, .timeout = 60) {
