@@ -176,13 +176,13 @@ PTO_API double pto_dsa_gflop(const pto_dsa_dims *d, const pto_dsa_step *s,
 /* ---- plain-C reference (double accumulation) ----------------------------- */
 
 /* The whole chain in plain C: in[i] and out[i] dense row-major buffers in
- * the order above (block_table and indices int32). Every dot product and
- * norm accumulates in double; each intermediate (q, q_idx, k_new, weights,
- * kv_new) is rounded to f32 as the graph stores it; the indexer and the
- * attention are pto_indexer_ref and pto_attention_ref over the sequence's
- * keys. PTO_EINVAL for bad dims, step, params or pointers (a block table
- * entry outside [0, blocks) among a sequence's used blocks included),
- * PTO_ENOMEM. */
+ * the order above (block_table and indices int32). The prologs run in
+ * double, each of their results (q, kv_new, q_idx, k_new, weights)
+ * rounded to f32 once; the indexer and the attention are pto_indexer_ref
+ * and pto_attention_ref over the sequence's keys (its cache rows through
+ * the block table, then its new rows). PTO_EINVAL for bad dims, step, params or
+ * pointers (a block table entry outside [0, blocks) among a sequence's used
+ * blocks included), PTO_ENOMEM. */
 PTO_API pto_status pto_dsa_ref(const pto_dsa_dims *d, const pto_dsa_step *s,
                                const pto_dsa_params *prm, const void *const *in,
                                void *const *out);
@@ -192,16 +192,23 @@ PTO_API pto_status pto_dsa_ref(const pto_dsa_dims *d, const pto_dsa_step *s,
  *   - kv_new and k_new against the reference's: |a - r| <= 1e-4 (1 +
  *     max |r| of the row) (f32 prologs over D = 7168 terms);
  *   - indices with pto_indexer_check on the reference's q_idx, keys and
- *     weights (sets with a tolerance at the threshold, rtol 1e-4 of the
- *     row's scale; the values are the reference's scores of the chosen
- *     keys, so they are not compared);
+ *     weights: each row's indices (those before its -1 padding, which
+ *     must start at min(topk, visible)) as a set, with a tolerance of
+ *     1e-4 of the row's scale at the threshold; their order is free (the
+ *     attention does not depend on it);
  *   - out and lse against pto_attention_ref run on the reference's q and
- *     keys with the implementation's own indices: |out - r| <= 1e-4 +
- *     1e-3 |r|, |lse - r| <= 1e-4 + 1e-4 |r|, an infinite lse exactly.
+ *     keys with the implementation's own indices. The prologs' f32
+ *     rounding moves a logit by up to about dx = 1e-5 * scale * sum|q| *
+ *     max|kv| (the head's q, the row's selected keys), so: |lse - r| <=
+ *     1e-5 + 1e-5 |r| + dx, |out - r| <= 1e-5 + 1e-4 |r| + 2 dx max|v|; an
+ *     infinite lse exactly.
  * The tolerances are wider than a single operator's (ANCHORS.md) because
  * the chain feeds f32 prolog results into the indexer and the attention.
- * Returns 0, -1 with the first failure in msg ("indices: row 3 (b 1, i 0):
- * ..."), or a negative status for bad input or ENOMEM (with msg). */
+ * It runs the reference prologs and, per sequence, the indexer's scores of
+ * the chosen keys and the attention: minutes at DeepSeek-V3.2's sizes for
+ * a 512-token prefill. Returns 0, -1 with the first failure in msg
+ * ("indices: sequence 1: row 0 ..."), or a negative status for bad input
+ * or ENOMEM (with msg). */
 PTO_API int pto_dsa_check(const pto_dsa_dims *d, const pto_dsa_step *s,
                           const pto_dsa_params *prm, const void *const *in,
                           const void *const *out, char *msg, size_t msg_size);
