@@ -24,7 +24,7 @@ typedef struct dsa_case {
   pto_dsa_dims d;
   pto_dsa_step s;
   pto_dsa_params prm;
-  int64_t n[8], len[8];
+  int64_t n[16], len[16];
   void *in[PTO_DSA_INPUT_COUNT];
   void *out[PTO_DSA_OUTPUT_COUNT];
   int64_t out_n[PTO_DSA_OUTPUT_COUNT];
@@ -176,6 +176,12 @@ Test(kernels, dsa_decode_batch_of_lengths, .timeout = 120) {
   case_new(&c, &small, 3, (const int64_t[]){1, 1, 1},
            (const int64_t[]){5, 13, 30}, 8, 11);
   run_case(&c, "decode");
+  case_free(&c);
+  /* ten sequences: their results concatenated in two levels (eight
+   * operands per concat at most) */
+  case_new(&c, &small, 10, (const int64_t[]){1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+           (const int64_t[]){3, 9, 4, 17, 1, 12, 8, 5, 21, 2}, 6, 13);
+  run_case(&c, "decode of ten");
   case_free(&c);
 }
 
