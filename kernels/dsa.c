@@ -364,15 +364,15 @@ static pto_tensor *merge(pto_program *p, pto_tensor *oa, pto_tensor *la,
 }
 
 /* The new rows' slots of idx (positions lc.. of the sequence, as rows of
- * its kv_new) packed into the first min(n, topk) slots: a row selects at
- * most n new positions, so the new rows' attention need not run over all
- * topk slots. The positions ride as f32 values (exact below 2^24) through
- * a masked top-k; the empty slots come back -inf, cast to a negative (so
- * invalid) index. */
+ * its kv_new) packed into the first min(width, topk) slots, width being
+ * the most new rows any of its queries sees: the new rows' attention then
+ * runs over those slots, not all topk. The positions ride as f32 values
+ * (exact below 2^24) through a masked top-k; the empty slots come back
+ * -inf, cast to a negative (so invalid) index. */
 static pto_tensor *new_slots(pto_program *p, pto_tensor *idx, int64_t lc,
-                             int64_t n, int64_t topk) {
+                             int64_t width, int64_t topk) {
   pto_tensor *j = lc ? pto_adds(p, idx, -(double)lc) : idx;
-  if (n >= topk)
+  if (width >= topk)
     return j;
   const int64_t one[1] = {1};
   pto_tensor *valid =
@@ -380,8 +380,25 @@ static pto_tensor *new_slots(pto_program *p, pto_tensor *idx, int64_t lc,
   pto_tensor *v = pto_select(p, valid, pto_cast(p, j, PTO_F32),
                              pto_full(p, PTO_F32, 1, one, -INFINITY));
   pto_tensor *slot = NULL;
-  pto_tensor *packed = pto_topk_masked(p, v, n, &slot);
+  pto_tensor *packed = pto_topk_masked(p, v, width, &slot);
   return pto_cast(p, packed, PTO_I32);
+}
+
+/* The new rows' attention tile: pto_attention_tile's, with half the heads
+ * when its block of slots is narrower than its head tile. On a 512 KiB L2
+ * (H 128, D 576) pto_attention_tile gives 66 heads x all slots for 60 to
+ * 65 slots, which needs ~270 KB of a 256 KiB L1 (the gathered V and the
+ * final O both resident) and fails to compile; a packed width of 64 is
+ * what a 512-token prefill's first chunk has. Fewer heads per task halve
+ * O and cost only gathers of the new rows' few slots again. */
+static pto_tile_shape new_rows_tile(const pto_dsa_dims *d, int64_t s1,
+                                    int64_t width) {
+  const pto_attention_dims ad = {
+      1, s1, width, d->h, d->latent + d->rope, d->latent, width};
+  pto_tile_shape t = pto_attention_tile(NULL, &ad);
+  if (t.cube_n && t.cube_n < t.cube_m)
+    t.cube_m = (t.cube_m + 1) / 2;
+  return t;
 }
 
 /* Concatenates n tensors along axis 0, at most PTO's operand limit at a
@@ -449,11 +466,9 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
   ap.scale = prm->scale;
   ap.tile = prm->attention;
   pto_tensor *q = batch1(p, rows(p, pr->q, t0, n));
-  /* the new rows: positions lc.. as rows of the sequence's kv_new */
   pto_program_push_label(p, "attention");
   pto_program_push_label(p, "slots");
   push_vec(p, vec_rows(16384, prm->topk), 0); /* whole rows of slots */
-  pto_tensor *jn = new_slots(p, idx, lc, n, prm->topk);
   pto_tensor *cidx = NULL;
   if (lc > 0) { /* the cached positions as kv_cache rows, others -1: the
                    gather yields 0 past the map, less the 1 it adds */
@@ -469,15 +484,50 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
   pto_program_pop_tile(p);
   pto_program_pop_label(p);
   pto_program_pop_label(p);
-  pto_tensor *ln = NULL;
-  pto_tensor *on = pto_attention(p, q, batch1(p, rows(p, pr->kv_new, t0, n)),
-                                 jn, L, &ap, &ln);
-  /* [T..]-shaped from here: the merge's results are then roots that a
-   * lone sequence's outputs take in place (an output that is a view costs
-   * a copy: 128 MiB of out at prefill) */
+  /* The new rows' attention, in chunks of queries: query i sees new rows
+   * 0..i only, so a chunk's slots pack into as many as its last query
+   * sees, over just those rows (a 512-token prefill in 8 chunks of 64
+   * runs 9/16 of the slots a single packing to 512 would). */
+  enum {
+    CHUNKS = 8,
+    CHUNK_MIN = 8
+  }; /* the attention's tasks are per
+       query: chunks add no task there */
+  const int64_t by8 = (n + CHUNKS - 1) / CHUNKS,
+                ch = by8 > CHUNK_MIN ? by8 : CHUNK_MIN;
+  const int64_t LR = L + R;
+  pto_tensor *oc[CHUNKS + 1], *lcs[CHUNKS + 1];
+  int64_t m = 0;
+  for (int64_t r0 = 0; r0 < n; r0 += ch, m++) {
+    const int64_t rn = n - r0 < ch ? n - r0 : ch;
+    pto_program_push_label(p, "attention");
+    pto_program_push_label(p, "slots");
+    push_vec(p, vec_rows(16384, prm->topk), 0);
+    pto_tensor *jn =
+        new_slots(p,
+                  pto_slice(p, idx, (const int64_t[]){0, r0, 0},
+                            (const int64_t[]){1, r0 + rn, prm->topk}),
+                  lc, r0 + rn, prm->topk);
+    pto_program_pop_tile(p);
+    pto_program_pop_label(p);
+    pto_program_pop_label(p);
+    pto_tensor *qk = pto_slice(p, q, (const int64_t[]){0, r0, 0, 0},
+                               (const int64_t[]){1, r0 + rn, H, LR});
+    pto_tensor *l = NULL;
+    pto_attention_params an = ap;
+    if (!an.tile.cube_m && !an.tile.cube_n)
+      an.tile = new_rows_tile(d, rn, r0 + rn < prm->topk ? r0 + rn : prm->topk);
+    pto_tensor *o = pto_attention(
+        p, qk, batch1(p, rows(p, pr->kv_new, t0, r0 + rn)), jn, L, &an, &l);
+    oc[m] = pto_reshape(p, o, 3, (const int64_t[]){rn, H, L});
+    lcs[m] = pto_reshape(p, l, 2, (const int64_t[]){rn, H});
+  }
+  pto_program_push_label(p, "attention");
+  pto_program_push_label(p, "concat");
+  pto_tensor *on = concat_rows(p, oc, m), *ln = concat_rows(p, lcs, m);
+  pto_program_pop_label(p);
+  pto_program_pop_label(p);
   const int64_t o3[3] = {n, H, L}, l2[2] = {n, H};
-  on = pto_reshape(p, on, 3, o3);
-  ln = pto_reshape(p, ln, 2, l2);
   if (lc > 0) {
     pto_tensor *lcache = NULL;
     pto_tensor *ocache =

@@ -194,8 +194,10 @@ Test(kernels, dsa_prefill_like_steps, .timeout = 120) {
            (const int64_t[]){20, 3, 27}, 8, 21);
   run_case(&c, "prefill");
   case_free(&c);
-  /* a single sequence: no concat of per-sequence results */
-  case_new(&c, &small, 1, (const int64_t[]){5}, (const int64_t[]){17}, 6, 31);
+  /* a single sequence (no concat of per-sequence results) of 20 new
+   * tokens: the new rows' attention in chunks of 8 queries, the first's
+   * slots packed to 8 of 12, the others' not */
+  case_new(&c, &small, 1, (const int64_t[]){20}, (const int64_t[]){33}, 12, 31);
   run_case(&c, "one sequence");
   case_free(&c);
 }
@@ -244,6 +246,26 @@ Test(kernels, dsa_every_task_is_labelled_by_its_part, .timeout = 60) {
   }
   for (int k = 0; k < 4; k++)
     cr_expect_gt(seen[k], 0, "no task of %s", parts[k]);
+  pto_executable_free(e);
+  pto_program_free(p);
+  case_free(&c);
+}
+
+/* DeepSeek's head count and latent and rope sizes (the attention's tiles
+ * then are the real ones) with 64 new tokens: the new rows' attention in
+ * chunks whose packed widths run up to 64 slots, where the host's
+ * attention tile needs care to fit (new_rows_tile in kernels/dsa.c). */
+Test(kernels, dsa_real_heads_and_latent, .timeout = 300) {
+  const pto_dsa_dims d = {64, 32, 128, 16, 64, 512, 4, 64, 16};
+  dsa_case c;
+  case_new(&c, &d, 1, (const int64_t[]){64}, (const int64_t[]){70}, 128, 101);
+  pto_program *p = pto_dsa_program(&c.d, &c.s, &c.prm);
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  poison(&c);
+  run_on_workers(e, (const void *const *)c.in, c.out, 2, "real heads");
+  check(&c, "real heads on 2 workers");
   pto_executable_free(e);
   pto_program_free(p);
   case_free(&c);
