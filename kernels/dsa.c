@@ -384,15 +384,16 @@ static pto_tensor *new_slots(pto_program *p, pto_tensor *idx, int64_t lc,
   return pto_cast(p, packed, PTO_I32);
 }
 
-/* The new rows' attention tile: pto_attention_tile's, with half the heads
- * when its block of slots is narrower than its head tile. On a 512 KiB L2
+/* An attention's tile: pto_attention_tile's, with half the heads when
+ * its block of slots is narrower than its head tile. On a 512 KiB L2
  * (H 128, D 576) pto_attention_tile gives 66 heads x all slots for 60 to
  * 65 slots, which needs ~270 KB of a 256 KiB L1 (the gathered V and the
- * final O both resident) and fails to compile; a packed width of 64 is
- * what a 512-token prefill's first chunk has. Fewer heads per task halve
- * O and cost only gathers of the new rows' few slots again. */
-static pto_tile_shape new_rows_tile(const pto_dsa_dims *d, int64_t s1,
-                                    int64_t width) {
+ * final O both resident) and fails to compile: a 512-token prefill's
+ * first chunk of new rows packs to 64 slots, and topk may be 64. Fewer
+ * heads per task halve O, at the price of gathering such a narrow block
+ * once per head tile. */
+static pto_tile_shape attn_tile(const pto_dsa_dims *d, int64_t s1,
+                                int64_t width) {
   const pto_attention_dims ad = {
       1, s1, width, d->h, d->latent + d->rope, d->latent, width};
   pto_tile_shape t = pto_attention_tile(NULL, &ad);
@@ -516,7 +517,7 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
     pto_tensor *l = NULL;
     pto_attention_params an = ap;
     if (!an.tile.cube_m && !an.tile.cube_n)
-      an.tile = new_rows_tile(d, rn, r0 + rn < prm->topk ? r0 + rn : prm->topk);
+      an.tile = attn_tile(d, rn, r0 + rn < prm->topk ? r0 + rn : prm->topk);
     pto_tensor *o = pto_attention(
         p, qk, batch1(p, rows(p, pr->kv_new, t0, r0 + rn)), jn, L, &an, &l);
     oc[m] = pto_reshape(p, o, 3, (const int64_t[]){rn, H, L});
@@ -530,11 +531,14 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
   const int64_t o3[3] = {n, H, L}, l2[2] = {n, H};
   if (lc > 0) {
     pto_tensor *lcache = NULL;
+    pto_attention_params ac = ap;
+    if (!ac.tile.cube_m && !ac.tile.cube_n)
+      ac.tile = attn_tile(d, n, prm->topk);
     pto_tensor *ocache =
         pto_attention(p, q,
                       pto_reshape(p, in[PTO_DSA_KV_CACHE], 3,
                                   (const int64_t[]){1, s->blocks * BS, L + R}),
-                      cidx, L, &ap, &lcache);
+                      cidx, L, &ac, &lcache);
     pto_program_push_label(p, "attention");
     pto_program_push_label(p, "merge");
     push_vec(p, vec_rows(16384, L), 0); /* 64 KiB: 32 heads at L = 512 */
