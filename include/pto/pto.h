@@ -1,10 +1,12 @@
 /* pto/pto.h: the whole public API: the library, and the operators built
- * with it (attention.h, gemm.h, indexer.h, softmax.h). */
+ * with it (attention.h, dsa.h, gemm.h, indexer.h,
+ * softmax.h). */
 #ifndef PTO_PTO_H
 #define PTO_PTO_H
 
 #include "pto/attention.h"
 #include "pto/config.h"
+#include "pto/dsa.h"
 #include "pto/executable.h"
 #include "pto/export.h"
 #include "pto/gemm.h"

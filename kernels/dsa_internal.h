@@ -1,0 +1,32 @@
+/* Internal to kernels/dsa*.c: what the DSA chain's files share. */
+#ifndef PTO_KERNELS_DSA_INTERNAL_H
+#define PTO_KERNELS_DSA_INTERNAL_H
+
+#include "pto/dsa.h"
+
+/* The prologs' results in a program. */
+typedef struct pto__dsa_prolog {
+  pto_tensor *q;       /* f32 [T,H,L+R] */
+  pto_tensor *kv_new;  /* f32 [T,L+R] */
+  pto_tensor *q_idx;   /* f32 [T,HI,DI] */
+  pto_tensor *k_new;   /* f32 [T,DI] */
+  pto_tensor *weights; /* f32 [T,HI] */
+} pto__dsa_prolog;
+
+/* Adds the MLA prolog (labels "mla_prolog.*") and the indexer prolog
+ * ("indexer_prolog.*") to p for T tokens, the inputs already checked. */
+void pto__dsa_prologs(pto_program *p, const pto_dsa_dims *d, int64_t T,
+                      const pto_dsa_params *prm, pto_tensor *const *in,
+                      pto__dsa_prolog *out);
+
+/* The same in plain C, accumulating in double and rounding each result to
+ * f32 once; buffers sized as above. PTO_ENOMEM. */
+pto_status pto__dsa_prologs_ref(const pto_dsa_dims *d, int64_t T,
+                                const void *const *in, float *q, float *kv_new,
+                                float *q_idx, float *k_new, float *weights);
+
+/* 1 when d, s and prm describe a valid step; otherwise 0 and why in msg. */
+int pto__dsa_valid(const pto_dsa_dims *d, const pto_dsa_step *s,
+                   const pto_dsa_params *prm, char *msg, size_t size);
+
+#endif /* PTO_KERNELS_DSA_INTERNAL_H */
