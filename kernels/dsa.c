@@ -384,22 +384,14 @@ static pto_tensor *new_slots(pto_program *p, pto_tensor *idx, int64_t lc,
   return pto_cast(p, packed, PTO_I32);
 }
 
-/* An attention's tile: pto_attention_tile's, with half the heads when
- * its block of slots is narrower than its head tile. On a 512 KiB L2
- * (H 128, D 576) pto_attention_tile gives 66 heads x all slots for 60 to
- * 65 slots, which needs ~270 KB of a 256 KiB L1 (the gathered V and the
- * final O both resident) and fails to compile: a 512-token prefill's
- * first chunk of new rows packs to 64 slots, and topk may be 64. Fewer
- * heads per task halve O, at the price of gathering such a narrow block
- * once per head tile. */
+/* An attention's tile: pto_attention_tile's for a block of width slots
+ * (which chooses fewer slots per block where one block's V and output
+ * would not fit L1 side by side, as 60-64 slots for 66 of 128 heads). */
 static pto_tile_shape attn_tile(const pto_dsa_dims *d, int64_t s1,
                                 int64_t width) {
   const pto_attention_dims ad = {
       1, s1, width, d->h, d->latent + d->rope, d->latent, width};
-  pto_tile_shape t = pto_attention_tile(NULL, &ad);
-  if (t.cube_n && t.cube_n < t.cube_m)
-    t.cube_m = (t.cube_m + 1) / 2;
-  return t;
+  return pto_attention_tile(NULL, &ad);
 }
 
 /* Concatenates n tensors along axis 0, at most PTO's operand limit at a
