@@ -254,10 +254,10 @@ static void scratch_free(scratch *s) {
 
 pto_status pto_attention_ref(const pto_attention_dims *d,
                              const pto_attention_params *prm, const void *q,
-                             const void *kv, const int32_t *indices,
-                             int64_t r0, int64_t r1, float *out, float *lse) {
-  if (!dims_ok(d, prm) || !q || !kv || !indices || !out || !lse ||
-      r0 < 0 || r0 > r1 || r1 > d->b * d->s1)
+                             const void *kv, const int32_t *indices, int64_t r0,
+                             int64_t r1, float *out, float *lse) {
+  if (!dims_ok(d, prm) || !q || !kv || !indices || !out || !lse || r0 < 0 ||
+      r0 > r1 || r1 > d->b * d->s1)
     return PTO_EINVAL;
   scratch s;
   if (scratch_new(d, &s)) {
@@ -290,8 +290,8 @@ int pto_attention_check(const pto_attention_dims *d,
     msg_size = sizeof dummy;
   }
   msg[0] = 0;
-  if (!dims_ok(d, prm) || !q || !kv || !indices || !out || !lse ||
-      r0 < 0 || r0 > r1 || r1 > d->b * d->s1) {
+  if (!dims_ok(d, prm) || !q || !kv || !indices || !out || !lse || r0 < 0 ||
+      r0 > r1 || r1 > d->b * d->s1) {
     snprintf(msg, msg_size, "bad arguments");
     return -1;
   }

@@ -114,8 +114,8 @@ pto_program *pto_gemm_program_dtype(int64_t M, int64_t N, int64_t K,
   }
   const int64_t as[2] = {M, K}, bs[2] = {K, N};
   if (dt != PTO_F32 && dt != PTO_BF16) {
-    pto_program_fail(p, PTO_EDTYPE, "gemm",
-                     "operands of %s: f32 or bf16 only", pto_dtype_name(dt));
+    pto_program_fail(p, PTO_EDTYPE, "gemm", "operands of %s: f32 or bf16 only",
+                     pto_dtype_name(dt));
     return p;
   }
   pto_tensor *A = pto_input(p, "A", dt, 2, as);

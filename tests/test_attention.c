@@ -173,8 +173,8 @@ Test(kernels, attention_bad_dtype_mixes, .timeout = 30) {
                  pto_program_error(p));
     cr_expect(strstr(pto_program_error(p), "attention") &&
                   strstr(pto_program_error(p), bad[i].needle),
-              "case %zu: message \"%s\" lacks \"%s\"", i,
-              pto_program_error(p), bad[i].needle);
+              "case %zu: message \"%s\" lacks \"%s\"", i, pto_program_error(p),
+              bad[i].needle);
     pto_program_free(p);
   }
   const pto_attention_dims d = {1, 2, 3, 1, 4, 4, 2};
@@ -184,9 +184,8 @@ Test(kernels, attention_bad_dtype_mixes, .timeout = 30) {
   int32_t i2[4] = {0};
   cr_expect_eq(pto_attention_ref(&d, &prm, x, x, i2, 0, 2, x, x), PTO_EINVAL);
   char msg[64];
-  cr_expect_eq(pto_attention_check(&d, &prm, x, x, i2, x, x, 0, 2, msg,
-                                   sizeof msg),
-               -1);
+  cr_expect_eq(
+      pto_attention_check(&d, &prm, x, x, i2, x, x, 0, 2, msg, sizeof msg), -1);
 }
 
 Test(kernels, attention_causal, .timeout = 120) {

@@ -97,8 +97,12 @@ Test(kernels, indexer_bf16_q_and_k, .timeout = 120) {
       /* the program's inputs are bf16, and the f32 run of the widened
        * values agrees with the bf16 reference */
       pto_program *p = pto_indexer_program(d, &prm);
-      cr_assert_eq(pto_tensor_dtype(pto_program_input(p, pto_program_find_input(p, "q"))), PTO_BF16);
-      cr_assert_eq(pto_tensor_dtype(pto_program_input(p, pto_program_find_input(p, "k"))), PTO_BF16);
+      cr_assert_eq(pto_tensor_dtype(
+                       pto_program_input(p, pto_program_find_input(p, "q"))),
+                   PTO_BF16);
+      cr_assert_eq(pto_tensor_dtype(
+                       pto_program_input(p, pto_program_find_input(p, "k"))),
+                   PTO_BF16);
       pto_program_free(p);
       const int64_t nq = d->b * d->s1 * d->h * d->d, nk = d->b * d->s2 * d->d;
       inputs wide = {malloc((size_t)nq * sizeof(float)),
@@ -148,8 +152,8 @@ Test(kernels, indexer_bad_dtype_mixes, .timeout = 30) {
                  pto_program_error(p));
     cr_expect(strstr(pto_program_error(p), "indexer") &&
                   strstr(pto_program_error(p), bad[i].needle),
-              "case %zu: message \"%s\" lacks \"%s\"", i,
-              pto_program_error(p), bad[i].needle);
+              "case %zu: message \"%s\" lacks \"%s\"", i, pto_program_error(p),
+              bad[i].needle);
     pto_program_free(p);
   }
   const pto_indexer_dims d = {1, 2, 3, 1, 1};
@@ -160,9 +164,9 @@ Test(kernels, indexer_bad_dtype_mixes, .timeout = 30) {
   int32_t ix[8];
   cr_expect_eq(pto_indexer_ref(&d, &prm, x, x, x, 0, 2, ix, x), PTO_EINVAL);
   char msg[64];
-  cr_expect_eq(pto_indexer_check(&d, &prm, x, x, x, ix, x, 0, 2, 0, msg,
-                                 sizeof msg),
-               -1);
+  cr_expect_eq(
+      pto_indexer_check(&d, &prm, x, x, x, ix, x, 0, 2, 0, msg, sizeof msg),
+      -1);
 }
 
 Test(kernels, indexer_both_masks_batches_and_tiles, .timeout = 120) {
@@ -256,7 +260,8 @@ Test(kernels, indexer_ties_at_the_threshold, .timeout = 60) {
   const pto_indexer_dims d = {1, 6, 90, 2, 4};
   inputs in = inputs_new(&d, 7);
   for (int64_t i = 0; i < d.s2 * d.d; i++)
-    ((float *)in.k)[i] = (float)((i / d.d) % 3); /* three distinct keys, repeated */
+    ((float *)in.k)[i] =
+        (float)((i / d.d) % 3); /* three distinct keys, repeated */
   for (int64_t i = 0; i < d.s1 * d.h * d.d; i++)
     ((float *)in.q)[i] = 1;
   for (int64_t i = 0; i < d.s1 * d.h; i++)

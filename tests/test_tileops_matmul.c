@@ -375,11 +375,12 @@ Test(tileops, packed_TMATMUL_RELU_WSUM, .fini = free_all) {
                      "%s on %s: %s R=%u G=%u N=%u K=%u panels %ux%u diag "
                      "%g%s",
                      pto__insn_name(op), T->name, pto_dtype_name(gdt), R, G, N,
-                     K, mr, nr, diag, tr & 1 ? ", B from a transposed view" : "");
+                     K, mr, nr, diag,
+                     tr & 1 ? ", B from a transposed view" : "");
             rng r = rng_seed(seed_of(op, ti * 10 + wi, di * 4 + ci, tr));
             pto_gview ga, gb;
-            pto_tile *A = operand_tile(T, &r, gdt, PTO_F32, M, K, 0, 'A', 0,
-                                       mr, &ga, ctx);
+            pto_tile *A = operand_tile(T, &r, gdt, PTO_F32, M, K, 0, 'A', 0, mr,
+                                       &ga, ctx);
             pto_tile *B = operand_tile(T, &r, gdt, PTO_F32, K, N, tr & 1, 'B',
                                        0, nr, &gb, ctx);
             pto_tile *W = src_new(&r, PTO_F32, M + 3, 1, M, 1, G_MM);

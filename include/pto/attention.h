@@ -56,10 +56,10 @@ PTO_API pto_attention_params pto_attention_params_default(void);
 
 /* Adds the attention to p: q [B,S1,H,D] and kv [B,S2,D], both f32 or both
  * bf16 (bf16 widened to f32 exactly as the cube loads and gathers it;
- * prm->dtype is not consulted), indices i32 [B,S1,topk], value dim dv. Returns out f32 [B,S1,H,dv] and sets *lse to
- * f32 [B,S1,H]. Its ops are labelled "attention.*" under the current
- * label. NULL on bad input, with the program's sticky error naming the
- * tensors and sizes. */
+ * prm->dtype is not consulted), indices i32 [B,S1,topk], value dim dv. Returns
+ * out f32 [B,S1,H,dv] and sets *lse to f32 [B,S1,H]. Its ops are labelled
+ * "attention.*" under the current label. NULL on bad input, with the program's
+ * sticky error naming the tensors and sizes. */
 PTO_API pto_tensor *pto_attention(pto_program *p, pto_tensor *q,
                                   pto_tensor *kv, pto_tensor *indices,
                                   int64_t dv, const pto_attention_params *prm,
@@ -102,11 +102,10 @@ PTO_API pto_status pto_attention_ref(const pto_attention_dims *d,
  * 1e-6 |ref| (ANCHORS.md's fp32 tolerances), an infinite lse exactly.
  * Returns 0, or -1 with the first failure in msg. */
 PTO_API int pto_attention_check(const pto_attention_dims *d,
-                                const pto_attention_params *prm,
-                                const void *q, const void *kv,
-                                const int32_t *indices, const float *out,
-                                const float *lse, int64_t r0, int64_t r1,
-                                char *msg, size_t msg_size);
+                                const pto_attention_params *prm, const void *q,
+                                const void *kv, const int32_t *indices,
+                                const float *out, const float *lse, int64_t r0,
+                                int64_t r1, char *msg, size_t msg_size);
 
 PTO_EXTERN_C_END
 

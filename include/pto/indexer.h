@@ -72,7 +72,8 @@ PTO_API pto_tensor *pto_indexer(pto_program *p, pto_tensor *q, pto_tensor *k,
                                 pto_tensor **indices);
 
 /* A program "indexer" with inputs "q", "k" (of prm->dtype), "w" and
- * outputs "indices", "values", as above. NULL on ENOMEM; check pto_program_status. */
+ * outputs "indices", "values", as above. NULL on ENOMEM; check
+ * pto_program_status. */
 PTO_API pto_program *pto_indexer_program(const pto_indexer_dims *d,
                                          const pto_indexer_params *prm);
 
@@ -113,10 +114,9 @@ PTO_API int64_t pto_indexer_visible(const pto_indexer_dims *d,
  * f32; ties rank by index. PTO_EINVAL for bad sizes or NULL pointers,
  * PTO_ENOMEM. */
 PTO_API pto_status pto_indexer_ref(const pto_indexer_dims *d,
-                                   const pto_indexer_params *prm,
-                                   const void *q, const void *k,
-                                   const float *w, int64_t r0, int64_t r1,
-                                   int32_t *indices, float *values);
+                                   const pto_indexer_params *prm, const void *q,
+                                   const void *k, const float *w, int64_t r0,
+                                   int64_t r1, int32_t *indices, float *values);
 
 /* Checks outputs (from any implementation) for query rows [r0, r1) against
  * scores recomputed in double, as sets with a tolerance at the threshold,
