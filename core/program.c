@@ -1042,8 +1042,9 @@ pto_tensor *pto_sparse_attention(pto_program *p, pto_tensor *q, pto_tensor *kv,
                 "q %s must be [B,S1,H,D], kv %s [B,S2,D] and indices %s "
                 "[B,S1,T]",
                 D(q), D(kv), D(idx));
-  if (q->dtype != PTO_F32 || kv->dtype != PTO_F32)
-    return fail(p, op, PTO_EDTYPE, "q %s and kv %s must be f32", D(q), D(kv));
+  if (q->dtype != kv->dtype || (q->dtype != PTO_F32 && q->dtype != PTO_BF16))
+    return fail(p, op, PTO_EDTYPE,
+                "q %s and kv %s must both be f32 or both bf16", D(q), D(kv));
   if (idx->dtype != PTO_I32)
     return fail(p, op, PTO_EDTYPE, "indices %s must be i32", D(idx));
   const int64_t B = q->shape[0], S1 = q->shape[1], H = q->shape[2],

@@ -158,8 +158,9 @@ pto_program *pto_attention_program(const pto_attention_dims *d,
   }
   const int64_t qs[4] = {d->b, d->s1, d->h, d->d}, ks[3] = {d->b, d->s2, d->d},
                 is[3] = {d->b, d->s1, d->topk};
-  pto_tensor *q = pto_input(p, "q", PTO_F32, 4, qs);
-  pto_tensor *kv = pto_input(p, "kv", PTO_F32, 3, ks);
+  const pto_dtype dt = prm ? prm->dtype : PTO_F32;
+  pto_tensor *q = pto_input(p, "q", dt, 4, qs);
+  pto_tensor *kv = pto_input(p, "kv", dt, 3, ks);
   pto_tensor *ix = pto_input(p, "indices", PTO_I32, 3, is);
   pto_tensor *lse = NULL;
   pto_tensor *out = pto_attention(p, q, kv, ix, d->dv, prm, &lse);
@@ -170,9 +171,22 @@ pto_program *pto_attention_program(const pto_attention_dims *d,
 
 /* ---- plain-C reference ------------------------------------------------------ */
 
-static int dims_ok(const pto_attention_dims *d) {
-  return d && d->b >= 1 && d->s1 >= 1 && d->s2 >= 1 && d->h >= 1 &&
-         d->d >= 1 && d->dv >= 1 && d->dv <= d->d && d->topk >= 1;
+static int dims_ok(const pto_attention_dims *d,
+                   const pto_attention_params *prm) {
+  return d && prm && d->b >= 1 && d->s1 >= 1 && d->s2 >= 1 && d->h >= 1 &&
+         d->d >= 1 && d->dv >= 1 && d->dv <= d->d && d->topk >= 1 &&
+         (prm->dtype == PTO_F32 || prm->dtype == PTO_BF16);
+}
+
+/* Element i of an f32 or bf16 array, exactly (a bf16 is the top half of an
+ * f32; decoded here by definition, not with the library's converters). */
+static double val(const void *a, pto_dtype dt, int64_t i) {
+  if (dt == PTO_F32)
+    return ((const float *)a)[i];
+  const uint32_t u = (uint32_t)((const uint16_t *)a)[i] << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
 }
 
 /* Row r's valid keys (in slot order) into sel; their count. */
@@ -189,18 +203,20 @@ static int64_t valid_keys(const pto_attention_dims *d,
   return n;
 }
 
-/* out (dv values) and lse of row r, head h, in double. */
-static void ref_head(const pto_attention_dims *d, double scale, const float *q,
-                     const float *kv, const int64_t *sel, int64_t n, int64_t r,
-                     int64_t h, double *x, double *out, double *lse) {
-  const float *qh = q + (r * d->h + h) * d->d;
-  const float *kb = kv + (r / d->s1) * d->s2 * d->d;
+/* out (dv values) and lse of row r, head h, in double, from q and kv of
+ * dtype dt. */
+static void ref_head(const pto_attention_dims *d, pto_dtype dt, double scale,
+                     const void *q, const void *kv, const int64_t *sel,
+                     int64_t n, int64_t r, int64_t h, double *x, double *out,
+                     double *lse) {
+  const int64_t qh = (r * d->h + h) * d->d;
+  const int64_t kb = (r / d->s1) * d->s2 * d->d;
   double mx = -INFINITY;
   for (int64_t t = 0; t < n; t++) {
-    const float *k = kb + sel[t] * d->d;
+    const int64_t k = kb + sel[t] * d->d;
     double dot = 0;
     for (int64_t c = 0; c < d->d; c++)
-      dot += (double)qh[c] * (double)k[c];
+      dot += val(q, dt, qh + c) * val(kv, dt, k + c);
     x[t] = scale * dot;
     mx = x[t] > mx ? x[t] : mx;
   }
@@ -212,9 +228,9 @@ static void ref_head(const pto_attention_dims *d, double scale, const float *q,
     out[c] = 0;
   for (int64_t t = 0; t < n; t++) {
     const double p = exp(x[t] - *lse);
-    const float *v = kb + sel[t] * d->d;
+    const int64_t v = kb + sel[t] * d->d;
     for (int64_t c = 0; c < d->dv; c++)
-      out[c] += p * (double)v[c];
+      out[c] += p * val(kv, dt, v + c);
   }
 }
 
@@ -237,11 +253,11 @@ static void scratch_free(scratch *s) {
 }
 
 pto_status pto_attention_ref(const pto_attention_dims *d,
-                             const pto_attention_params *prm, const float *q,
-                             const float *kv, const int32_t *indices,
-                             int64_t r0, int64_t r1, float *out, float *lse) {
-  if (!dims_ok(d) || !prm || !q || !kv || !indices || !out || !lse ||
-      r0 < 0 || r0 > r1 || r1 > d->b * d->s1)
+                             const pto_attention_params *prm, const void *q,
+                             const void *kv, const int32_t *indices, int64_t r0,
+                             int64_t r1, float *out, float *lse) {
+  if (!dims_ok(d, prm) || !q || !kv || !indices || !out || !lse || r0 < 0 ||
+      r0 > r1 || r1 > d->b * d->s1)
     return PTO_EINVAL;
   scratch s;
   if (scratch_new(d, &s)) {
@@ -253,7 +269,7 @@ pto_status pto_attention_ref(const pto_attention_dims *d,
     const int64_t n = valid_keys(d, prm, indices, r, s.sel);
     for (int64_t h = 0; h < d->h; h++) {
       double l;
-      ref_head(d, scale, q, kv, s.sel, n, r, h, s.x, s.o, &l);
+      ref_head(d, prm->dtype, scale, q, kv, s.sel, n, r, h, s.x, s.o, &l);
       lse[r * d->h + h] = (float)l;
       for (int64_t c = 0; c < d->dv; c++)
         out[(r * d->h + h) * d->dv + c] = (float)s.o[c];
@@ -264,8 +280,8 @@ pto_status pto_attention_ref(const pto_attention_dims *d,
 }
 
 int pto_attention_check(const pto_attention_dims *d,
-                        const pto_attention_params *prm, const float *q,
-                        const float *kv, const int32_t *indices,
+                        const pto_attention_params *prm, const void *q,
+                        const void *kv, const int32_t *indices,
                         const float *out, const float *lse, int64_t r0,
                         int64_t r1, char *msg, size_t msg_size) {
   char dummy[1];
@@ -274,8 +290,8 @@ int pto_attention_check(const pto_attention_dims *d,
     msg_size = sizeof dummy;
   }
   msg[0] = 0;
-  if (!dims_ok(d) || !prm || !q || !kv || !indices || !out || !lse ||
-      r0 < 0 || r0 > r1 || r1 > d->b * d->s1) {
+  if (!dims_ok(d, prm) || !q || !kv || !indices || !out || !lse || r0 < 0 ||
+      r0 > r1 || r1 > d->b * d->s1) {
     snprintf(msg, msg_size, "bad arguments");
     return -1;
   }
@@ -291,7 +307,7 @@ int pto_attention_check(const pto_attention_dims *d,
     const int64_t n = valid_keys(d, prm, indices, r, s.sel);
     for (int64_t h = 0; h < d->h && !bad; h++) {
       double l;
-      ref_head(d, scale, q, kv, s.sel, n, r, h, s.x, s.o, &l);
+      ref_head(d, prm->dtype, scale, q, kv, s.sel, n, r, h, s.x, s.o, &l);
       const double got = lse[r * d->h + h];
       if (isinf(l) ? got != l : !(fabs(got - l) <= 1e-6 + 1e-6 * fabs(l))) {
         snprintf(msg, msg_size,

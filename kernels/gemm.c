@@ -96,6 +96,11 @@ pto_status pto_gemm_tile(const pto_machine *mach, int64_t M, int64_t N,
 
 pto_program *pto_gemm_program(int64_t M, int64_t N, int64_t K,
                               const pto_tile_shape *tile) {
+  return pto_gemm_program_dtype(M, N, K, tile, PTO_F32);
+}
+
+pto_program *pto_gemm_program_dtype(int64_t M, int64_t N, int64_t K,
+                                    const pto_tile_shape *tile, pto_dtype dt) {
   pto_program *p = pto_program_new("gemm");
   if (!p)
     return NULL;
@@ -108,8 +113,13 @@ pto_program *pto_gemm_program(int64_t M, int64_t N, int64_t K,
       tile = &chosen;
   }
   const int64_t as[2] = {M, K}, bs[2] = {K, N};
-  pto_tensor *A = pto_input(p, "A", PTO_F32, 2, as);
-  pto_tensor *B = pto_input(p, "B", PTO_F32, 2, bs);
+  if (dt != PTO_F32 && dt != PTO_BF16) {
+    pto_program_fail(p, PTO_EDTYPE, "gemm", "operands of %s: f32 or bf16 only",
+                     pto_dtype_name(dt));
+    return p;
+  }
+  pto_tensor *A = pto_input(p, "A", dt, 2, as);
+  pto_tensor *B = pto_input(p, "B", dt, 2, bs);
   if (tile)
     pto_program_set_cube_tile(p, tile->cube_m, tile->cube_n, tile->cube_k);
   pto_program_push_label(p, "gemm");

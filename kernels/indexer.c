@@ -59,11 +59,16 @@ static pto_status check_inputs(pto_program *p, pto_tensor *q, pto_tensor *k,
                             "q %s must be [B,S1,H,D], k %s [B,S2,D] and w %s "
                             "[B,S1,H]",
                             bq, bk, bw);
-  const pto_tensor *ts[3] = {q, k, w};
-  const char *descs[3] = {bq, bk, bw};
-  for (int t = 0; t < 3; t++)
-    if (pto_tensor_dtype(ts[t]) != PTO_F32)
-      return pto_program_fail(p, PTO_EDTYPE, OP, "%s must be f32", descs[t]);
+  /* q and k: the cube's operands, f32 or bf16 (widened while packed) */
+  const pto_dtype qt = pto_tensor_dtype(q), kt = pto_tensor_dtype(k);
+  if (qt != PTO_F32 && qt != PTO_BF16)
+    return pto_program_fail(p, PTO_EDTYPE, OP, "%s must be f32 or bf16", bq);
+  if (kt != qt)
+    return pto_program_fail(p, PTO_EDTYPE, OP,
+                            "q %s and k %s must share one dtype (f32 or bf16)",
+                            bq, bk);
+  if (pto_tensor_dtype(w) != PTO_F32)
+    return pto_program_fail(p, PTO_EDTYPE, OP, "%s must be f32", bw);
   d->b = pto_tensor_dim(q, 0);
   d->s1 = pto_tensor_dim(q, 1);
   d->h = pto_tensor_dim(q, 2);
@@ -224,8 +229,9 @@ pto_program *pto_indexer_program(const pto_indexer_dims *d,
   }
   const int64_t qs[4] = {d->b, d->s1, d->h, d->d}, ks[3] = {d->b, d->s2, d->d},
                 ws[3] = {d->b, d->s1, d->h};
-  pto_tensor *q = pto_input(p, "q", PTO_F32, 4, qs);
-  pto_tensor *k = pto_input(p, "k", PTO_F32, 3, ks);
+  const pto_dtype dt = prm ? prm->dtype : PTO_F32;
+  pto_tensor *q = pto_input(p, "q", dt, 4, qs);
+  pto_tensor *k = pto_input(p, "k", dt, 3, ks);
   pto_tensor *w = pto_input(p, "w", PTO_F32, 3, ws);
   pto_tensor *idx = NULL;
   pto_tensor *v = pto_indexer(p, q, k, w, prm, &idx);
@@ -239,26 +245,47 @@ pto_program *pto_indexer_program(const pto_indexer_dims *d,
 static int dims_ok(const pto_indexer_dims *d, const pto_indexer_params *prm) {
   return d && prm && d->b >= 1 && d->s1 >= 1 && d->s2 >= 1 && d->h >= 1 &&
          d->d >= 1 && prm->topk >= 1 &&
-         (unsigned)prm->mask < PTO_MASK_MODE_COUNT;
+         (unsigned)prm->mask < PTO_MASK_MODE_COUNT &&
+         (prm->dtype == PTO_F32 || prm->dtype == PTO_BF16);
 }
 
-/* Scores of row r's first n keys in double; *scale (when not NULL) gets
- * the largest sum_h |w| |q.k| over them. */
-static void row_scores(const pto_indexer_dims *d, const float *q,
-                       const float *k, const float *w, int64_t r, int64_t n,
-                       double *out, double *scale) {
+/* Element i of an f32 or bf16 array, exactly (a bf16 is the top half of an
+ * f32; decoded here by definition, not with the library's converters). */
+static double val(const void *a, pto_dtype dt, int64_t i) {
+  if (dt == PTO_F32)
+    return ((const float *)a)[i];
+  const uint32_t u = (uint32_t)((const uint16_t *)a)[i] << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* Row r's q ([H][D]) in double, for row_scores. */
+static void row_q(const pto_indexer_dims *d, pto_dtype dt, const void *q,
+                  int64_t r, double *qd) {
+  for (int64_t i = 0; i < d->h * d->d; i++)
+    qd[i] = val(q, dt, r * d->h * d->d + i);
+}
+
+/* Scores of row r's first n keys in double, from qd (row_q) and k of dt;
+ * *scale (when not NULL) gets the largest sum_h |w| |q.k| over them. kd
+ * holds D doubles of scratch. */
+static void row_scores(const pto_indexer_dims *d, pto_dtype dt,
+                       const double *qd, const void *k, const float *w,
+                       int64_t r, int64_t n, double *kd, double *out,
+                       double *scale) {
   const int64_t b = r / d->s1, H = d->h, D = d->d;
-  const float *qr = q + r * H * D, *wr = w + r * H;
-  const float *kb = k + b * d->s2 * D;
+  const float *wr = w + r * H;
   double big = 0;
   for (int64_t j = 0; j < n; j++) {
-    const float *kj = kb + j * D;
+    for (int64_t c = 0; c < D; c++)
+      kd[c] = val(k, dt, (b * d->s2 + j) * D + c);
     double s = 0, a = 0;
     for (int64_t h = 0; h < H; h++) {
-      const float *qh = qr + h * D;
+      const double *qh = qd + h * D;
       double dot = 0;
       for (int64_t c = 0; c < D; c++)
-        dot += (double)qh[c] * (double)kj[c];
+        dot += qh[c] * kd[c];
       s += (double)wr[h] * (dot > 0 ? dot : 0);
       a += fabs((double)wr[h]) * fabs(dot);
     }
@@ -282,23 +309,28 @@ static int by_rank(const void *pa, const void *pb) {
 }
 
 pto_status pto_indexer_ref(const pto_indexer_dims *d,
-                           const pto_indexer_params *prm, const float *q,
-                           const float *k, const float *w, int64_t r0,
+                           const pto_indexer_params *prm, const void *q,
+                           const void *k, const float *w, int64_t r0,
                            int64_t r1, int32_t *indices, float *values) {
   if (!dims_ok(d, prm) || !q || !k || !w || !indices || !values || r0 < 0 ||
       r1 > d->b * d->s1 || r0 > r1)
     return PTO_EINVAL;
   double *s = malloc((size_t)d->s2 * sizeof *s);
   ranked *rk = malloc((size_t)d->s2 * sizeof *rk);
-  if (!s || !rk) {
+  double *qd = malloc((size_t)(d->h * d->d) * sizeof *qd);
+  double *kd = malloc((size_t)d->d * sizeof *kd);
+  if (!s || !rk || !qd || !kd) {
     free(s);
     free(rk);
+    free(qd);
+    free(kd);
     return PTO_ENOMEM;
   }
   const int64_t T = prm->topk;
   for (int64_t r = r0; r < r1; r++) {
     int64_t n = pto_indexer_visible(d, prm->mask, r % d->s1);
-    row_scores(d, q, k, w, r, n, s, NULL);
+    row_q(d, prm->dtype, q, r, qd);
+    row_scores(d, prm->dtype, qd, k, w, r, n, kd, s, NULL);
     for (int64_t j = 0; j < n; j++) {
       rk[j].v = (float)s[j];
       rk[j].j = (int32_t)j;
@@ -311,6 +343,8 @@ pto_status pto_indexer_ref(const pto_indexer_dims *d,
   }
   free(s);
   free(rk);
+  free(qd);
+  free(kd);
   return PTO_OK;
 }
 
@@ -320,7 +354,7 @@ static int by_desc(const void *pa, const void *pb) {
 }
 
 int pto_indexer_check(const pto_indexer_dims *d, const pto_indexer_params *prm,
-                      const float *q, const float *k, const float *w,
+                      const void *q, const void *k, const float *w,
                       const int32_t *indices, const float *values, int64_t r0,
                       int64_t r1, double rtol, char *msg, size_t msg_size) {
   char dummy[1];
@@ -340,7 +374,9 @@ int pto_indexer_check(const pto_indexer_dims *d, const pto_indexer_params *prm,
   double *s = malloc((size_t)S2 * sizeof *s);
   double *sorted = malloc((size_t)S2 * sizeof *sorted);
   unsigned char *sel = malloc((size_t)S2);
-  int bad = !s || !sorted || !sel;
+  double *qd = malloc((size_t)(d->h * d->d) * sizeof *qd);
+  double *kd = malloc((size_t)d->d * sizeof *kd);
+  int bad = !s || !sorted || !sel || !qd || !kd;
   if (bad)
     snprintf(msg, msg_size, "out of memory");
   for (int64_t r = r0; r < r1 && !bad; r++) {
@@ -349,7 +385,8 @@ int pto_indexer_check(const pto_indexer_dims *d, const pto_indexer_params *prm,
     const int32_t *ir = indices + r * T;
     const float *vr = values + r * T;
     double scale;
-    row_scores(d, q, k, w, r, n, s, &scale);
+    row_q(d, prm->dtype, q, r, qd);
+    row_scores(d, prm->dtype, qd, k, w, r, n, kd, s, &scale);
     const double eps = rtol * scale;
     memset(sel, 0, (size_t)S2);
 #define FAIL(...)                                                              \
@@ -405,5 +442,7 @@ int pto_indexer_check(const pto_indexer_dims *d, const pto_indexer_params *prm,
   free(s);
   free(sorted);
   free(sel);
+  free(qd);
+  free(kd);
   return bad ? -1 : 0;
 }

@@ -48,12 +48,15 @@ static int32_t *indices_new(const pto_attention_dims *d, int invalid,
 }
 
 /* Compiles the attention and checks the evaluator and the compiled runs
- * (serial, 1 and 2 workers) against the reference. */
+ * (serial, 1 and 2 workers) against the reference, on q and kv of
+ * prm->dtype (f32 or bf16). */
 static void check_attention(const char *what, const pto_attention_dims *d,
                             const pto_attention_params *prm, int invalid,
                             int64_t empty) {
-  float *q = random_f32(d->b * d->s1 * d->h * d->d, 11);
-  float *kv = random_f32(d->b * d->s2 * d->d, 12);
+  const int64_t nq = d->b * d->s1 * d->h * d->d, nk = d->b * d->s2 * d->d;
+  const int bf = prm->dtype == PTO_BF16;
+  void *q = bf ? (void *)random_bf16(nq, 11) : (void *)random_f32(nq, 11);
+  void *kv = bf ? (void *)random_bf16(nk, 12) : (void *)random_f32(nk, 12);
   int32_t *ix = indices_new(d, invalid, empty, 13);
   pto_program *p = pto_attention_program(d, prm);
   cr_assert_eq(pto_program_status(p), PTO_OK, "%s: %s", what,
@@ -123,6 +126,66 @@ Test(kernels, attention_tiles_invalid_indices_and_empty_rows,
   const pto_attention_dims mla = {1, 2, 300, 8, 576, 512, 70};
   prm = pto_attention_params_default();
   check_attention("mla dims", &mla, &prm, 7, -1);
+}
+
+/* bf16 q and kv (as DeepSeek deploys them): loaded and gathered into f32
+ * panels, scores, softmax and sums in f32. Checked against the reference
+ * on the same bf16 values, so only the f32 accumulation differs and the
+ * f32 tolerances (out abs 1e-5 / rel 1e-4, lse 1e-6) hold. */
+Test(kernels, attention_bf16_q_and_kv, .timeout = 240) {
+  pto_attention_params prm = pto_attention_params_default();
+  prm.dtype = PTO_BF16;
+  const pto_attention_dims small = {2, 3, 90, 5, 24, 16, 37};
+  check_attention("bf16", &small, &prm, 4, 1);
+  prm.tile = (pto_tile_shape){0, 0, 2, 13, 0}; /* partial head and slot tiles */
+  check_attention("bf16, tile 2x13", &small, &prm, 3, -1);
+  prm = pto_attention_params_default();
+  prm.dtype = PTO_BF16;
+  prm.causal = 1;
+  const pto_attention_dims mla = {1, 2, 300, 8, 576, 512, 70};
+  check_attention("bf16, mla dims, causal", &mla, &prm, 7, -1);
+}
+
+/* q and kv of two dtypes, or of one the cube does not take, are refused
+ * naming both; the reference and the checker refuse such a dtype. */
+Test(kernels, attention_bad_dtype_mixes, .timeout = 30) {
+  const int64_t qs[4] = {1, 4, 8, 32}, ks[3] = {1, 50, 32}, is[3] = {1, 4, 16};
+  const struct {
+    pto_dtype q, kv;
+    const char *needle;
+  } bad[] = {
+      {PTO_BF16, PTO_F32,
+       "q 'q' bf16[1,4,8,32] and kv 'kv' f32[1,50,32] must both be f32 or "
+       "both bf16"},
+      {PTO_F32, PTO_BF16, "kv 'kv' bf16[1,50,32] must both be f32"},
+      {PTO_F16, PTO_F16, "q 'q' f16[1,4,8,32] and kv 'kv' f16[1,50,32]"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    pto_program *p = pto_program_new("bad");
+    pto_tensor *q = pto_input(p, "q", bad[i].q, 4, qs);
+    pto_tensor *kv = pto_input(p, "kv", bad[i].kv, 3, ks);
+    pto_tensor *ix = pto_input(p, "indices", PTO_I32, 3, is);
+    pto_attention_params prm = pto_attention_params_default();
+    pto_tensor *lse = (pto_tensor *)1;
+    cr_expect_null(pto_attention(p, q, kv, ix, 16, &prm, &lse), "case %zu", i);
+    cr_expect_null(lse, "case %zu: lse set", i);
+    cr_expect_eq(pto_program_status(p), PTO_EDTYPE, "case %zu: %s", i,
+                 pto_program_error(p));
+    cr_expect(strstr(pto_program_error(p), "attention") &&
+                  strstr(pto_program_error(p), bad[i].needle),
+              "case %zu: message \"%s\" lacks \"%s\"", i, pto_program_error(p),
+              bad[i].needle);
+    pto_program_free(p);
+  }
+  const pto_attention_dims d = {1, 2, 3, 1, 4, 4, 2};
+  pto_attention_params prm = pto_attention_params_default();
+  prm.dtype = PTO_I32;
+  float x[16] = {0};
+  int32_t i2[4] = {0};
+  cr_expect_eq(pto_attention_ref(&d, &prm, x, x, i2, 0, 2, x, x), PTO_EINVAL);
+  char msg[64];
+  cr_expect_eq(
+      pto_attention_check(&d, &prm, x, x, i2, x, x, 0, 2, msg, sizeof msg), -1);
 }
 
 Test(kernels, attention_causal, .timeout = 120) {

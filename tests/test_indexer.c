@@ -12,13 +12,22 @@
 #include "pto/pto.h"
 #include "tests/kernels_test.h"
 
+/* q and k are f32 or bf16 arrays (prm->dtype), w f32. */
 typedef struct inputs {
-  float *q, *k, *w;
+  void *q, *k;
+  float *w;
 } inputs;
 
 static inputs inputs_new(const pto_indexer_dims *d, unsigned seed) {
   inputs in = {random_f32(d->b * d->s1 * d->h * d->d, seed),
                random_f32(d->b * d->s2 * d->d, seed + 1),
+               random_f32(d->b * d->s1 * d->h, seed + 2)};
+  return in;
+}
+
+static inputs inputs_bf16(const pto_indexer_dims *d, unsigned seed) {
+  inputs in = {random_bf16(d->b * d->s1 * d->h * d->d, seed),
+               random_bf16(d->b * d->s2 * d->d, seed + 1),
                random_f32(d->b * d->s1 * d->h, seed + 2)};
   return in;
 }
@@ -61,6 +70,103 @@ static uint32_t check_indexer(const char *what, const pto_indexer_dims *d,
   pto_executable_free(e);
   pto_program_free(p);
   return tasks;
+}
+
+/* bf16 q and k (as DeepSeek deploys them), widened to f32 as the cube
+ * packs them: checked against the reference on the same bf16 values, so
+ * the inputs' rounding is shared and only the f32 accumulation differs;
+ * the f32 tolerance (rtol 1e-5 of the row's scale) holds. The same values
+ * widened to f32 by the test and run as f32 select the same keys within
+ * that tolerance too. */
+Test(kernels, indexer_bf16_q_and_k, .timeout = 120) {
+  const pto_indexer_dims dims[] = {{1, 8, 100, 4, 16},
+                                   {2, 5, 67, 7, 9},
+                                   {1, 4, 300, 64, 128}}; /* DeepSeek's H, D */
+  for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+    const pto_indexer_dims *d = &dims[di];
+    inputs in = inputs_bf16(d, 300 + (unsigned)di);
+    for (int mask = 0; mask < PTO_MASK_MODE_COUNT; mask++) {
+      pto_indexer_params prm = pto_indexer_params_default();
+      prm.dtype = PTO_BF16;
+      prm.mask = (pto_mask_mode)mask;
+      prm.topk = d->s2 < 20 ? d->s2 : 20;
+      char what[96];
+      snprintf(what, sizeof what, "bf16 dims %zu mask %s", di,
+               pto_mask_name(prm.mask));
+      check_indexer(what, d, &prm, &in);
+      /* the program's inputs are bf16, and the f32 run of the widened
+       * values agrees with the bf16 reference */
+      pto_program *p = pto_indexer_program(d, &prm);
+      cr_assert_eq(pto_tensor_dtype(
+                       pto_program_input(p, pto_program_find_input(p, "q"))),
+                   PTO_BF16);
+      cr_assert_eq(pto_tensor_dtype(
+                       pto_program_input(p, pto_program_find_input(p, "k"))),
+                   PTO_BF16);
+      pto_program_free(p);
+      const int64_t nq = d->b * d->s1 * d->h * d->d, nk = d->b * d->s2 * d->d;
+      inputs wide = {malloc((size_t)nq * sizeof(float)),
+                     malloc((size_t)nk * sizeof(float)), in.w};
+      cr_assert(wide.q && wide.k);
+      for (int64_t i = 0; i < nq; i++)
+        ((float *)wide.q)[i] = bf16_f32(((const uint16_t *)in.q)[i]);
+      for (int64_t i = 0; i < nk; i++)
+        ((float *)wide.k)[i] = bf16_f32(((const uint16_t *)in.k)[i]);
+      pto_indexer_params pf = prm;
+      pf.dtype = PTO_F32;
+      check_indexer(what, d, &pf, &wide);
+      free(wide.q);
+      free(wide.k);
+    }
+    inputs_free(&in);
+  }
+}
+
+/* q and k of two dtypes, or of a dtype the cube does not take, and bf16
+ * weights are refused, naming the tensors; the reference and the checker
+ * refuse a dtype they do not read. */
+Test(kernels, indexer_bad_dtype_mixes, .timeout = 30) {
+  const int64_t qs[4] = {1, 8, 4, 16}, ks[3] = {1, 100, 16}, ws[3] = {1, 8, 4};
+  const struct {
+    pto_dtype q, k, w;
+    const char *needle;
+  } bad[] = {
+      {PTO_BF16, PTO_F32, PTO_F32,
+       "q 'q' bf16[1,8,4,16] and k 'k' f32[1,100,16] must share one dtype"},
+      {PTO_F32, PTO_BF16, PTO_F32,
+       "q 'q' f32[1,8,4,16] and k 'k' bf16[1,100,16] must share one dtype"},
+      {PTO_F16, PTO_F16, PTO_F32, "'q' f16[1,8,4,16] must be f32 or bf16"},
+      {PTO_BF16, PTO_BF16, PTO_BF16, "'w' bf16[1,8,4] must be f32"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    pto_program *p = pto_program_new("bad");
+    pto_tensor *q = pto_input(p, "q", bad[i].q, 4, qs);
+    pto_tensor *k = pto_input(p, "k", bad[i].k, 3, ks);
+    pto_tensor *w = pto_input(p, "w", bad[i].w, 3, ws);
+    pto_indexer_params prm = pto_indexer_params_default();
+    prm.topk = 20;
+    pto_tensor *idx = (pto_tensor *)1;
+    cr_expect_null(pto_indexer(p, q, k, w, &prm, &idx), "case %zu", i);
+    cr_expect_null(idx, "case %zu: indices set", i);
+    cr_expect_eq(pto_program_status(p), PTO_EDTYPE, "case %zu: %s", i,
+                 pto_program_error(p));
+    cr_expect(strstr(pto_program_error(p), "indexer") &&
+                  strstr(pto_program_error(p), bad[i].needle),
+              "case %zu: message \"%s\" lacks \"%s\"", i, pto_program_error(p),
+              bad[i].needle);
+    pto_program_free(p);
+  }
+  const pto_indexer_dims d = {1, 2, 3, 1, 1};
+  pto_indexer_params prm = pto_indexer_params_default();
+  prm.topk = 2;
+  prm.dtype = PTO_F16;
+  float x[8] = {0};
+  int32_t ix[8];
+  cr_expect_eq(pto_indexer_ref(&d, &prm, x, x, x, 0, 2, ix, x), PTO_EINVAL);
+  char msg[64];
+  cr_expect_eq(
+      pto_indexer_check(&d, &prm, x, x, x, ix, x, 0, 2, 0, msg, sizeof msg),
+      -1);
 }
 
 Test(kernels, indexer_both_masks_batches_and_tiles, .timeout = 120) {
@@ -154,9 +260,10 @@ Test(kernels, indexer_ties_at_the_threshold, .timeout = 60) {
   const pto_indexer_dims d = {1, 6, 90, 2, 4};
   inputs in = inputs_new(&d, 7);
   for (int64_t i = 0; i < d.s2 * d.d; i++)
-    in.k[i] = (float)((i / d.d) % 3); /* three distinct keys, repeated */
+    ((float *)in.k)[i] =
+        (float)((i / d.d) % 3); /* three distinct keys, repeated */
   for (int64_t i = 0; i < d.s1 * d.h * d.d; i++)
-    in.q[i] = 1;
+    ((float *)in.q)[i] = 1;
   for (int64_t i = 0; i < d.s1 * d.h; i++)
     in.w[i] = 0.5f;
   pto_indexer_params prm = pto_indexer_params_default();

@@ -124,6 +124,70 @@ Test(kernels, gemm_tile_fits_the_machine, .timeout = 60) {
     }
 }
 
+/* bf16 A and B (the f32 engine widens them while packing; C f32): against
+ * pto_gemm_ref on the same values widened by the test, within the f32
+ * bound of expect_gemm, since bf16 products are exact in f32 and only the
+ * f32 sum's order differs. Host tile and split-K edges. */
+Test(kernels, gemm_bf16_operands, .timeout = 120) {
+  const int64_t sizes[][3] = {{64, 96, 128}, {61, 97, 140}, {3, 5, 4}};
+  const pto_tile_shape split = {0, 0, 12, 32, 24};
+  for (int i = 0; i < 3; i++) {
+    const int64_t M = sizes[i][0], N = sizes[i][1], K = sizes[i][2];
+    uint16_t *Ah = random_bf16(M * K, 5 + i), *Bh = random_bf16(K * N, 9 + i);
+    float *A = malloc((size_t)(M * K) * sizeof *A),
+          *B = malloc((size_t)(K * N) * sizeof *B),
+          *ref = malloc((size_t)(M * N) * sizeof *ref),
+          *got = malloc((size_t)(M * N) * sizeof *got);
+    cr_assert(A && B && ref && got);
+    for (int64_t j = 0; j < M * K; j++)
+      A[j] = bf16_f32(Ah[j]);
+    for (int64_t j = 0; j < K * N; j++)
+      B[j] = bf16_f32(Bh[j]);
+    pto_gemm_ref(M, N, K, A, B, ref);
+    for (int t = 0; t < 2; t++) {
+      pto_program *p =
+          pto_gemm_program_dtype(M, N, K, t ? &split : NULL, PTO_BF16);
+      cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+      pto_executable *e = NULL;
+      cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s",
+                   pto_program_error(p));
+      const void *in[2] = {Ah, Bh};
+      void *out[1] = {got};
+      for (uint32_t w = 0; w <= 2; w++) {
+        memset(got, 0xff, (size_t)(M * N) * sizeof *got);
+        run_on_workers(e, in, out, w, "gemm bf16");
+        expect_gemm(t ? "gemm bf16 split-k" : "gemm bf16", M, N, K, A, B, got,
+                    ref);
+      }
+      pto_executable_free(e);
+      pto_program_free(p);
+    }
+    free(Ah);
+    free(Bh);
+    free(A);
+    free(B);
+    free(ref);
+    free(got);
+  }
+  /* the engine that ran them is named, and an f32 one (no bf16 engine on
+   * any CPU this build knows) */
+  const char *eng = pto_matmul_engine(PTO_BF16);
+  cr_assert_not_null(eng);
+  cr_expect_str_eq(eng, pto_matmul_engine(PTO_F32));
+  char want[32];
+  snprintf(want, sizeof want, "%s-f32", pto_isa_name());
+  cr_expect_str_eq(eng, want);
+  cr_expect_null(pto_matmul_engine(PTO_I32));
+  cr_expect_null(pto_matmul_engine((pto_dtype)99));
+  /* operands the GEMM does not take */
+  pto_program *p = pto_gemm_program_dtype(4, 4, 4, NULL, PTO_I32);
+  cr_expect_eq(pto_program_status(p), PTO_EDTYPE);
+  cr_expect(strstr(pto_program_error(p), "gemm") &&
+                strstr(pto_program_error(p), "i32"),
+            "message: %s", pto_program_error(p));
+  pto_program_free(p);
+}
+
 Test(kernels, gemm_bad_input_is_an_error, .timeout = 30) {
   pto_machine host;
   cr_assert_eq(pto_machine_host(&host), PTO_OK);

@@ -40,7 +40,11 @@
  *  - f32 TROWSUM TCOLSUM: |got - exact| <= 1e-5 * sqrt(n) * sum |x_i|.
  *  - TMATMUL(_ACC): |got - exact| <= 1e-5 * sqrt(K) * (sum_k |a_k b_k| +
  *    |acc|). An f32 sum in order has error <= n * 2^-24 * sum |terms|, so
- *    these bounds hold with a wide margin for the sizes used here.
+ *    these bounds hold with a wide margin for the sizes used here. The
+ *    same bound holds for bf16 and f16 operands: the oracle reads their
+ *    exact values, and a product of two bf16 (8 significant bits each) or
+ *    two f16 (11) is exact in f32, so only the f32 sum's order differs
+ *    (the bf16 matmul is defined as exact products summed in f32).
  *  Infinite or NaN expected values must be matched exactly (NaN by NaN).
  */
 #include "core/custom.h"

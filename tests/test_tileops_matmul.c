@@ -279,8 +279,11 @@ static void packed_matmul(int op) {
              * transposed (TRANS_*) */
             int pa = fl & 1, pb = (fl >> 1) & 1, ta = (fl >> 2) & 1,
                 tb = (fl >> 3) & 1;
-            if (ty > 0 && di != 0)
-              continue; /* every dtype on one shape */
+            /* every dtype on one shape; bf16 into f32 tiles (the f32
+             * engines' bf16 path) also on a larger one, past the SIMD
+             * packers' 4- and 8-wide steps and their tails */
+            if (ty > 0 && di != 0 && !(ty == 1 && di == 3))
+              continue;
             uint32_t M = dims[di][0], N = dims[di][1], K = dims[di][2];
             uint32_t mr = widths[wi][0], nr = widths[wi][1];
             char ctx[200];
@@ -356,7 +359,12 @@ Test(tileops, packed_TMATMUL_RELU_WSUM, .fini = free_all) {
     for (int wi = 0; wi < 2; wi++)
       for (int di = 0; di < 6; di++)
         for (int ci = 0; ci < 4; ci++)
-          for (int tr = 0; tr < 2; tr++) { /* B from k^T, as the indexer */
+          for (int tr = 0; tr < 4; tr++) { /* B from k^T, as the indexer */
+            /* tr 2, 3: bf16 q and k, widened while packing (the f32
+             * engines' bf16 path), on the shapes with whole SIMD steps */
+            const pto_dtype gdt = tr < 2 ? PTO_F32 : PTO_BF16;
+            if (gdt == PTO_BF16 && di != 1 && di != 3)
+              continue;
             uint32_t R = dims[di][0], N = dims[di][1], K = dims[di][2],
                      G = dims[di][3], M = R * G;
             uint32_t mr = widths[wi][0], nr = widths[wi][1];
@@ -364,14 +372,16 @@ Test(tileops, packed_TMATMUL_RELU_WSUM, .fini = free_all) {
             int causal = !isnan(diag);
             char ctx[200];
             snprintf(ctx, sizeof ctx,
-                     "%s on %s: R=%u G=%u N=%u K=%u panels %ux%u diag %g%s",
-                     pto__insn_name(op), T->name, R, G, N, K, mr, nr, diag,
-                     tr ? ", B from a transposed view" : "");
+                     "%s on %s: %s R=%u G=%u N=%u K=%u panels %ux%u diag "
+                     "%g%s",
+                     pto__insn_name(op), T->name, pto_dtype_name(gdt), R, G, N,
+                     K, mr, nr, diag,
+                     tr & 1 ? ", B from a transposed view" : "");
             rng r = rng_seed(seed_of(op, ti * 10 + wi, di * 4 + ci, tr));
             pto_gview ga, gb;
-            pto_tile *A = operand_tile(T, &r, PTO_F32, PTO_F32, M, K, 0, 'A',
-                                       0, mr, &ga, ctx);
-            pto_tile *B = operand_tile(T, &r, PTO_F32, PTO_F32, K, N, tr, 'B',
+            pto_tile *A = operand_tile(T, &r, gdt, PTO_F32, M, K, 0, 'A', 0, mr,
+                                       &ga, ctx);
+            pto_tile *B = operand_tile(T, &r, gdt, PTO_F32, K, N, tr & 1, 'B',
                                        0, nr, &gb, ctx);
             pto_tile *W = src_new(&r, PTO_F32, M + 3, 1, M, 1, G_MM);
             pto_tile *d = dst_new(PTO_F32, R + 1, N + 5, R, N);

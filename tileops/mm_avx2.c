@@ -63,6 +63,7 @@ static void kernel_6x16_wsum(uint32_t K, const float *restrict Ap,
   } while (0)
 
 #define VW 8 /* f32 lanes of a vector */
+#define MM_ENGINE "avx2-f32"
 #define KERNEL kernel_6x16
 #define KERNEL_WSUM kernel_6x16_wsum
 #include "tileops/mm_loops.h"

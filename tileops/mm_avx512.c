@@ -28,6 +28,7 @@ static void kernel_12x32(uint32_t K, const float *restrict Ap,
                          pto_pf *pf, uint32_t npf);
 
 #define VW 16 /* f32 lanes of a vector */
+#define MM_ENGINE "avx512-f32"
 #define KERNEL kernel_12x32
 #include "tileops/mm_loops.h"
 

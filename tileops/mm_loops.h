@@ -10,7 +10,8 @@
  * ws, rows, split, sums, pf, npf): the block through ReLU and the row
  * weights w[i * ws], rows [0, split) summed into sums[0..NR) and the rest
  * into sums[NR..2 NR), for TMATMUL_RELU_WSUM with groups of MR rows or
- * more. So the loops compile with that file's ISA flags.
+ * more; and MM_ENGINE, the engine's name ("avx2-f32"). So the loops
+ * compile with that file's ISA flags.
  *
  * The loop order is BLIS's: per KC slice of k, each NR panel of B stays in
  * L1 while the MR panels of A stream from L2 past it. */
@@ -331,6 +332,11 @@ static void mm_install(pto_isa_table *t) {
     t->fn[PTO_OP_TSTORE] = pto__tstore_f32;
   t->mm_mr = MR;
   t->mm_nr = NR;
+  /* bf16 and f16 operands: widened while packing (tileops/pack.c), then
+   * the same f32 kernel; their products are exact in f32 */
+  t->mm_engine[PTO_F32] = MM_ENGINE;
+  t->mm_engine[PTO_BF16] = MM_ENGINE;
+  t->mm_engine[PTO_F16] = MM_ENGINE;
 }
 
 #endif /* PTO_TILEOPS_MM_LOOPS_H */

@@ -10,8 +10,8 @@
 
 #include "tileops/tileops.h"
 
-#if defined(__SSE__)
-#include <xmmintrin.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
 #endif
 
 #define PREFETCH_ROWS 4 /* source rows fetched ahead when copying panels */
@@ -28,6 +28,30 @@ static inline float src_at(const void *s, src_kind kind, int64_t i) {
   return f;
 }
 
+#if defined(__SSE2__)
+/* Four consecutive source elements from element i as f32 (bf16 exactly). */
+static inline __m128 src_load4(const void *s, src_kind kind, int64_t i) {
+  if (kind == SRC_F32)
+    return _mm_loadu_ps((const float *)s + i);
+  const __m128i h = _mm_loadl_epi64((const __m128i *)((const uint16_t *)s + i));
+  return _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), h));
+}
+
+/* d[0..n) = the n bf16 at s widened to f32, 8 at a time; returns how many
+ * it wrote (a multiple of 8; the caller does the tail). */
+static inline uint32_t bf16_row(float *restrict d, const uint16_t *restrict s,
+                                uint32_t n) {
+  const __m128i z = _mm_setzero_si128();
+  uint32_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128((const __m128i *)(s + i));
+    _mm_storeu_ps(d + i, _mm_castsi128_ps(_mm_unpacklo_epi16(z, h)));
+    _mm_storeu_ps(d + i + 4, _mm_castsi128_ps(_mm_unpackhi_epi16(z, h)));
+  }
+  return i;
+}
+#endif
+
 /* Lanes contiguous in the source: source row k (lanes 0..P-1, the whole
  * width of the window) goes to row k of every panel, so the source is read
  * in order and each panel row written whole: d_p[k * w + i] =
@@ -37,7 +61,7 @@ static void copy_panels(float *restrict d, size_t panel, const void *restrict s,
                         uint32_t w) {
   const size_t es = kind == SRC_F32 ? 4 : 2;
   for (uint32_t k = 0; k < K; k++) {
-#if defined(__SSE__)
+#if defined(__SSE2__)
     /* rows are pages apart: fetch a few rows ahead, line by line */
     if (k + PREFETCH_ROWS < K) {
       const char *ahead = (const char *)s + (k + PREFETCH_ROWS) * ks * (int64_t)es;
@@ -51,13 +75,16 @@ static void copy_panels(float *restrict d, size_t panel, const void *restrict s,
       uint32_t i = 0;
       if (kind == SRC_F32) { /* not memcpy: a call per 100-odd bytes */
         const float *sk = (const float *)s + k * ks + p0;
-#if defined(__SSE__)
+#if defined(__SSE2__)
         for (; i + 4 <= n; i += 4)
           _mm_storeu_ps(dk + i, _mm_loadu_ps(sk + i));
 #endif
         for (; i < n; i++)
           dk[i] = sk[i];
       } else {
+#if defined(__SSE2__)
+        i = bf16_row(dk, (const uint16_t *)s + k * ks + p0, n);
+#endif
         for (; i < n; i++)
           dk[i] = src_at(s, kind, k * ks + p0 + i);
       }
@@ -75,30 +102,30 @@ static void transpose_panel(float *restrict d, const void *restrict s,
                             src_kind kind, int64_t is, uint32_t K,
                             uint32_t n, uint32_t w) {
   uint32_t i = 0;
-#if defined(__SSE__)
-  if (kind == SRC_F32) {
-    const float *f = s;
-    for (; i + 4 <= n; i += 4) {
-      const float *r = f + i * is;
-      uint32_t k = 0;
-      for (; k + 4 <= K; k += 4) {
-        if ((k & 15) == 0) /* a line of each row, 4 lines ahead */
-          for (uint32_t j = 0; j < 4; j++)
-            _mm_prefetch((const char *)(r + j * is + k + 64), _MM_HINT_T0);
-        __m128 r0 = _mm_loadu_ps(r + k), r1 = _mm_loadu_ps(r + is + k),
-               r2 = _mm_loadu_ps(r + 2 * is + k),
-               r3 = _mm_loadu_ps(r + 3 * is + k);
-        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-        float *dk = d + (size_t)k * w + i;
-        _mm_storeu_ps(dk, r0);
-        _mm_storeu_ps(dk + w, r1);
-        _mm_storeu_ps(dk + 2 * w, r2);
-        _mm_storeu_ps(dk + 3 * w, r3);
-      }
-      for (; k < K; k++)
+#if defined(__SSE2__)
+  const size_t es = kind == SRC_F32 ? 4 : 2;
+  for (; i + 4 <= n; i += 4) {
+    const int64_t r = i * is; /* element offset of the first of 4 rows */
+    uint32_t k = 0;
+    for (; k + 4 <= K; k += 4) {
+      if ((k & 15) == 0) /* 64 elements ahead in each row */
         for (uint32_t j = 0; j < 4; j++)
-          d[(size_t)k * w + i + j] = r[j * is + k];
+          _mm_prefetch((const char *)s + (r + j * is + k + 64) * (int64_t)es,
+                       _MM_HINT_T0);
+      __m128 r0 = src_load4(s, kind, r + k),
+             r1 = src_load4(s, kind, r + is + k),
+             r2 = src_load4(s, kind, r + 2 * is + k),
+             r3 = src_load4(s, kind, r + 3 * is + k);
+      _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+      float *dk = d + (size_t)k * w + i;
+      _mm_storeu_ps(dk, r0);
+      _mm_storeu_ps(dk + w, r1);
+      _mm_storeu_ps(dk + 2 * w, r2);
+      _mm_storeu_ps(dk + 3 * w, r3);
     }
+    for (; k < K; k++)
+      for (uint32_t j = 0; j < 4; j++)
+        d[(size_t)k * w + i + j] = src_at(s, kind, r + j * is + k);
   }
 #endif
   for (; i < n; i++)
@@ -150,22 +177,24 @@ int pto__tload_pack(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
-/* TGATHERPACK from an f32 table with contiguous rows into f32 tiles (the
- * reference for anything else): each selected row read once, in panels of
- * w slots. Its first D values go to dst0 (G^T: K = D, N = the slots)
- * through 4x4 transposes of four rows at a time, and its first dv values
- * to dst1 (K = the slots, N = dv) as whole panel rows. An invalid index
- * gives zeros, as do the padding slots of the last panel. */
+/* TGATHERPACK from an f32 or bf16 table with contiguous rows into f32
+ * tiles (the reference for anything else): each selected row read once,
+ * in panels of w slots, bf16 widened to f32 as it is read (exact). Its
+ * first D values go to dst0 (G^T: K = D, N = the slots) through 4x4
+ * transposes of four rows at a time, and its first dv values to dst1 (K =
+ * the slots, N = dv) as whole panel rows. An invalid index gives zeros, as
+ * do the padding slots of the last panel. */
 /* Row t of the table for slot t of a TGATHERPACK, or NULL when its index
  * is invalid (or t is past the n slots). */
-static const float *gathered_row(const pto_tile *idx, const pto_gview *g,
-                                 uint32_t t, uint32_t n) {
+static const void *gathered_row(const pto_tile *idx, const pto_gview *g,
+                                size_t es, uint32_t t, uint32_t n) {
   if (t >= n)
     return NULL;
   const int32_t i = ((const int32_t *)idx->data)[(size_t)(t / idx->valid_cols) *
                                                      idx->stride +
                                                  t % idx->valid_cols];
-  return i >= 0 && i < g->rows ? (const float *)g->base + (int64_t)i * g->row_stride
+  return i >= 0 && i < g->rows ? (const unsigned char *)g->base +
+                                     (int64_t)i * g->row_stride * (int64_t)es
                                : NULL;
 }
 
@@ -173,33 +202,37 @@ static const float *gathered_row(const pto_tile *idx, const pto_gview *g,
  * invalid row, and for the padding columns past dv): row k = t of each
  * panel of w columns. */
 static void gather_v_cols(float *V, size_t v_panel, uint32_t w,
-                          const float *const *row, uint32_t t0, uint32_t slots,
-                          uint32_t dv, uint32_t c0, uint32_t c1) {
+                          const void *const *row, src_kind kind, uint32_t t0,
+                          uint32_t slots, uint32_t dv, uint32_t c0,
+                          uint32_t c1) {
   for (uint32_t q = 0; q < slots; q++)
     for (uint32_t c = c0; c < c1; c++)
       V[(size_t)(c / w) * v_panel + (size_t)(t0 + q) * w + c % w] =
-          row[q] && c < dv ? row[q][c] : 0.0f;
+          row[q] && c < dv ? src_at(row[q], kind, c) : 0.0f;
 }
 
 int pto__tgatherpack(int op, const pto_targs *a) {
   pto_tile *gt = a->dst[0], *v = a->dst[1];
   const pto_tile *idx = a->src[0];
   const pto_gview *g = &a->g;
-  if (g->dtype != PTO_F32 || g->col_stride != 1)
+  if ((g->dtype != PTO_F32 && g->dtype != PTO_BF16) || g->col_stride != 1 ||
+      gt->dtype != PTO_F32 || v->dtype != PTO_F32)
     return pto__isa_scalar.fn[PTO_OP_TGATHERPACK](op, a);
+  const src_kind kind = g->dtype == PTO_F32 ? SRC_F32 : SRC_BF16;
+  const size_t es = pto_dtype_size(g->dtype);
   const uint32_t w = (uint32_t)a->imm[0], n = gt->valid_cols,
                  D = gt->valid_rows, dv = v->valid_cols;
   const uint32_t dv_pad = (dv + w - 1) / w * w;
   const size_t gt_panel = (size_t)w * gt->rows, v_panel = (size_t)w * v->rows;
   float *G = gt->data, *V = v->data;
   for (uint32_t t0 = 0; t0 < n; t0 += w) {
-    const float *row[PTO_MM_PANEL_MAX];
+    const void *row[PTO_MM_PANEL_MAX];
     const uint32_t slots = n - t0 < w ? n - t0 : w;
     for (uint32_t j = 0; j < w; j++)
-      row[j] = gathered_row(idx, g, t0 + j, n);
+      row[j] = gathered_row(idx, g, es, t0 + j, n);
     float *gp = G + (size_t)(t0 / w) * gt_panel; /* gp[d * w + j] */
     uint32_t d = 0, vdone = 0; /* dst0 rows, dst1 columns written */
-#if defined(__SSE__)
+#if defined(__SSE2__)
     if (w % 4 == 0) {
       /* four d at a time across all w rows, each row read once for both
        * destinations: its four values go to dst1 as they are (while d <
@@ -208,26 +241,28 @@ int pto__tgatherpack(int op, const pto_targs *a) {
        * it would fetch every line four times); an invalid row reads as
        * zeros. The next panel's rows are prefetched meanwhile, spread over
        * the steps: the rows are random, no hardware prefetcher runs ahead */
-      const float *next[PTO_MM_PANEL_MAX];
+      const void *next[PTO_MM_PANEL_MAX];
       for (uint32_t j = 0; j < w; j++)
-        next[j] = gathered_row(idx, g, t0 + w + j, n);
-      const uint32_t lines = (D + 15) / 16, steps = D / 4 ? D / 4 : 1;
+        next[j] = gathered_row(idx, g, es, t0 + w + j, n);
+      const uint32_t per_line = 64 / (uint32_t)es; /* elements per line */
+      const uint32_t lines = (D + per_line - 1) / per_line,
+                     steps = D / 4 ? D / 4 : 1;
       const uint32_t per_step = (w * lines + steps - 1) / steps;
       uint32_t pf = 0; /* next line: row pf / lines, line pf % lines */
       const __m128 zero = _mm_setzero_ps();
       for (; d + 4 <= D; d += 4) {
         for (uint32_t k = 0; k < per_step && pf < w * lines; k++, pf++)
           if (next[pf / lines])
-            _mm_prefetch((const char *)(next[pf / lines] + (pf % lines) * 16),
+            _mm_prefetch((const char *)next[pf / lines] + (pf % lines) * 64,
                          _MM_HINT_T0);
         float *dd = gp + (size_t)d * w;
         const int to_v = d + 4 <= dv;
         float *vd = V + (size_t)(d / w) * v_panel + (size_t)t0 * w + d % w;
         for (uint32_t j = 0; j < w; j += 4) {
-          __m128 r0 = row[j] ? _mm_loadu_ps(row[j] + d) : zero,
-                 r1 = row[j + 1] ? _mm_loadu_ps(row[j + 1] + d) : zero,
-                 r2 = row[j + 2] ? _mm_loadu_ps(row[j + 2] + d) : zero,
-                 r3 = row[j + 3] ? _mm_loadu_ps(row[j + 3] + d) : zero;
+          __m128 r0 = row[j] ? src_load4(row[j], kind, d) : zero,
+                 r1 = row[j + 1] ? src_load4(row[j + 1], kind, d) : zero,
+                 r2 = row[j + 2] ? src_load4(row[j + 2], kind, d) : zero,
+                 r3 = row[j + 3] ? src_load4(row[j + 3], kind, d) : zero;
           if (to_v) { /* slot t's row of its column panel */
             if (j < slots)
               _mm_storeu_ps(vd + (size_t)j * w, r0);
@@ -251,9 +286,9 @@ int pto__tgatherpack(int op, const pto_targs *a) {
 #endif
     for (; d < D; d++)
       for (uint32_t j = 0; j < w; j++)
-        gp[(size_t)d * w + j] = row[j] ? row[j][d] : 0.0f;
+        gp[(size_t)d * w + j] = row[j] ? src_at(row[j], kind, d) : 0.0f;
     /* what the vector pass left of dst1, and its padding columns */
-    gather_v_cols(V, v_panel, w, row, t0, slots, dv, vdone, dv_pad);
+    gather_v_cols(V, v_panel, w, row, kind, t0, slots, dv, vdone, dv_pad);
   }
   return PTO_OK;
 }

@@ -966,6 +966,9 @@ const pto_isa_table pto__isa_scalar = {
     .name = "scalar",
     .mm_mr = 4, /* any width runs; these keep padding small */
     .mm_nr = 16,
+    /* f32 products and sums, bf16/f16 widened exactly first */
+    .mm_engine = {[PTO_F32] = "scalar-f32", [PTO_BF16] = "scalar-f32",
+                  [PTO_F16] = "scalar-f32"},
     .fn = {
 #define PTO_INSN(name, fam, core, nsrc, ndst, flags) [PTO_OP_##name] = ref_##name,
 #include "core/isa.def"

@@ -38,3 +38,9 @@ void pto__mm_panel(uint32_t *mr, uint32_t *nr) {
 void pto_matmul_panel(uint32_t *mr, uint32_t *nr) {
   pto__mm_panel(mr, nr);
 }
+
+const char *pto_matmul_engine(pto_dtype dt) {
+  if (pto__isa_check(NULL, 0) || (unsigned)dt >= PTO_DTYPE_COUNT)
+    return NULL;
+  return pto__isa_active()->mm_engine[dt];
+}

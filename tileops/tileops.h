@@ -106,6 +106,13 @@ typedef struct pto_isa_table {
    * of an A panel (mr) and cols of a B panel (nr), the micro-kernel's
    * register block. Every table runs every width; these are a preference. */
   uint32_t mm_mr, mm_nr;
+  /* The matmul engine that runs TMATMUL* on operands of each dtype (NULL
+   * for i32): "<isa>-f32" for this table's f32 micro-kernel, which takes
+   * bf16 and f16 operands widened to f32 exactly as TLOAD packs them.
+   * A table with a native bf16 path (AMX tiles, AVX-512 BF16: a variant of
+   * its own in tileops/dispatch.c, chosen at start-up like every table)
+   * names it here for PTO_BF16 and keeps its f32 engine for PTO_F32. */
+  const char *mm_engine[PTO_DTYPE_COUNT];
 } pto_isa_table;
 
 /* The panel widths of the active table (pto__isa_active), for the

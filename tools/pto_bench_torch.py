@@ -18,7 +18,13 @@ what ran:
 Run by pto-bench (tools/bench/peer.c), which checks the outputs with the
 same checker as PTO's. Exit status 0, or 1 with the reason on stderr.
 Workloads: indexer (the lightning indexer with its top-k), attention (the
-sparse MLA attention over the indexer's top-k keys).
+sparse MLA attention over the indexer's top-k keys), gemm (C = A x B).
+
+meta.json's "dtype" is "float32" or "bfloat16". bfloat16 inputs come as
+'<u2' .npy files (their bits: NumPy has no bfloat16) and are viewed as
+torch.bfloat16; the matmuls then run in bf16 (PyTorch's bf16 matmul),
+while what the operators keep in f32 (the indexer's weights and head sum,
+the attention's softmax) stays f32, and the outputs are f32.
 """
 
 import argparse
@@ -41,6 +47,14 @@ MAX_INTERMEDIATE = 4 << 30
 CHUNK_BYTES = 8 << 20
 
 
+def load_input(d, name, meta):
+    """Input `name` of DIR d as a tensor of meta's dtype."""
+    a = np.load(os.path.join(d, name + ".npy"))
+    if meta.get("dtype") == "bfloat16" and a.dtype == np.uint16:
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
 def log(args, msg):
     if not args.quiet:
         print(f"pto-bench {args.workload}: torch: {msg}", file=sys.stderr,
@@ -57,8 +71,7 @@ def log(args, msg):
 
 
 def indexer_load(d, meta):
-    t = {n: torch.from_numpy(np.load(os.path.join(d, n + ".npy")))
-         for n in ("q", "k", "w")}
+    t = {n: load_input(d, n, meta) for n in ("q", "k", "w")}
     t["topk"] = int(meta["topk"])
     t["causal"] = meta["mask"] == "causal"
     if meta["mask"] not in ("none", "causal"):
@@ -98,7 +111,7 @@ def indexer_naive(t):
     q, k, w = t["q"], t["k"], t["w"]
     B, S1, H, D = q.shape
     S2 = k.shape[1]
-    s = torch.matmul(q.reshape(B, S1 * H, D), k.transpose(1, 2))
+    s = torch.matmul(q.reshape(B, S1 * H, D), k.transpose(1, 2)).float()
     s = s.view(B, S1, H, S2).relu_().mul_(w.unsqueeze(-1))
     scores = s.sum(dim=2)
     del s
@@ -125,7 +138,8 @@ def indexer_chunked(t):
             if n <= 0:
                 continue  # no query of the block sees a key: all padding
             c = r1 - r0
-            s = torch.matmul(q[b, r0:r1].reshape(c * H, D), k[b, :n].t())
+            s = torch.matmul(q[b, r0:r1].reshape(c * H, D),
+                             k[b, :n].t()).float()  # bf16: the matmul only
             s = torch.bmm(w[b, r0:r1].unsqueeze(1), s.relu_().view(c, H, n))
             s = s.view(c, n)
             if t["causal"]:
@@ -152,8 +166,7 @@ def indexer_naive_bytes(t):
 
 
 def attention_load(d, meta):
-    t = {n: torch.from_numpy(np.load(os.path.join(d, n + ".npy")))
-         for n in ("q", "kv", "indices")}
+    t = {n: load_input(d, n, meta) for n in ("q", "kv", "indices")}
     t["dv"] = int(meta["dv"])
     t["scale"] = float(meta["scale"])
     t["causal"] = bool(meta["causal"])
@@ -175,12 +188,13 @@ def attention_rows(t, r0, r1):
     flat = torch.where(valid, ix, torch.zeros_like(ix)) + \
         (rows // S1 * S2).unsqueeze(1)
     g = kv.view(B * S2, D).index_select(0, flat.view(-1)).view(-1, T, D)
-    x = torch.bmm(q.view(B * S1, H, D)[r0:r1], g.transpose(1, 2))
+    # bf16 inputs: both matmuls in bf16, the softmax in f32
+    x = torch.bmm(q.view(B * S1, H, D)[r0:r1], g.transpose(1, 2)).float()
     x.mul_(t["scale"]).masked_fill_(~valid.unsqueeze(1), -math.inf)
     lse = torch.logsumexp(x, dim=-1)
     empty = torch.isneginf(lse)  # no valid slot: every x is -inf
     x.sub_(lse.masked_fill(empty, 0).unsqueeze(-1)).exp_()
-    out = torch.bmm(x, g[:, :, :dv])
+    out = torch.bmm(x.to(g.dtype), g[:, :, :dv]).float()
     return out, lse.masked_fill_(empty, math.inf)
 
 
@@ -212,6 +226,29 @@ def attention_naive_bytes(t):
     return B * S1 * T * (D + H) * 4
 
 
+# ---- GEMM ----------------------------------------------------------------------
+#
+# a [M,K], b [K,N] of meta's dtype; output c [M,N] float32 = a x b.
+
+
+def gemm_load(d, meta):
+    return {n: load_input(d, n, meta) for n in ("a", "b")}
+
+
+def gemm_matmul(t):
+    """torch.matmul in the inputs' dtype (bf16: PyTorch's bf16 matmul)."""
+    return {"c": torch.matmul(t["a"], t["b"]).float()}
+
+
+def gemm_upcast(t):
+    """bf16 inputs widened to f32 first, then the f32 matmul: what a user
+    without a fast bf16 matmul would run (f32 inputs: skipped, the same as
+    matmul)."""
+    if t["a"].dtype == torch.float32:
+        raise RuntimeError("f32 inputs: the same as matmul")
+    return {"c": torch.matmul(t["a"].float(), t["b"].float())}
+
+
 WORKLOADS = {
     "indexer": {
         "load": indexer_load,
@@ -228,6 +265,14 @@ WORKLOADS = {
         "variants": {
             "naive": (attention_naive, attention_naive_bytes),
             "chunked": (attention_chunked, None),
+        },
+    },
+    "gemm": {
+        "load": gemm_load,
+        "outputs": ("c",),
+        "variants": {
+            "matmul": (gemm_matmul, None),
+            "upcast-f32": (gemm_upcast, None),
         },
     },
 }

@@ -45,22 +45,28 @@ typedef struct pto_attention_params {
    * zeros: pto_attention_tile for the host. A config file's "attention"
    * label overrides win. */
   pto_tile_shape tile;
+  /* The dtype of q and kv for pto_attention_program, the reference and
+   * the checker: PTO_F32 or PTO_BF16 (as DeepSeek deploys them). The
+   * scores, the softmax, out and lse stay f32. */
+  pto_dtype dtype;
 } pto_attention_params;
 
-/* scale 0 (1 / sqrt(D)), not causal, tiles chosen for the host. */
+/* scale 0 (1 / sqrt(D)), not causal, tiles chosen for the host, f32. */
 PTO_API pto_attention_params pto_attention_params_default(void);
 
-/* Adds the attention to p: q f32 [B,S1,H,D], kv f32 [B,S2,D], indices i32
- * [B,S1,topk], value dim dv. Returns out f32 [B,S1,H,dv] and sets *lse to
- * f32 [B,S1,H]. Its ops are labelled "attention.*" under the current
- * label. NULL on bad input, with the program's sticky error naming the
- * tensors and sizes. */
+/* Adds the attention to p: q [B,S1,H,D] and kv [B,S2,D], both f32 or both
+ * bf16 (bf16 widened to f32 exactly as the cube loads and gathers it;
+ * prm->dtype is not consulted), indices i32 [B,S1,topk], value dim dv. Returns
+ * out f32 [B,S1,H,dv] and sets *lse to f32 [B,S1,H]. Its ops are labelled
+ * "attention.*" under the current label. NULL on bad input, with the program's
+ * sticky error naming the tensors and sizes. */
 PTO_API pto_tensor *pto_attention(pto_program *p, pto_tensor *q,
                                   pto_tensor *kv, pto_tensor *indices,
                                   int64_t dv, const pto_attention_params *prm,
                                   pto_tensor **lse);
 
-/* A program "attention" with inputs "q", "kv", "indices" and outputs
+/* A program "attention" with inputs "q", "kv" (of prm->dtype), "indices"
+ * and outputs
  * "out", "lse". NULL on ENOMEM; check pto_program_status. */
 PTO_API pto_program *pto_attention_program(const pto_attention_dims *d,
                                            const pto_attention_params *prm);
@@ -77,12 +83,17 @@ PTO_API double pto_attention_gflop(const pto_attention_dims *d);
 
 /* ---- plain-C reference (double accumulation) ----------------------------- */
 
+/* q and kv below are arrays of prm->dtype (f32 or bf16), read exactly into
+ * double. A bf16 run is checked against its own bf16 inputs, so only the
+ * f32 accumulation differs and the f32 tolerances below hold for bf16 too
+ * (products of bf16 are exact in f32). */
+
 /* out and lse for query rows [r0, r1) of the B*S1 (row r is batch r / S1,
  * query r % S1); out and lse point at row 0's ([B,S1,H,dv], [B,S1,H]).
  * PTO_EINVAL for bad sizes or pointers, PTO_ENOMEM. */
 PTO_API pto_status pto_attention_ref(const pto_attention_dims *d,
                                      const pto_attention_params *prm,
-                                     const float *q, const float *kv,
+                                     const void *q, const void *kv,
                                      const int32_t *indices, int64_t r0,
                                      int64_t r1, float *out, float *lse);
 
@@ -91,11 +102,10 @@ PTO_API pto_status pto_attention_ref(const pto_attention_dims *d,
  * 1e-6 |ref| (ANCHORS.md's fp32 tolerances), an infinite lse exactly.
  * Returns 0, or -1 with the first failure in msg. */
 PTO_API int pto_attention_check(const pto_attention_dims *d,
-                                const pto_attention_params *prm,
-                                const float *q, const float *kv,
-                                const int32_t *indices, const float *out,
-                                const float *lse, int64_t r0, int64_t r1,
-                                char *msg, size_t msg_size);
+                                const pto_attention_params *prm, const void *q,
+                                const void *kv, const int32_t *indices,
+                                const float *out, const float *lse, int64_t r0,
+                                int64_t r1, char *msg, size_t msg_size);
 
 PTO_EXTERN_C_END
 

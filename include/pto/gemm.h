@@ -35,6 +35,14 @@ PTO_API pto_status pto_gemm_tile(const pto_machine *mach, int64_t M, int64_t N,
 PTO_API pto_program *pto_gemm_program(int64_t M, int64_t N, int64_t K,
                               const pto_tile_shape *tile);
 
+/* pto_gemm_program with A and B of dtype dt: PTO_F32, or PTO_BF16 (C
+ * stays f32: the operands are widened to f32 exactly as they are packed,
+ * products are exact, sums run in f32; pto_matmul_engine names the engine).
+ * Another dt fails the program with PTO_EDTYPE. */
+PTO_API pto_program *pto_gemm_program_dtype(int64_t M, int64_t N, int64_t K,
+                                            const pto_tile_shape *tile,
+                                            pto_dtype dt);
+
 /* C = A x B accumulated in double, rounded once to f32. */
 PTO_API void pto_gemm_ref(int64_t M, int64_t N, int64_t K, const float *A,
                   const float *B, float *C);

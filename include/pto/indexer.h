@@ -51,12 +51,18 @@ typedef struct pto_indexer_params {
    * which a config's label setting overrides); 0: as many as keep four
    * tasks per worker of the host. */
   int64_t qk_reuse;
+  /* The dtype of q and k for pto_indexer_program, the reference and the
+   * checker: PTO_F32 or PTO_BF16 (as DeepSeek deploys them). w, the
+   * scores, their top-k and the values stay f32. */
+  pto_dtype dtype;
 } pto_indexer_params;
 
-/* topk 2048 (DeepSeek-V3.2's), causal, tiles chosen for the host. */
+/* topk 2048 (DeepSeek-V3.2's), causal, tiles chosen for the host, f32. */
 PTO_API pto_indexer_params pto_indexer_params_default(void);
 
-/* Adds the indexer to p: q f32 [B,S1,H,D], k f32 [B,S2,D], w f32 [B,S1,H].
+/* Adds the indexer to p: q [B,S1,H,D] and k [B,S2,D], both f32 or both
+ * bf16 (bf16 is widened to f32 exactly as the cube packs it: products
+ * exact, sums in f32; prm->dtype is not consulted), w f32 [B,S1,H].
  * Returns the values f32 [B,S1,topk] and sets *indices to the indices i32
  * [B,S1,topk]. Its ops are labelled "indexer.*" under the current label.
  * NULL on bad input, with the program's sticky error naming the tensors and
@@ -65,8 +71,9 @@ PTO_API pto_tensor *pto_indexer(pto_program *p, pto_tensor *q, pto_tensor *k,
                                 pto_tensor *w, const pto_indexer_params *prm,
                                 pto_tensor **indices);
 
-/* A program "indexer" with inputs "q", "k", "w" and outputs "indices",
- * "values", as above. NULL on ENOMEM; check pto_program_status. */
+/* A program "indexer" with inputs "q", "k" (of prm->dtype), "w" and
+ * outputs "indices", "values", as above. NULL on ENOMEM; check
+ * pto_program_status. */
 PTO_API pto_program *pto_indexer_program(const pto_indexer_dims *d,
                                          const pto_indexer_params *prm);
 
@@ -96,16 +103,20 @@ PTO_API int64_t pto_indexer_visible(const pto_indexer_dims *d,
 
 /* ---- plain-C reference (double accumulation) ----------------------------- */
 
+/* q and k below are arrays of prm->dtype (f32 or bf16), read exactly into
+ * double; w is f32. A bf16 run is checked against its own bf16 inputs, so
+ * the rounding of the inputs is not an error: only the f32 accumulation
+ * is, and the f32 tolerance (rtol 1e-5) holds for bf16 too. */
+
 /* The outputs for query rows [r0, r1) of the B*S1 rows (row r is batch
  * r / S1, query r % S1); indices and values point at row 0's outputs
  * ([B,S1,topk] dense). Scores are computed in double and rounded once to
  * f32; ties rank by index. PTO_EINVAL for bad sizes or NULL pointers,
  * PTO_ENOMEM. */
 PTO_API pto_status pto_indexer_ref(const pto_indexer_dims *d,
-                                   const pto_indexer_params *prm,
-                                   const float *q, const float *k,
-                                   const float *w, int64_t r0, int64_t r1,
-                                   int32_t *indices, float *values);
+                                   const pto_indexer_params *prm, const void *q,
+                                   const void *k, const float *w, int64_t r0,
+                                   int64_t r1, int32_t *indices, float *values);
 
 /* Checks outputs (from any implementation) for query rows [r0, r1) against
  * scores recomputed in double, as sets with a tolerance at the threshold,
@@ -120,8 +131,8 @@ PTO_API pto_status pto_indexer_ref(const pto_indexer_dims *d,
  * Returns 0, or -1 with the first failure in msg ("row 5 (b 0, i 5): slot
  * 3 holds key 17, not visible"). rtol <= 0 uses 1e-5. */
 PTO_API int pto_indexer_check(const pto_indexer_dims *d,
-                              const pto_indexer_params *prm, const float *q,
-                              const float *k, const float *w,
+                              const pto_indexer_params *prm, const void *q,
+                              const void *k, const float *w,
                               const int32_t *indices, const float *values,
                               int64_t r0, int64_t r1, double rtol, char *msg,
                               size_t msg_size);

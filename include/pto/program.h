@@ -223,8 +223,10 @@ PTO_API pto_tensor *pto_matmul_relu_wsum(pto_program *p, pto_tensor *a,
  *   x_t[h] = scale * q[b,i,h,:] . kv[b,j,:]
  *   lse[b,i,h] = ln sum_t exp(x_t[h])
  *   out[b,i,h,:] = sum_t exp(x_t[h] - lse[b,i,h]) * kv[b,j,:dv]
- * q f32 [B,S1,H,D], kv f32 [B,S2,D] (one head shared by all queries'
- * heads; its first dv columns are the values), idx i32 [B,S1,T],
+ * q [B,S1,H,D], kv [B,S2,D] (one head shared by all queries' heads; its
+ * first dv columns are the values), both f32 or both bf16 (widened to f32
+ * exactly as they are loaded and gathered: scores, softmax and sums run in
+ * f32), idx i32 [B,S1,T],
  * 1 <= dv <= D. Returns out f32 [B,S1,H,dv] and sets *lse to f32
  * [B,S1,H]; a query with no valid index gets out 0 and lse +inf.
  * Tiled per query on the cube: cube tile {m, n, k} = m heads per task (0:

@@ -72,7 +72,8 @@ static void usage(FILE *f) {
         "                 [--d N] [--dv N] [--topk N] [--scale X] [--causal]\n"
         "                 [--invalid PCT] [common options]\n"
         "\n"
-        "DeepSeek's sparse MLA attention (pto/attention.h), f32: for query i\n"
+        "DeepSeek's sparse MLA attention (pto/attention.h), f32 or bf16 q\n"
+        "and kv (--dtype; scores, softmax, out and lse f32): for query i\n"
         "of batch b and each of its topk slots holding a valid key j (0 <= j\n"
         "< S2; causal: also j <= S2 - S1 + i),\n"
         "  x[h,t] = scale * q[b,i,h,:] . kv[b,j,:]     (one KV head)\n"
@@ -86,9 +87,11 @@ static void usage(FILE *f) {
         "masked softmax, bmm, over all queries at once and in blocks of\n"
         "queries; the faster counts). Both results are checked with\n"
         "pto_attention_check (the reference in double; out abs 1e-5 / rel\n"
-        "1e-4, lse 1e-6) before any time is reported; a wrong result fails\n"
-        "the command. Without a Python that imports torch, one line says so\n"
-        "and PTO is reported alone.\n"
+        "1e-4, lse 1e-6; PyTorch's on bf16: out 2e-2 + 2e-2 |ref|, lse\n"
+        "1e-2 + 4e-3 |ref|, as its bf16 matmuls round to bf16) before any\n"
+        "time is reported; a wrong result fails the command. Without a\n"
+        "Python that imports torch, one line says so and PTO is reported\n"
+        "alone.\n"
         "\n"
         "presets (--quick: smoke; every value also settable by its flag,\n"
         "which then applies to every chosen preset):\n",
@@ -115,8 +118,9 @@ static void usage(FILE *f) {
         "alone, ms.\n"
         "JSON fields (one object per case): workload, preset, b, s1, s2, h,\n"
         "d, dv, topk, scale, causal, invalid_pct, valid_slots,\n"
-        "invalid_slots, threads, seed, repeats, tasks, compile_ms, pto_ms,\n"
-        "pto_ms_min, pto_ms_max, torch_ms, torch_ms_min, torch_ms_max,\n"
+        "invalid_slots, dtype, engine (pto_matmul_engine), threads, seed,\n"
+        "repeats, tasks, compile_ms, pto_ms, pto_ms_min, pto_ms_max,\n"
+        "torch_ms, torch_ms_min, torch_ms_max,\n"
         "torch_variant, torch_variants, torch_version, ratio, gflop,\n"
         "pto_gflops, torch_gflops, peak_gflops, peak_isa,\n"
         "pto_peak_fraction, check, torch_check (null: no peer).\n",
@@ -154,6 +158,7 @@ static void case_dims(const at_opts *x, int k, pto_attention_dims *d,
   *prm = pto_attention_params_default();
   prm->scale = x->scale;
   prm->causal = x->causal;
+  prm->dtype = x->base.h.dtype;
 }
 
 /* Case k's sizes and arrays (bench_workload.init). */
@@ -174,8 +179,9 @@ static int case_init(const bench_case_opts *o, int k, bench_case *bc) {
   bc->gflop = pto_attention_gflop(d);
   bc->rows = d->b * d->s1;
   bc->n_in = 3;
-  bc->in[0] = (bench_array){"q", BENCH_F32, 4, {d->b, d->s1, d->h, d->d}, NULL};
-  bc->in[1] = (bench_array){"kv", BENCH_F32, 3, {d->b, d->s2, d->d}, NULL};
+  const bench_dtype qk = c->prm.dtype == PTO_BF16 ? BENCH_BF16 : BENCH_F32;
+  bc->in[0] = (bench_array){"q", qk, 4, {d->b, d->s1, d->h, d->d}, NULL};
+  bc->in[1] = (bench_array){"kv", qk, 3, {d->b, d->s2, d->d}, NULL};
   bc->in[2] =
       (bench_array){"indices", BENCH_I32, 3, {d->b, d->s1, d->topk}, NULL};
   bc->n_out = 2;
@@ -194,10 +200,13 @@ static int case_fill(const bench_case_opts *o, bench_case *bc) {
   if (bench_sparse_indices(bc->in_data[2], d->b, d->s1, d->s2, d->topk,
                            c->prm.causal, x->invalid, o->h.seed, 3, &c->slots))
     return -1;
-  bench_fill_uniform(bc->in_data[0], bench_array_count(&bc->in[0]), o->h.seed,
-                     1, -1.0f, 1.0f);
-  bench_fill_uniform(bc->in_data[1], bench_array_count(&bc->in[1]), o->h.seed,
-                     2, -1.0f, 1.0f);
+  for (size_t i = 0; i < 2; i++) /* q, kv: streams 1, 2 */
+    if (bc->in[i].dtype == BENCH_BF16)
+      bench_fill_uniform_bf16(bc->in_data[i], bench_array_count(&bc->in[i]),
+                              o->h.seed, i + 1, -1.0f, 1.0f);
+    else
+      bench_fill_uniform(bc->in_data[i], bench_array_count(&bc->in[i]),
+                         o->h.seed, i + 1, -1.0f, 1.0f);
   return 0;
 }
 
@@ -211,6 +220,7 @@ static json_t *case_meta(const bench_case_opts *o, const bench_case *bc) {
   const at_opts *x = (const at_opts *)o;
   const at_case *c = (const at_case *)bc;
   const pto_attention_dims *d = &c->d;
+  const int bf = c->prm.dtype == PTO_BF16;
   return json_pack(
       "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:b, s:f, s:I, "
       "s:I, s:I, s:s, s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s}}",
@@ -220,20 +230,83 @@ static json_t *case_meta(const bench_case_opts *o, const bench_case *bc) {
       (json_int_t)d->topk, "scale", c->scale, "causal", c->prm.causal,
       "invalid_pct", x->invalid, "valid_slots", (json_int_t)c->slots.valid,
       "invalid_slots", (json_int_t)(c->slots.invalid + c->slots.padding),
-      "seed", (json_int_t)o->h.seed, "dtype", "float32", "attention",
+      "seed", (json_int_t)o->h.seed, "dtype", bf ? "bfloat16" : "float32",
+      "attention",
       "for each slot t of query (b,i) with a valid key j = indices[b,i,t] "
       "(0 <= j < s2; causal: also j <= s2 - s1 + i): x[h,t] = scale * "
       "q[b,i,h,:] . kv[b,j,:]; lse = ln sum_t exp(x); out = sum_t exp(x - "
       "lse) * kv[b,j,:dv]; no valid slot: out 0, lse +inf",
-      "inputs", "q", "[b,s1,h,d] float32", "kv", "[b,s2,d] float32", "indices",
+      "inputs", "q",
+      bf ? "[b,s1,h,d] bfloat16 (as uint16 bits)" : "[b,s1,h,d] float32", "kv",
+      bf ? "[b,s2,d] bfloat16 (as uint16 bits)" : "[b,s2,d] float32", "indices",
       "[b,s1,topk] int32", "outputs", "out", "[b,s1,h,dv] float32", "lse",
       "[b,s1,h] float32 (natural log)");
 }
 
+/* PyTorch's result on bf16 q and kv, against the reference: its bf16
+ * matmuls round the scores and the outputs to bf16 (2^-9 relative) and,
+ * on CPUs without a bf16 matmul unit, sum in bf16 too, so it is held to
+ * bf16's tolerances, stated here: |out - ref| <= OUT_ATOL + OUT_RTOL |ref|
+ * and |lse - ref| <= LSE_ATOL + LSE_RTOL |ref|. PTO (exact products, f32
+ * sums) is held to pto_attention_check's f32 ones. 0, or -1 with the first
+ * failure in msg. */
+#define BF16_OUT_ATOL 2e-2
+#define BF16_OUT_RTOL 2e-2
+#define BF16_LSE_ATOL 1e-2
+#define BF16_LSE_RTOL 4e-3
+static int check_bf16_peer(const at_case *c, const void *q, const void *kv,
+                           const int32_t *ix, const float *out,
+                           const float *lse, int64_t r0, int64_t r1, char *msg,
+                           size_t size) {
+  const pto_attention_dims *d = &c->d;
+  const int64_t per_row = d->h * d->dv;
+  /* the reference writes rows [r0, r1) at their places from row 0: only
+   * those pages of these buffers are touched */
+  float *ro = malloc((size_t)(r1 * per_row) * sizeof *ro),
+        *rl = malloc((size_t)(r1 * d->h) * sizeof *rl);
+  int bad = !ro || !rl;
+  if (bad)
+    snprintf(msg, size, "out of memory");
+  else if (pto_attention_ref(d, &c->prm, q, kv, ix, r0, r1, ro, rl)) {
+    snprintf(msg, size, "rows %lld..%lld: the reference failed", (long long)r0,
+             (long long)r1);
+    bad = 1;
+  }
+  for (int64_t r = r0; r < r1 && !bad; r++) {
+    for (int64_t h = 0; h < d->h && !bad; h++) {
+      const double w = rl[r * d->h + h], g = lse[r * d->h + h];
+      if (isinf(w)
+              ? g != w
+              : !(fabs(g - w) <= BF16_LSE_ATOL + BF16_LSE_RTOL * fabs(w))) {
+        snprintf(msg, size, "row %lld head %lld: lse %.6g, expected %.6g",
+                 (long long)r, (long long)h, g, w);
+        bad = 1;
+      }
+      for (int64_t j = 0; j < d->dv && !bad; j++) {
+        const double wo = ro[r * per_row + h * d->dv + j],
+                     go = out[r * per_row + h * d->dv + j];
+        if (!(fabs(go - wo) <= BF16_OUT_ATOL + BF16_OUT_RTOL * fabs(wo))) {
+          snprintf(msg, size,
+                   "row %lld head %lld column %lld: out %.6g, expected %.6g "
+                   "(bf16 tolerance)",
+                   (long long)r, (long long)h, (long long)j, go, wo);
+          bad = 1;
+        }
+      }
+    }
+  }
+  free(ro);
+  free(rl);
+  return bad ? -1 : 0;
+}
+
 /* Rows [r0, r1) of (out, lse) (bench_workload.check). */
-static int check(const bench_case *bc, void *const *out, int64_t r0, int64_t r1,
-                 char *msg, size_t size) {
+static int check(const bench_case *bc, int peer, void *const *out, int64_t r0,
+                 int64_t r1, char *msg, size_t size) {
   const at_case *c = (const at_case *)bc;
+  if (peer && c->prm.dtype == PTO_BF16)
+    return check_bf16_peer(c, bc->in_data[0], bc->in_data[1], bc->in_data[2],
+                           out[0], out[1], r0, r1, msg, size);
   return pto_attention_check(&c->d, &c->prm, bc->in_data[0], bc->in_data[1],
                              bc->in_data[2], out[0], out[1], r0, r1, msg, size);
 }

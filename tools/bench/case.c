@@ -40,13 +40,14 @@ static const bench_peer *find_peer(const bench_opts *o, const bench_harness *h,
 typedef struct check_ctx {
   const bench_workload *w;
   const bench_case *c;
+  int peer;
   void *const *out;
 } check_ctx;
 
 static int check_rows(void *ctx, int64_t r0, int64_t r1, char *msg,
                       size_t size) {
   const check_ctx *x = ctx;
-  return x->w->check(x->c, x->out, r0, r1, msg, size);
+  return x->w->check(x->c, x->peer, x->out, r0, r1, msg, size);
 }
 
 /* Checks `who`'s outputs out of case c with w->check over its rows spread
@@ -56,7 +57,7 @@ static int check(const bench_opts *o, const bench_workload *w,
                  const bench_case *c, int threads, const char *who,
                  void *const *out) {
   const char *cmd = w->table->cmd;
-  check_ctx x = {w, c, out};
+  check_ctx x = {w, c, strcmp(who, "PTO") != 0, out};
   char label[128], msg[1024];
   snprintf(label, sizeof label, "%s: %s: checking %s's result", cmd, c->preset,
            who);
@@ -385,6 +386,9 @@ static int case_one(const bench_opts *o, const bench_workload *w,
   bench_case_print(f, &res, e->threads, gflop, e->peak, e->peer != NULL);
   fflush(f);
   bench_case_json(j, &res, gflop, e->peak, e->peak_isa, e->peer);
+  const char *engine = pto_matmul_engine(x->h.dtype);
+  json_object_set_new(j, "dtype", json_string(bench_dtype_flag(x->h.dtype)));
+  json_object_set_new(j, "engine", engine ? json_string(engine) : json_null());
   json_array_append_new(bench_results(), j);
   bench_case_result_free(&res);
   case_free(c);
@@ -415,11 +419,12 @@ int bench_case_main(const bench_opts *o, const bench_workload *w,
   FILE *f = bench_out(o);
   const bench_peer *pp = e.peer;
   fprintf(f,
-          "%s f32: PTO (%s tile instructions) against %s%s%s%s; "
-          "%s FMA peak on %d threads %.1f GFLOP/s\n",
-          cmd, pto_isa_name(), pp ? "PyTorch " : "no peer", pp ? pp->torch : "",
-          pp ? " in " : "", pp ? pp->python : "", e.peak_isa, e.threads,
-          e.peak);
+          "%s %s: PTO (%s tile instructions, matmul engine %s) against "
+          "%s%s%s%s; %s FMA peak on %d threads %.1f GFLOP/s\n",
+          cmd, bench_dtype_flag(x->h.dtype), pto_isa_name(),
+          pto_matmul_engine(x->h.dtype) ? pto_matmul_engine(x->h.dtype) : "?",
+          pp ? "PyTorch " : "no peer", pp ? pp->torch : "", pp ? " in " : "",
+          pp ? pp->python : "", e.peak_isa, e.threads, e.peak);
   w->head(f);
   bench_case_print_head(f);
   fflush(f);

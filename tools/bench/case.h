@@ -88,9 +88,11 @@ typedef struct bench_workload {
   /* The operator's program for c (NULL when out of memory). */
   pto_program *(*program)(const bench_case *c);
   /* Checks rows [r0, r1) of outputs out (c's inputs): 0, or nonzero with
-   * a message in msg. */
-  int (*check)(const bench_case *c, void *const *out, int64_t r0, int64_t r1,
-               char *msg, size_t size);
+   * a message in msg. peer: the outputs are the peer's (PyTorch's bf16
+   * matmuls round their results to bf16, so a command may allow it a
+   * bf16 tolerance where PTO, summing in f32, gets the f32 one). */
+  int (*check)(const bench_case *c, int peer, void *const *out, int64_t r0,
+               int64_t r1, char *msg, size_t size);
   /* The case as meta.json says it (for --save and the peer). */
   json_t *(*meta)(const bench_case_opts *x, const bench_case *c);
   /* The heads of its own columns, before the result columns. */

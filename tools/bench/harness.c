@@ -29,6 +29,19 @@ int bench_harness_arg(bench_harness *h, int argc, char **argv, int *i) {
     h->no_peer = 1;
     return 1;
   }
+  if (!strcmp(a, "--dtype")) {
+    ++*i;
+    if (v && !strcmp(v, "f32")) {
+      h->dtype = PTO_F32;
+    } else if (v && !strcmp(v, "bf16")) {
+      h->dtype = PTO_BF16;
+    } else {
+      fprintf(stderr, "pto-bench %s: --dtype: '%s' is neither f32 nor bf16\n",
+              h->cmd, v ? v : "");
+      return -1;
+    }
+    return 1;
+  }
   if (!strcmp(a, "--seed")) {
     int64_t s;
     ++*i;
@@ -67,8 +80,37 @@ void bench_harness_usage(FILE *f) {
         "                   that imports torch and numpy)\n"
         "  --peer-script F  another peer script (default: pto_bench_torch.py\n"
         "                   beside pto-bench or in ../share/pto/)\n"
-        "  --no-peer        time PTO alone\n",
+        "  --no-peer        time PTO alone\n"
+        "  --dtype T        f32 (default) or bf16: the dtype of the inputs\n"
+        "                   the cube reads (bf16 drawn as the f32 values\n"
+        "                   rounded to nearest even); PyTorch then runs its\n"
+        "                   bf16 matmuls on them\n",
         f);
+}
+
+const char *bench_dtype_flag(pto_dtype dt) {
+  return dt == PTO_BF16 ? "bf16" : "f32";
+}
+
+float bench_bf16_f32(uint16_t h) {
+  const uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+void bench_fill_uniform_bf16(uint16_t *x, size_t n, uint64_t seed,
+                             uint64_t stream, float lo, float hi) {
+  bench_rng r = bench_rng_new(seed, stream);
+  const double span = (double)hi - (double)lo;
+  for (size_t i = 0; i < n; i++) {
+    const float f =
+        (float)(lo + span * (double)(bench_rng_next(&r) >> 11) * 0x1p-53);
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    u += 0x7fffu + ((u >> 16) & 1u); /* finite: round to nearest even */
+    x[i] = (uint16_t)(u >> 16);
+  }
 }
 
 int bench_case_path(char *buf, size_t size, const char *path,

@@ -22,6 +22,8 @@ typedef struct bench_harness {
   const char *python;      /* --python PATH: this interpreter only */
   const char *peer_script; /* --peer-script FILE: another peer script */
   int no_peer;             /* --no-peer: PTO alone */
+  pto_dtype dtype;         /* --dtype f32|bf16: the operator's inputs
+                              that the cube reads (default f32) */
 } bench_harness;
 
 /* The defaults (seed 1, nothing else set). */
@@ -47,6 +49,13 @@ pto_config *bench_harness_config(const bench_harness *h, int threads);
  * every machine (splitmix64). */
 void bench_fill_uniform(float *x, size_t n, uint64_t seed, uint64_t stream,
                         float lo, float hi);
+/* The same values rounded to bf16 (nearest even), as their 16 bits. */
+void bench_fill_uniform_bf16(uint16_t *x, size_t n, uint64_t seed,
+                             uint64_t stream, float lo, float hi);
+/* bf16 bits h as f32 (exact). */
+float bench_bf16_f32(uint16_t h);
+/* "f32" or "bf16", as --dtype spells them. */
+const char *bench_dtype_flag(pto_dtype dt);
 
 /* The generator behind it, for inputs other than uniform floats: the same
  * numbers for the same (seed, stream) on every machine. */

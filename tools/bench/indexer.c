@@ -57,7 +57,8 @@ static void usage(FILE *f) {
         "                 [--d N] [--topk N] [--mask none|causal] "
         "[common options]\n"
         "\n"
-        "The lightning indexer with its top-k (pto/indexer.h), f32:\n"
+        "The lightning indexer with its top-k (pto/indexer.h), f32 or bf16\n"
+        "q and k (--dtype; w, scores and top-k f32):\n"
         "  score[b,i,j] = sum_h w[b,i,h] * ReLU(q[b,i,h,:] . k[b,j,:])\n"
         "over the keys j query i sees (causal: j <= S2 - S1 + i), then per\n"
         "query the topk largest, as (indices, values). PTO on a runtime of\n"
@@ -65,8 +66,10 @@ static void usage(FILE *f) {
         "threads in the same run (tools/pto_bench_torch.py: its chunked and\n"
         "naive forms, the faster one counts). Both results are checked with\n"
         "pto_indexer_check (scores recomputed in double) before any time is\n"
-        "reported; a wrong result fails the command. Without a Python that\n"
-        "imports torch, one line says so and PTO is reported alone.\n"
+        "reported (PyTorch's on bf16 within 2^-7 of a row's scale: its bf16\n"
+        "matmul rounds each q.k to bf16); a wrong result fails the\n"
+        "command. Without a Python that imports torch, one line says so and\n"
+        "PTO is reported alone.\n"
         "\n"
         "presets (--quick: smoke; every value also settable by its flag,\n"
         "which then applies to every chosen preset):\n",
@@ -83,11 +86,12 @@ static void usage(FILE *f) {
         "counted); %pk = that over the FMA peak measured in this run on the\n"
         "same threads; compile = pto_compile alone, ms.\n"
         "JSON fields (one object per case): workload, preset, b, s1, s2, h,\n"
-        "d, topk, mask, threads, seed, repeats, tasks, compile_ms, pto_ms,\n"
-        "pto_ms_min, pto_ms_max, torch_ms, torch_ms_min, torch_ms_max,\n"
-        "torch_variant, torch_variants, torch_version, ratio, gflop,\n"
-        "pto_gflops, torch_gflops, peak_gflops, peak_isa,\n"
-        "pto_peak_fraction, check, torch_check (null: no peer).\n",
+        "d, topk, mask, dtype, engine (pto_matmul_engine), threads, seed,\n"
+        "repeats, tasks, compile_ms, pto_ms, pto_ms_min, pto_ms_max,\n"
+        "torch_ms, torch_ms_min, torch_ms_max, torch_variant,\n"
+        "torch_variants, torch_version, ratio, gflop, pto_gflops,\n"
+        "torch_gflops, peak_gflops, peak_isa, pto_peak_fraction, check,\n"
+        "torch_check (null: no peer).\n",
         f);
 }
 
@@ -123,6 +127,7 @@ static void case_dims(const ix_opts *x, int k, pto_indexer_dims *d,
   *prm = pto_indexer_params_default();
   prm->topk = v[P_TOPK];
   prm->mask = x->mask;
+  prm->dtype = x->base.h.dtype;
 }
 
 /* Case k's sizes and arrays (bench_workload.init). */
@@ -135,8 +140,9 @@ static int case_init(const bench_case_opts *o, int k, bench_case *bc) {
   bc->gflop = pto_indexer_gflop(d, &c->prm);
   bc->rows = d->b * d->s1;
   bc->n_in = 3;
-  bc->in[0] = (bench_array){"q", BENCH_F32, 4, {d->b, d->s1, d->h, d->d}, NULL};
-  bc->in[1] = (bench_array){"k", BENCH_F32, 3, {d->b, d->s2, d->d}, NULL};
+  const bench_dtype qk = c->prm.dtype == PTO_BF16 ? BENCH_BF16 : BENCH_F32;
+  bc->in[0] = (bench_array){"q", qk, 4, {d->b, d->s1, d->h, d->d}, NULL};
+  bc->in[1] = (bench_array){"k", qk, 3, {d->b, d->s2, d->d}, NULL};
   bc->in[2] = (bench_array){"w", BENCH_F32, 3, {d->b, d->s1, d->h}, NULL};
   bc->n_out = 2;
   bc->out[0] =
@@ -145,11 +151,16 @@ static int case_init(const bench_case_opts *o, int k, bench_case *bc) {
   return 0;
 }
 
-/* Random q, k and w (bench_workload.fill). */
+/* Random q, k and w (bench_workload.fill); bf16 q and k are the f32
+ * draws rounded. */
 static int case_fill(const bench_case_opts *o, bench_case *bc) {
   for (size_t i = 0; i < bc->n_in; i++) /* streams 1, 2, 3 */
-    bench_fill_uniform(bc->in_data[i], bench_array_count(&bc->in[i]), o->h.seed,
-                       i + 1, -1.0f, 1.0f);
+    if (bc->in[i].dtype == BENCH_BF16)
+      bench_fill_uniform_bf16(bc->in_data[i], bench_array_count(&bc->in[i]),
+                              o->h.seed, i + 1, -1.0f, 1.0f);
+    else
+      bench_fill_uniform(bc->in_data[i], bench_array_count(&bc->in[i]),
+                         o->h.seed, i + 1, -1.0f, 1.0f);
   return 0;
 }
 
@@ -161,6 +172,7 @@ static pto_program *program(const bench_case *bc) {
 /* The case as meta.json says it (for --save and the peer). */
 static json_t *case_meta(const bench_case_opts *o, const bench_case *bc) {
   const ix_case *c = (const ix_case *)bc;
+  const int bf = c->prm.dtype == PTO_BF16;
   return json_pack(
       "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:s, s:s, s:{s:s, "
       "s:s, s:s}, s:{s:s, s:s}}",
@@ -168,22 +180,32 @@ static json_t *case_meta(const bench_case_opts *o, const bench_case *bc) {
       "s1", (json_int_t)c->d.s1, "s2", (json_int_t)c->d.s2, "h",
       (json_int_t)c->d.h, "d", (json_int_t)c->d.d, "topk",
       (json_int_t)c->prm.topk, "mask", pto_mask_name(c->prm.mask), "seed",
-      (json_int_t)o->h.seed, "dtype", "float32", "score",
+      (json_int_t)o->h.seed, "dtype", bf ? "bfloat16" : "float32", "score",
       "s[b,i,j] = sum_h w[b,i,h] * relu(q[b,i,h,:] . k[b,j,:]) for visible "
       "j (causal: j <= s2 - s1 + i), else -inf",
-      "inputs", "q", "[b,s1,h,d] float32", "k", "[b,s2,d] float32", "w",
+      "inputs", "q",
+      bf ? "[b,s1,h,d] bfloat16 (as uint16 bits)" : "[b,s1,h,d] float32", "k",
+      bf ? "[b,s2,d] bfloat16 (as uint16 bits)" : "[b,s2,d] float32", "w",
       "[b,s1,h] float32", "outputs", "indices",
       "[b,s1,topk] int32: the topk largest visible scores' keys, by (score "
       "descending, index ascending), then -1",
       "values", "[b,s1,topk] float32: their scores, then -inf");
 }
 
+/* The checker's tolerance (of a row's scale) for PyTorch's result on bf16
+ * q and k: its bf16 matmul rounds each q.k to bf16 (2^-9 relative) before
+ * the f32 head sum, so its scores are off by up to 2^-9 of the scale, and
+ * by up to 4x that where torch sums in bf16; PTO's (exact products, f32
+ * sums) are held to the f32 tolerance. */
+#define BF16_PEER_RTOL (4 * 0x1p-9)
+
 /* Rows [r0, r1) of (indices, values) (bench_workload.check). */
-static int check(const bench_case *bc, void *const *out, int64_t r0, int64_t r1,
-                 char *msg, size_t size) {
+static int check(const bench_case *bc, int peer, void *const *out, int64_t r0,
+                 int64_t r1, char *msg, size_t size) {
   const ix_case *c = (const ix_case *)bc;
+  const double rtol = peer && c->prm.dtype == PTO_BF16 ? BF16_PEER_RTOL : 0;
   return pto_indexer_check(&c->d, &c->prm, bc->in_data[0], bc->in_data[1],
-                           bc->in_data[2], out[0], out[1], r0, r1, 0, msg,
+                           bc->in_data[2], out[0], out[1], r0, r1, rtol, msg,
                            size);
 }
 

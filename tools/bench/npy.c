@@ -17,10 +17,9 @@ static const struct {
   const char *descr, *name;
   size_t size;
 } dtypes[BENCH_DTYPE_COUNT] = {
-    [BENCH_F32] = {"<f4", "float32", 4},
-    [BENCH_I32] = {"<i4", "int32", 4},
-    [BENCH_F64] = {"<f8", "float64", 8},
-    [BENCH_I64] = {"<i8", "int64", 8},
+    [BENCH_F32] = {"<f4", "float32", 4},   [BENCH_I32] = {"<i4", "int32", 4},
+    [BENCH_F64] = {"<f8", "float64", 8},   [BENCH_I64] = {"<i8", "int64", 8},
+    [BENCH_BF16] = {"<u2", "bfloat16", 2},
 };
 
 const char *bench_dtype_name(bench_dtype t) {
@@ -163,7 +162,7 @@ static int parse_header(const char *path, const char *h, bench_npy *a,
   if (t == BENCH_DTYPE_COUNT) {
     fail(err, err_size, path, "dtype '%s' is %s", descr,
          descr[0] == '>' ? "big-endian"
-                         : "not one of '<f4' '<i4' '<f8' '<i8'");
+                         : "not one of '<f4' '<i4' '<f8' '<i8' '<u2'");
     return -1;
   }
   if (strncmp(fo, "False", 5)) {

@@ -16,6 +16,9 @@ typedef enum bench_dtype {
   BENCH_I32, /* '<i4' */
   BENCH_F64, /* '<f8' */
   BENCH_I64, /* '<i8' */
+  /* bf16 as its 16 bits, '<u2' (NumPy has no bfloat16; a reader views
+   * them as bfloat16: torch's .view(torch.bfloat16)); meta.json says so */
+  BENCH_BF16,
   BENCH_DTYPE_COUNT
 } bench_dtype;
 

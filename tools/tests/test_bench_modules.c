@@ -611,8 +611,9 @@ static pto_program *toy_program(const bench_case *c) {
   return p;
 }
 
-static int toy_check(const bench_case *bc, void *const *out, int64_t r0,
-                     int64_t r1, char *msg, size_t size) {
+static int toy_check(const bench_case *bc, int peer, void *const *out,
+                     int64_t r0, int64_t r1, char *msg, size_t size) {
+  (void)peer; /* the same check for both sides */
   const float *x = bc->in_data[0], *y = out[0];
   for (int64_t i = r0 * 16; i < r1 * 16; i++)
     if (((const toy_case *)bc)->lie || y[i] != x[i] + 1.0f) {
