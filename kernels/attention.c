@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "pto/pto.h"
+#include "ref_values.h"
 
 #define OP "attention"
 
@@ -178,17 +179,6 @@ static int dims_ok(const pto_attention_dims *d,
          (prm->dtype == PTO_F32 || prm->dtype == PTO_BF16);
 }
 
-/* Element i of an f32 or bf16 array, exactly (a bf16 is the top half of an
- * f32; decoded here by definition, not with the library's converters). */
-static double val(const void *a, pto_dtype dt, int64_t i) {
-  if (dt == PTO_F32)
-    return ((const float *)a)[i];
-  const uint32_t u = (uint32_t)((const uint16_t *)a)[i] << 16;
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
 /* Row r's valid keys (in slot order) into sel; their count. */
 static int64_t valid_keys(const pto_attention_dims *d,
                           const pto_attention_params *prm,
@@ -216,7 +206,7 @@ static void ref_head(const pto_attention_dims *d, pto_dtype dt, double scale,
     const int64_t k = kb + sel[t] * d->d;
     double dot = 0;
     for (int64_t c = 0; c < d->d; c++)
-      dot += val(q, dt, qh + c) * val(kv, dt, k + c);
+      dot += pto__ref_val(q, dt, qh + c) * pto__ref_val(kv, dt, k + c);
     x[t] = scale * dot;
     mx = x[t] > mx ? x[t] : mx;
   }
@@ -230,7 +220,7 @@ static void ref_head(const pto_attention_dims *d, pto_dtype dt, double scale,
     const double p = exp(x[t] - *lse);
     const int64_t v = kb + sel[t] * d->d;
     for (int64_t c = 0; c < d->dv; c++)
-      out[c] += p * val(kv, dt, v + c);
+      out[c] += p * pto__ref_val(kv, dt, v + c);
   }
 }
 

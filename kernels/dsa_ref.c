@@ -16,19 +16,6 @@
 #define NORM_EPS 1e-6
 
 /* y[N] = x[K] . w[K,N] in double. */
-static void vecmat(const float *x, const float *w, int64_t K, int64_t N,
-                   double *y) {
-  for (int64_t n = 0; n < N; n++)
-    y[n] = 0;
-  for (int64_t k = 0; k < K; k++) {
-    const double xk = x[k];
-    const float *wk = w + k * N;
-    for (int64_t n = 0; n < N; n++)
-      y[n] += xk * (double)wk[n];
-  }
-}
-
-/* The same with x in double. */
 static void vecmat_d(const double *x, const float *w, int64_t K, int64_t N,
                      double *y) {
   for (int64_t n = 0; n < N; n++)
@@ -88,16 +75,18 @@ pto_status pto__dsa_prologs_ref(const pto_dsa_dims *d, int64_t T,
   double *a = malloc((size_t)wide * sizeof *a);
   double *b = malloc((size_t)wide * sizeof *b);
   double *cq = malloc((size_t)Q * sizeof *cq);
+  double *x = malloc((size_t)D * sizeof *x); /* a token's x, in double */
   pto_status st = PTO_OK;
-  if (!a || !b || !cq) {
+  if (!a || !b || !cq || !x) {
     st = PTO_ENOMEM;
     goto done;
   }
   for (int64_t t = 0; t < T; t++) {
-    const float *x = F(PTO_DSA_X) + t * D, *c = F(PTO_DSA_COS) + t * R,
-                *s = F(PTO_DSA_SIN) + t * R;
+    const float *c = F(PTO_DSA_COS) + t * R, *s = F(PTO_DSA_SIN) + t * R;
+    for (int64_t i = 0; i < D; i++)
+      x[i] = F(PTO_DSA_X)[t * D + i];
     /* MLA prolog */
-    vecmat(x, F(PTO_DSA_W_DQ), D, Q, cq);
+    vecmat_d(x, F(PTO_DSA_W_DQ), D, Q, cq);
     rms_norm(cq, Q, F(PTO_DSA_GAMMA_CQ));
     vecmat_d(cq, F(PTO_DSA_W_UQ_QR), Q, H * (N + R), a);
     for (int64_t h = 0; h < H; h++) {
@@ -109,7 +98,7 @@ pto_status pto__dsa_prologs_ref(const pto_dsa_dims *d, int64_t T,
       for (int64_t r = 0; r < R; r++)
         qh[L + r] = (float)a[h * (N + R) + N + r];
     }
-    vecmat(x, F(PTO_DSA_W_DKV_KR), D, L + R, a);
+    vecmat_d(x, F(PTO_DSA_W_DKV_KR), D, L + R, a);
     rms_norm(a, L, F(PTO_DSA_GAMMA_CKV));
     rope(a + L, R, c, s);
     for (int64_t i = 0; i < L + R; i++)
@@ -122,13 +111,13 @@ pto_status pto__dsa_prologs_ref(const pto_dsa_dims *d, int64_t T,
       for (int64_t i = 0; i < DI; i++)
         q_idx[(t * HI + h) * DI + i] = (float)b[i];
     }
-    vecmat(x, F(PTO_DSA_W_K), D, DI, a);
+    vecmat_d(x, F(PTO_DSA_W_K), D, DI, a);
     layer_norm(a, DI, F(PTO_DSA_LN_GAMMA_K), F(PTO_DSA_LN_BETA_K));
     rope(a, R, c, s);
     vecmat_d(a, F(PTO_DSA_HADAMARD), DI, DI, b);
     for (int64_t i = 0; i < DI; i++)
       k_new[t * DI + i] = (float)b[i];
-    vecmat(x, F(PTO_DSA_W_PROJ), D, HI, a);
+    vecmat_d(x, F(PTO_DSA_W_PROJ), D, HI, a);
     for (int64_t h = 0; h < HI; h++)
       weights[t * HI + h] = (float)(a[h] / sqrt((double)HI * (double)DI));
   }
@@ -137,6 +126,7 @@ done:
   free(a);
   free(b);
   free(cq);
+  free(x);
   return st;
 }
 

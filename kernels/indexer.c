@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "pto/pto.h"
+#include "ref_values.h"
 
 pto_indexer_params pto_indexer_params_default(void) {
   pto_indexer_params prm;
@@ -249,22 +250,11 @@ static int dims_ok(const pto_indexer_dims *d, const pto_indexer_params *prm) {
          (prm->dtype == PTO_F32 || prm->dtype == PTO_BF16);
 }
 
-/* Element i of an f32 or bf16 array, exactly (a bf16 is the top half of an
- * f32; decoded here by definition, not with the library's converters). */
-static double val(const void *a, pto_dtype dt, int64_t i) {
-  if (dt == PTO_F32)
-    return ((const float *)a)[i];
-  const uint32_t u = (uint32_t)((const uint16_t *)a)[i] << 16;
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
 /* Row r's q ([H][D]) in double, for row_scores. */
 static void row_q(const pto_indexer_dims *d, pto_dtype dt, const void *q,
                   int64_t r, double *qd) {
   for (int64_t i = 0; i < d->h * d->d; i++)
-    qd[i] = val(q, dt, r * d->h * d->d + i);
+    qd[i] = pto__ref_val(q, dt, r * d->h * d->d + i);
 }
 
 /* Scores of row r's first n keys in double, from qd (row_q) and k of dt;
@@ -279,7 +269,7 @@ static void row_scores(const pto_indexer_dims *d, pto_dtype dt,
   double big = 0;
   for (int64_t j = 0; j < n; j++) {
     for (int64_t c = 0; c < D; c++)
-      kd[c] = val(k, dt, (b * d->s2 + j) * D + c);
+      kd[c] = pto__ref_val(k, dt, (b * d->s2 + j) * D + c);
     double s = 0, a = 0;
     for (int64_t h = 0; h < H; h++) {
       const double *qh = qd + h * D;
