@@ -279,3 +279,56 @@ Test(partitioner, stage_barriers_skip_empty_stages) {
   pto_config_free(c);
   pto_program_free(p);
 }
+
+/* A producer and its consumer of two stages, whose tiles match, fuse into
+ * one task per tile without barriers; with them every task holds one
+ * stage's ops, so each stage's tasks carry its label and run after the
+ * previous stage's. */
+Test(partitioner, stage_barriers_keep_stages_out_of_one_fused_task) {
+  pto_program *p = pto_program_new("fusable");
+  const int64_t sh[2] = {64, 64};
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 2, sh);
+  pto_program_set_vec_tile(p, 16, 64);
+  pto_program_push_label(p, "first");
+  pto_tensor *y = pto_muls(p, x, 2.0);
+  pto_program_pop_label(p);
+  pto_program_push_label(p, "second");
+  pto_output(p, pto_adds(p, y, 1.0), "z");
+  pto_program_pop_label(p);
+  pto_config *c = pto_config_new();
+  const char *const stages[] = {"first", "second"};
+  cr_assert_eq(pto_config_set_knob(c, NULL, PTO_KNOB_NBUFFER, 1), PTO_OK);
+  pto_executable *e0 = compile_with(p, c);
+  cr_assert_eq(pto_config_set_stage_barriers(c, stages, 2), PTO_OK);
+  pto_executable *e1 = compile_with(p, c);
+  uint32_t second0 = 0, first1 = 0, second1 = 0;
+  for (uint32_t t = 0; t < pto_executable_num_tasks(e0); t++)
+    second0 += !strcmp(pto_executable_task_label(e0, t), "second");
+  cr_expect_eq(second0, 0, "without barriers the add fuses into the muls");
+  const uint32_t n = pto_executable_num_tasks(e1);
+  unsigned char *reach = reachability(e1);
+  for (uint32_t t = 0; t < n; t++) {
+    first1 += !strcmp(pto_executable_task_label(e1, t), "first");
+    second1 += !strcmp(pto_executable_task_label(e1, t), "second");
+  }
+  cr_expect_eq(first1, 4);
+  cr_expect_eq(second1, 4);
+  for (uint32_t u = 0; u < n; u++)
+    for (uint32_t v = 0; v < n; v++)
+      if (!strcmp(pto_executable_task_label(e1, u), "first") &&
+          !strcmp(pto_executable_task_label(e1, v), "second"))
+        cr_expect(reach[(size_t)u * n + v], "task %u precedes %u", u, v);
+  free(reach);
+  static float xs[64 * 64], z[64 * 64];
+  for (int i = 0; i < 64 * 64; i++)
+    xs[i] = (float)(i % 19) * 0.25f - 2.0f;
+  const void *in[] = {xs};
+  void *out[] = {z};
+  cr_assert_eq(pto_executable_run_serial(e1, in, out), PTO_OK);
+  for (int i = 0; i < 64 * 64; i++)
+    cr_assert_eq(z[i], xs[i] * 2.0f + 1.0f, "z[%d]", i);
+  pto_executable_free(e0);
+  pto_executable_free(e1);
+  pto_config_free(c);
+  pto_program_free(p);
+}

@@ -147,7 +147,9 @@ PTO_API int pto_config_tile(const pto_config *c, const char *label,
  * stage with no consumer in it, directly when that is a handful of edges,
  * else through one empty join task (label "stage_barrier", program
  * "barrier"), so the edges grow with the tasks, never with their product.
- * Tasks whose label matches no prefix are unaffected. This runs the same
+ * Tasks whose label matches no prefix are unaffected. Ops of two stages
+ * (or of a stage and none) never fuse into one subgraph, so each task is
+ * in one stage, as each kernel of an SPMD framework is. This runs the same
  * tasks as SPMD-style phases, to measure what MPMD overlap buys. n = 0
  * clears the list. PTO_ECONFIG for a NULL or empty prefix, one ending in
  * '.', or a repeated one; a stage that feeds an earlier one fails the
