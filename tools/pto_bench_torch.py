@@ -387,17 +387,19 @@ def dsa_attention(t, q, kv_new, idx, n, lens):
         jc = torch.where(is_new, torch.zeros_like(j), j)
         phys = bt[seq[r0:r1]].gather(1, jc // BS) * BS + jc % BS
         g = kc.index_select(0, phys.view(-1)).view(r1 - r0, K, D)
-        jn = torch.where(is_new, j - o + first[r0:r1].unsqueeze(1),
-                         torch.zeros_like(j))
-        g = torch.where(is_new.unsqueeze(-1),
-                        kv_new.index_select(0, jn.view(-1)).view_as(g), g)
+        if is_new.any():  # the few slots of new rows, from kv_new
+            g[is_new] = kv_new.index_select(
+                0, (j - o + first[r0:r1].unsqueeze(1))[is_new])
         x = torch.bmm(q[r0:r1], g.transpose(1, 2))
         x.mul_(t["scale"]).masked_fill_(~valid.unsqueeze(1), -math.inf)
-        ls = torch.logsumexp(x, dim=-1)
-        empty = torch.isneginf(ls)
-        x.sub_(ls.masked_fill(empty, 0).unsqueeze(-1)).exp_()
-        out[r0:r1] = torch.bmm(x, g[:, :, :L])
-        lse[r0:r1] = ls.masked_fill_(empty, math.inf)
+        # softmax with its log-sum-exp from one exp pass
+        m = x.amax(dim=-1, keepdim=True)
+        empty = torch.isneginf(m)  # no valid slot: every x is -inf
+        m.masked_fill_(empty, 0)
+        x.sub_(m).exp_()
+        sm = x.sum(dim=-1, keepdim=True)
+        out[r0:r1] = torch.bmm(x, g[:, :, :L]).div_(sm.clamp(min=1e-38))
+        lse[r0:r1] = (m + sm.log()).masked_fill_(empty, math.inf).squeeze(-1)
     return out, lse
 
 
