@@ -737,8 +737,7 @@ static long stages_bad(const char *const *prefixes, uint32_t n, char *msg,
     }
     for (uint32_t j = 0; j < i; j++)
       if (!strcmp(prefixes[j], p)) {
-        snprintf(msg, size, "label prefix \"%.64s\" is already stage %u", p,
-                 j);
+        snprintf(msg, size, "label prefix \"%.64s\" is already stage %u", p, j);
         return (long)i;
       }
   }
@@ -1297,7 +1296,8 @@ static pto_status parse_stages(const load_ctx *x, pto_config *c, json_t *v) {
     else
       list[i] = json_string_value(e);
   }
-  if (st == PTO_OK && (bad = stages_bad(list, (uint32_t)n, msg, sizeof msg)) >= 0) {
+  if (st == PTO_OK &&
+      (bad = stages_bad(list, (uint32_t)n, msg, sizeof msg)) >= 0) {
     snprintf(path, sizeof path, "stage_barriers[%ld]", bad);
     st = load_fail(x, PTO_ECONFIG, path, "%s", msg);
   }

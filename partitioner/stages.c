@@ -123,8 +123,8 @@ pto_status pto__graph_stage_barriers(pto_executable *e, const pto_config *cfg) {
             "compile: stage_barriers: task %u (label '%s') of stage %d "
             "('%s') feeds task %u (label '%s') of the earlier stage %d "
             "('%s'): list the stages in the order the data flows",
-            u, tu->label, stage[u], pto_config_stage_barrier(cfg, stage[u]),
-            v, e->tasks[v].label, stage[v],
+            u, tu->label, stage[u], pto_config_stage_barrier(cfg, stage[u]), v,
+            e->tasks[v].label, stage[v],
             pto_config_stage_barrier(cfg, stage[v]));
         goto out;
       }

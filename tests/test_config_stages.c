@@ -19,8 +19,8 @@ static void expect_stage_error(const char *json, pto_status st,
   cr_assert_eq(pto_config_set_stage_barriers(c, keep, 1), PTO_OK);
   cr_expect_eq(pto_config_load_string(c, json), st, "%s: %s", json,
                pto_config_error(c));
-  cr_expect(strstr(pto_config_error(c), frag), "%s: message \"%s\" lacks \"%s\"",
-            json, pto_config_error(c), frag);
+  cr_expect(strstr(pto_config_error(c), frag),
+            "%s: message \"%s\" lacks \"%s\"", json, pto_config_error(c), frag);
   cr_expect_eq(pto_config_n_stage_barriers(c), 1, "%s left the stages", json);
   cr_expect_str_eq(pto_config_stage_barrier(c, 0), "keep");
   pto_config_free(c);
@@ -31,8 +31,9 @@ Test(core, config_stage_barriers_from_json) {
   cr_assert_not_null(c);
   cr_expect_eq(pto_config_n_stage_barriers(c), 0);
   cr_assert_eq(pto_config_load_string(
-                   c, "{\"stage_barriers\": [\"mla_prolog\", \"indexer_prolog\","
-                      " \"indexer\", \"attention\"]}"),
+                   c,
+                   "{\"stage_barriers\": [\"mla_prolog\", \"indexer_prolog\","
+                   " \"indexer\", \"attention\"]}"),
                PTO_OK, "%s", pto_config_error(c));
   cr_assert_eq(pto_config_n_stage_barriers(c), 4);
   cr_expect_str_eq(pto_config_stage_barrier(c, 0), "mla_prolog");
@@ -88,9 +89,9 @@ Test(core, config_bad_stage_barriers_are_clear_errors) {
                      "stage_barriers[1]: empty label prefix");
   expect_stage_error("{\"stage_barriers\": [\"a.\"]}", PTO_ECONFIG,
                      "stage_barriers[0]: label prefix \"a.\" ends in '.'");
-  expect_stage_error("{\"stage_barriers\": [\"a\", \"b\", \"a\"]}",
-                     PTO_ECONFIG,
-                     "stage_barriers[2]: label prefix \"a\" is already stage 0");
+  expect_stage_error(
+      "{\"stage_barriers\": [\"a\", \"b\", \"a\"]}", PTO_ECONFIG,
+      "stage_barriers[2]: label prefix \"a\" is already stage 0");
 }
 
 Test(core, config_bad_stage_barriers_in_code) {

@@ -81,13 +81,13 @@ Test(scheduler, stage_barriers_hold_in_a_traced_run, .timeout = 120) {
                 "run %d: stage %s starts at %.3f us, before stage %s ends at "
                 "%.3f us",
                 rep, st_stages[k], first[k], st_stages[k - 1], last[k - 1]);
-    json_t *stages = json_object_get(
-        json_object_get(json_object_get(root, "pto"), "config"),
-        "stage_barriers");
+    json_t *stages =
+        json_object_get(json_object_get(json_object_get(root, "pto"), "config"),
+                        "stage_barriers");
     cr_expect_eq(json_array_size(stages), 4, "the recorded config");
     for (size_t s = 0; s < json_array_size(stages); s++)
-      cr_expect(!strcmp(json_string_value(json_array_get(stages, s)),
-                        st_stages[s]));
+      cr_expect(
+          !strcmp(json_string_value(json_array_get(stages, s)), st_stages[s]));
     json_decref(root);
   }
   unlink(path);

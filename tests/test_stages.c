@@ -14,8 +14,7 @@
 static pto_config *staged_config(int barriers, int64_t nbuffer) {
   pto_config *c = pto_config_new();
   cr_assert_not_null(c);
-  cr_assert_eq(pto_config_set_knob(c, NULL, PTO_KNOB_NBUFFER, nbuffer),
-               PTO_OK);
+  cr_assert_eq(pto_config_set_knob(c, NULL, PTO_KNOB_NBUFFER, nbuffer), PTO_OK);
   if (barriers)
     cr_assert_eq(pto_config_set_stage_barriers(c, st_stages, 4), PTO_OK, "%s",
                  pto_config_error(c));
@@ -76,8 +75,9 @@ static void expect_ordered(const pto_executable *e, uint32_t *per_stage,
       int ku = staged_stage(pto_executable_task_label(e, u));
       int kv = staged_stage(pto_executable_task_label(e, v));
       if (ku >= 0 && kv == ku + 1)
-        cr_expect(reach[(size_t)u * n + v], "task %u (%s) does not precede %u (%s)",
-                  u, pto_executable_task_label(e, u), v,
+        cr_expect(reach[(size_t)u * n + v],
+                  "task %u (%s) does not precede %u (%s)", u,
+                  pto_executable_task_label(e, u), v,
                   pto_executable_task_label(e, v));
       if (kv >= 0 && ku == kv + 1)
         cr_expect(!reach[(size_t)u * n + v], "task %u (%s) precedes %u (%s)", u,
@@ -133,9 +133,9 @@ Test(partitioner, stage_barriers_order_every_stage_after_the_one_before) {
   cr_expect_geq(joins1, 1, "32 x 32 edges would be many: a join");
   for (uint32_t t = 0; t < pto_executable_num_tasks(e1); t++)
     if (!strcmp(pto_executable_task_label(e1, t), "stage_barrier"))
-      cr_expect(strstr(pto_executable_program_name(
-                           e1, pto_executable_task_program(e1, t)),
-                       "barrier"));
+      cr_expect(strstr(
+          pto_executable_program_name(e1, pto_executable_task_program(e1, t)),
+          "barrier"));
   pto_executable_free(e0);
   pto_executable_free(e1);
   pto_config_free(plain);

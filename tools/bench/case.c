@@ -54,8 +54,8 @@ static int check_rows(void *ctx, int64_t r0, int64_t r1, char *msg,
  * on `threads` threads, with progress on stderr. 0, or -1 after printing
  * "pto-bench CMD: PRESET: WRONG RESULT from WHO: <check's message>". */
 int bench_case_check(const bench_opts *o, const bench_workload *w,
-                 const bench_case *c, int threads, const char *who,
-                 void *const *out) {
+                     const bench_case *c, int threads, const char *who,
+                     void *const *out) {
   const char *cmd = w->table->cmd;
   check_ctx x = {w, c, strcmp(who, "PTO") != 0, out};
   char label[128], msg[1024];
@@ -375,7 +375,7 @@ static int case_one(const bench_opts *o, const bench_workload *w,
   else if (!case_make(w, x, k, c))
     made = 1;
   if (made && !(w->run_case ? w->run_case : case_run)(
-                   o, w, x, c, e->cfg, e->peer, e->threads, &res))
+                  o, w, x, c, e->cfg, e->peer, e->threads, &res))
     rc = 0;
 
   char nm[32];

@@ -31,9 +31,12 @@
 enum { P_B, P_N, P_LEN, P_LEN_MAX, P_STEPS, P_TOPK, P_SMALL, N_PARAMS };
 
 static const bench_param params[N_PARAMS] = {
-    {"b", "B", 1, DSA_MAX_B},          {"n", "n", 1, 1 << 16},
-    {"len", "len", 1, 1 << 24},        {"len-max", "len_max", 0, 1 << 24},
-    {"steps", "steps", 1, DSA_MAX_STEPS}, {"topk", "topk", 1, 1 << 16},
+    {"b", "B", 1, DSA_MAX_B},
+    {"n", "n", 1, 1 << 16},
+    {"len", "len", 1, 1 << 24},
+    {"len-max", "len_max", 0, 1 << 24},
+    {"steps", "steps", 1, DSA_MAX_STEPS},
+    {"topk", "topk", 1, 1 << 16},
     {"small", "small", 0, 1},
 };
 
@@ -48,7 +51,7 @@ static const bench_preset presets[] = {
 };
 
 static const bench_preset_table table = {
-    "dsa",    params, N_PARAMS, presets, sizeof presets / sizeof presets[0],
+    "dsa",     params, N_PARAMS, presets, sizeof presets / sizeof presets[0],
     "prefill", "smoke"};
 
 typedef struct dsa_opts {
@@ -176,8 +179,10 @@ static int case_shape(const dsa_opts *x, int k, dsa_case *c) {
   }
   c->tokens = step_tokens(c);
   if (c->d.di & (c->d.di - 1)) {
-    fprintf(stderr, "pto-bench dsa: %s: the Hadamard matrix needs DI a power "
-                    "of two\n", name);
+    fprintf(stderr,
+            "pto-bench dsa: %s: the Hadamard matrix needs DI a power "
+            "of two\n",
+            name);
     return -1;
   }
   return 0;
@@ -203,8 +208,8 @@ static int case_init(const bench_case_opts *o, int k, bench_case *bc) {
     const int nd = pto_dsa_input_shape(&c->d, &st, i, sh);
     const int per_step = i == PTO_DSA_X || i == PTO_DSA_COS || i == PTO_DSA_SIN;
     if (nd < 0) {
-      fprintf(stderr, "pto-bench dsa: %s: bad sizes for input %s\n",
-              bc->preset, pto_dsa_input_name(i));
+      fprintf(stderr, "pto-bench dsa: %s: bad sizes for input %s\n", bc->preset,
+              pto_dsa_input_name(i));
       return -1;
     }
     a->name = pto_dsa_input_name(i);
@@ -300,8 +305,8 @@ static int case_fill(const bench_case_opts *o, bench_case *bc) {
   const pto_dsa_dims *d = &c->d;
   const uint64_t seed = o->h.seed;
   void *const *in = bc->in_data;
-  bench_fill_uniform(in[PTO_DSA_X], bench_array_count(&bc->in[PTO_DSA_X]),
-                     seed, 1, -1.0f, 1.0f);
+  bench_fill_uniform(in[PTO_DSA_X], bench_array_count(&bc->in[PTO_DSA_X]), seed,
+                     1, -1.0f, 1.0f);
   fill_rope(c);
   fill_weight(bc, PTO_DSA_W_DQ, d->d, seed);
   fill_weight(bc, PTO_DSA_W_UQ_QR, d->q_lora, seed);
@@ -323,7 +328,8 @@ static int case_fill(const bench_case_opts *o, bench_case *bc) {
   const float sc = (float)(1.0 / sqrt((double)d->di));
   for (int64_t i = 0; i < d->di; i++)
     for (int64_t j = 0; j < d->di; j++)
-      hd[i * d->di + j] = __builtin_popcountll((uint64_t)(i & j)) & 1 ? -sc : sc;
+      hd[i * d->di + j] =
+          __builtin_popcountll((uint64_t)(i & j)) & 1 ? -sc : sc;
   /* the caches' old rows: the values earlier steps would have written */
   bench_fill_uniform(in[PTO_DSA_KV_CACHE],
                      bench_array_count(&bc->in[PTO_DSA_KV_CACHE]), seed, 6,
@@ -392,14 +398,13 @@ static json_t *case_meta(const bench_case_opts *o, const bench_case *bc) {
   return json_pack(
       "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
       "s:I, s:f, s:o, s:I, s:s, s:s}",
-      "workload", "dsa", "preset", bc->preset, "d", (json_int_t)d->d,
-      "q_lora", (json_int_t)d->q_lora, "h", (json_int_t)d->h, "nope",
-      (json_int_t)d->nope, "rope", (json_int_t)d->rope, "latent",
-      (json_int_t)d->latent, "hi", (json_int_t)d->hi, "di", (json_int_t)d->di,
-      "block", (json_int_t)d->block, "b", (json_int_t)c->b, "topk",
-      (json_int_t)c->prm.topk, "blocks", (json_int_t)c->blocks, "scale",
-      c->prm.scale, "steps", steps, "seed", (json_int_t)o->h.seed, "dtype",
-      "float32", "semantics",
+      "workload", "dsa", "preset", bc->preset, "d", (json_int_t)d->d, "q_lora",
+      (json_int_t)d->q_lora, "h", (json_int_t)d->h, "nope", (json_int_t)d->nope,
+      "rope", (json_int_t)d->rope, "latent", (json_int_t)d->latent, "hi",
+      (json_int_t)d->hi, "di", (json_int_t)d->di, "block", (json_int_t)d->block,
+      "b", (json_int_t)c->b, "topk", (json_int_t)c->prm.topk, "blocks",
+      (json_int_t)c->blocks, "scale", c->prm.scale, "steps", steps, "seed",
+      (json_int_t)o->h.seed, "dtype", "float32", "semantics",
       "include/pto/dsa.h; x, cos, sin and every output carry a leading step "
       "dimension; the caches hold every position any step reads (each "
       "step's new rows were written at their slots after it)");
@@ -416,7 +421,8 @@ static void append_rows(dsa_case *c, int64_t s) {
                      (size_t)s * per_step(&bc->out[PTO_DSA_KV_NEW]);
   const float *kn = (const float *)bc->pto_out[PTO_DSA_K_NEW] +
                     (size_t)s * per_step(&bc->out[PTO_DSA_K_NEW]);
-  float *kvc = bc->in_data[PTO_DSA_KV_CACHE], *kc = bc->in_data[PTO_DSA_K_CACHE];
+  float *kvc = bc->in_data[PTO_DSA_KV_CACHE],
+        *kc = bc->in_data[PTO_DSA_K_CACHE];
   const int32_t *bt = bc->in_data[PTO_DSA_BLOCK_TABLE];
   int64_t len[DSA_MAX_B];
   dsa_step_of(c, s, len);
@@ -438,8 +444,8 @@ static int traced(bench_pto *r, const void *const *in, void *const *out,
   char err[512];
   bench_pto_stop(r);
   if (pto_runtime_new(&prm, &rt)) {
-    fprintf(stderr, "pto-bench %s: cannot start a traced runtime: %s\n",
-            r->cmd, pto_runtime_error(NULL));
+    fprintf(stderr, "pto-bench %s: cannot start a traced runtime: %s\n", r->cmd,
+            pto_runtime_error(NULL));
     return -1;
   }
   pto_status st = pto_runtime_run(rt, r->e, in, out);
@@ -488,8 +494,7 @@ static int run_step(const bench_opts *o, const bench_case_opts *x, dsa_case *c,
     r->len_min = len[b] < r->len_min ? len[b] : r->len_min;
     r->len_max = len[b] > r->len_max ? len[b] : r->len_max;
   }
-  const int repeats =
-      bench_case_repeats(o, pto_dsa_gflop(&c->d, &st, &c->prm));
+  const int repeats = bench_case_repeats(o, pto_dsa_gflop(&c->d, &st, &c->prm));
   char who[128], path[4096];
   snprintf(who, sizeof who, "dsa: %s: step %lld of %lld", bc->preset,
            (long long)s + 1, (long long)c->steps);
@@ -507,8 +512,9 @@ static int run_step(const bench_opts *o, const bench_case_opts *x, dsa_case *c,
       goto fail;
     r->compile_ms[v] = pr.compile_ms;
     r->tasks[v] = pr.tasks;
-    bench_progress(o, "%s: %s: %u tasks, compiled in %.1f ms; 1 run, 1 "
-                      "warm-up + %d timed",
+    bench_progress(o,
+                   "%s: %s: %u tasks, compiled in %.1f ms; 1 run, 1 "
+                   "warm-up + %d timed",
                    who, what[v], pr.tasks, pr.compile_ms, repeats);
     if (bench_pto_run(&pr, in, out) ||
         bench_pto_time(&pr, in, out, 1, repeats, &r->run[v]) ||
@@ -597,8 +603,9 @@ static int run_case(const bench_opts *o, const bench_workload *w,
   /* the same tasks on the same inputs: bit for bit the checked result,
    * which spares the reference's second pass; else the checker says */
   if (same_bits(bc, bc->pto_out, bar_out))
-    bench_progress(o, "dsa: %s: PTO (stage barriers): bit for bit PTO's "
-                      "checked result",
+    bench_progress(o,
+                   "dsa: %s: PTO (stage barriers): bit for bit PTO's "
+                   "checked result",
                    bc->preset);
   else if (bench_case_check(o, w, bc, threads, "PTO (stage barriers)",
                             bar_out)) {
@@ -653,16 +660,15 @@ static json_t *report(const bench_case_opts *o, int k, const bench_case *bc,
           (long long)v[P_B], (long long)v[P_N], len, (long long)v[P_STEPS],
           (long long)v[P_TOPK], v[P_SMALL] ? "small" : "v3.2", bar, ratio);
   *gflop = bc ? bc->gflop : 0;
-  return json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:f, s:i, "
-                   "s:I}",
-                   "workload", "dsa", "preset",
-                   bench_preset_name(&table, &o->sel, k), "b",
-                   (json_int_t)v[P_B], "n", (json_int_t)v[P_N], "len",
-                   (json_int_t)v[P_LEN], "len_max", (json_int_t)hi, "steps",
-                   (json_int_t)v[P_STEPS], "topk", (json_int_t)v[P_TOPK],
-                   "small", (int)v[P_SMALL], "scale",
-                   x->scale != 0 ? x->scale : pto_dsa_params_default().scale,
-                   "threads", threads, "seed", (json_int_t)o->h.seed);
+  return json_pack(
+      "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:f, s:i, "
+      "s:I}",
+      "workload", "dsa", "preset", bench_preset_name(&table, &o->sel, k), "b",
+      (json_int_t)v[P_B], "n", (json_int_t)v[P_N], "len", (json_int_t)v[P_LEN],
+      "len_max", (json_int_t)hi, "steps", (json_int_t)v[P_STEPS], "topk",
+      (json_int_t)v[P_TOPK], "small", (int)v[P_SMALL], "scale",
+      x->scale != 0 ? x->scale : pto_dsa_params_default().scale, "threads",
+      threads, "seed", (json_int_t)o->h.seed);
 }
 
 static const bench_workload workload = {

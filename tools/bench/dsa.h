@@ -51,8 +51,8 @@ typedef struct dsa_case {
   int ran_steps;
   dsa_step_result step[DSA_MAX_STEPS];
   dsa_parts parts[2];
-  int compile_counted;     /* steps > 1: each step compiles anew */
-  bench_stats total[2];    /* all steps, compile included when counted */
+  int compile_counted;  /* steps > 1: each step compiles anew */
+  bench_stats total[2]; /* all steps, compile included when counted */
   int bar_checked, bar_wrong;
 } dsa_case;
 

@@ -65,19 +65,20 @@ int dsa_parts_add(dsa_parts *p, const char *path, char *err, size_t size) {
   return 0;
 }
 
-/* ---- under the row -------------------------------------------------------- */
+/* ---- under the row --------------------------------------------------------
+ */
 
 static json_t *stats_json(const bench_stats *s) {
-  return json_pack("{s:f, s:f, s:f}", "median", s->median, "min", s->min,
-                   "max", s->max);
+  return json_pack("{s:f, s:f, s:f}", "median", s->median, "min", s->min, "max",
+                   s->max);
 }
 
 static json_t *parts_json(const dsa_parts *p) {
   json_t *o = json_object();
   for (int k = 0; k <= DSA_PARTS; k++)
-    json_object_set_new(o, k < DSA_PARTS ? dsa_part_names[k] : "other",
-                        json_pack("{s:f, s:f}", "busy_ms", p->busy[k],
-                                  "span_ms", p->span[k]));
+    json_object_set_new(
+        o, k < DSA_PARTS ? dsa_part_names[k] : "other",
+        json_pack("{s:f, s:f}", "busy_ms", p->busy[k], "span_ms", p->span[k]));
   json_object_set_new(o, "makespan_ms", json_real(p->makespan));
   json_object_set_new(o, "traced_steps", json_integer(p->traced));
   return o;
@@ -94,8 +95,7 @@ void dsa_after(const bench_case_opts *x, const bench_case *bc,
   NUM_OR_NULL("pto_barrier_ms", bar_ok, c->total[1].median);
   NUM_OR_NULL("pto_barrier_ms_min", bar_ok, c->total[1].min);
   NUM_OR_NULL("pto_barrier_ms_max", bar_ok, c->total[1].max);
-  NUM_OR_NULL("barrier_ratio", bar_ok,
-              c->total[1].median / c->total[0].median);
+  NUM_OR_NULL("barrier_ratio", bar_ok, c->total[1].median / c->total[0].median);
 #undef NUM_OR_NULL
   json_object_set_new(j, "barrier_check",
                       json_string(!c || !c->ran_steps ? "failed"
@@ -112,13 +112,13 @@ void dsa_after(const bench_case_opts *x, const bench_case *bc,
     const dsa_step_result *r = &c->step[s];
     compile_bar += r->compile_ms[1];
     json_array_append_new(
-        steps, json_pack("{s:I, s:I, s:f, s:f, s:o, s:o, s:i, s:i}", "len_min",
-                         (json_int_t)r->len_min, "len_max",
-                         (json_int_t)r->len_max, "compile_ms",
-                         r->compile_ms[0], "compile_barrier_ms",
-                         r->compile_ms[1], "pto_run_ms", stats_json(&r->run[0]),
-                         "pto_barrier_run_ms", stats_json(&r->run[1]), "tasks",
-                         (int)r->tasks[0], "tasks_barrier", (int)r->tasks[1]));
+        steps,
+        json_pack("{s:I, s:I, s:f, s:f, s:o, s:o, s:i, s:i}", "len_min",
+                  (json_int_t)r->len_min, "len_max", (json_int_t)r->len_max,
+                  "compile_ms", r->compile_ms[0], "compile_barrier_ms",
+                  r->compile_ms[1], "pto_run_ms", stats_json(&r->run[0]),
+                  "pto_barrier_run_ms", stats_json(&r->run[1]), "tasks",
+                  (int)r->tasks[0], "tasks_barrier", (int)r->tasks[1]));
   }
   json_object_set_new(j, "steps", steps);
   json_object_set_new(j, "compile_barrier_ms", json_real(compile_bar));
