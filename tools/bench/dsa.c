@@ -190,6 +190,11 @@ static int case_shape(const dsa_opts *x, int k, dsa_case *c) {
 
 static int case_init(const bench_case_opts *o, int k, bench_case *bc) {
   dsa_case *c = (dsa_case *)bc;
+  if (o->h.dtype != PTO_F32) {
+    fprintf(stderr, "pto-bench dsa: --dtype %s: the chain runs in f32 only\n",
+            bench_dtype_flag(o->h.dtype));
+    return -1;
+  }
   if (case_shape((const dsa_opts *)o, k, c))
     return -1;
   bc->preset = bench_preset_name(&table, &o->sel, k);
@@ -360,9 +365,11 @@ static pto_program *program(const bench_case *bc) {
   return pto_dsa_program(&c->d, &st, &c->prm);
 }
 
-/* Steps [r0, r1) of outputs out (bench_workload.check). */
-static int check(const bench_case *bc, void *const *out, int64_t r0, int64_t r1,
-                 char *msg, size_t size) {
+/* Steps [r0, r1) of outputs out (bench_workload.check; f32 only, so the
+ * peer's outputs get the same tolerance as PTO's). */
+static int check(const bench_case *bc, int peer, void *const *out, int64_t r0,
+                 int64_t r1, char *msg, size_t size) {
+  (void)peer;
   const dsa_case *c = (const dsa_case *)bc;
   for (int64_t s = r0; s < r1; s++) {
     const void *in[PTO_DSA_INPUT_COUNT];
