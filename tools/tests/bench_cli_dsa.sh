@@ -31,7 +31,7 @@ usage)
   expect 1 "smoke: needs n <= len <= len-max, got n=10 len=9 len-max=37" -- dsa --preset smoke --n 10 --no-peer
   expect 1 "needs n <= len <= len-max, got n=2 len=9 len-max=5" -- dsa --preset smoke --len-max 5 --no-peer
   expect 1 "--config: .*nonexistent.json" -- dsa --config "$tmp/nonexistent.json"
-  expect 1 "dsa --dtype bf16: the chain runs in f32 only" -- dsa --preset smoke --dtype bf16 --no-peer
+  expect 1 "pto-bench dsa: --dtype bf16: the chain runs in f32 only" -- dsa --preset smoke --dtype bf16 --no-peer
   echo '{"stage_barriers": "attention"}' >"$tmp/bad.json"
   expect 1 "stage_barriers: expected an array of label prefixes" -- dsa --preset smoke --config "$tmp/bad.json" --no-peer
   echo '{"stage_barriers": ["mla_prolog", ""]}' >"$tmp/bad.json"
