@@ -330,8 +330,16 @@ struct pto_config {
   int64_t knob[PTO_KNOB_COUNT];
   config_label *labels; /* sorted by name, in strcmp order */
   uint32_t n_labels, cap_labels;
+  char **stages; /* stage barrier label prefixes, in stage order */
+  uint32_t n_stages;
   pto_error err;
 };
+
+static void stages_free(char **stages, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++)
+    free(stages[i]);
+  free(stages);
+}
 
 pto_config *pto_config_new(void) {
   pto_config *c = calloc(1, sizeof *c);
@@ -351,6 +359,7 @@ void pto_config_free(pto_config *c) {
   for (uint32_t i = 0; i < c->n_labels; i++)
     free(c->labels[i].name);
   free(c->labels);
+  stages_free(c->stages, c->n_stages);
   free(c);
 }
 
@@ -373,7 +382,20 @@ pto_config *pto_config_clone(const pto_config *c) {
   *d = *c;
   d->labels = NULL;
   d->n_labels = d->cap_labels = 0;
+  d->stages = NULL;
+  d->n_stages = 0;
   pto__error_clear(&d->err);
+  if (c->n_stages) {
+    d->stages = calloc(c->n_stages, sizeof *d->stages);
+    if (!d->stages)
+      goto fail;
+    for (uint32_t i = 0; i < c->n_stages; i++) {
+      d->stages[i] = dup_bytes(c->stages[i], strlen(c->stages[i]));
+      if (!d->stages[i])
+        goto fail;
+      d->n_stages++;
+    }
+  }
   if (c->n_labels) {
     d->labels = calloc(c->n_labels, sizeof *d->labels);
     if (!d->labels)
@@ -405,6 +427,11 @@ static void config_commit(pto_config *dst, pto_config *src) {
   dst->cap_labels = src->cap_labels;
   src->labels = NULL;
   src->n_labels = src->cap_labels = 0;
+  stages_free(dst->stages, dst->n_stages);
+  dst->stages = src->stages;
+  dst->n_stages = src->n_stages;
+  src->stages = NULL;
+  src->n_stages = 0;
   pto_config_free(src);
 }
 
@@ -691,6 +718,99 @@ pto_status pto_config_set_tile(pto_config *c, const char *label,
   return PTO_OK;
 }
 
+/* ---- stage barriers ------------------------------------------------------ */
+
+/* The first entry of prefixes that cannot be a stage (NULL, empty, ending
+ * in '.', or a repeat of an earlier one), with why in msg; -1 when all can.
+ * Quadratic in n, which is a handful. */
+static long stages_bad(const char *const *prefixes, uint32_t n, char *msg,
+                       size_t size) {
+  for (uint32_t i = 0; i < n; i++) {
+    const char *p = prefixes[i];
+    if (!p || !p[0]) {
+      snprintf(msg, size, "empty label prefix");
+      return (long)i;
+    }
+    if (p[strlen(p) - 1] == '.') {
+      snprintf(msg, size, "label prefix \"%.64s\" ends in '.'", p);
+      return (long)i;
+    }
+    for (uint32_t j = 0; j < i; j++)
+      if (!strcmp(prefixes[j], p)) {
+        snprintf(msg, size, "label prefix \"%.64s\" is already stage %u", p, j);
+        return (long)i;
+      }
+  }
+  return -1;
+}
+
+/* Replaces c's stages with copies of prefixes; ENOMEM leaves c unchanged. */
+static pto_status stages_set(pto_config *c, const char *const *prefixes,
+                             uint32_t n) {
+  char **copy = n ? calloc(n, sizeof *copy) : NULL;
+  if (n && !copy)
+    return PTO_ENOMEM;
+  for (uint32_t i = 0; i < n; i++) {
+    copy[i] = dup_bytes(prefixes[i], strlen(prefixes[i]));
+    if (!copy[i]) {
+      stages_free(copy, i);
+      return PTO_ENOMEM;
+    }
+  }
+  stages_free(c->stages, c->n_stages);
+  c->stages = copy;
+  c->n_stages = n;
+  return PTO_OK;
+}
+
+pto_status pto_config_set_stage_barriers(pto_config *c,
+                                         const char *const *prefixes,
+                                         uint32_t n) {
+  char msg[128];
+  long bad;
+  if (!c)
+    return PTO_EINVAL;
+  pto__error_clear(&c->err);
+  if (n && !prefixes)
+    return pto__error_set(&c->err, PTO_EINVAL,
+                          "pto_config_set_stage_barriers: %u prefixes but "
+                          "the list is NULL",
+                          n);
+  bad = stages_bad(prefixes, n, msg, sizeof msg);
+  if (bad >= 0)
+    return pto__error_set(&c->err, PTO_ECONFIG,
+                          "pto_config_set_stage_barriers: stage %ld: %s", bad,
+                          msg);
+  if (stages_set(c, prefixes, n))
+    return pto__error_set(&c->err, PTO_ENOMEM,
+                          "pto_config_set_stage_barriers: out of memory");
+  return PTO_OK;
+}
+
+uint32_t pto_config_n_stage_barriers(const pto_config *c) {
+  return c ? c->n_stages : 0;
+}
+
+const char *pto_config_stage_barrier(const pto_config *c, uint32_t i) {
+  return c && i < c->n_stages ? c->stages[i] : NULL;
+}
+
+long pto__config_stage(const pto_config *c, const char *label) {
+  long best = -1;
+  size_t best_len = 0;
+  if (!c || !label)
+    return -1;
+  for (uint32_t i = 0; i < c->n_stages; i++) {
+    size_t n = strlen(c->stages[i]);
+    if (n > best_len && !strncmp(label, c->stages[i], n) &&
+        (label[n] == '\0' || label[n] == '.')) {
+      best = (long)i;
+      best_len = n;
+    }
+  }
+  return best;
+}
+
 int pto__config_equal(const pto_config *a, const pto_config *b) {
   if (!a || !b)
     return a == b;
@@ -698,6 +818,11 @@ int pto__config_equal(const pto_config *a, const pto_config *b) {
     return 0;
   if (memcmp(a->knob, b->knob, sizeof a->knob) || a->n_labels != b->n_labels)
     return 0;
+  if (a->n_stages != b->n_stages)
+    return 0;
+  for (uint32_t i = 0; i < a->n_stages; i++)
+    if (strcmp(a->stages[i], b->stages[i]))
+      return 0;
   for (uint32_t i = 0; i < a->n_labels; i++) {
     const config_label *x = &a->labels[i], *y = &b->labels[i];
     if (label_cmp(x->name, x->len, y->name, y->len) ||
@@ -1145,7 +1270,45 @@ static pto_status parse_label(const load_ctx *x, pto_config *c,
   return PTO_OK;
 }
 
-static const char *const root_keys[] = {"machine", "knobs", "labels"};
+/* "stage_barriers": an array of label prefixes; it replaces the list. */
+static pto_status parse_stages(const load_ctx *x, pto_config *c, json_t *v) {
+  char vb[64], path[48], msg[128];
+  size_t n = json_is_array(v) ? json_array_size(v) : 0;
+  const char **list;
+  pto_status st = PTO_OK;
+  long bad;
+  if (!json_is_array(v))
+    return load_fail(x, PTO_ECONFIG, "stage_barriers",
+                     "expected an array of label prefixes, got %s",
+                     describe(v, vb, sizeof vb));
+  if (n > UINT32_MAX / 2)
+    return load_fail(x, PTO_ECONFIG, "stage_barriers", "too many stages");
+  list = calloc(n + 1, sizeof *list);
+  if (!list)
+    return load_fail(x, PTO_ENOMEM, "stage_barriers", "out of memory");
+  for (size_t i = 0; i < n && st == PTO_OK; i++) {
+    json_t *e = json_array_get(v, i);
+    snprintf(path, sizeof path, "stage_barriers[%zu]", i);
+    if (!json_is_string(e))
+      st = load_fail(x, PTO_ECONFIG, path,
+                     "expected a label prefix (a string), got %s",
+                     describe(e, vb, sizeof vb));
+    else
+      list[i] = json_string_value(e);
+  }
+  if (st == PTO_OK &&
+      (bad = stages_bad(list, (uint32_t)n, msg, sizeof msg)) >= 0) {
+    snprintf(path, sizeof path, "stage_barriers[%ld]", bad);
+    st = load_fail(x, PTO_ECONFIG, path, "%s", msg);
+  }
+  if (st == PTO_OK && stages_set(c, list, (uint32_t)n))
+    st = load_fail(x, PTO_ENOMEM, "stage_barriers", "out of memory");
+  free(list);
+  return st;
+}
+
+static const char *const root_keys[] = {"machine", "knobs", "labels",
+                                        "stage_barriers"};
 
 static pto_status apply_json(const load_ctx *x, pto_config *c, json_t *root) {
   const char *key, *lkey;
@@ -1156,7 +1319,7 @@ static pto_status apply_json(const load_ctx *x, pto_config *c, json_t *root) {
                      describe(root, vb, sizeof vb));
   json_object_foreach(root, key, val) {
     pto_status st = PTO_OK;
-    switch (key_index(key, root_keys, 3)) {
+    switch (key_index(key, root_keys, 4)) {
     case 0: {
       pto_machine m;
       st = parse_machine(x, val, &c->machine, &m);
@@ -1178,8 +1341,11 @@ static pto_status apply_json(const load_ctx *x, pto_config *c, json_t *root) {
           break;
       }
       break;
+    case 3:
+      st = parse_stages(x, c, val);
+      break;
     default:
-      return unknown_key(x, key, root_keys, 3);
+      return unknown_key(x, key, root_keys, 4);
     }
     if (st != PTO_OK)
       return st;
@@ -1364,6 +1530,13 @@ char *pto_config_to_json(const pto_config *c) {
   bad |= json_object_set_new(root, "machine", machine_json(&c->machine));
   bad |= json_object_set_new(root, "knobs", kn);
   bad |= json_object_set_new(root, "labels", labels);
+  if (c->n_stages) { /* only when set: configs without stages read as before */
+    json_t *st = json_array();
+    bad |= !st;
+    for (uint32_t i = 0; st && i < c->n_stages; i++)
+      bad |= json_array_append_new(st, json_string(c->stages[i]));
+    bad |= json_object_set_new(root, "stage_barriers", st);
+  }
   if (bad)
     goto done;
   n = json_dumpb(root, NULL, 0, JSON_INDENT(2));

@@ -62,6 +62,11 @@ struct pto_program;
 pto_status pto__config_unused(const pto_config *c, const struct pto_program *p,
                               char **lines);
 
+/* The stage barrier index of ops labelled `label`: the longest stage prefix
+ * that is label or a '.'-separated prefix of it; -1 when none is (or c is
+ * NULL). */
+long pto__config_stage(const pto_config *c, const char *label);
+
 /* The machine (the host's for a NULL config). */
 const pto_machine *pto__config_machine(const pto_config *c);
 

@@ -65,7 +65,8 @@ static void name_programs(pto_executable *e) {
   for (uint32_t q = 0; q < e->n_progs; q++) {
     pto_cprog *pr = &e->progs[q];
     char buf[160];
-    size_t n = (size_t)snprintf(buf, sizeof buf, "p%u:", q);
+    size_t n = (size_t)snprintf(buf, sizeof buf, "p%u:%s", q,
+                                pr->n_insts ? "" : "barrier");
     for (uint32_t i = 0; i < pr->n_insts && n < sizeof buf; i++)
       n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? "." : "",
                             pto__insn_name(pr->insts[i].op));

@@ -55,6 +55,12 @@ static int edge_fusable(const part *s, uint32_t p, uint32_t c) {
   for (unsigned k = 0; k < s->n_veto; k++)
     if (s->veto[k][0] == p && s->veto[k][1] == c)
       return 0;
+  /* a task belongs to one stage (pto_config_set_stage_barriers): ops of
+   * two stages, or of a stage and none, never share a subgraph */
+  if (pto_config_n_stage_barriers(s->cfg) &&
+      pto__config_stage(s->cfg, s->p->nodes[p]->label) !=
+          pto__config_stage(s->cfg, s->p->nodes[c]->label))
+    return 0;
   pto_core_type core = PTO_CORE_TYPE_COUNT;
   for (uint32_t u = 0; u < tg->n_units; u++) {
     const pto_unit *un = &tg->units[u];

@@ -275,7 +275,9 @@ static void task_what(const pto_executable *e, uint32_t t, char *buf,
                       size_t size) {
   uint32_t node = e->tasks[t].node;
   if (node == PTO_NONE) {
-    snprintf(buf, size, "output copy");
+    snprintf(buf, size, "%s",
+             e->progs[e->tasks[t].prog].n_insts ? "output copy"
+                                                : "stage barrier join");
     return;
   }
   const pto_node *pn = e->tg.prog->nodes[node];

@@ -162,6 +162,12 @@ size_t pto__plan_canon(const pto_cprog *pr, unsigned char *buf);
 access pto__graph_access(uint32_t task, const pto_gref *g, int64_t off,
                          int is_write);
 pto_status pto__graph_edges(pto_executable *e, access *acc, uint32_t n_acc);
+/* Adds the edges of cfg's stage barriers (partitioner/stages.c): each task
+ * of a stage with no producer in it waits for each task of the previous
+ * stage with tasks that has no consumer in it, directly or through an
+ * empty join task appended to e->tasks. PTO_ECONFIG when a stage feeds an
+ * earlier one; PTO_ENOMEM. Sets e->err. */
+pto_status pto__graph_stage_barriers(pto_executable *e, const pto_config *cfg);
 pto_status pto__graph_storages(pto_executable *e, const pto_tgraph *tg);
 pto_status pto__graph_group_tasks(part *s, const sgraph *sgs, uint32_t n_sg,
                                   const uint32_t *prog_of, uint32_t *task_of,

@@ -389,6 +389,8 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
     fail(&s, st, "out of memory");
     goto done;
   }
+  if ((st = pto__graph_stage_barriers(e, cfg)))
+    goto done;
   if ((st = pto__graph_storages(e, tg))) {
     fail(&s, st, "out of memory");
     goto done;

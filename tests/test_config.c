@@ -407,7 +407,8 @@ Test(core, config_unknown_keys_name_their_path) {
                     PTO_ECONFIG, "labels.attn.vec_tyle: unknown key",
                     "vec_tile, cube_tile", NULL);
   expect_load_error("{\"knob\": {}}", PTO_ECONFIG,
-                    "knob: unknown key (expected machine, knobs, labels)",
+                    "knob: unknown key (expected machine, knobs, labels, "
+                    "stage_barriers)",
                     NULL);
 }
 

@@ -13,6 +13,7 @@
 static const bench_cmd *const cmds[] = {
     &bench_indexer,
     &bench_attention,
+    &bench_dsa,
     &bench_runtime,
     &bench_gemm,
     &bench_softmax,

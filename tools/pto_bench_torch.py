@@ -18,7 +18,10 @@ what ran:
 Run by pto-bench (tools/bench/peer.c), which checks the outputs with the
 same checker as PTO's. Exit status 0, or 1 with the reason on stderr.
 Workloads: indexer (the lightning indexer with its top-k), attention (the
-sparse MLA attention over the indexer's top-k keys), gemm (C = A x B).
+sparse MLA attention over the indexer's top-k keys), gemm (C = A x B), dsa
+(DeepSeek's indexer attention: both prologs, the indexer and the sparse
+attention on a paged cache, over consecutive steps; a time is all steps'
+total; float32 only).
 
 meta.json's "dtype" is "float32" or "bfloat16". bfloat16 inputs come as
 '<u2' .npy files (their bits: NumPy has no bfloat16) and are viewed as
@@ -249,6 +252,176 @@ def gemm_upcast(t):
     return {"c": torch.matmul(t["a"].float(), t["b"].float())}
 
 
+# ---- DeepSeek indexer attention (DSA): the whole chain ---------------------
+#
+# One invocation runs `steps` consecutive steps (decode: one new token per
+# sequence per step; prefill: one step). meta: the dims (d, q_lora, h, nope,
+# rope, latent, hi, di, block), topk, scale and steps: [{"n": [...],
+# "len": [...]}] per step (sequence b has n[b] new tokens and len[b] after
+# them). Inputs: x [S,T,D], cos, sin [S,T,R] per step; the weights (w_dq
+# [D,Q], gamma_cq [Q], w_uq_qr [Q,H*(N+R)], w_uk [H,N,L], w_dkv_kr [D,L+R],
+# gamma_ckv [L], w_qb [Q,HI*DI], w_k [D,DI], ln_gamma_k, ln_beta_k [DI],
+# w_proj [D,HI], hadamard [DI,DI]); the paged caches kv_cache [blocks,BS,
+# L+R], k_cache [blocks,BS,DI] and block_table [B,max_blocks] int32. The
+# caches hold every position a step reads (0 .. len[b]-n[b]-1: pto-bench
+# wrote each step's new rows into them as serving does), and a step reads
+# no other position, so every step sees exactly the inputs PTO's did.
+# Outputs per step, stacked: out [S,T,H,L], lse [S,T,H], kv_new [S,T,L+R],
+# k_new [S,T,DI], indices [S,T,topk] int32 (logical positions, -1 past the
+# visible keys). Semantics: include/pto/dsa.h.
+
+
+def dsa_load(d, meta):
+    names = ("x", "cos", "sin", "w_dq", "gamma_cq", "w_uq_qr", "w_uk",
+             "w_dkv_kr", "gamma_ckv", "w_qb", "w_k", "ln_gamma_k",
+             "ln_beta_k", "w_proj", "hadamard", "kv_cache", "k_cache",
+             "block_table")
+    t = {n: torch.from_numpy(np.load(os.path.join(d, n + ".npy")))
+         for n in names}
+    for k in ("d", "q_lora", "h", "nope", "rope", "latent", "hi", "di",
+              "block", "topk"):
+        t[k] = int(meta[k])
+    t["scale"] = float(meta["scale"])
+    t["steps"] = [([int(v) for v in s["n"]], [int(v) for v in s["len"]])
+                  for s in meta["steps"]]
+    if t["rope"] % 2 or t["rope"] > t["di"]:
+        raise ValueError("rope must be even and at most di")
+    return t
+
+
+def rope(u, c, s):
+    """Rotate-half RoPE of u [..., R] with the token's c, s [T, R] (u's
+    first dimension is the token)."""
+    h = u.shape[-1] // 2
+    shape = (c.shape[0],) + (1,) * (u.dim() - 2) + (c.shape[1],)
+    rot = torch.cat((-u[..., h:], u[..., :h]), dim=-1)
+    return u * c.view(shape) + rot * s.view(shape)
+
+
+def rms_norm(v, g):
+    return v * torch.rsqrt(v.pow(2).mean(dim=-1, keepdim=True) + 1e-6) * g
+
+
+def dsa_prologs(t, x, c, s):
+    """Both prologs over all T tokens at once: batched matmuls, the nope
+    part absorbed through w_uk as one bmm over heads."""
+    T = x.shape[0]
+    H, N, R, L = t["h"], t["nope"], t["rope"], t["latent"]
+    HI, DI = t["hi"], t["di"]
+    cq = rms_norm(x @ t["w_dq"], t["gamma_cq"])
+    qq = (cq @ t["w_uq_qr"]).view(T, H, N + R)
+    q_lat = torch.bmm(qq[:, :, :N].transpose(0, 1), t["w_uk"])  # [H,T,L]
+    q = torch.cat((q_lat.transpose(0, 1), rope(qq[:, :, N:], c, s)), dim=-1)
+    kvr = x @ t["w_dkv_kr"]
+    kv_new = torch.cat((rms_norm(kvr[:, :L], t["gamma_ckv"]),
+                        rope(kvr[:, L:], c, s)), dim=-1)
+    qi = (cq @ t["w_qb"]).view(T, HI, DI)
+    qi = torch.cat((rope(qi[:, :, :R], c, s), qi[:, :, R:]), dim=-1)
+    q_idx = qi @ t["hadamard"]
+    ki = torch.nn.functional.layer_norm(x @ t["w_k"], (DI,), t["ln_gamma_k"],
+                                        t["ln_beta_k"], eps=1e-6)
+    ki = torch.cat((rope(ki[:, :R], c, s), ki[:, R:]), dim=-1)
+    k_new = ki @ t["hadamard"]
+    weights = (x @ t["w_proj"]) * (HI ** -0.5 * DI ** -0.5)
+    return q, kv_new, q_idx, k_new, weights
+
+
+def cache_rows(t, b, n):
+    """Physical cache rows of positions 0 .. n-1 of sequence b."""
+    BS = t["block"]
+    p = torch.arange(n)
+    return t["block_table"][b].long()[p // BS] * BS + p % BS
+
+
+def dsa_indexer(t, q_idx, k_new, weights, n, lens, idx_out):
+    """Per sequence: its keys gathered through the block table (index_select)
+    and its new rows after them; its queries in blocks of rows so [rows, HI,
+    keys] stays within CHUNK_BYTES; causal end-aligned; top-k."""
+    HI, DI = t["hi"], t["di"]
+    kc = t["k_cache"].view(-1, DI)
+    tok = 0
+    for b in range(len(n)):
+        old = lens[b] - n[b]
+        keys = torch.cat((kc.index_select(0, cache_rows(t, b, old)),
+                          k_new[tok:tok + n[b]]))
+        rows = max(1, CHUNK_BYTES // (HI * lens[b] * 4))
+        for r0 in range(0, n[b], rows):
+            r1 = min(n[b], r0 + rows)
+            m = old + r1  # keys the block's last query sees
+            cnt = r1 - r0
+            sc = torch.matmul(q_idx[tok + r0:tok + r1].reshape(cnt * HI, DI),
+                              keys[:m].t())
+            sc = torch.bmm(weights[tok + r0:tok + r1].unsqueeze(1),
+                           sc.relu_().view(cnt, HI, m)).view(cnt, m)
+            # query at position old + i sees keys j <= old + i
+            i = torch.arange(r0, r1).unsqueeze(1)
+            sc.masked_fill_(torch.arange(m).unsqueeze(0) > old + i,
+                            -math.inf)
+            v = torch.full((cnt, t["topk"]), -math.inf)
+            topk_into(sc, t["topk"], v, idx_out[tok + r0:tok + r1])
+        tok += n[b]
+
+
+def dsa_attention(t, q, kv_new, idx, n, lens):
+    """Sparse MLA over the selected logical positions: gather (cache rows
+    through the block table, new rows from kv_new) -> bmm -> softmax -> bmm,
+    in blocks of tokens so the gathered rows stay within CHUNK_BYTES."""
+    T, H, D = q.shape
+    L, BS, K = t["latent"], t["block"], idx.shape[1]
+    kc = t["kv_cache"].view(-1, D)
+    # per token: its sequence's cache length, block table row, first new row
+    seq = torch.repeat_interleave(torch.arange(len(n)), torch.tensor(n))
+    old = torch.tensor([lens[b] - n[b] for b in range(len(n))])[seq]
+    first = (torch.cumsum(torch.tensor(n), 0) - torch.tensor(n))[seq]
+    bt = t["block_table"].long()
+    out = torch.empty(T, H, L)
+    lse = torch.empty(T, H)
+    step = max(1, CHUNK_BYTES // (K * D * 4))
+    for r0 in range(0, T, step):
+        r1 = min(T, r0 + step)
+        j = idx[r0:r1].long()
+        valid = j >= 0
+        j = j.clamp(min=0)
+        o = old[r0:r1].unsqueeze(1)
+        is_new = j >= o
+        jc = torch.where(is_new, torch.zeros_like(j), j)
+        phys = bt[seq[r0:r1]].gather(1, jc // BS) * BS + jc % BS
+        g = kc.index_select(0, phys.view(-1)).view(r1 - r0, K, D)
+        if is_new.any():  # the few slots of new rows, from kv_new
+            g[is_new] = kv_new.index_select(
+                0, (j - o + first[r0:r1].unsqueeze(1))[is_new])
+        x = torch.bmm(q[r0:r1], g.transpose(1, 2))
+        x.mul_(t["scale"]).masked_fill_(~valid.unsqueeze(1), -math.inf)
+        # softmax with its log-sum-exp from one exp pass
+        m = x.amax(dim=-1, keepdim=True)
+        empty = torch.isneginf(m)  # no valid slot: every x is -inf
+        m.masked_fill_(empty, 0)
+        x.sub_(m).exp_()
+        sm = x.sum(dim=-1, keepdim=True)
+        out[r0:r1] = torch.bmm(x, g[:, :, :L]).div_(sm.clamp(min=1e-38))
+        lse[r0:r1] = (m + sm.log()).masked_fill_(empty, math.inf).squeeze(-1)
+    return out, lse
+
+
+def dsa_chain(t):
+    S, T = t["x"].shape[:2]
+    res = {"out": torch.empty(S, T, t["h"], t["latent"]),
+           "lse": torch.empty(S, T, t["h"]),
+           "kv_new": torch.empty(S, T, t["latent"] + t["rope"]),
+           "k_new": torch.empty(S, T, t["di"]),
+           "indices": torch.full((S, T, t["topk"]), -1, dtype=torch.int32)}
+    for st, (n, lens) in enumerate(t["steps"]):
+        q, kv_new, q_idx, k_new, w = dsa_prologs(t, t["x"][st], t["cos"][st],
+                                                 t["sin"][st])
+        res["indices"][st].fill_(-1)
+        dsa_indexer(t, q_idx, k_new, w, n, lens, res["indices"][st])
+        res["out"][st], res["lse"][st] = dsa_attention(
+            t, q, kv_new, res["indices"][st], n, lens)
+        res["kv_new"][st] = kv_new
+        res["k_new"][st] = k_new
+    return res
+
+
 WORKLOADS = {
     "indexer": {
         "load": indexer_load,
@@ -274,6 +447,11 @@ WORKLOADS = {
             "matmul": (gemm_matmul, None),
             "upcast-f32": (gemm_upcast, None),
         },
+    },
+    "dsa": {
+        "load": dsa_load,
+        "outputs": ("out", "lse", "kv_new", "k_new", "indices"),
+        "variants": {"batched": (dsa_chain, None)},
     },
 }
 

@@ -94,12 +94,14 @@ PTO_API pto_config *pto_config_clone(const pto_config *c);
  *              "fuse": bool | 0 | 1},
  *    "labels": {"<label>": {<any knob but policy>,
  *                           "vec_tile": [rows, cols],
- *                           "cube_tile": [m, n, k]}}}
+ *                           "cube_tile": [m, n, k]}},
+ *    "stage_barriers": ["<label prefix>", ...]}
  * A size is a non-negative integer of bytes or a string like "192KiB",
  * "1MiB", "512K" (K, KB, KiB = 1024; likewise M and G). A machine object with
  * a "name" describes a new machine whose omitted fields are the host's; one
  * without a name amends the config's current machine. When shared, giving
- * one worker count sets both. Labels merge into the existing overrides.
+ * one worker count sets both. Labels merge into the existing overrides;
+ * stage_barriers replaces the list (see pto_config_set_stage_barriers).
  * On error the config is unchanged and pto_config_error() names the file,
  * line and column (syntax) or the key path (meaning), e.g. "tune.json:
  * machine.memory.UB: expected a size, got \"abc\"". Status: PTO_EIO when the
@@ -135,6 +137,30 @@ PTO_API pto_status pto_config_set_tile(pto_config *c, const char *label,
                                        const pto_tile_shape *shape);
 PTO_API int pto_config_tile(const pto_config *c, const char *label,
                             pto_tile_shape *shape);
+
+/* Stage barriers: an ordered list of label prefixes, each naming a stage
+ * of the program (a prefix covers its label and every label under it, as
+ * label settings do: "indexer" covers "indexer.qk", not "indexer_prolog";
+ * the longest matching prefix wins). A compile makes every task of stage k
+ * wait for every task of the closest earlier stage that has tasks: each
+ * task of stage k with no producer in stage k waits for each task of that
+ * stage with no consumer in it, directly when that is a handful of edges,
+ * else through one empty join task (label "stage_barrier", program
+ * "barrier"), so the edges grow with the tasks, never with their product.
+ * Tasks whose label matches no prefix are unaffected. Ops of two stages
+ * (or of a stage and none) never fuse into one subgraph, so each task is
+ * in one stage, as each kernel of an SPMD framework is. This runs the same
+ * tasks as SPMD-style phases, to measure what MPMD overlap buys. n = 0
+ * clears the list. PTO_ECONFIG for a NULL or empty prefix, one ending in
+ * '.', or a repeated one; a stage that feeds an earlier one fails the
+ * compile (PTO_ECONFIG, naming both tasks). */
+PTO_API pto_status pto_config_set_stage_barriers(pto_config *c,
+                                                 const char *const *prefixes,
+                                                 uint32_t n);
+/* The number of stages (0 for NULL) and stage i's prefix (NULL when out of
+ * range). */
+PTO_API uint32_t pto_config_n_stage_barriers(const pto_config *c);
+PTO_API const char *pto_config_stage_barrier(const pto_config *c, uint32_t i);
 
 /* The config as JSON (the same schema the loaders read); free() the result.
  * NULL on ENOMEM or when a name or label is not valid UTF-8. */

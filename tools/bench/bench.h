@@ -28,6 +28,7 @@ typedef struct bench_cmd {
 
 extern const bench_cmd bench_indexer;
 extern const bench_cmd bench_attention;
+extern const bench_cmd bench_dsa;
 extern const bench_cmd bench_runtime;
 extern const bench_cmd bench_gemm;
 extern const bench_cmd bench_softmax;

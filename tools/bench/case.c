@@ -15,7 +15,7 @@ void bench_case_result_free(bench_case_result *r) {
 
 /* Timed runs per case: --repeats, else 3 under --quick, else 5 above 20
  * GFLOP, else 10. */
-static int case_repeats(const bench_opts *o, double gflop) {
+int bench_case_repeats(const bench_opts *o, double gflop) {
   return o->repeats ? o->repeats : o->quick ? 3 : gflop > 20 ? 5 : 10;
 }
 
@@ -53,9 +53,9 @@ static int check_rows(void *ctx, int64_t r0, int64_t r1, char *msg,
 /* Checks `who`'s outputs out of case c with w->check over its rows spread
  * on `threads` threads, with progress on stderr. 0, or -1 after printing
  * "pto-bench CMD: PRESET: WRONG RESULT from WHO: <check's message>". */
-static int check(const bench_opts *o, const bench_workload *w,
-                 const bench_case *c, int threads, const char *who,
-                 void *const *out) {
+int bench_case_check(const bench_opts *o, const bench_workload *w,
+                     const bench_case *c, int threads, const char *who,
+                     void *const *out) {
   const char *cmd = w->table->cmd;
   check_ctx x = {w, c, strcmp(who, "PTO") != 0, out};
   char label[128], msg[1024];
@@ -88,8 +88,8 @@ static size_t case_arrays(const bench_case *c, void *const *out,
 
 /* --save: c's inputs, PTO's outputs and meta into h->save_dir (its PRESET
  * subdirectory when several presets run). 0, or -1 (printed). */
-static int save(const bench_opts *o, const bench_workload *w,
-                const bench_case_opts *x, const bench_case *c) {
+int bench_case_save(const bench_opts *o, const bench_workload *w,
+                    const bench_case_opts *x, const bench_case *c) {
   const bench_harness *h = &x->h;
   bench_array a[BENCH_CASE_MAX_IN + BENCH_CASE_MAX_OUT];
   char dir[4096], err[1024];
@@ -153,7 +153,7 @@ static int peer_times(const char *cmd, const json_t *out,
  * outputs read into c->peer_out, each exactly of its output's dtype and
  * shape (a file that is not: an error naming both). 0, or -1 after
  * printing why. */
-static int run_peer(const bench_opts *o, const bench_workload *w,
+int bench_case_peer(const bench_opts *o, const bench_workload *w,
                     const bench_case_opts *x, const bench_case *c,
                     const bench_peer *peer, int threads, int repeats,
                     bench_case_result *r) {
@@ -199,11 +199,11 @@ done:
  * workers stop spinning before the peer runs); the peer on the same inputs
  * and its outputs checked. 0, or -1 (printed; res says how far it got). */
 static int case_run(const bench_opts *o, const bench_workload *w,
-                    const bench_case_opts *x, const bench_case *c,
+                    const bench_case_opts *x, bench_case *c,
                     const pto_config *cfg, const bench_peer *peer, int threads,
                     bench_case_result *res) {
   const char *cmd = w->table->cmd;
-  const int repeats = case_repeats(o, c->gflop), several = x->sel.n > 1;
+  const int repeats = bench_case_repeats(o, c->gflop), several = x->sel.n > 1;
   const void *in[BENCH_CASE_MAX_IN];
   for (size_t i = 0; i < c->n_in; i++)
     in[i] = c->in_data[i];
@@ -227,12 +227,12 @@ static int case_run(const bench_opts *o, const bench_workload *w,
   bench_progress(o, "%s: first PTO run (%u tasks)", who, r.tasks);
   if (bench_pto_run(&r, in, out))
     goto done;
-  if (check(o, w, c, threads, "PTO", out)) {
+  if (bench_case_check(o, w, c, threads, "PTO", out)) {
     res->pto_wrong = 1;
     goto done;
   }
   res->pto_checked = 1;
-  if (x->h.save_dir && save(o, w, x, c))
+  if (x->h.save_dir && bench_case_save(o, w, x, c))
     goto done;
   bench_progress(o, "%s: timing PTO, 1 warm-up + %d runs", who, repeats);
   if (bench_pto_time(&r, in, out, 1, repeats, &res->pto))
@@ -247,8 +247,8 @@ static int case_run(const bench_opts *o, const bench_workload *w,
   bench_pto_stop(&r); /* PTO's workers stop before the peer runs */
   if (peer) {
     /* the peer on the same inputs, its outputs under the same check */
-    if (run_peer(o, w, x, c, peer, threads, repeats, res) ||
-        check(o, w, c, threads, "PyTorch", c->peer_out))
+    if (bench_case_peer(o, w, x, c, peer, threads, repeats, res) ||
+        bench_case_check(o, w, c, threads, "PyTorch", c->peer_out))
       goto done;
     res->torch_checked = 1;
   }
@@ -374,7 +374,8 @@ static int case_one(const bench_opts *o, const bench_workload *w,
     fprintf(stderr, "pto-bench %s: out of memory\n", w->table->cmd);
   else if (!case_make(w, x, k, c))
     made = 1;
-  if (made && !case_run(o, w, x, c, e->cfg, e->peer, e->threads, &res))
+  if (made && !(w->run_case ? w->run_case : case_run)(
+                  o, w, x, c, e->cfg, e->peer, e->threads, &res))
     rc = 0;
 
   char nm[32];
@@ -389,6 +390,9 @@ static int case_one(const bench_opts *o, const bench_workload *w,
   const char *engine = pto_matmul_engine(x->h.dtype);
   json_object_set_new(j, "dtype", json_string(bench_dtype_flag(x->h.dtype)));
   json_object_set_new(j, "engine", engine ? json_string(engine) : json_null());
+  if (w->after)
+    w->after(x, made ? c : NULL, &res, f, j);
+  fflush(f);
   json_array_append_new(bench_results(), j);
   bench_case_result_free(&res);
   case_free(c);

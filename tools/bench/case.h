@@ -45,8 +45,8 @@ typedef struct bench_case_opts {
   bench_preset_sel sel;
 } bench_case_opts;
 
-#define BENCH_CASE_MAX_IN 4
-#define BENCH_CASE_MAX_OUT 2
+#define BENCH_CASE_MAX_IN 20
+#define BENCH_CASE_MAX_OUT 5
 /* What a case's buffers may take, inputs and both sides' outputs. */
 #define BENCH_CASE_MAX_BYTES (16.0 * (1 << 30))
 
@@ -103,7 +103,40 @@ typedef struct bench_workload {
    * made it, or NULL when it could not be made. */
   json_t *(*report)(const bench_case_opts *x, int k, const bench_case *c,
                     const char *nm, int threads, FILE *f, double *gflop);
+  /* Optional: a case's own flow instead of the driver's one compile and
+   * run (a command of several steps or several PTO settings), built from
+   * the pieces below; the same contract as the driver's flow: 0, or -1
+   * (printed; res says how far it got). NULL: the driver's flow. */
+  int (*run_case)(const bench_opts *o, const struct bench_workload *w,
+                  const bench_case_opts *x, bench_case *c,
+                  const pto_config *cfg, const bench_peer *peer, int threads,
+                  bench_case_result *res);
+  /* Optional: after case k's row and JSON object (j) are made, lines of
+   * its own under the row and fields of its own in j; c as in report. */
+  void (*after)(const bench_case_opts *x, const bench_case *c,
+                const bench_case_result *res, FILE *f, json_t *j);
 } bench_workload;
+
+/* ---- the pieces of the driver's flow, for a run_case of its own ---------- */
+
+/* Timed runs per case: --repeats, else 3 under --quick, else 5 above 20
+ * GFLOP, else 10. */
+int bench_case_repeats(const bench_opts *o, double gflop);
+/* Checks `who`'s outputs out of case c with w->check over c->rows spread
+ * on `threads` threads. 0, or -1 after printing "pto-bench CMD: PRESET:
+ * WRONG RESULT from WHO: <the check's message>". */
+int bench_case_check(const bench_opts *o, const bench_workload *w,
+                     const bench_case *c, int threads, const char *who,
+                     void *const *out);
+/* --save: c's inputs, PTO's outputs (c->pto_out) and meta. 0, or -1. */
+int bench_case_save(const bench_opts *o, const bench_workload *w,
+                    const bench_case_opts *x, const bench_case *c);
+/* The peer on c's inputs (`repeats` timed runs after one warm-up): its
+ * times into res, its outputs into c->peer_out. 0, or -1 (printed). */
+int bench_case_peer(const bench_opts *o, const bench_workload *w,
+                    const bench_case_opts *x, const bench_case *c,
+                    const bench_peer *peer, int threads, int repeats,
+                    bench_case_result *res);
 
 /* Runs command w (argv[0] its name) with x, its options struct with its
  * own defaults set: parses the options; makes the config and finds the
