@@ -1,6 +1,6 @@
 /* The config: a machine description, global knobs and per-label overrides,
  * set in code or merged from JSON. */
-#include "core/config.h"
+#include "core/config_impl.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -15,9 +15,6 @@
 #include <strings.h>
 #include <uv.h>
 
-#define KIB ((size_t)1024)
-#define MIB (KIB * 1024)
-#define GIB (MIB * 1024)
 
 /* ---- knobs and memory levels --------------------------------------------- */
 
@@ -39,18 +36,22 @@ static const char *const *const knob_value_names[PTO_KNOB_COUNT] = {
     [PTO_KNOB_POLICY] = policy_names,
 };
 
+const char *const *pto__knob_value_names(pto_knob k) {
+  return (unsigned)k < PTO_KNOB_COUNT ? knob_value_names[k] : NULL;
+}
+
 /* A knob whose range is [0, 1] is a flag: JSON may give it as a boolean. */
-static int knob_is_flag(pto_knob k) {
+int pto__knob_is_flag(pto_knob k) {
   return knobs[k].min == 0 && knobs[k].max == 1;
 }
 
 /* policy orders the ready queues every task of a run shares, so one run
  * has one policy: it is a run-wide setting, not a per-label one. */
-static int knob_per_label(pto_knob k) {
+int pto__knob_per_label(pto_knob k) {
   return k != PTO_KNOB_POLICY;
 }
 
-static const char *knob_not_per_label(pto_knob k) {
+const char *pto__knob_not_per_label(pto_knob k) {
   (void)k; /* policy is the only one */
   return "policy is chosen per run (the ready queues every task of a run "
          "shares follow one policy), not per label: set it globally "
@@ -264,7 +265,7 @@ pto_status pto_machine_host(pto_machine *m) {
   return PTO_OK;
 }
 
-static void host_or_fallback(pto_machine *m) {
+void pto__host_or_fallback(pto_machine *m) {
   uv_once(&host_once, host_detect);
   *m = host_effective;
 }
@@ -314,26 +315,6 @@ static int machine_equal(const pto_machine *a, const pto_machine *b) {
 
 /* ---- the config object --------------------------------------------------- */
 
-enum { TILE_VEC = 1, TILE_CUBE = 2 };
-
-typedef struct config_label {
-  char *name;
-  size_t len;
-  uint32_t knob_set; /* bit k: knob[k] is set */
-  int64_t knob[PTO_KNOB_COUNT];
-  unsigned tile_set; /* TILE_VEC | TILE_CUBE: which parts of tile are set */
-  pto_tile_shape tile;
-} config_label;
-
-struct pto_config {
-  pto_machine machine;
-  int64_t knob[PTO_KNOB_COUNT];
-  config_label *labels; /* sorted by name, in strcmp order */
-  uint32_t n_labels, cap_labels;
-  char **stages; /* stage barrier label prefixes, in stage order */
-  uint32_t n_stages;
-  pto_error err;
-};
 
 static void stages_free(char **stages, uint32_t n) {
   for (uint32_t i = 0; i < n; i++)
@@ -347,7 +328,7 @@ pto_config *pto_config_new(void) {
     pto__last_error(PTO_ENOMEM, "pto_config_new: out of memory");
     return NULL;
   }
-  host_or_fallback(&c->machine);
+  pto__host_or_fallback(&c->machine);
   for (int k = 0; k < PTO_KNOB_COUNT; k++)
     c->knob[k] = knobs[k].def;
   return c;
@@ -416,7 +397,7 @@ fail:
 }
 
 /* Moves src's settings into dst (keeping dst's error record); frees src. */
-static void config_commit(pto_config *dst, pto_config *src) {
+void pto__config_commit(pto_config *dst, pto_config *src) {
   for (uint32_t i = 0; i < dst->n_labels; i++)
     free(dst->labels[i].name);
   free(dst->labels);
@@ -500,7 +481,7 @@ static long label_find(const pto_config *c, const char *name, size_t len,
 }
 
 /* The override entry for name, created empty when missing; NULL on ENOMEM. */
-static config_label *label_get(pto_config *c, const char *name) {
+config_label *pto__config_label_get(pto_config *c, const char *name) {
   size_t len = strlen(name);
   uint32_t at = 0;
   long i = label_find(c, name, len, &at);
@@ -676,10 +657,10 @@ pto_status pto_config_set_knob(pto_config *c, const char *label, pto_knob k,
   if (label && !label[0])
     return pto__error_set(&c->err, PTO_EINVAL,
                           "pto_config_set_knob: empty label");
-  if (label && !knob_per_label(k))
+  if (label && !pto__knob_per_label(k))
     return pto__error_set(&c->err, PTO_ECONFIG,
                           "pto_config_set_knob: label '%s': %s", label,
-                          knob_not_per_label(k));
+                          pto__knob_not_per_label(k));
   if (value < knobs[k].min || value > knobs[k].max)
     return pto__error_set(&c->err, PTO_EINVAL,
                           "%s%s%s = %" PRId64 " is out of range [%" PRId64
@@ -690,7 +671,7 @@ pto_status pto_config_set_knob(pto_config *c, const char *label, pto_knob k,
     c->knob[k] = value;
     return PTO_OK;
   }
-  l = label_get(c, label);
+  l = pto__config_label_get(c, label);
   if (!l)
     return pto__error_set(&c->err, PTO_ENOMEM, "out of memory");
   l->knob[k] = value;
@@ -710,7 +691,7 @@ pto_status pto_config_set_tile(pto_config *c, const char *label,
   if (!shape)
     return pto__error_set(&c->err, PTO_EINVAL,
                           "pto_config_set_tile: shape is NULL");
-  l = label_get(c, label);
+  l = pto__config_label_get(c, label);
   if (!l)
     return pto__error_set(&c->err, PTO_ENOMEM, "out of memory");
   l->tile = *shape;
@@ -723,7 +704,7 @@ pto_status pto_config_set_tile(pto_config *c, const char *label,
 /* The first entry of prefixes that cannot be a stage (NULL, empty, ending
  * in '.', or a repeat of an earlier one), with why in msg; -1 when all can.
  * Quadratic in n, which is a handful. */
-static long stages_bad(const char *const *prefixes, uint32_t n, char *msg,
+long pto__stages_bad(const char *const *prefixes, uint32_t n, char *msg,
                        size_t size) {
   for (uint32_t i = 0; i < n; i++) {
     const char *p = prefixes[i];
@@ -745,7 +726,7 @@ static long stages_bad(const char *const *prefixes, uint32_t n, char *msg,
 }
 
 /* Replaces c's stages with copies of prefixes; ENOMEM leaves c unchanged. */
-static pto_status stages_set(pto_config *c, const char *const *prefixes,
+pto_status pto__stages_set(pto_config *c, const char *const *prefixes,
                              uint32_t n) {
   char **copy = n ? calloc(n, sizeof *copy) : NULL;
   if (n && !copy)
@@ -776,12 +757,12 @@ pto_status pto_config_set_stage_barriers(pto_config *c,
                           "pto_config_set_stage_barriers: %u prefixes but "
                           "the list is NULL",
                           n);
-  bad = stages_bad(prefixes, n, msg, sizeof msg);
+  bad = pto__stages_bad(prefixes, n, msg, sizeof msg);
   if (bad >= 0)
     return pto__error_set(&c->err, PTO_ECONFIG,
                           "pto_config_set_stage_barriers: stage %ld: %s", bad,
                           msg);
-  if (stages_set(c, prefixes, n))
+  if (pto__stages_set(c, prefixes, n))
     return pto__error_set(&c->err, PTO_ENOMEM,
                           "pto_config_set_stage_barriers: out of memory");
   return PTO_OK;
@@ -840,718 +821,4 @@ int pto__config_equal(const pto_config *a, const pto_config *b) {
       return 0;
   }
   return 1;
-}
-
-/* ---- JSON in ------------------------------------------------------------- */
-
-typedef struct load_ctx {
-  pto_error *err;
-  const char *src; /* the file name, NULL for a string */
-} load_ctx;
-
-/* Records "src: path: message" and returns st. */
-__attribute__((format(printf, 4, 5))) static pto_status
-load_fail(const load_ctx *x, pto_status st, const char *path, const char *fmt,
-          ...) {
-  char msg[PTO_ERROR_MSG];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  if (x->src)
-    return pto__error_set(x->err, st, "%s: %s: %s", x->src, path, msg);
-  return pto__error_set(x->err, st, "%s: %s", path, msg);
-}
-
-/* A short rendering of a JSON value for messages. */
-static const char *describe(const json_t *v, char *buf, size_t n) {
-  switch (json_typeof(v)) {
-  case JSON_OBJECT:
-    return "an object";
-  case JSON_ARRAY:
-    return "an array";
-  case JSON_STRING:
-    snprintf(buf, n, "\"%.40s%s\"", json_string_value(v),
-             json_string_length(v) > 40 ? "..." : "");
-    return buf;
-  case JSON_INTEGER:
-    snprintf(buf, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-    return buf;
-  case JSON_REAL:
-    snprintf(buf, n, "%g", json_real_value(v));
-    return buf;
-  case JSON_TRUE:
-    return "true";
-  case JSON_FALSE:
-    return "false";
-  case JSON_NULL:
-    return "null";
-  }
-  return "?";
-}
-
-/* "a, b, c" from the first n entries of list. */
-static const char *join(char *buf, size_t size, const char *const *list,
-                        size_t n) {
-  size_t used = 0;
-  buf[0] = '\0';
-  for (size_t i = 0; i < n && used < size; i++) {
-    int w = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", list[i]);
-    if (w < 0)
-      break;
-    used += (size_t)w;
-  }
-  return buf;
-}
-
-static int key_index(const char *key, const char *const *list, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (!strcmp(key, list[i]))
-      return (int)i;
-  return -1;
-}
-
-static pto_status unknown_key(const load_ctx *x, const char *path,
-                              const char *const *list, size_t n) {
-  char expected[256];
-  return load_fail(x, PTO_ECONFIG, path, "unknown key (expected %s)",
-                   join(expected, sizeof expected, list, n));
-}
-
-static void path_join(char *buf, size_t size, const char *parent,
-                      const char *key) {
-  if (parent[0])
-    snprintf(buf, size, "%s.%s", parent, key);
-  else
-    snprintf(buf, size, "%s", key);
-}
-
-/* Sizes: non-negative integers of bytes, or "<digits>[ ][unit]" with unit
- * B, K/KB/KiB, M/MB/MiB, G/GB/GiB (any case, all powers of 1024). */
-static int parse_size_string(const char *s, size_t *out) {
-  static const struct {
-    const char *unit;
-    size_t mult;
-  } units[] = {{"", 1},      {"B", 1},    {"K", KIB},  {"KB", KIB},
-               {"KiB", KIB}, {"M", MIB},  {"MB", MIB}, {"MiB", MIB},
-               {"G", GIB},   {"GB", GIB}, {"GiB", GIB}};
-  size_t n = 0;
-  if (!isdigit((unsigned char)*s))
-    return -1;
-  for (; isdigit((unsigned char)*s); s++) {
-    size_t d = (size_t)(*s - '0');
-    if (n > (SIZE_MAX - d) / 10)
-      return -1;
-    n = n * 10 + d;
-  }
-  while (*s == ' ')
-    s++;
-  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-    if (strcasecmp(s, units[i].unit))
-      continue;
-    if (n > SIZE_MAX / units[i].mult)
-      return -1;
-    *out = n * units[i].mult;
-    return 0;
-  }
-  return -1;
-}
-
-static pto_status parse_size(const load_ctx *x, const char *path, json_t *v,
-                             size_t *out) {
-  char vb[64];
-  if (json_is_integer(v) && json_integer_value(v) >= 0 &&
-      (unsigned long long)json_integer_value(v) <= SIZE_MAX) {
-    *out = (size_t)json_integer_value(v);
-    return PTO_OK;
-  }
-  if (json_is_string(v) && !parse_size_string(json_string_value(v), out))
-    return PTO_OK;
-  return load_fail(x, PTO_ECONFIG, path,
-                   "expected a size (bytes, or a string like \"192KiB\"), "
-                   "got %s",
-                   describe(v, vb, sizeof vb));
-}
-
-static pto_status parse_workers(const load_ctx *x, const char *path, json_t *v,
-                                uint32_t *out) {
-  char vb[64];
-  if (!json_is_integer(v) || json_integer_value(v) < 0)
-    return load_fail(x, PTO_ECONFIG, path,
-                     "expected a non-negative integer, got %s",
-                     describe(v, vb, sizeof vb));
-  if (json_integer_value(v) > (json_int_t)UINT32_MAX)
-    return load_fail(x, PTO_ECONFIG, path, "%s workers is too many",
-                     describe(v, vb, sizeof vb));
-  *out = (uint32_t)json_integer_value(v);
-  return PTO_OK;
-}
-
-static const char *const machine_keys[] = {
-    "name", "cube_workers", "vector_workers", "shared", "memory"};
-enum { MK_NAME, MK_CUBE, MK_VECTOR, MK_SHARED, MK_MEMORY, MK_COUNT };
-
-static pto_status parse_memory(const load_ctx *x, json_t *v, pto_machine *m) {
-  const char *key;
-  json_t *val;
-  char vb[64], path[128];
-  const char *names[PTO_MEM_LEVEL_COUNT];
-  for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++)
-    names[l] = levels[l].name;
-  if (!json_is_object(v))
-    return load_fail(x, PTO_ECONFIG, "machine.memory",
-                     "expected an object of sizes, got %s",
-                     describe(v, vb, sizeof vb));
-  json_object_foreach(v, key, val) {
-    int l = key_index(key, names, PTO_MEM_LEVEL_COUNT);
-    pto_status st;
-    path_join(path, sizeof path, "machine.memory", key);
-    if (l < 0)
-      return unknown_key(x, path, names, PTO_MEM_LEVEL_COUNT);
-    st = parse_size(x, path, val, &m->mem[l]);
-    if (st != PTO_OK)
-      return st;
-  }
-  return PTO_OK;
-}
-
-/* "host", "ascend", or an object. An object with a name describes a new
- * machine (omitted fields are the host's); one without a name amends cur. */
-static pto_status parse_machine(const load_ctx *x, json_t *v,
-                                const pto_machine *cur, pto_machine *out) {
-  char vb[64], path[128], where[PTO_ERROR_MSG];
-  const char *key;
-  json_t *val;
-  int given_cube = 0, given_vector = 0;
-
-  if (json_is_string(v)) {
-    const char *s = json_string_value(v);
-    if (!strcmp(s, "host")) {
-      if (pto_machine_host(out) != PTO_OK)
-        return load_fail(x, PTO_EIO, "machine", "%s", host_msg);
-      return PTO_OK;
-    }
-    if (!strcmp(s, "ascend")) {
-      *out = pto_machine_ascend();
-      return PTO_OK;
-    }
-    return load_fail(x, PTO_ECONFIG, "machine",
-                     "unknown machine %s (expected \"host\", \"ascend\" or an "
-                     "object)",
-                     describe(v, vb, sizeof vb));
-  }
-  if (!json_is_object(v))
-    return load_fail(x, PTO_ECONFIG, "machine",
-                     "expected \"host\", \"ascend\" or an object, got %s",
-                     describe(v, vb, sizeof vb));
-
-  if (json_object_get(v, "name"))
-    host_or_fallback(out);
-  else
-    *out = *cur;
-  json_object_foreach(v, key, val) {
-    pto_status st = PTO_OK;
-    path_join(path, sizeof path, "machine", key);
-    switch (key_index(key, machine_keys, MK_COUNT)) {
-    case MK_NAME: {
-      const char *s = json_string_value(val);
-      if (!s || !s[0])
-        return load_fail(x, PTO_ECONFIG, path,
-                         "expected a non-empty string, got %s",
-                         describe(val, vb, sizeof vb));
-      if (strlen(s) >= sizeof out->name)
-        return load_fail(x, PTO_ECONFIG, path,
-                         "%s is too long (at most %zu characters)",
-                         describe(val, vb, sizeof vb), sizeof out->name - 1);
-      memset(out->name, 0, sizeof out->name);
-      memcpy(out->name, s, strlen(s));
-      break;
-    }
-    case MK_CUBE:
-      st = parse_workers(x, path, val, &out->workers[PTO_CORE_CUBE]);
-      given_cube = 1;
-      break;
-    case MK_VECTOR:
-      st = parse_workers(x, path, val, &out->workers[PTO_CORE_VECTOR]);
-      given_vector = 1;
-      break;
-    case MK_SHARED:
-      if (!json_is_boolean(val))
-        return load_fail(x, PTO_ECONFIG, path, "expected a boolean, got %s",
-                         describe(val, vb, sizeof vb));
-      out->shared = json_is_true(val);
-      break;
-    case MK_MEMORY:
-      st = parse_memory(x, val, out);
-      break;
-    default:
-      return unknown_key(x, path, machine_keys, MK_COUNT);
-    }
-    if (st != PTO_OK)
-      return st;
-  }
-  /* Shared workers serve both types: one count given sets both. */
-  if (out->shared && given_cube != given_vector) {
-    if (given_cube)
-      out->workers[PTO_CORE_VECTOR] = out->workers[PTO_CORE_CUBE];
-    else
-      out->workers[PTO_CORE_CUBE] = out->workers[PTO_CORE_VECTOR];
-  }
-  if (x->src)
-    snprintf(where, sizeof where, "%s: machine", x->src);
-  else
-    snprintf(where, sizeof where, "machine");
-  return pto__machine_check(out, x->err, where);
-}
-
-static pto_status parse_knob(const load_ctx *x, const char *path, pto_knob k,
-                             json_t *v, int64_t *out) {
-  const char *const *names = knob_value_names[k];
-  char vb[64], expected[192];
-  int64_t value;
-
-  if (names) {
-    size_t n = 0;
-    int w;
-    while (names[n])
-      n++;
-    join(expected, sizeof expected, names, n);
-    w = (int)strlen(expected);
-    snprintf(expected + w, sizeof expected - (size_t)w,
-             " or %" PRId64 "..%" PRId64, knobs[k].min, knobs[k].max);
-  } else if (knob_is_flag(k)) {
-    snprintf(expected, sizeof expected, "a boolean or 0/1");
-  } else {
-    snprintf(expected, sizeof expected,
-             "an integer in [%" PRId64 ", %" PRId64 "]", knobs[k].min,
-             knobs[k].max);
-  }
-
-  if (json_is_integer(v)) {
-    value = json_integer_value(v);
-  } else if (json_is_boolean(v) && knob_is_flag(k)) {
-    value = json_is_true(v);
-  } else if (json_is_string(v) && names) {
-    int i = 0;
-    while (names[i] && strcmp(names[i], json_string_value(v)))
-      i++;
-    if (!names[i])
-      return load_fail(x, PTO_ECONFIG, path, "unknown value %s (expected %s)",
-                       describe(v, vb, sizeof vb), expected);
-    value = i;
-  } else {
-    return load_fail(x, PTO_ECONFIG, path, "expected %s, got %s", expected,
-                     describe(v, vb, sizeof vb));
-  }
-  if (value < knobs[k].min || value > knobs[k].max)
-    return load_fail(x, PTO_EINVAL, path,
-                     "%s = %" PRId64 " is out of range [%" PRId64 ", %" PRId64
-                     "]",
-                     knobs[k].name, value, knobs[k].min, knobs[k].max);
-  *out = value;
-  return PTO_OK;
-}
-
-static pto_status parse_knobs(const load_ctx *x, json_t *v, pto_config *c) {
-  const char *key;
-  json_t *val;
-  char vb[64], path[128];
-  const char *names[PTO_KNOB_COUNT];
-  for (int k = 0; k < PTO_KNOB_COUNT; k++)
-    names[k] = knobs[k].name;
-  if (!json_is_object(v))
-    return load_fail(x, PTO_ECONFIG, "knobs", "expected an object, got %s",
-                     describe(v, vb, sizeof vb));
-  json_object_foreach(v, key, val) {
-    int k = key_index(key, names, PTO_KNOB_COUNT);
-    pto_status st;
-    path_join(path, sizeof path, "knobs", key);
-    if (k < 0)
-      return unknown_key(x, path, names, PTO_KNOB_COUNT);
-    st = parse_knob(x, path, (pto_knob)k, val, &c->knob[k]);
-    if (st != PTO_OK)
-      return st;
-  }
-  return PTO_OK;
-}
-
-/* [a, b] or [a, b, c] of uint32 into out[0..n). */
-static pto_status parse_tile(const load_ctx *x, const char *path, json_t *v,
-                             size_t n, const char *form, uint32_t *out) {
-  char vb[64];
-  if (!json_is_array(v) || json_array_size(v) != n)
-    return load_fail(x, PTO_ECONFIG, path, "expected %s, got %s", form,
-                     describe(v, vb, sizeof vb));
-  for (size_t i = 0; i < n; i++) {
-    json_t *e = json_array_get(v, i);
-    if (!json_is_integer(e) || json_integer_value(e) < 0 ||
-        json_integer_value(e) > (json_int_t)UINT32_MAX)
-      return load_fail(x, PTO_ECONFIG, path,
-                       "expected %s of non-negative integers, element %zu is "
-                       "%s",
-                       form, i, describe(e, vb, sizeof vb));
-    out[i] = (uint32_t)json_integer_value(e);
-  }
-  return PTO_OK;
-}
-
-static const char *const label_keys[] = {
-#define PTO__KNOB_KEY(name, str, def, lo, hi) str,
-    PTO_KNOB_MAP(PTO__KNOB_KEY)
-#undef PTO__KNOB_KEY
-        "vec_tile",
-    "cube_tile"};
-enum {
-  LK_VEC = PTO__SET_VEC_TILE,
-  LK_CUBE = PTO__SET_CUBE_TILE,
-  LK_COUNT = PTO__SET_COUNT
-};
-_Static_assert(sizeof label_keys / sizeof label_keys[0] == LK_COUNT,
-               "label_keys lists a label's settings in PTO__SET_* order");
-
-const char *pto__config_setting_name(int setting) {
-  return setting >= 0 && setting < LK_COUNT ? label_keys[setting] : "?";
-}
-
-static pto_status parse_label(const load_ctx *x, pto_config *c,
-                              const char *label, json_t *v) {
-  const char *key;
-  json_t *val;
-  char vb[64], lpath[160], path[192];
-  path_join(lpath, sizeof lpath, "labels", label);
-  if (!label[0])
-    return load_fail(x, PTO_ECONFIG, "labels", "empty label");
-  if (!json_is_object(v))
-    return load_fail(x, PTO_ECONFIG, lpath, "expected an object, got %s",
-                     describe(v, vb, sizeof vb));
-  json_object_foreach(v, key, val) {
-    int i = key_index(key, label_keys, LK_COUNT);
-    pto_status st;
-    config_label *l;
-    int64_t value = 0;
-    uint32_t t[3] = {0, 0, 0};
-    path_join(path, sizeof path, lpath, key);
-    if (i < 0) { /* list what a label may set */
-      const char *allowed[LK_COUNT];
-      size_t n = 0;
-      for (int j = 0; j < LK_COUNT; j++)
-        if (j >= PTO_KNOB_COUNT || knob_per_label((pto_knob)j))
-          allowed[n++] = label_keys[j];
-      return unknown_key(x, path, allowed, n);
-    }
-    if (i < PTO_KNOB_COUNT && !knob_per_label((pto_knob)i))
-      return load_fail(x, PTO_ECONFIG, path, "%s",
-                       knob_not_per_label((pto_knob)i));
-    if (i < PTO_KNOB_COUNT)
-      st = parse_knob(x, path, (pto_knob)i, val, &value);
-    else if (i == LK_VEC)
-      st = parse_tile(x, path, val, 2, "[rows, cols]", t);
-    else
-      st = parse_tile(x, path, val, 3, "[m, n, k]", t);
-    if (st != PTO_OK)
-      return st;
-    l = label_get(c, label);
-    if (!l)
-      return load_fail(x, PTO_ENOMEM, path, "out of memory");
-    if (i < PTO_KNOB_COUNT) {
-      l->knob[i] = value;
-      l->knob_set |= UINT32_C(1) << i;
-    } else if (i == LK_VEC) {
-      l->tile.vec_rows = t[0];
-      l->tile.vec_cols = t[1];
-      l->tile_set |= TILE_VEC;
-    } else {
-      l->tile.cube_m = t[0];
-      l->tile.cube_n = t[1];
-      l->tile.cube_k = t[2];
-      l->tile_set |= TILE_CUBE;
-    }
-  }
-  return PTO_OK;
-}
-
-/* "stage_barriers": an array of label prefixes; it replaces the list. */
-static pto_status parse_stages(const load_ctx *x, pto_config *c, json_t *v) {
-  char vb[64], path[48], msg[128];
-  size_t n = json_is_array(v) ? json_array_size(v) : 0;
-  const char **list;
-  pto_status st = PTO_OK;
-  long bad;
-  if (!json_is_array(v))
-    return load_fail(x, PTO_ECONFIG, "stage_barriers",
-                     "expected an array of label prefixes, got %s",
-                     describe(v, vb, sizeof vb));
-  if (n > UINT32_MAX / 2)
-    return load_fail(x, PTO_ECONFIG, "stage_barriers", "too many stages");
-  list = calloc(n + 1, sizeof *list);
-  if (!list)
-    return load_fail(x, PTO_ENOMEM, "stage_barriers", "out of memory");
-  for (size_t i = 0; i < n && st == PTO_OK; i++) {
-    json_t *e = json_array_get(v, i);
-    snprintf(path, sizeof path, "stage_barriers[%zu]", i);
-    if (!json_is_string(e))
-      st = load_fail(x, PTO_ECONFIG, path,
-                     "expected a label prefix (a string), got %s",
-                     describe(e, vb, sizeof vb));
-    else
-      list[i] = json_string_value(e);
-  }
-  if (st == PTO_OK &&
-      (bad = stages_bad(list, (uint32_t)n, msg, sizeof msg)) >= 0) {
-    snprintf(path, sizeof path, "stage_barriers[%ld]", bad);
-    st = load_fail(x, PTO_ECONFIG, path, "%s", msg);
-  }
-  if (st == PTO_OK && stages_set(c, list, (uint32_t)n))
-    st = load_fail(x, PTO_ENOMEM, "stage_barriers", "out of memory");
-  free(list);
-  return st;
-}
-
-static const char *const root_keys[] = {"machine", "knobs", "labels",
-                                        "stage_barriers"};
-
-static pto_status apply_json(const load_ctx *x, pto_config *c, json_t *root) {
-  const char *key, *lkey;
-  json_t *val, *lval;
-  char vb[64];
-  if (!json_is_object(root))
-    return load_fail(x, PTO_ECONFIG, "top level", "expected an object, got %s",
-                     describe(root, vb, sizeof vb));
-  json_object_foreach(root, key, val) {
-    pto_status st = PTO_OK;
-    switch (key_index(key, root_keys, 4)) {
-    case 0: {
-      pto_machine m;
-      st = parse_machine(x, val, &c->machine, &m);
-      if (st == PTO_OK)
-        c->machine = m;
-      break;
-    }
-    case 1:
-      st = parse_knobs(x, val, c);
-      break;
-    case 2:
-      if (!json_is_object(val))
-        return load_fail(x, PTO_ECONFIG, "labels",
-                         "expected an object of labels, got %s",
-                         describe(val, vb, sizeof vb));
-      json_object_foreach(val, lkey, lval) {
-        st = parse_label(x, c, lkey, lval);
-        if (st != PTO_OK)
-          break;
-      }
-      break;
-    case 3:
-      st = parse_stages(x, c, val);
-      break;
-    default:
-      return unknown_key(x, key, root_keys, 4);
-    }
-    if (st != PTO_OK)
-      return st;
-  }
-  return PTO_OK;
-}
-
-/* Applies root to a copy of c, then commits: c is unchanged on error. */
-static pto_status config_apply(pto_config *c, json_t *root, const char *src) {
-  load_ctx x = {&c->err, src};
-  pto_config *tmp = pto_config_clone(c);
-  pto_status st;
-  if (!tmp)
-    return pto__error_set(&c->err, PTO_ENOMEM, "out of memory");
-  st = apply_json(&x, tmp, root);
-  if (st != PTO_OK) {
-    pto_config_free(tmp);
-    return st;
-  }
-  config_commit(c, tmp);
-  return PTO_OK;
-}
-
-/* Duplicate keys are errors too: a repeated knob is most likely a typo. */
-#define LOAD_FLAGS JSON_REJECT_DUPLICATES
-
-pto_status pto_config_load_string(pto_config *c, const char *json) {
-  json_error_t je;
-  json_t *root;
-  pto_status st;
-  if (!c)
-    return PTO_EINVAL;
-  pto__error_clear(&c->err);
-  if (!json)
-    return pto__error_set(&c->err, PTO_EINVAL,
-                          "pto_config_load_string: json is NULL");
-  root = json_loads(json, LOAD_FLAGS, &je);
-  if (!root)
-    return pto__error_set(&c->err, PTO_ECONFIG,
-                          "<string>:%d:%d: syntax error: %s", je.line,
-                          je.column, je.text);
-  st = config_apply(c, root, NULL);
-  json_decref(root);
-  return st;
-}
-
-pto_status pto_config_load_file(pto_config *c, const char *path) {
-  json_error_t je;
-  json_t *root;
-  FILE *f;
-  pto_status st;
-  char eb[128];
-  int read_err;
-  if (!c)
-    return PTO_EINVAL;
-  pto__error_clear(&c->err);
-  if (!path)
-    return pto__error_set(&c->err, PTO_EINVAL,
-                          "pto_config_load_file: path is NULL");
-  f = fopen(path, "rb");
-  if (!f)
-    return pto__error_set(&c->err, PTO_EIO, "%s: cannot open: %s", path,
-                          strerror_r(errno, eb, sizeof eb));
-  errno = 0;
-  root = json_loadf(f, LOAD_FLAGS, &je);
-  read_err = ferror(f) ? (errno ? errno : EIO) : 0;
-  fclose(f);
-  if (read_err) {
-    json_decref(root);
-    return pto__error_set(&c->err, PTO_EIO, "%s: cannot read: %s", path,
-                          strerror_r(read_err, eb, sizeof eb));
-  }
-  if (!root)
-    return pto__error_set(&c->err, PTO_ECONFIG, "%s:%d:%d: syntax error: %s",
-                          path, je.line, je.column, je.text);
-  st = config_apply(c, root, path);
-  json_decref(root);
-  return st;
-}
-
-/* ---- JSON out ------------------------------------------------------------ */
-
-/* Bytes as "512KiB" when a whole number of KiB/MiB/GiB, else an integer. */
-static json_t *size_json(size_t n) {
-  static const struct {
-    size_t mult;
-    const char *unit;
-  } units[] = {{GIB, "GiB"}, {MIB, "MiB"}, {KIB, "KiB"}};
-  char buf[48];
-  for (size_t i = 0; n && i < sizeof units / sizeof units[0]; i++)
-    if (n % units[i].mult == 0) {
-      snprintf(buf, sizeof buf, "%zu%s", n / units[i].mult, units[i].unit);
-      return json_string(buf);
-    }
-  if (n > (size_t)LLONG_MAX) { /* beyond json_int_t */
-    snprintf(buf, sizeof buf, "%zu", n);
-    return json_string(buf);
-  }
-  return json_integer((json_int_t)n);
-}
-
-static json_t *knob_json(pto_knob k, int64_t v) {
-  const char *const *names = knob_value_names[k];
-  if (names) {
-    for (int64_t i = 0; names[i]; i++)
-      if (i == v)
-        return json_string(names[i]);
-  }
-  if (knob_is_flag(k))
-    return json_boolean(v);
-  return json_integer((json_int_t)v);
-}
-
-static json_t *machine_json(const pto_machine *m) {
-  json_t *o = json_object(), *mem = json_object();
-  int bad = !o || !mem;
-  bad |= json_object_set_new(o, "name", json_string(m->name));
-  bad |= json_object_set_new(o, "cube_workers",
-                             json_integer(m->workers[PTO_CORE_CUBE]));
-  bad |= json_object_set_new(o, "vector_workers",
-                             json_integer(m->workers[PTO_CORE_VECTOR]));
-  bad |= json_object_set_new(o, "shared", json_boolean(m->shared));
-  for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++)
-    bad |= json_object_set_new(mem, levels[l].name, size_json(m->mem[l]));
-  bad |= json_object_set_new(o, "memory", mem);
-  if (bad) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
-}
-
-static json_t *tile_json(const uint32_t *v, size_t n) {
-  json_t *a = json_array();
-  for (size_t i = 0; a && i < n; i++)
-    if (json_array_append_new(a, json_integer(v[i]))) {
-      json_decref(a);
-      return NULL;
-    }
-  return a;
-}
-
-static json_t *label_json(const config_label *l) {
-  json_t *o = json_object();
-  int bad = !o;
-  for (int k = 0; k < PTO_KNOB_COUNT; k++)
-    if (l->knob_set & (UINT32_C(1) << k))
-      bad |= json_object_set_new(o, knobs[k].name,
-                                 knob_json((pto_knob)k, l->knob[k]));
-  if (l->tile_set & TILE_VEC) {
-    uint32_t v[2] = {l->tile.vec_rows, l->tile.vec_cols};
-    bad |= json_object_set_new(o, "vec_tile", tile_json(v, 2));
-  }
-  if (l->tile_set & TILE_CUBE) {
-    uint32_t v[3] = {l->tile.cube_m, l->tile.cube_n, l->tile.cube_k};
-    bad |= json_object_set_new(o, "cube_tile", tile_json(v, 3));
-  }
-  if (bad) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
-}
-
-char *pto_config_to_json(const pto_config *c) {
-  json_t *root, *kn, *labels;
-  char *out = NULL;
-  size_t n;
-  int bad;
-  if (!c)
-    return NULL;
-  root = json_object();
-  kn = json_object();
-  labels = json_object();
-  bad = !root || !kn || !labels;
-  for (int k = 0; k < PTO_KNOB_COUNT; k++)
-    bad |= json_object_set_new(kn, knobs[k].name,
-                               knob_json((pto_knob)k, c->knob[k]));
-  for (uint32_t i = 0; i < c->n_labels; i++)
-    bad |= json_object_set_new(labels, c->labels[i].name,
-                               label_json(&c->labels[i]));
-  bad |= json_object_set_new(root, "machine", machine_json(&c->machine));
-  bad |= json_object_set_new(root, "knobs", kn);
-  bad |= json_object_set_new(root, "labels", labels);
-  if (c->n_stages) { /* only when set: configs without stages read as before */
-    json_t *st = json_array();
-    bad |= !st;
-    for (uint32_t i = 0; st && i < c->n_stages; i++)
-      bad |= json_array_append_new(st, json_string(c->stages[i]));
-    bad |= json_object_set_new(root, "stage_barriers", st);
-  }
-  if (bad)
-    goto done;
-  n = json_dumpb(root, NULL, 0, JSON_INDENT(2));
-  if (!n)
-    goto done;
-  out = malloc(n + 1);
-  if (!out)
-    goto done;
-  if (json_dumpb(root, out, n, JSON_INDENT(2)) != n) {
-    free(out);
-    out = NULL;
-    goto done;
-  }
-  out[n] = '\0';
-done:
-  json_decref(root);
-  return out;
 }
