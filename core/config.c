@@ -15,7 +15,6 @@
 #include <strings.h>
 #include <uv.h>
 
-
 /* ---- knobs and memory levels --------------------------------------------- */
 
 static const struct {
@@ -315,7 +314,6 @@ static int machine_equal(const pto_machine *a, const pto_machine *b) {
 
 /* ---- the config object --------------------------------------------------- */
 
-
 static void stages_free(char **stages, uint32_t n) {
   for (uint32_t i = 0; i < n; i++)
     free(stages[i]);
@@ -612,7 +610,8 @@ int pto_config_tile(const pto_config *c, const char *label,
   return pto__config_tile(c, label, shape);
 }
 
-/* ---- label overrides, for reports (core/config_use.c) --------------------- */
+/* ---- label overrides, for reports (core/config_use.c) ---------------------
+ */
 
 _Static_assert(PTO__SET_COUNT <= 32, "a label's settings are a 32-bit mask");
 
@@ -705,7 +704,7 @@ pto_status pto_config_set_tile(pto_config *c, const char *label,
  * in '.', or a repeat of an earlier one), with why in msg; -1 when all can.
  * Quadratic in n, which is a handful. */
 long pto__stages_bad(const char *const *prefixes, uint32_t n, char *msg,
-                       size_t size) {
+                     size_t size) {
   for (uint32_t i = 0; i < n; i++) {
     const char *p = prefixes[i];
     if (!p || !p[0]) {
@@ -727,7 +726,7 @@ long pto__stages_bad(const char *const *prefixes, uint32_t n, char *msg,
 
 /* Replaces c's stages with copies of prefixes; ENOMEM leaves c unchanged. */
 pto_status pto__stages_set(pto_config *c, const char *const *prefixes,
-                             uint32_t n) {
+                           uint32_t n) {
   char **copy = n ? calloc(n, sizeof *copy) : NULL;
   if (n && !copy)
     return PTO_ENOMEM;

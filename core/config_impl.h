@@ -31,7 +31,6 @@ struct pto_config {
   pto_error err;
 };
 
-
 /* Knobs: on/off ones (0..1), which may be set per label (and why not),
  * and the names a knob accepts in JSON besides integers (NULL: none; the
  * index is the value). */

@@ -316,10 +316,10 @@ static pto_status parse_knob(const load_ctx *x, const char *path, pto_knob k,
                      describe(v, vb, sizeof vb));
   }
   if (value < pto__knob_min(k) || value > pto__knob_max(k))
-    return load_fail(x, PTO_EINVAL, path,
-                     "%s = %" PRId64 " is out of range [%" PRId64 ", %" PRId64
-                     "]",
-                     pto_knob_name(k), value, pto__knob_min(k), pto__knob_max(k));
+    return load_fail(
+        x, PTO_EINVAL, path,
+        "%s = %" PRId64 " is out of range [%" PRId64 ", %" PRId64 "]",
+        pto_knob_name(k), value, pto__knob_min(k), pto__knob_max(k));
   *out = value;
   return PTO_OK;
 }
@@ -641,7 +641,8 @@ static json_t *machine_json(const pto_machine *m) {
                              json_integer(m->workers[PTO_CORE_VECTOR]));
   bad |= json_object_set_new(o, "shared", json_boolean(m->shared));
   for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++)
-    bad |= json_object_set_new(mem, pto_mem_level_name((pto_mem_level)l), size_json(m->mem[l]));
+    bad |= json_object_set_new(mem, pto_mem_level_name((pto_mem_level)l),
+                               size_json(m->mem[l]));
   bad |= json_object_set_new(o, "memory", mem);
   if (bad) {
     json_decref(o);
