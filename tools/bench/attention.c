@@ -201,12 +201,7 @@ static int case_fill(const bench_case_opts *o, bench_case *bc) {
                            c->prm.causal, x->invalid, o->h.seed, 3, &c->slots))
     return -1;
   for (size_t i = 0; i < 2; i++) /* q, kv: streams 1, 2 */
-    if (bc->in[i].dtype == BENCH_BF16)
-      bench_fill_uniform_bf16(bc->in_data[i], bench_array_count(&bc->in[i]),
-                              o->h.seed, i + 1, -1.0f, 1.0f);
-    else
-      bench_fill_uniform(bc->in_data[i], bench_array_count(&bc->in[i]),
-                         o->h.seed, i + 1, -1.0f, 1.0f);
+    bench_case_fill_uniform(bc, i, o->h.seed, i + 1, -1.0f, 1.0f);
   return 0;
 }
 

@@ -399,6 +399,15 @@ static int case_one(const bench_opts *o, const bench_workload *w,
   return rc;
 }
 
+void bench_case_fill_uniform(bench_case *c, size_t i, uint64_t seed,
+                             uint64_t stream, float lo, float hi) {
+  const size_t n = bench_array_count(&c->in[i]);
+  if (c->in[i].dtype == BENCH_BF16)
+    bench_fill_uniform_bf16(c->in_data[i], n, seed, stream, lo, hi);
+  else
+    bench_fill_uniform(c->in_data[i], n, seed, stream, lo, hi);
+}
+
 int bench_case_main(const bench_opts *o, const bench_workload *w,
                     bench_case_opts *x, int argc, char **argv) {
   const char *cmd = w->table->cmd;

@@ -67,6 +67,11 @@ typedef struct bench_case {
   void *peer_out[BENCH_CASE_MAX_OUT]; /* where the peer's out[i] is read */
 } bench_case;
 
+/* Input i of c uniform in [lo, hi) from the seed's stream, drawn in f32
+ * and, for a bf16 input, rounded to it (bench_fill_uniform{,_bf16}). */
+void bench_case_fill_uniform(bench_case *c, size_t i, uint64_t seed,
+                             uint64_t stream, float lo, float hi);
+
 /* An operator command: its presets and what is its own in a case. */
 typedef struct bench_workload {
   /* its presets; table->cmd names the command and the peer's workload */

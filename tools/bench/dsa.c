@@ -250,8 +250,7 @@ static size_t per_step(const bench_array *a) {
 /* Weights uniform in +-sqrt(3 / fan_in): unit-variance products. */
 static void fill_weight(bench_case *bc, int i, int64_t fan_in, uint64_t seed) {
   const float a = (float)sqrt(3.0 / (double)fan_in);
-  bench_fill_uniform(bc->in_data[i], bench_array_count(&bc->in[i]), seed,
-                     (uint64_t)(10 + i), -a, a);
+  bench_case_fill_uniform(bc, (size_t)i, seed, (uint64_t)(10 + i), -a, a);
 }
 
 /* The rotary table rows of every token of every step: position p of its
