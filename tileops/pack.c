@@ -248,13 +248,16 @@ int pto__tgatherpack(int op, const pto_targs *a) {
       const uint32_t lines = (D + per_line - 1) / per_line,
                      steps = D / 4 ? D / 4 : 1;
       const uint32_t per_step = (w * lines + steps - 1) / steps;
-      uint32_t pf = 0; /* next line: row pf / lines, line pf % lines */
+      uint32_t pr = 0, pl = 0; /* the next line to fetch: row, line */
       const __m128 zero = _mm_setzero_ps();
       for (; d + 4 <= D; d += 4) {
-        for (uint32_t k = 0; k < per_step && pf < w * lines; k++, pf++)
-          if (next[pf / lines])
-            _mm_prefetch((const char *)next[pf / lines] + (pf % lines) * 64,
+        for (uint32_t k = 0; k < per_step && pr < w; k++) {
+          if (next[pr])
+            _mm_prefetch((const char *)next[pr] + (size_t)pl * 64,
                          _MM_HINT_T0);
+          if (++pl == lines)
+            pl = 0, pr++;
+        }
         float *dd = gp + (size_t)d * w;
         const int to_v = d + 4 <= dv;
         float *vd = V + (size_t)(d / w) * v_panel + (size_t)t0 * w + d % w;
