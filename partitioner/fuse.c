@@ -45,9 +45,39 @@ pto_status pto__fuse_find_matches(part *s) {
   return PTO_OK;
 }
 
+/* The units of each node, CSR: units ids[first[v] .. first[v + 1]) of node
+ * v, in unit order. */
+typedef struct node_units {
+  uint32_t *first, *ids;
+} node_units;
+
+static pto_status node_units_new(const part *s, node_units *nu) {
+  const pto_tgraph *tg = s->tg;
+  const uint32_t nn = s->p->n_nodes;
+  nu->first = calloc(nn + 2, sizeof *nu->first);
+  nu->ids = malloc((tg->n_units + 1) * sizeof *nu->ids);
+  if (!nu->first || !nu->ids)
+    return PTO_ENOMEM;
+  for (uint32_t u = 0; u < tg->n_units; u++)
+    if (tg->units[u].node < nn)
+      nu->first[tg->units[u].node + 2]++;
+  for (uint32_t v = 0; v < nn; v++)
+    nu->first[v + 2] += nu->first[v + 1];
+  for (uint32_t u = 0; u < tg->n_units; u++)
+    if (tg->units[u].node < nn)
+      nu->ids[nu->first[tg->units[u].node + 1]++] = u;
+  return PTO_OK;
+}
+
+static void node_units_free(node_units *nu) {
+  free(nu->first);
+  free(nu->ids);
+}
+
 /* Whether every global read of consumer node c from producer node p is an
  * exact match of a store of p, and the two run on one core type. */
-static int edge_fusable(const part *s, uint32_t p, uint32_t c) {
+static int edge_fusable(const part *s, const node_units *nu, uint32_t p,
+                        uint32_t c) {
   const pto_tgraph *tg = s->tg;
   if (s->dissolved[p] || s->dissolved[c] || !knob(s, p, PTO_KNOB_FUSE) ||
       !knob(s, c, PTO_KNOB_FUSE))
@@ -62,10 +92,12 @@ static int edge_fusable(const part *s, uint32_t p, uint32_t c) {
           pto__config_stage(s->cfg, s->p->nodes[c]->label))
     return 0;
   pto_core_type core = PTO_CORE_TYPE_COUNT;
-  for (uint32_t u = 0; u < tg->n_units; u++) {
-    const pto_unit *un = &tg->units[u];
-    if (un->node != p && un->node != c)
-      continue;
+  const uint32_t *us[2] = {nu->ids + nu->first[p], nu->ids + nu->first[c]};
+  const uint32_t nus[2] = {nu->first[p + 1] - nu->first[p],
+                           nu->first[c + 1] - nu->first[c]};
+  for (uint32_t k = 0; k < nus[0] + nus[1]; k++) {
+    const pto_unit *un =
+        &tg->units[k < nus[0] ? us[0][k] : us[1][k - nus[0]]];
     if (core == PTO_CORE_TYPE_COUNT)
       core = un->core;
     if (un->core != core)
@@ -131,16 +163,20 @@ static pto_status node_edges(part *s, nedges *g) {
   for (uint32_t v = 0; v < nn; v++)
     g->first[v + 1] += g->first[v];
   uint32_t *fill = calloc(nn + 1, sizeof *fill);
-  if (!fill) {
+  node_units nu = {NULL, NULL};
+  if (!fill || node_units_new(s, &nu)) {
+    free(fill);
     free(pairs);
+    node_units_free(&nu);
     return PTO_ENOMEM;
   }
   for (uint32_t k = 0; k < n; k++) {
     uint32_t at = g->first[pairs[k][0]] + fill[pairs[k][0]]++;
     g->to[at] = pairs[k][1];
-    g->fusable[at] = (uint8_t)edge_fusable(s, pairs[k][0], pairs[k][1]);
+    g->fusable[at] = (uint8_t)edge_fusable(s, &nu, pairs[k][0], pairs[k][1]);
   }
   g->n = n;
+  node_units_free(&nu);
   free(fill);
   free(pairs);
   return PTO_OK;
