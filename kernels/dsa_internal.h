@@ -20,8 +20,10 @@ void pto__dsa_prologs(pto_program *p, const pto_dsa_dims *d, int64_t T,
                       pto__dsa_prolog *out);
 
 /* The same in plain C, accumulating in double and rounding each result to
- * f32 once; buffers sized as above. PTO_ENOMEM. */
-pto_status pto__dsa_prologs_ref(const pto_dsa_dims *d, int64_t T,
+ * f32 once, for tokens [t0, t1) (buffers sized for all T tokens, written
+ * at the tokens' rows); with q NULL only the keys (kv_new, k_new), which
+ * is 15 times cheaper. PTO_ENOMEM. */
+pto_status pto__dsa_prologs_ref(const pto_dsa_dims *d, int64_t t0, int64_t t1,
                                 const void *const *in, float *q, float *kv_new,
                                 float *q_idx, float *k_new, float *weights);
 

@@ -64,7 +64,7 @@ static double dmax(double a, double b) {
   return a > b ? a : b;
 }
 
-pto_status pto__dsa_prologs_ref(const pto_dsa_dims *d, int64_t T,
+pto_status pto__dsa_prologs_ref(const pto_dsa_dims *d, int64_t t0, int64_t t1,
                                 const void *const *in, float *q, float *kv_new,
                                 float *q_idx, float *k_new, float *weights) {
   const int64_t D = d->d, Q = d->q_lora, H = d->h, N = d->nope, R = d->rope,
@@ -81,11 +81,25 @@ pto_status pto__dsa_prologs_ref(const pto_dsa_dims *d, int64_t T,
     st = PTO_ENOMEM;
     goto done;
   }
-  for (int64_t t = 0; t < T; t++) {
+  for (int64_t t = t0; t < t1; t++) {
     const float *c = F(PTO_DSA_COS) + t * R, *s = F(PTO_DSA_SIN) + t * R;
     for (int64_t i = 0; i < D; i++)
       x[i] = F(PTO_DSA_X)[t * D + i];
-    /* MLA prolog */
+    /* the keys: kv_new (MLA prolog), k_new (indexer prolog) */
+    vecmat_d(x, F(PTO_DSA_W_DKV_KR), D, L + R, a);
+    rms_norm(a, L, F(PTO_DSA_GAMMA_CKV));
+    rope(a + L, R, c, s);
+    for (int64_t i = 0; i < L + R; i++)
+      kv_new[t * (L + R) + i] = (float)a[i];
+    vecmat_d(x, F(PTO_DSA_W_K), D, DI, a);
+    layer_norm(a, DI, F(PTO_DSA_LN_GAMMA_K), F(PTO_DSA_LN_BETA_K));
+    rope(a, R, c, s);
+    vecmat_d(a, F(PTO_DSA_HADAMARD), DI, DI, b);
+    for (int64_t i = 0; i < DI; i++)
+      k_new[t * DI + i] = (float)b[i];
+    if (!q)
+      continue;
+    /* the queries: MLA prolog */
     vecmat_d(x, F(PTO_DSA_W_DQ), D, Q, cq);
     rms_norm(cq, Q, F(PTO_DSA_GAMMA_CQ));
     vecmat_d(cq, F(PTO_DSA_W_UQ_QR), Q, H * (N + R), a);
@@ -98,11 +112,6 @@ pto_status pto__dsa_prologs_ref(const pto_dsa_dims *d, int64_t T,
       for (int64_t r = 0; r < R; r++)
         qh[L + r] = (float)a[h * (N + R) + N + r];
     }
-    vecmat_d(x, F(PTO_DSA_W_DKV_KR), D, L + R, a);
-    rms_norm(a, L, F(PTO_DSA_GAMMA_CKV));
-    rope(a + L, R, c, s);
-    for (int64_t i = 0; i < L + R; i++)
-      kv_new[t * (L + R) + i] = (float)a[i];
     /* indexer prolog */
     vecmat_d(cq, F(PTO_DSA_W_QB), Q, HI * DI, a);
     for (int64_t h = 0; h < HI; h++) {
@@ -111,12 +120,6 @@ pto_status pto__dsa_prologs_ref(const pto_dsa_dims *d, int64_t T,
       for (int64_t i = 0; i < DI; i++)
         q_idx[(t * HI + h) * DI + i] = (float)b[i];
     }
-    vecmat_d(x, F(PTO_DSA_W_K), D, DI, a);
-    layer_norm(a, DI, F(PTO_DSA_LN_GAMMA_K), F(PTO_DSA_LN_BETA_K));
-    rope(a, R, c, s);
-    vecmat_d(a, F(PTO_DSA_HADAMARD), DI, DI, b);
-    for (int64_t i = 0; i < DI; i++)
-      k_new[t * DI + i] = (float)b[i];
     vecmat_d(x, F(PTO_DSA_W_PROJ), D, HI, a);
     for (int64_t h = 0; h < HI; h++)
       weights[t * HI + h] = (float)(a[h] / sqrt((double)HI * (double)DI));
@@ -244,7 +247,7 @@ pto_status pto_dsa_ref(const pto_dsa_dims *d, const pto_dsa_step *s,
   refbuf r;
   if (refbuf_new(&r, d, s, prm, T))
     return PTO_ENOMEM;
-  st = pto__dsa_prologs_ref(d, T, in, r.q, r.kv_new, r.q_idx, r.k_new, r.w);
+  st = pto__dsa_prologs_ref(d, 0, T, in, r.q, r.kv_new, r.q_idx, r.k_new, r.w);
   if (st) {
     refbuf_free(&r);
     return st;
@@ -288,10 +291,12 @@ static int failf(char *msg, size_t size, const char *fmt, ...) {
   return -1;
 }
 
-/* Rows of got [rows,w] against ref within 1e-4 (1 + the row's max |ref|). */
+/* Rows [t0, t1) of got [T,w] against ref within 1e-4 (1 + the row's max
+ * |ref|). */
 static int check_rows(const char *what, const float *got, const float *ref,
-                      int64_t rows, int64_t w, char *msg, size_t size) {
-  for (int64_t t = 0; t < rows; t++) {
+                      int64_t t0, int64_t t1, int64_t w, char *msg,
+                      size_t size) {
+  for (int64_t t = t0; t < t1; t++) {
     double big = 0;
     for (int64_t i = 0; i < w; i++)
       big = dmax(big, fabs((double)ref[t * w + i]));
@@ -339,13 +344,13 @@ static int by_score(const void *a, const void *b) {
  * on it) and handed with those scores to pto_indexer_check. */
 static int check_indices(const pto_dsa_dims *d, const pto_dsa_params *prm,
                          refbuf *r, int64_t b, int64_t t0, int64_t n,
-                         int64_t len, const int32_t *got, char *msg,
-                         size_t size) {
+                         int64_t len, int64_t i0, int64_t i1,
+                         const int32_t *got, char *msg, size_t size) {
   const int64_t K = prm->topk, HI = d->hi, DI = d->di;
   ranked *rk = malloc((size_t)K * sizeof *rk);
   if (!rk)
     return failf(msg, size, "dsa check: out of memory");
-  for (int64_t i = 0; i < n; i++) {
+  for (int64_t i = i0; i < i1; i++) {
     const int32_t *g = got + (t0 + i) * K;
     const int64_t vis = len - n + i + 1;
     int64_t m = 0;
@@ -379,7 +384,7 @@ static int check_indices(const pto_dsa_dims *d, const pto_dsa_params *prm,
   ip.mask = PTO_MASK_CAUSAL;
   char m2[200];
   if (pto_indexer_check(&id, &ip, r->q_idx + t0 * HI * DI, r->keys,
-                        r->w + t0 * HI, r->idx, r->val, 0, n, 1e-4, m2,
+                        r->w + t0 * HI, r->idx, r->val, i0, i1, 1e-4, m2,
                         sizeof m2))
     return failf(msg, size, "indices: sequence %" PRId64 ": %s", b, m2);
   return 0;
@@ -392,7 +397,8 @@ static int check_indices(const pto_dsa_dims *d, const pto_dsa_params *prm,
  * top of the fp32 tolerance, and out 2 dx times its largest |value|. */
 static int check_attention(const pto_dsa_dims *d, const pto_dsa_params *prm,
                            refbuf *r, int64_t b, int64_t t0, int64_t n,
-                           int64_t len, const int32_t *idx, const float *out,
+                           int64_t len, int64_t i0, int64_t i1,
+                           const int32_t *idx, const float *out,
                            const float *lse, char *msg, size_t size) {
   const int64_t H = d->h, L = d->latent, LR = L + d->rope, K = prm->topk;
   float *ro = malloc((size_t)(n * H * L) * sizeof *ro);
@@ -405,12 +411,12 @@ static int check_attention(const pto_dsa_dims *d, const pto_dsa_params *prm,
   const pto_attention_dims ad = {1, n, len, H, LR, L, K};
   pto_attention_params ap = pto_attention_params_default();
   ap.scale = prm->scale;
-  if (pto_attention_ref(&ad, &ap, r->q + t0 * H * LR, r->kv, idx + t0 * K, 0, n,
-                        ro, rl)) {
+  if (pto_attention_ref(&ad, &ap, r->q + t0 * H * LR, r->kv, idx + t0 * K, i0,
+                        i1, ro, rl)) {
     rc = failf(msg, size, "dsa check: the attention reference failed");
     goto done;
   }
-  for (int64_t i = 0; i < n && !rc; i++) {
+  for (int64_t i = i0; i < i1 && !rc; i++) {
     /* the row's largest key norm, |value| and |q| of any head */
     double kmax = 0, vmax = 0;
     for (int64_t t = 0; t < K; t++) {
@@ -458,8 +464,23 @@ done:
 int pto_dsa_check(const pto_dsa_dims *d, const pto_dsa_step *s,
                   const pto_dsa_params *prm, const void *const *in,
                   const void *const *out, char *msg, size_t msg_size) {
+  const int64_t T = s ? pto_dsa_tokens(s) : -1;
+  return pto_dsa_check_tokens(d, s, prm, in, out, 0, T > 0 ? T : 0, msg,
+                              msg_size);
+}
+
+int pto_dsa_check_tokens(const pto_dsa_dims *d, const pto_dsa_step *s,
+                         const pto_dsa_params *prm, const void *const *in,
+                         const void *const *out, int64_t t0, int64_t t1,
+                         char *msg, size_t msg_size) {
   char m[256];
   pto_status st = begin(d, s, prm, in, m, sizeof m);
+  if (!st && (t0 < 0 || t0 > t1 || t1 > pto_dsa_tokens(s))) {
+    snprintf(m, sizeof m,
+             "tokens [%" PRId64 ", %" PRId64 ") are not within the step's %" PRId64,
+             t0, t1, pto_dsa_tokens(s));
+    st = PTO_EINVAL;
+  }
   if (!st && !out) {
     snprintf(m, sizeof m, "the output array is NULL");
     st = PTO_EINVAL;
@@ -479,27 +500,45 @@ int pto_dsa_check(const pto_dsa_dims *d, const pto_dsa_step *s,
     failf(msg, msg_size, "dsa check: out of memory");
     return PTO_ENOMEM;
   }
-  if (pto__dsa_prologs_ref(d, T, in, r.q, r.kv_new, r.q_idx, r.k_new, r.w)) {
+  /* the range's tokens, and the keys of the new tokens before them in the
+   * sequence of the first (a token sees its sequence's earlier new tokens,
+   * never later ones); the keys of later tokens stay 0 */
+  int64_t k0 = 0;
+  for (int64_t b = 0, sb = 0; b < s->b; sb += s->n[b], b++)
+    if (sb <= t0)
+      k0 = sb;
+  memset(r.kv_new, 0, (size_t)(T * LR) * sizeof *r.kv_new);
+  memset(r.k_new, 0, (size_t)(T * DI) * sizeof *r.k_new);
+  if (pto__dsa_prologs_ref(d, k0, t0, in, NULL, r.kv_new, NULL, r.k_new,
+                           NULL) ||
+      pto__dsa_prologs_ref(d, t0, t1, in, r.q, r.kv_new, r.q_idx, r.k_new,
+                           r.w)) {
     refbuf_free(&r);
     failf(msg, msg_size, "dsa check: out of memory");
     return PTO_ENOMEM;
   }
-  int rc =
-      check_rows("kv_new", out[PTO_DSA_KV_NEW], r.kv_new, T, LR, msg, msg_size);
+  int rc = check_rows("kv_new", out[PTO_DSA_KV_NEW], r.kv_new, t0, t1, LR, msg,
+                      msg_size);
   if (!rc)
-    rc = check_rows("k_new", out[PTO_DSA_K_NEW], r.k_new, T, DI, msg, msg_size);
+    rc = check_rows("k_new", out[PTO_DSA_K_NEW], r.k_new, t0, t1, DI, msg,
+                    msg_size);
   const int32_t *table = in[PTO_DSA_BLOCK_TABLE];
-  for (int64_t b = 0, t0 = 0; b < s->b && !rc; t0 += s->n[b], b++) {
+  for (int64_t b = 0, sb = 0; b < s->b && !rc; sb += s->n[b], b++) {
     const int64_t n = s->n[b], len = s->len[b];
-    seq_rows(d, s, table, b, in[PTO_DSA_K_CACHE], r.k_new + t0 * DI, DI,
+    const int64_t i0 = t0 > sb ? t0 - sb : 0,
+                  i1 = t1 < sb + n ? t1 - sb : n; /* the sequence's rows */
+    if (i0 >= i1)
+      continue;
+    seq_rows(d, s, table, b, in[PTO_DSA_K_CACHE], r.k_new + sb * DI, DI,
              r.keys);
-    seq_rows(d, s, table, b, in[PTO_DSA_KV_CACHE], r.kv_new + t0 * LR, LR,
+    seq_rows(d, s, table, b, in[PTO_DSA_KV_CACHE], r.kv_new + sb * LR, LR,
              r.kv);
-    rc = check_indices(d, prm, &r, b, t0, n, len, out[PTO_DSA_INDICES], msg,
-                       msg_size);
+    rc = check_indices(d, prm, &r, b, sb, n, len, i0, i1, out[PTO_DSA_INDICES],
+                       msg, msg_size);
     if (!rc)
-      rc = check_attention(d, prm, &r, b, t0, n, len, out[PTO_DSA_INDICES],
-                           out[PTO_DSA_OUT], out[PTO_DSA_LSE], msg, msg_size);
+      rc = check_attention(d, prm, &r, b, sb, n, len, i0, i1,
+                           out[PTO_DSA_INDICES], out[PTO_DSA_OUT],
+                           out[PTO_DSA_LSE], msg, msg_size);
   }
   refbuf_free(&r);
   return rc;

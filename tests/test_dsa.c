@@ -390,6 +390,67 @@ Test(kernels, dsa_check_catches_corrupted_outputs, .timeout = 60) {
   case_free(&c);
 }
 
+/* pto_dsa_check_tokens checks its tokens' rows and only those: every split
+ * of a correct step passes on both sides; a value corrupted in token 3 of
+ * each output fails exactly the ranges that hold token 3; a range outside
+ * the step is refused. */
+Test(kernels, dsa_check_tokens_covers_its_range_only, .timeout = 120) {
+  dsa_case c;
+  case_new(&c, &small, 2, (const int64_t[]){3, 2}, (const int64_t[]){30, 24}, 4,
+           53);
+  cr_assert_eq(
+      pto_dsa_ref(&c.d, &c.s, &c.prm, (const void *const *)c.in, c.out),
+      PTO_OK);
+  char msg[512];
+  const void *const *in = (const void *const *)c.in;
+  const void *const *out = (const void *const *)c.out;
+  const int64_t T = 5;
+  for (int64_t k = 0; k <= T; k++) {
+    cr_expect_eq(pto_dsa_check_tokens(&c.d, &c.s, &c.prm, in, out, 0, k, msg,
+                                      sizeof msg),
+                 0, "[0, %" PRId64 "): %s", k, msg);
+    cr_expect_eq(pto_dsa_check_tokens(&c.d, &c.s, &c.prm, in, out, k, T, msg,
+                                      sizeof msg),
+                 0, "[%" PRId64 ", 5): %s", k, msg);
+  }
+  const int64_t H = c.d.h, L = c.d.latent, LR = L + c.d.rope, DI = c.d.di;
+  struct {
+    int o;
+    int64_t at;
+    const char *needle;
+  } bad[] = {{PTO_DSA_OUT, 3 * H * L + 5, "out:"},
+             {PTO_DSA_LSE, 3 * H + 1, "lse:"},
+             {PTO_DSA_KV_NEW, 3 * LR + 7, "kv_new: row 3"},
+             {PTO_DSA_K_NEW, 3 * DI + 2, "k_new: row 3"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    float *v = c.out[bad[i].o];
+    const float was = v[bad[i].at];
+    v[bad[i].at] += 0.01f * (1 + fabsf(was));
+    for (int64_t t0 = 0; t0 <= T; t0++)
+      for (int64_t t1 = t0; t1 <= T; t1++) {
+        const int holds = t0 <= 3 && 3 < t1;
+        const int rc = pto_dsa_check_tokens(&c.d, &c.s, &c.prm, in, out, t0,
+                                            t1, msg, sizeof msg);
+        cr_expect_eq(rc, holds ? -1 : 0,
+                     "%s in token 3, range [%" PRId64 ", %" PRId64 "): %d (%s)",
+                     bad[i].needle, t0, t1, rc, msg);
+        if (holds)
+          cr_expect(strstr(msg, bad[i].needle) != NULL, "%s", msg);
+      }
+    v[bad[i].at] = was;
+  }
+  const int64_t ranges[3][2] = {{-1, 2}, {3, 2}, {0, 6}};
+  for (int i = 0; i < 3; i++) {
+    cr_expect_eq(pto_dsa_check_tokens(&c.d, &c.s, &c.prm, in, out,
+                                      ranges[i][0], ranges[i][1], msg,
+                                      sizeof msg),
+                 PTO_EINVAL, "[%" PRId64 ", %" PRId64 ")", ranges[i][0],
+                 ranges[i][1]);
+    cr_expect(strstr(msg, "tokens") != NULL, "%s", msg);
+  }
+  case_free(&c);
+}
+
 #define EXPECT_MSG_HAS(p, s)                                                   \
   cr_expect(strstr(pto_program_error(p), (s)) != NULL,                         \
             "message \"%s\" lacks \"%s\"", pto_program_error(p), (s))

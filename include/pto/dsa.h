@@ -213,6 +213,17 @@ PTO_API int pto_dsa_check(const pto_dsa_dims *d, const pto_dsa_step *s,
                           const pto_dsa_params *prm, const void *const *in,
                           const void *const *out, char *msg, size_t msg_size);
 
+/* The same for the outputs of tokens [t0, t1) of the step only (0 <= t0 <=
+ * t1 <= T, else PTO_EINVAL): their kv_new, k_new, indices, out and lse
+ * rows. It computes the reference queries of those tokens and the keys of
+ * their sequences' new tokens, so disjoint ranges checked on several
+ * threads cost about what one pto_dsa_check does, split between them. */
+PTO_API int pto_dsa_check_tokens(const pto_dsa_dims *d, const pto_dsa_step *s,
+                                 const pto_dsa_params *prm,
+                                 const void *const *in, const void *const *out,
+                                 int64_t t0, int64_t t1, char *msg,
+                                 size_t msg_size);
+
 PTO_EXTERN_C_END
 
 #endif /* PTO_DSA_H */

@@ -204,7 +204,8 @@ static int case_init(const bench_case_opts *o, int k, bench_case *bc) {
     pto_dsa_step st = dsa_step_of(c, s, len);
     bc->gflop += pto_dsa_gflop(&c->d, &st, &c->prm);
   }
-  bc->rows = c->steps; /* the check spreads the steps over the threads */
+  /* the check spreads the steps' tokens over the threads */
+  bc->rows = c->steps * c->tokens;
   pto_dsa_step st = dsa_step_of(c, 0, len);
   bc->n_in = PTO_DSA_INPUT_COUNT;
   for (int i = 0; i < PTO_DSA_INPUT_COUNT; i++) {
@@ -364,21 +365,25 @@ static pto_program *program(const bench_case *bc) {
   return pto_dsa_program(&c->d, &st, &c->prm);
 }
 
-/* Steps [r0, r1) of outputs out (bench_workload.check; f32 only, so the
- * peer's outputs get the same tolerance as PTO's). */
+/* Rows [r0, r1) of outputs out, row s * T + t being token t of step s
+ * (bench_workload.check; f32 only, so the peer's outputs get the same
+ * tolerance as PTO's). */
 static int check(const bench_case *bc, int peer, void *const *out, int64_t r0,
                  int64_t r1, char *msg, size_t size) {
   (void)peer;
   const dsa_case *c = (const dsa_case *)bc;
-  for (int64_t s = r0; s < r1; s++) {
+  const int64_t T = c->tokens;
+  for (int64_t s = r0 / T; s * T < r1; s++) {
     const void *in[PTO_DSA_INPUT_COUNT];
     void *o[PTO_DSA_OUTPUT_COUNT];
     int64_t len[DSA_MAX_B];
     char m[768];
     step_ptrs(bc, out, s, in, o);
     pto_dsa_step st = dsa_step_of(c, s, len);
-    int rc = pto_dsa_check(&c->d, &st, &c->prm, in, (const void *const *)o, m,
-                           sizeof m);
+    const int64_t t0 = r0 > s * T ? r0 - s * T : 0,
+                  t1 = r1 < (s + 1) * T ? r1 - s * T : T;
+    int rc = pto_dsa_check_tokens(&c->d, &st, &c->prm, in,
+                                  (const void *const *)o, t0, t1, m, sizeof m);
     if (rc) {
       snprintf(msg, size, "step %lld: %s", (long long)s + 1, m);
       return rc;
