@@ -98,7 +98,9 @@ static void usage(FILE *f) {
   fputs("  (--trace FILE: the last step's MPMD swimlane in FILE, its stage\n"
         "   barrier run's in FILE-barrier.json)\n"
         "\nTable: median ms of R timed runs per step after a warm-up, summed\n"
-        "over the steps ([min-max] likewise), plus every step's compile when\n"
+        "over the steps ([min-max] likewise; MPMD and barrier runs alternate,\n"
+        "each started once the other's workers sleep, so a noisy machine\n"
+        "weighs on both alike), plus every step's compile when\n"
         "there are several steps (each is a new shape); barrier = the same\n"
         "with stage barriers, bar/PTO their ratio (above 1: MPMD overlap\n"
         "gains); ratio = PyTorch / PTO; GF/s = pto_dsa_gflop / PTO's ms.\n"
@@ -511,36 +513,46 @@ static int run_step(const bench_opts *o, const bench_case_opts *x, dsa_case *c,
            (long long)s + 1, (long long)c->steps);
   pto_program *p = pto_dsa_program(&c->d, &st, &c->prm);
   int rc = -1;
+  const void *in[2][PTO_DSA_INPUT_COUNT];
+  void *out[2][PTO_DSA_OUTPUT_COUNT];
+  bench_pto pr[2];
+  memset(pr, 0, sizeof pr);
   for (int v = 0; v < 2; v++) {
-    const void *in[PTO_DSA_INPUT_COUNT];
-    void *out[PTO_DSA_OUTPUT_COUNT];
-    bench_pto pr;
-    memset(&pr, 0, sizeof pr);
-    step_ptrs(bc, outs[v], s, in, out);
+    step_ptrs(bc, outs[v], s, in[v], out[v]);
     bench_progress(o, "%s (lengths %lld-%lld): compiling, %s", who,
                    (long long)r->len_min, (long long)r->len_max, what[v]);
-    if (bench_pto_compile(&pr, who, p, cfg[v]))
+    if (bench_pto_compile(&pr[v], who, p, cfg[v]))
       goto fail;
-    r->compile_ms[v] = pr.compile_ms;
-    r->tasks[v] = pr.tasks;
-    bench_progress(o,
-                   "%s: %s: %u tasks, compiled in %.1f ms; 1 run, 1 "
-                   "warm-up + %d timed",
-                   who, what[v], pr.tasks, pr.compile_ms, repeats);
-    if (bench_pto_run(&pr, in, out) ||
-        bench_pto_time(&pr, in, out, 1, repeats, &r->run[v]) ||
-        trace_path(x, c, s, v, tmp, path, sizeof path) ||
-        traced(&pr, in, out, path, &c->parts[v])) {
-      bench_pto_free(&pr);
+    r->compile_ms[v] = pr[v].compile_ms;
+    r->tasks[v] = pr[v].tasks;
+    bench_progress(o, "%s: %s: %u tasks, compiled in %.1f ms; 1 run", who,
+                   what[v], pr[v].tasks, pr[v].compile_ms);
+    if (bench_pto_run(&pr[v], in[v], out[v]))
       goto fail;
-    }
+    bench_pto_stop(&pr[v]); /* its workers stop before the next compile */
+  }
+  /* the two settings in turn, so the VM's neighbours and drift weigh on
+   * both alike */
+  bench_progress(o, "%s: MPMD and stage barriers in turn, 1 warm-up + %d timed",
+                 who, repeats);
+  bench_pto *const both[2] = {&pr[0], &pr[1]};
+  const void *const *const ins[2] = {in[0], in[1]};
+  void *const *const outs2[2] = {out[0], out[1]};
+  if (bench_pto_time_pair(both, ins, outs2, 1, repeats, r->run))
+    goto fail;
+  for (int v = 0; v < 2; v++) {
+    bench_pto_stop(&pr[v]);
+    if (trace_path(x, c, s, v, tmp, path, sizeof path) ||
+        traced(&pr[v], in[v], out[v], path, &c->parts[v]))
+      goto fail;
     if (x->h.trace_path && s == c->steps - 1)
       fprintf(stderr, "pto-bench dsa: %s: swimlane (%s) in %s\n", bc->preset,
               what[v], path);
-    bench_pto_free(&pr); /* its workers stop before the next compile */
   }
   rc = 0;
 fail:
+  for (int v = 0; v < 2; v++)
+    bench_pto_free(&pr[v]);
   pto_program_free(p);
   return rc;
 }

@@ -309,6 +309,38 @@ int bench_pto_time(bench_pto *r, const void *const *in, void *const *out,
   return 0;
 }
 
+/* Long enough for an idle runtime's workers to be asleep: they spin, then
+ * yield, then wait on a semaphore. */
+static void pause_idle(const bench_pto *r) {
+  const pto_runtime_params prm = pto_runtime_params_from_config(r->cfg);
+  bench_pause_ms((int)((prm.spin_us + prm.yield_us) / 1000) + 2);
+}
+
+int bench_pto_time_pair(bench_pto *const r[2], const void *const *const in[2],
+                        void *const *const out[2], int warmup, int repeats,
+                        bench_stats st[2]) {
+  double *t = calloc(2 * (size_t)repeats, sizeof *t);
+  if (!t) {
+    fprintf(stderr, "pto-bench %s: out of memory\n", r[0]->cmd);
+    return -1;
+  }
+  for (int k = -warmup; k < repeats; k++)
+    for (int v = 0; v < 2; v++) {
+      pause_idle(r[!v]);
+      uint64_t t0 = bench_now_ns();
+      if (bench_pto_run(r[v], in[v], out[v])) {
+        free(t);
+        return -1;
+      }
+      if (k >= 0)
+        t[v * repeats + k] = (double)(bench_now_ns() - t0) * 1e-6;
+    }
+  st[0] = bench_stats_of(t, repeats);
+  st[1] = bench_stats_of(t + repeats, repeats);
+  free(t);
+  return 0;
+}
+
 void bench_pto_stop(bench_pto *r) {
   pto_runtime_free(r->rt);
   r->rt = NULL;

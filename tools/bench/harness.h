@@ -102,6 +102,14 @@ int bench_pto_run(bench_pto *r, const void *const *in, void *const *out);
 /* warmup untimed runs, then `repeats` timed ones; 0 or -1 (printed). */
 int bench_pto_time(bench_pto *r, const void *const *in, void *const *out,
                    int warmup, int repeats, bench_stats *st);
+/* The same for two executables in turn (r[0], r[1], r[0], ...; warmup
+ * rounds untimed), each on its own runtime with its inputs and outputs,
+ * so drift and neighbours on a shared machine weigh on both alike: the
+ * fair way to compare two settings. Before each run the other runtime's
+ * workers are left time to fall asleep. 0 or -1 (printed). */
+int bench_pto_time_pair(bench_pto *const r[2], const void *const *const in[2],
+                        void *const *const out[2], int warmup, int repeats,
+                        bench_stats st[2]);
 /* Frees the runtime: its workers stop spinning, so a peer that runs next
  * has every core. bench_pto_start starts it again. */
 void bench_pto_stop(bench_pto *r);
