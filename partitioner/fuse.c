@@ -427,48 +427,68 @@ pto_status pto__fuse_form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
       free(sgs);
       return PTO_ENOMEM;
     }
-    sgs[k].n_units = sgs[k].n_insts = 0;
-  }
-  /* a window loaded twice in one subgraph is loaded once (l1_reuse merges
-   * tasks precisely to share such loads): the first load of each (subgraph,
-   * window, tile shape), found by hash */
-  hmap loads;
-  if (hmap_init(&loads, tg->n_insts)) {
-    pto__fuse_free_subgraphs(sgs, n);
-    return PTO_ENOMEM;
+    sgs[k].n_units = 0; /* n_insts: the count, until the loads below */
   }
   for (uint32_t u = 0; u < nu; u++) {
     sgraph *g = &sgs[s->unit_sg[u]];
     g->units[g->n_units++] = u;
-    for (uint32_t i = tg->units[u].first;
-         i < tg->units[u].first + tg->units[u].count; i++) {
-      if (drop[i])
-        continue;
-      const pto_tinst *in = &tg->insts[i];
-      if (in->op == PTO_OP_TLOAD) {
-        const pto_tval *v = &tg->vals[in->dst[0]];
-        int64_t k[12] = {s->unit_sg[u], in->g.storage, in->g.offset, in->g.rows,
-                         in->g.cols,    in->g.rs,      in->g.cs,     v->dtype,
-                         v->rows,       v->cols,       v->vrows,     v->vcols};
-        uint64_t key = XXH3_64bits(k, sizeof k) | 1;
-        uint32_t slot = hmap_slot(&loads, key);
-        if (!loads.keys[slot]) {
-          loads.keys[slot] = key;
-          loads.vals[slot] = i;
-        } else {
-          const pto_tinst *prev = &tg->insts[loads.vals[slot]];
-          /* equal hashes of different loads (never seen) just load twice */
-          if (gref_eq(&prev->g, &in->g) &&
-              !memcmp(&tg->vals[prev->dst[0]], v, sizeof *v)) {
-            alias[in->dst[0]] = prev->dst[0];
-            drop[i] = 1;
-            continue;
+  }
+  /* a window loaded twice in one subgraph is loaded once (l1_reuse merges
+   * tasks precisely to share such loads): the first load of each (window,
+   * tile shape) of a subgraph, found by hash in a table of that subgraph's
+   * size (one table for the whole graph misses the cache on every probe:
+   * 16% of compiling a DSA prefill) */
+  uint32_t most = 0; /* the most kept instructions of one subgraph */
+  for (uint32_t k = 0; k < n; k++)
+    most = sgs[k].n_insts > most ? sgs[k].n_insts : most;
+  hmap loads;
+  if (hmap_init(&loads, most)) {
+    pto__fuse_free_subgraphs(sgs, n);
+    return PTO_ENOMEM;
+  }
+  const uint32_t full_cap = loads.cap;
+  for (uint32_t k = 0; k < n; k++) {
+    sgraph *g = &sgs[k];
+    const uint32_t want = g->n_insts; /* loads.cap for it, as hmap_init */
+    for (loads.cap = 64; loads.cap < 2 * want + 2 && loads.cap < full_cap;)
+      loads.cap *= 2;
+    memset(loads.keys, 0, loads.cap * sizeof *loads.keys);
+    g->n_insts = 0;
+    for (uint32_t j = 0; j < g->n_units; j++) {
+      const uint32_t u = g->units[j];
+      for (uint32_t i = tg->units[u].first;
+           i < tg->units[u].first + tg->units[u].count; i++) {
+        if (drop[i])
+          continue;
+        const pto_tinst *in = &tg->insts[i];
+        if (in->op == PTO_OP_TLOAD) {
+          const pto_tval *v = &tg->vals[in->dst[0]];
+          int64_t key6[11] = {in->g.storage, in->g.offset, in->g.rows,
+                              in->g.cols,    in->g.rs,     in->g.cs,
+                              v->dtype,      v->rows,      v->cols,
+                              v->vrows,      v->vcols};
+          uint64_t key = XXH3_64bits(key6, sizeof key6) | 1;
+          uint32_t slot = hmap_slot(&loads, key);
+          if (!loads.keys[slot]) {
+            loads.keys[slot] = key;
+            loads.vals[slot] = i;
+          } else {
+            const pto_tinst *prev = &tg->insts[loads.vals[slot]];
+            /* equal hashes of different loads (never seen) just load
+             * twice */
+            if (gref_eq(&prev->g, &in->g) &&
+                !memcmp(&tg->vals[prev->dst[0]], v, sizeof *v)) {
+              alias[in->dst[0]] = prev->dst[0];
+              drop[i] = 1;
+              continue;
+            }
           }
         }
+        g->insts[g->n_insts++] = i;
       }
-      g->insts[g->n_insts++] = i;
     }
   }
+  loads.cap = full_cap;
   hmap_free(&loads);
   *out = sgs;
   *n_out = n;
