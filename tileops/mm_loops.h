@@ -92,6 +92,25 @@ static inline void prefetch_c(const float *C, size_t ldc, uint32_t rows,
  * lines, which the kernel spreads over its k loop (a burst would fill the
  * miss queues its own A panel needs). */
 #define PF_LATE 4 /* the plan runs over the last 1/PF_LATE of the blocks */
+#define PF_STEPS 4 /* k steps of the kernel per line it prefetches, at most */
+
+/* Where the plan ah starts in a pass of `blocks` kernel calls of `steps`
+ * k steps each (*late: the first block that prefetches) and how many lines
+ * each block issues (*share): the last quarter of the pass, as above. A
+ * plan that would ask more than a line per PF_STEPS steps there is
+ * dropped: its tile has too little work per byte loaded (16-row tiles
+ * streaming a wide B from DRAM, as decode steps run) and prefetching it
+ * under the kernel only stalls the kernel on its miss buffers; the packer
+ * streams it faster itself (16 x 24576 x 1536: 35 ms instead of 39-46). */
+static void pf_window(pto_pf *ah, int64_t blocks, uint32_t steps,
+                      int64_t *late, int64_t *share) {
+  const int64_t n = (blocks + PF_LATE - 1) / PF_LATE; /* prefetching blocks */
+  if (ah->lines > n * (int64_t)(steps / PF_STEPS))
+    ah->lines = 0;
+  *late = blocks - n;
+  *share = (ah->lines + n - 1) / n;
+}
+
 static void matmul_packed(const pto_targs *a, int acc) {
   pto_tile *d = a->dst[0];
   const pto_tile *A = a->src[0], *B = a->src[1];
@@ -103,12 +122,11 @@ static void matmul_packed(const pto_targs *a, int acc) {
   pto_pf ah;
   ahead_plan(&ah, a->ahead, a->n_ahead);
   const int64_t blocks = (int64_t)((N + NR - 1) / NR) * ((M + MR - 1) / MR);
-  const int64_t late = blocks - (blocks + PF_LATE - 1) / PF_LATE;
-  const int64_t per_block = (ah.lines + blocks - late - 1) / (blocks - late);
+  int64_t late, share;
+  pf_window(&ah, blocks, K - (K - 1) / KC * KC, &late, &share);
   for (uint32_t k0 = 0; k0 < K; k0 += KC) {
     const uint32_t kc = K - k0 < KC ? K - k0 : KC;
     const int acc_k = acc || k0 > 0;
-    const int64_t share = per_block < kc ? per_block : kc;
     const int last = k0 + KC >= K;
     int64_t block = 0; /* of the last pass */
     for (uint32_t n0 = 0; n0 < N; n0 += NR) {
@@ -203,9 +221,8 @@ static void matmul_wsum_packed(const pto_targs *a) {
   pto_pf ah;
   ahead_plan(&ah, a->ahead, a->n_ahead);
   const int64_t blocks = (int64_t)((N + NR - 1) / NR) * ((M + MR - 1) / MR);
-  const int64_t late = blocks - (blocks + PF_LATE - 1) / PF_LATE;
-  const int64_t per_block = (ah.lines + blocks - late - 1) / (blocks - late);
-  const uint32_t share = (uint32_t)(per_block < K ? per_block : K);
+  int64_t late, share;
+  pf_window(&ah, blocks, K, &late, &share);
   int64_t block = 0;
   for (uint32_t r = 0; r < R; r++)
     for (uint32_t j = 0; j < N; j++)
@@ -222,7 +239,7 @@ static void matmul_wsum_packed(const pto_targs *a) {
         _Alignas(64) float sums[2 * NR];
         const uint32_t split = edge - m0 < rows ? edge - m0 : rows;
         KERNEL_WSUM(K, Ap, Bp, w + m0 * ws, ws, rows, split, sums, &ah,
-                    block++ >= late ? share : 0);
+                    block++ >= late ? (uint32_t)share : 0);
         vrow s0, s1;
         __builtin_memcpy(&s0, sums, sizeof s0);
         __builtin_memcpy(&s1, sums + NR, sizeof s1);
@@ -234,7 +251,7 @@ static void matmul_wsum_packed(const pto_targs *a) {
 #endif
       /* every column of the block: the padding of B's panel is zero */
       KERNEL(K, Ap, Bp, blk, NR, rows, NR, 0, &ah,
-             block++ >= late ? share : 0);
+             block++ >= late ? (uint32_t)share : 0);
       vrow sum = {{{0}}};
       for (uint32_t i = 0; i < rows; i++) {
         if (m0 + i == edge) { /* the block crosses into the next group */
