@@ -198,6 +198,51 @@ done:
  * warm-up and the timed runs; --trace's extra run; the runtime freed (its
  * workers stop spinning before the peer runs); the peer on the same inputs
  * and its outputs checked. 0, or -1 (printed; res says how far it got). */
+/* --against: program p compiled under the second config, run and checked,
+ * then timed in turn with r (PTO under --config): res->pto and
+ * res->against. 0, or -1 (printed). */
+static int time_against(const bench_opts *o, const bench_workload *w,
+                        const bench_case_opts *x, bench_case *c,
+                        pto_program *p, bench_pto *r, const void *const *in,
+                        int threads, int repeats, bench_case_result *res) {
+  const char *cmd = w->table->cmd;
+  char who[96];
+  snprintf(who, sizeof who, "%s: %s: --against", cmd, c->preset);
+  int failed;
+  pto_config *cfg = bench_harness_against(&x->h, threads, &failed);
+  bench_pto b;
+  memset(&b, 0, sizeof b);
+  int rc = -1;
+  if (failed)
+    goto done;
+  bench_pto_stop(r); /* its workers stop before the compile */
+  bench_progress(o, "%s: compiling", who);
+  if (bench_pto_compile(&b, who, p, cfg))
+    goto done;
+  bench_progress(o, "%s: first run (%u tasks)", who, b.tasks);
+  if (bench_pto_run(&b, in, c->pto_out))
+    goto done;
+  if (bench_case_check(o, w, c, threads, "PTO (--against)", c->pto_out)) {
+    res->pto_wrong = 1;
+    goto done;
+  }
+  bench_progress(o, "%s: timing PTO under --config and --against in turn, 1 "
+                 "warm-up + %d runs each", who, repeats);
+  bench_pto *const both[2] = {r, &b};
+  const void *const *const ins[2] = {in, in};
+  void *const *const outs[2] = {c->pto_out, c->pto_out};
+  bench_stats st[2];
+  if (bench_pto_time_pair(both, ins, outs, 1, repeats, st))
+    goto done;
+  res->pto = st[0];
+  res->against = st[1];
+  rc = 0;
+done:
+  bench_pto_free(&b);
+  pto_config_free(cfg);
+  return rc;
+}
+
 static int case_run(const bench_opts *o, const bench_workload *w,
                     const bench_case_opts *x, bench_case *c,
                     const pto_config *cfg, const bench_peer *peer, int threads,
@@ -234,9 +279,14 @@ static int case_run(const bench_opts *o, const bench_workload *w,
   res->pto_checked = 1;
   if (x->h.save_dir && bench_case_save(o, w, x, c))
     goto done;
-  bench_progress(o, "%s: timing PTO, 1 warm-up + %d runs", who, repeats);
-  if (bench_pto_time(&r, in, out, 1, repeats, &res->pto))
-    goto done;
+  if (x->h.against) {
+    if (time_against(o, w, x, c, p, &r, in, threads, repeats, res))
+      goto done;
+  } else {
+    bench_progress(o, "%s: timing PTO, 1 warm-up + %d runs", who, repeats);
+    if (bench_pto_time(&r, in, out, 1, repeats, &res->pto))
+      goto done;
+  }
   if (x->h.trace_path) {
     char path[4096];
     if (bench_case_path(path, sizeof path, x->h.trace_path, c->preset, several,
@@ -350,6 +400,8 @@ static void case_free(bench_case *c) {
   free(c);
 }
 
+static void ms_cell(char *buf, size_t n, const bench_stats *s, int have);
+
 /* The machine the cases run on, and what the table is read against. */
 typedef struct case_env {
   const pto_config *cfg;
@@ -393,8 +445,25 @@ static int case_one(const bench_opts *o, const bench_workload *w,
   FILE *f = bench_out(o);
   json_t *j = w->report(x, k, made ? c : NULL, nm, e->threads, f, &gflop);
   bench_case_print(f, &res, e->threads, gflop, e->peak, e->peer != NULL);
+  if (res.against.n > 0 && res.pto.n > 0) {
+    char a[64], b[64];
+    ms_cell(a, sizeof a, &res.against, 1);
+    ms_cell(b, sizeof b, &res.pto, 1);
+    fprintf(f,
+            "  --against %s: PTO %s ms, --config's %s ms in the same turns: "
+            "%.3fx (above 1: --against is faster)\n",
+            x->h.against, a, b, res.pto.median / res.against.median);
+  }
   fflush(f);
   bench_case_json(j, &res, gflop, e->peak, e->peak_isa, e->peer);
+  if (res.against.n > 0 && res.pto.n > 0) {
+    json_object_set_new(j, "against_config", json_string(x->h.against));
+    json_object_set_new(j, "against_ms", json_real(res.against.median));
+    json_object_set_new(j, "against_ms_min", json_real(res.against.min));
+    json_object_set_new(j, "against_ms_max", json_real(res.against.max));
+    json_object_set_new(j, "against_ratio",
+                        json_real(res.pto.median / res.against.median));
+  }
   const char *engine = pto_matmul_engine(x->h.dtype);
   json_object_set_new(j, "dtype", json_string(bench_dtype_flag(x->h.dtype)));
   json_object_set_new(j, "engine", engine ? json_string(engine) : json_null());
@@ -422,6 +491,13 @@ int bench_case_main(const bench_opts *o, const bench_workload *w,
   x->h = bench_harness_default(cmd);
   if (parse(w, x, argc, argv)) {
     fprintf(stderr, "(pto-bench %s --help for usage)\n", cmd);
+    return 2;
+  }
+  if (x->h.against && w->run_case) { /* a runner of its own: dsa */
+    fprintf(stderr,
+            "pto-bench %s: --against is not for this command (it compares "
+            "settings of its own); run it once per --config\n",
+            cmd);
     return 2;
   }
   bench_preset_finish(w->table, &x->sel, o->quick);

@@ -27,6 +27,7 @@ typedef struct bench_case_result {
   int torch_ran;     /* the peer ran and reported times */
   int torch_checked; /* and its outputs passed the same check */
   bench_stats pto, torch;
+  bench_stats against; /* PTO under --against (n 0: none), timed in turn */
   double compile_ms;
   uint32_t tasks;
   json_t *variants; /* the peer's {"name": median ms or null}; owned */

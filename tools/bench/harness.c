@@ -20,6 +20,7 @@ int bench_harness_arg(bench_harness *h, int argc, char **argv, int *i) {
   } paths[] = {
       {"--save", offsetof(bench_harness, save_dir)},
       {"--config", offsetof(bench_harness, config_path)},
+      {"--against", offsetof(bench_harness, against)},
       {"--trace", offsetof(bench_harness, trace_path)},
       {"--python", offsetof(bench_harness, python)},
       {"--peer-script", offsetof(bench_harness, peer_script)},
@@ -72,6 +73,11 @@ void bench_harness_usage(FILE *f) {
         "                   presets run)\n"
         "  --config FILE    a tuning config (JSON: machine, knobs, label\n"
         "                   overrides such as \"indexer.qk\"; see README)\n"
+        "  --against FILE   a second config: PTO also runs under it, its\n"
+        "                   result checked, its timed runs alternating with\n"
+        "                   --config's (so a noisy machine weighs on both\n"
+        "                   alike); a line under the row gives both medians\n"
+        "                   and their ratio (not for dsa)\n"
         "  --trace FILE     one extra traced PTO run: its swimlane as Chrome\n"
         "                   trace JSON in FILE (FILE-PRESET.json when several\n"
         "                   presets run), its summary on stderr\n"
@@ -132,6 +138,18 @@ int bench_case_path(char *buf, size_t size, const char *path,
   return n < 0 || (size_t)n >= size ? -1 : 0;
 }
 
+pto_config *bench_harness_against(const bench_harness *h, int threads,
+                                  int *failed) {
+  *failed = 0;
+  if (!h->against)
+    return NULL;
+  bench_harness b = *h;
+  b.config_path = h->against;
+  pto_config *cfg = bench_harness_config(&b, threads);
+  *failed = !cfg;
+  return cfg;
+}
+
 pto_config *bench_harness_config(const bench_harness *h, int threads) {
   pto_machine m;
   if (bench_machine(h->cmd, threads, &m))
@@ -148,7 +166,8 @@ pto_config *bench_harness_config(const bench_harness *h, int threads) {
     return NULL;
   }
   if (h->config_path && pto_config_load_file(cfg, h->config_path)) {
-    fprintf(stderr, "pto-bench %s: --config: %s\n", h->cmd,
+    fprintf(stderr, "pto-bench %s: %s: %s\n", h->cmd,
+            h->config_path == h->against ? "--against" : "--config",
             pto_config_error(cfg));
     pto_config_free(cfg);
     return NULL;

@@ -18,6 +18,7 @@ typedef struct bench_harness {
   uint64_t seed;           /* --seed N (default 1) */
   const char *save_dir;    /* --save DIR */
   const char *config_path; /* --config FILE */
+  const char *against;     /* --against FILE: a second config, timed in turn */
   const char *trace_path;  /* --trace FILE */
   const char *python;      /* --python PATH: this interpreter only */
   const char *peer_script; /* --peer-script FILE: another peer script */
@@ -44,6 +45,10 @@ int bench_case_path(char *buf, size_t size, const char *path,
  * loaded over it (its machine, knobs and label overrides win), or NULL
  * after printing why (the file's own message when it does not load). */
 pto_config *bench_harness_config(const bench_harness *h, int threads);
+/* The same with --against's file in place of --config's; NULL without
+ * --against (or on an error, printed: *failed set). */
+pto_config *bench_harness_against(const bench_harness *h, int threads,
+                                  int *failed);
 
 /* n floats uniform in [lo, hi), the same for the same (seed, stream) on
  * every machine (splitmix64). */

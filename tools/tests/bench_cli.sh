@@ -36,6 +36,8 @@ usage)
   expect 1 "--config: .*bad.json:1:" -- indexer --config "$tmp/bad.json"
   printf '{"knobs": {"bogus": 1}}' >"$tmp/unknown.json"
   expect 1 "--config: .*knobs.bogus" -- indexer --config "$tmp/unknown.json"
+  expect 1 "--against: .*bad.json:1:" -- indexer --no-peer --against "$tmp/bad.json"
+  expect 2 "--against is not for this command" -- dsa --against "$tmp/unknown.json"
   expect 1 "needs [0-9.]+ GiB of buffers" -- indexer --b 4096 --s1 4096 --no-peer
   # PTO_CONFIG reaches the operator benchmarks as every command
   PTO_CONFIG="$tmp/bad.json" expect 1 "PTO_CONFIG=.*bad.json:1:" -- indexer --no-peer
@@ -48,6 +50,11 @@ run)
   # no interpreter: one line says so, PTO alone, exit 0, torch_ms null
   expect 0 "no PyTorch peer" -- --quick --json indexer "${tiny[@]}" --python "$tmp/no/python3"
   expect_json "JSON without a peer" 'len(r) == 1 and r[0]["workload"] == "indexer" and r[0]["torch_ms"] is None and r[0]["check"] == "ok" and r[0]["pto_ms"] > 0 and r[0]["s2"] == 512 and r[0]["mask"] == "causal" and r[0]["peak_gflops"] >= 0'
+
+  # --against: a second config timed in turn, both checked, the ratio
+  printf '{"labels": {"indexer.qk": {"l1_reuse": 1}}}' >"$tmp/reuse1.json"
+  expect 0 "timing PTO under --config and --against in turn" -- --quick --json indexer "${tiny[@]}" --no-peer --against "$tmp/reuse1.json"
+  expect_json "JSON with --against" 'r[0]["check"] == "ok" and r[0]["against_config"].endswith("reuse1.json") and r[0]["against_ms"] > 0 and abs(r[0]["against_ratio"] - r[0]["pto_ms"] / r[0]["against_ms"]) < 1e-4 * r[0]["against_ratio"]'
 
   # --save, --trace and --mask none, no peer
   expect 0 "swimlane of one traced run" -- --quick indexer "${tiny[@]}" --mask none --no-peer --seed 7 \
