@@ -477,7 +477,8 @@ int pto_dsa_check_tokens(const pto_dsa_dims *d, const pto_dsa_step *s,
   pto_status st = begin(d, s, prm, in, m, sizeof m);
   if (!st && (t0 < 0 || t0 > t1 || t1 > pto_dsa_tokens(s))) {
     snprintf(m, sizeof m,
-             "tokens [%" PRId64 ", %" PRId64 ") are not within the step's %" PRId64,
+             "tokens [%" PRId64 ", %" PRId64
+             ") are not within the step's %" PRId64,
              t0, t1, pto_dsa_tokens(s));
     st = PTO_EINVAL;
   }

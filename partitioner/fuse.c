@@ -96,8 +96,7 @@ static int edge_fusable(const part *s, const node_units *nu, uint32_t p,
   const uint32_t nus[2] = {nu->first[p + 1] - nu->first[p],
                            nu->first[c + 1] - nu->first[c]};
   for (uint32_t k = 0; k < nus[0] + nus[1]; k++) {
-    const pto_unit *un =
-        &tg->units[k < nus[0] ? us[0][k] : us[1][k - nus[0]]];
+    const pto_unit *un = &tg->units[k < nus[0] ? us[0][k] : us[1][k - nus[0]]];
     if (core == PTO_CORE_TYPE_COUNT)
       core = un->core;
     if (un->core != core)

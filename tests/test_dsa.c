@@ -429,8 +429,8 @@ Test(kernels, dsa_check_tokens_covers_its_range_only, .timeout = 120) {
     for (int64_t t0 = 0; t0 <= T; t0++)
       for (int64_t t1 = t0; t1 <= T; t1++) {
         const int holds = t0 <= 3 && 3 < t1;
-        const int rc = pto_dsa_check_tokens(&c.d, &c.s, &c.prm, in, out, t0,
-                                            t1, msg, sizeof msg);
+        const int rc = pto_dsa_check_tokens(&c.d, &c.s, &c.prm, in, out, t0, t1,
+                                            msg, sizeof msg);
         cr_expect_eq(rc, holds ? -1 : 0,
                      "%s in token 3, range [%" PRId64 ", %" PRId64 "): %d (%s)",
                      bad[i].needle, t0, t1, rc, msg);
@@ -441,9 +441,8 @@ Test(kernels, dsa_check_tokens_covers_its_range_only, .timeout = 120) {
   }
   const int64_t ranges[3][2] = {{-1, 2}, {3, 2}, {0, 6}};
   for (int i = 0; i < 3; i++) {
-    cr_expect_eq(pto_dsa_check_tokens(&c.d, &c.s, &c.prm, in, out,
-                                      ranges[i][0], ranges[i][1], msg,
-                                      sizeof msg),
+    cr_expect_eq(pto_dsa_check_tokens(&c.d, &c.s, &c.prm, in, out, ranges[i][0],
+                                      ranges[i][1], msg, sizeof msg),
                  PTO_EINVAL, "[%" PRId64 ", %" PRId64 ")", ranges[i][0],
                  ranges[i][1]);
     cr_expect(strstr(msg, "tokens") != NULL, "%s", msg);

@@ -202,9 +202,9 @@ done:
  * then timed in turn with r (PTO under --config): res->pto and
  * res->against. 0, or -1 (printed). */
 static int time_against(const bench_opts *o, const bench_workload *w,
-                        const bench_case_opts *x, bench_case *c,
-                        pto_program *p, bench_pto *r, const void *const *in,
-                        int threads, int repeats, bench_case_result *res) {
+                        const bench_case_opts *x, bench_case *c, pto_program *p,
+                        bench_pto *r, const void *const *in, int threads,
+                        int repeats, bench_case_result *res) {
   const char *cmd = w->table->cmd;
   char who[96];
   snprintf(who, sizeof who, "%s: %s: --against", cmd, c->preset);
@@ -226,8 +226,10 @@ static int time_against(const bench_opts *o, const bench_workload *w,
     res->pto_wrong = 1;
     goto done;
   }
-  bench_progress(o, "%s: timing PTO under --config and --against in turn, 1 "
-                 "warm-up + %d runs each", who, repeats);
+  bench_progress(o,
+                 "%s: timing PTO under --config and --against in turn, 1 "
+                 "warm-up + %d runs each",
+                 who, repeats);
   bench_pto *const both[2] = {r, &b};
   const void *const *const ins[2] = {in, in};
   void *const *const outs[2] = {c->pto_out, c->pto_out};
