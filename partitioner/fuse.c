@@ -437,21 +437,13 @@ pto_status pto__fuse_form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
    * tile shape) of a subgraph, found by hash in a table of that subgraph's
    * size (one table for the whole graph misses the cache on every probe:
    * 16% of compiling a DSA prefill) */
-  uint32_t most = 0; /* the most kept instructions of one subgraph */
-  for (uint32_t k = 0; k < n; k++)
-    most = sgs[k].n_insts > most ? sgs[k].n_insts : most;
-  hmap loads;
-  if (hmap_init(&loads, most)) {
-    pto__fuse_free_subgraphs(sgs, n);
-    return PTO_ENOMEM;
-  }
-  const uint32_t full_cap = loads.cap;
   for (uint32_t k = 0; k < n; k++) {
     sgraph *g = &sgs[k];
-    const uint32_t want = g->n_insts; /* loads.cap for it, as hmap_init */
-    for (loads.cap = 64; loads.cap < 2 * want + 2 && loads.cap < full_cap;)
-      loads.cap *= 2;
-    memset(loads.keys, 0, loads.cap * sizeof *loads.keys);
+    hmap loads;
+    if (hmap_init(&loads, g->n_insts)) {
+      pto__fuse_free_subgraphs(sgs, n);
+      return PTO_ENOMEM;
+    }
     g->n_insts = 0;
     for (uint32_t j = 0; j < g->n_units; j++) {
       const uint32_t u = g->units[j];
@@ -462,11 +454,10 @@ pto_status pto__fuse_form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
         const pto_tinst *in = &tg->insts[i];
         if (in->op == PTO_OP_TLOAD) {
           const pto_tval *v = &tg->vals[in->dst[0]];
-          int64_t key6[11] = {in->g.storage, in->g.offset, in->g.rows,
-                              in->g.cols,    in->g.rs,     in->g.cs,
-                              v->dtype,      v->rows,      v->cols,
-                              v->vrows,      v->vcols};
-          uint64_t key = XXH3_64bits(key6, sizeof key6) | 1;
+          int64_t id[11] = {in->g.storage, in->g.offset, in->g.rows, in->g.cols,
+                            in->g.rs,      in->g.cs,     v->dtype,   v->rows,
+                            v->cols,       v->vrows,     v->vcols};
+          uint64_t key = XXH3_64bits(id, sizeof id) | 1;
           uint32_t slot = hmap_slot(&loads, key);
           if (!loads.keys[slot]) {
             loads.keys[slot] = key;
@@ -486,9 +477,8 @@ pto_status pto__fuse_form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
         g->insts[g->n_insts++] = i;
       }
     }
+    hmap_free(&loads);
   }
-  loads.cap = full_cap;
-  hmap_free(&loads);
   *out = sgs;
   *n_out = n;
   return PTO_OK;
