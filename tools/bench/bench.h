@@ -71,6 +71,11 @@ void bench_pause_ms(int ms);
  * "AVX-512" or "AVX2"); 0 (and *isa "none") when neither runs or the
  * threads cannot start. */
 double bench_peak_fma(int threads, int repeats, const char **isa);
+/* *peak probed again (`repeats` probes) after a case, the best kept: a
+ * probe that ran while a neighbour shared the cores reads low (half, on
+ * some VMs), and a case's fraction of peak is only as honest as the best
+ * probe of the run so far. A peak of 0 (not measured) stays 0. */
+void bench_peak_refresh(double *peak, int threads, int repeats);
 /* The probes behind it (bench/peak.h), each only for a CPU that runs it. */
 double bench_peak_avx512(int threads, int repeats);
 double bench_peak_avx2(int threads, int repeats);

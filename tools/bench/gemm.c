@@ -559,13 +559,7 @@ static int run(const bench_opts *o, int argc, char **argv) {
       const char *pname;
       double pg = gflops(c, r.pto_ms), bg = gflops(c, r.blas_ms);
       double peer_g = best_peer(c, &go, &r, &pname);
-      /* the peak again after the case, keeping the best: a probe that ran
-       * while a neighbour shared the cores reads low (half, on some VMs) */
-      if (peak[ti] > 0) {
-        const double again = bench_peak_fma(thr[ti], o->quick ? 1 : 3,
-                                            &peak_isa);
-        peak[ti] = again > peak[ti] ? again : peak[ti];
-      }
+      bench_peak_refresh(&peak[ti], thr[ti], o->quick ? 1 : 3);
       double pk = peak[ti];
       char shape[40], tile[40];
       snprintf(shape, sizeof shape, "%ldx%ldx%ld", (long)c->m, (long)c->n,
