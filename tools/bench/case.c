@@ -194,10 +194,33 @@ done:
 
 /* ---- a case's flow ------------------------------------------------------- */
 
-/* Runs case c: compile (timed apart); one run and its check; --save; a
- * warm-up and the timed runs; --trace's extra run; the runtime freed (its
- * workers stop spinning before the peer runs); the peer on the same inputs
- * and its outputs checked. 0, or -1 (printed; res says how far it got). */
+/* Program p compiled into r under cfg (the flag that set it, for the hint
+ * when a config is to blame), run once into c's PTO outputs and checked as
+ * `who_checked`; res->pto_wrong set when the check fails. 0, or -1
+ * (printed). */
+static int compile_run_check(const bench_opts *o, const bench_workload *w,
+                             bench_case *c, pto_program *p,
+                             const pto_config *cfg, const char *flag,
+                             const char *who, const char *who_checked,
+                             bench_pto *r, const void *const *in, int threads,
+                             bench_case_result *res) {
+  bench_progress(o, "%s: compiling", who);
+  if (bench_pto_compile(r, who, p, cfg)) {
+    if (p && pto_program_status(p) == PTO_OK)
+      fprintf(stderr, "pto-bench %s: a config (%s) sets tiles per label: %s\n",
+              who, flag, w->labels);
+    return -1;
+  }
+  bench_progress(o, "%s: first %s run (%u tasks)", who, who_checked, r->tasks);
+  if (bench_pto_run(r, in, c->pto_out))
+    return -1;
+  if (bench_case_check(o, w, c, threads, who_checked, c->pto_out)) {
+    res->pto_wrong = 1;
+    return -1;
+  }
+  return 0;
+}
+
 /* --against: program p compiled under the second config, run and checked,
  * then timed in turn with r (PTO under --config): res->pto and
  * res->against. 0, or -1 (printed). */
@@ -205,9 +228,8 @@ static int time_against(const bench_opts *o, const bench_workload *w,
                         const bench_case_opts *x, bench_case *c, pto_program *p,
                         bench_pto *r, const void *const *in, int threads,
                         int repeats, bench_case_result *res) {
-  const char *cmd = w->table->cmd;
   char who[96];
-  snprintf(who, sizeof who, "%s: %s: --against", cmd, c->preset);
+  snprintf(who, sizeof who, "%s: %s: --against", w->table->cmd, c->preset);
   int failed;
   pto_config *cfg = bench_harness_against(&x->h, threads, &failed);
   bench_pto b;
@@ -216,16 +238,9 @@ static int time_against(const bench_opts *o, const bench_workload *w,
   if (failed)
     goto done;
   bench_pto_stop(r); /* its workers stop before the compile */
-  bench_progress(o, "%s: compiling", who);
-  if (bench_pto_compile(&b, who, p, cfg))
+  if (compile_run_check(o, w, c, p, cfg, "--against", who, "PTO (--against)",
+                        &b, in, threads, res))
     goto done;
-  bench_progress(o, "%s: first run (%u tasks)", who, b.tasks);
-  if (bench_pto_run(&b, in, c->pto_out))
-    goto done;
-  if (bench_case_check(o, w, c, threads, "PTO (--against)", c->pto_out)) {
-    res->pto_wrong = 1;
-    goto done;
-  }
   bench_progress(o,
                  "%s: timing PTO under --config and --against in turn, 1 "
                  "warm-up + %d runs each",
@@ -245,6 +260,11 @@ done:
   return rc;
 }
 
+/* Runs case c: compile (timed apart); one run and its check; --save; a
+ * warm-up and the timed runs (in turn with --against's, when given);
+ * --trace's extra run; the runtime freed (its workers stop spinning before
+ * the peer runs); the peer on the same inputs and its outputs checked. 0,
+ * or -1 (printed; res says how far it got). */
 static int case_run(const bench_opts *o, const bench_workload *w,
                     const bench_case_opts *x, bench_case *c,
                     const pto_config *cfg, const bench_peer *peer, int threads,
@@ -260,24 +280,15 @@ static int case_run(const bench_opts *o, const bench_workload *w,
   int rc = -1;
   char who[96];
   snprintf(who, sizeof who, "%s: %s", cmd, c->preset);
-  bench_progress(o, "%s: compiling", who);
   pto_program *p = w->program(c);
-  if (bench_pto_compile(&r, who, p, cfg)) {
-    if (p && pto_program_status(p) == PTO_OK)
-      fprintf(stderr,
-              "pto-bench %s: a config (--config) sets tiles per label: %s\n",
-              who, w->labels);
-    goto done;
+  const int bad = compile_run_check(o, w, c, p, cfg, "--config", who, "PTO", &r,
+                                    in, threads, res);
+  if (r.e) { /* compiled */
+    res->compile_ms = r.compile_ms;
+    res->tasks = r.tasks;
   }
-  res->compile_ms = r.compile_ms;
-  res->tasks = r.tasks;
-  bench_progress(o, "%s: first PTO run (%u tasks)", who, r.tasks);
-  if (bench_pto_run(&r, in, out))
+  if (bad)
     goto done;
-  if (bench_case_check(o, w, c, threads, "PTO", out)) {
-    res->pto_wrong = 1;
-    goto done;
-  }
   res->pto_checked = 1;
   if (x->h.save_dir && bench_case_save(o, w, x, c))
     goto done;
@@ -431,14 +442,8 @@ static int case_one(const bench_opts *o, const bench_workload *w,
   if (made && !(w->run_case ? w->run_case : case_run)(
                   o, w, x, c, e->cfg, e->peer, e->threads, &res))
     rc = 0;
-  /* the peak again: a probe that ran while a neighbour shared the cores
-   * reads low (half, on some VMs), and a case's %pk is only as honest as
-   * the best probe of the run so far */
-  if (made && e->peak > 0) {
-    const char *isa = e->peak_isa;
-    const double again = bench_peak_fma(e->threads, o->quick ? 1 : 3, &isa);
-    e->peak = again > e->peak ? again : e->peak;
-  }
+  if (made)
+    bench_peak_refresh(&e->peak, e->threads, o->quick ? 1 : 3);
 
   char nm[32];
   double gflop = 0;

@@ -138,24 +138,15 @@ int bench_case_path(char *buf, size_t size, const char *path,
   return n < 0 || (size_t)n >= size ? -1 : 0;
 }
 
-pto_config *bench_harness_against(const bench_harness *h, int threads,
-                                  int *failed) {
-  *failed = 0;
-  if (!h->against)
-    return NULL;
-  bench_harness b = *h;
-  b.config_path = h->against;
-  pto_config *cfg = bench_harness_config(&b, threads);
-  *failed = !cfg;
-  return cfg;
-}
-
-pto_config *bench_harness_config(const bench_harness *h, int threads) {
+/* The machine of `threads` workers, PTO_CONFIG's settings, then the config
+ * file at path (NULL: none; flag names it in a message). */
+static pto_config *config_with(const bench_harness *h, int threads,
+                               const char *path, const char *flag) {
   pto_machine m;
   if (bench_machine(h->cmd, threads, &m))
     return NULL;
   /* PTO_CONFIG's settings first, as every command's (bench_config_new),
-   * then the benchmark's machine, then --config */
+   * then the benchmark's machine, then the file */
   pto_config *cfg = bench_config_new(h->cmd);
   if (!cfg)
     return NULL;
@@ -165,13 +156,26 @@ pto_config *bench_harness_config(const bench_harness *h, int threads) {
     pto_config_free(cfg);
     return NULL;
   }
-  if (h->config_path && pto_config_load_file(cfg, h->config_path)) {
-    fprintf(stderr, "pto-bench %s: %s: %s\n", h->cmd,
-            h->config_path == h->against ? "--against" : "--config",
+  if (path && pto_config_load_file(cfg, path)) {
+    fprintf(stderr, "pto-bench %s: %s: %s\n", h->cmd, flag,
             pto_config_error(cfg));
     pto_config_free(cfg);
     return NULL;
   }
+  return cfg;
+}
+
+pto_config *bench_harness_config(const bench_harness *h, int threads) {
+  return config_with(h, threads, h->config_path, "--config");
+}
+
+pto_config *bench_harness_against(const bench_harness *h, int threads,
+                                  int *failed) {
+  *failed = 0;
+  if (!h->against)
+    return NULL;
+  pto_config *cfg = config_with(h, threads, h->against, "--against");
+  *failed = !cfg;
   return cfg;
 }
 
