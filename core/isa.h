@@ -127,7 +127,22 @@ static inline int pto__insn_stores(int op) {
  * not, the result in dst0 (L0C). */
 static inline int pto__insn_matmul(int op) {
   return op == PTO_OP_TMATMUL || op == PTO_OP_TMATMUL_ACC ||
-         op == PTO_OP_TMATMUL_RELU_WSUM;
+         op == PTO_OP_TMATMUL_RELU_WSUM || op == PTO_OP_TMATMUL_GA ||
+         op == PTO_OP_TMATMUL_GB;
+}
+/* The source of a matmul that holds indices of rows read from its global
+ * table (TMATMUL_GA's A, TMATMUL_GB's B) rather than an operand: never
+ * packed. -1 for every other instruction. */
+static inline int pto__insn_gathered_src(int op) {
+  return op == PTO_OP_TMATMUL_GA ? 0 : op == PTO_OP_TMATMUL_GB ? 1 : -1;
+}
+/* Whether an instruction of the tile graph accumulates into the value of
+ * its src2 (in place once planned): TMATMUL_ACC, and TMATMUL_GB with
+ * PTO_TF_ACC; n_src counts the accumulator. */
+static inline int pto__insn_accumulates(int op, uint32_t flags, int n_src) {
+  return n_src >= 3 &&
+         (op == PTO_OP_TMATMUL_ACC ||
+          (op == PTO_OP_TMATMUL_GB && (flags & PTO_TF_ACC)));
 }
 /* Whether op reads its global window into a tile as TLOAD does. */
 static inline int pto__insn_loads(int op) {

@@ -16,10 +16,13 @@
  *  test_tileops_element.c    element-wise, tile-scalar, fill and axis
  *                            drivers; core/convert.h against the oracle
  *  test_tileops_matmul.c     TMATMUL, TMATMUL_ACC (row scale),
- *                            TMATMUL_RELU_WSUM, packed operands
+ *                            TMATMUL_RELU_WSUM, TMATMUL_GA, TMATMUL_GB,
+ *                            packed operands
  *  test_tileops_memory.c     move and memory drivers
  *  test_tileops_sort.c       TSORT32 TMRGSORT TTOPK TMRGTOPK, their stress
- *  test_tileops_attention.c  TGATHERPACK TSOFTMAXONLINE TSOFTMAXFINAL
+ *  test_tileops_attention.c  TGATHERPACK TSOFTMAXONLINE (also on transposed
+ *                            scores) TSOFTMAXFINAL; a sparse attention step
+ *                            chaining them with TMATMUL_GA and TMATMUL_GB
  *  test_tileops_check.c      pto__tileop_check's operand rules
  *  test_tileops_simd.c       every table directly: prefetch, the exp/log
  *                            sweeps, SIMD stress against the scalar table
@@ -222,6 +225,8 @@ static const oracle_case cases[PTO_OP_COUNT] = {
     [PTO_OP_TSOFTMAXFINAL] = {.drive = drive_smfinal},
     [PTO_OP_TTOPK] = {.drive = drive_topk},
     [PTO_OP_TMRGTOPK] = {.drive = drive_mrgtopk},
+    [PTO_OP_TMATMUL_GA] = {.drive = drive_matmul_ga},
+    [PTO_OP_TMATMUL_GB] = {.drive = drive_matmul_gb},
 };
 
 static void run_case(int op) {

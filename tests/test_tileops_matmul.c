@@ -1,6 +1,7 @@
-/* tileops: the matmul family: the drivers of TMATMUL, TMATMUL_ACC and
- * TMATMUL_RELU_WSUM (rows of cases[] in test_tileops.c), then packed
- * operands and TMATMUL_ACC's row scale on every table this CPU runs. */
+/* tileops: the matmul family: the drivers of TMATMUL, TMATMUL_ACC,
+ * TMATMUL_RELU_WSUM, TMATMUL_GA and TMATMUL_GB (rows of cases[] in
+ * test_tileops.c), then packed operands and TMATMUL_ACC's row scale on every
+ * table this CPU runs. */
 #include "tests/tileops_test.h"
 
 /* ---- drivers: matmul
@@ -169,6 +170,258 @@ void drive_wsum(int op, const oracle_case *oc) {
       }
 }
 
+/* ---- drivers: matmuls with one operand's rows read from a table -------------
+ * TMATMUL_GA (G x B, G's rows picked by src0's indices) and TMATMUL_GB (A x
+ * V, V's rows picked by src1's) on the active table, against the product in
+ * double with the matmul tolerance; a row of an invalid index (INT32_MIN,
+ * -1, the table's rows, INT32_MAX, ...) contributes exactly nothing, so
+ * GA's dst row of one is exactly zero. The other operand plain or packed
+ * (written here with core/isa.def's layout, not by TLOAD) at the active
+ * table's panel width (with an f32 operand and an f32 row-major table: its
+ * fast path) and at an odd width; tables f32, bf16 or f16, row-major with
+ * rows padded past their cols (row_stride > cols) or a column-major view;
+ * index tiles 1 x n or 2-D (read row-major), slot 0 invalid or not, or all
+ * invalid; K past a SIMD table's k slice (KC = 256) and past the SIMD
+ * TMATMUL_GB's 2048 slots. Whatever the instruction must not read is NaN: the
+ * table's buffer outside its window and its columns from K (GA) or N (GB) on, a
+ * plain operand's padding, a packed operand's elements past its K extent;
+ * an index tile's padding holds 0, a valid row. */
+
+static uint32_t round_up(uint32_t v, uint32_t w) {
+  return (v + w - 1) / w * w;
+}
+
+/* The index of slot t: the index tile's valid region, row-major. */
+static int32_t slot_index(const pto_tile *ix, uint32_t t) {
+  return geti(ix, t / ix->valid_cols, t % ix->valid_cols);
+}
+
+/* vr x vc indices into a table of `rows` rows (valid ones random, repeats
+ * included), in a tile with a spare row and spare cols holding 0. Slot t is
+ * invalid where (t + phase) % 4 == 0, every slot when phase < 0, through
+ * INT32_MIN, -1, rows, INT32_MAX, rows + 1000 and -rows in turn. */
+static pto_tile *gm_indices(rng *r, uint32_t vr, uint32_t vc, int32_t rows,
+                            int phase) {
+  const int32_t bad[] = {INT32_MIN, -1, rows, INT32_MAX, rows + 1000, -rows};
+  pto_tile *t = tile_new(PTO_I32, vr + 1, vc + 3, vr, vc, 0);
+  uint32_t nbad = 0;
+  for (uint32_t s = 0; s < vr * vc; s++) {
+    int32_t v = (int32_t)below(r, (uint32_t)rows);
+    if (phase < 0 || (s + (uint32_t)phase) % 4 == 0)
+      v = bad[nbad++ % 6];
+    seti(t, s / vc, s % vc, v);
+  }
+  return t;
+}
+
+/* A rows x cols table in gbuf_gen's layout, G_MM values in its columns
+ * below `used`, NaN in every other element of its buffer. */
+static gbuf gm_table(rng *r, pto_dtype dt, int64_t rows, int64_t cols,
+                     int64_t used, int colmajor) {
+  gbuf b = gbuf_gen(r, dt, rows, cols, colmajor, G_MM);
+  unsigned char *live = keep(calloc(b.n, 1));
+  const size_t es = dsize(dt);
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t c = 0; c < used; c++)
+      live[(size_t)((unsigned char *)gat(&b.g, i, c) - b.mem) / es] = 1;
+  for (size_t x = 0; x < b.n; x++)
+    if (!live[x])
+      store_value(dt, b.mem + x * es, NAN);
+  return b;
+}
+
+/* A matmul operand of rows x cols values in [-2, 2] of dtype dt, their
+ * exact values in *v (row-major): plain (NaN outside the valid region), or
+ * packed as TLOAD packs A (pack 'A', panels of w rows) or B ('B', panels of
+ * w cols) with the last panel's padding zero and every other element NaN. */
+static pto_tile *gm_operand(rng *r, pto_dtype dt, uint32_t rows, uint32_t cols,
+                            char pack, uint32_t w, double **v) {
+  pto_tile *t =
+      pack == 'A'
+          ? tile_new(dt, round_up(rows, w) + 1, cols + 2, rows, cols, 0xff)
+      : pack == 'B'
+          ? tile_new(dt, rows + 1, round_up(cols, w), rows, cols, 0xff)
+          : tile_new(dt, rows + 2, cols + 3, rows, cols, 0xff);
+  double *vals = keep(malloc(sizeof(double) * rows * cols));
+  const uint32_t pr = pack == 'A' ? round_up(rows, w) : rows,
+                 pc = pack == 'B' ? round_up(cols, w) : cols;
+  for (uint32_t i = 0; i < pr; i++)
+    for (uint32_t j = 0; j < pc; j++) {
+      const size_t at = pack == 'A'   ? pto__pack_a_index(t, w, i, j)
+                        : pack == 'B' ? pto__pack_b_index(t, w, i, j)
+                                      : (size_t)i * t->stride + j;
+      unsigned char *p = (unsigned char *)t->data + at * dsize(dt);
+      if (i >= rows || j >= cols) {
+        store_value(dt, p, 0.0);
+        continue;
+      }
+      if (dt == PTO_F32)
+        store_value(dt, p, (float)uniform(r, -2, 2));
+      else
+        gen_elem(r, dt, G_MM, p);
+      vals[(size_t)i * cols + j] = value_of(dt, p);
+    }
+  *v = vals;
+  return t;
+}
+
+/* operand dtype, table dtype, table column-major */
+static const struct gm_types {
+  pto_dtype op, g;
+  int colmajor;
+} gm_types[] = {{PTO_F32, PTO_F32, 0},
+                {PTO_F32, PTO_F32, 1},
+                {PTO_BF16, PTO_BF16, 0},
+                {PTO_F32, PTO_F16, 0},
+                {PTO_F16, PTO_F32, 1}};
+#define N_GM_TYPES (sizeof gm_types / sizeof gm_types[0])
+
+void drive_matmul_ga(int op, const oracle_case *oc) {
+  (void)oc;
+  /* index tile valid vr x vc (n = vr * vc rows of dst), K, N, table rows,
+   * invalid phase (-1: every index) */
+  static const int32_t dims[][6] = {
+      {1, 13, 29, 37, 50, 0}, {4, 4, 32, 48, 20, 1},  {1, 1, 1, 1, 1, 2},
+      {2, 3, 64, 16, 100, 3}, {5, 5, 130, 70, 9, 0},  {7, 1, 16, 20, 30, -1},
+      {1, 1, 5, 3, 4, -1},    {3, 7, 8, 33, 1000, 2}, {1, 13, 300, 37, 60, 1},
+      {2, 4, 520, 16, 33, 0}};
+  const pto_isa_table *T = pto__isa_active();
+  const uint32_t widths[] = {0, T->mm_nr, 7};
+  for (int ti = 0; ti < (int)N_GM_TYPES; ti++)
+    for (int di = 0; di < (int)(sizeof dims / sizeof dims[0]); di++)
+      for (int pk = 0; pk < 3; pk++) {
+        const struct gm_types *ty = &gm_types[ti];
+        const int32_t *D = dims[di];
+        const uint32_t n = (uint32_t)(D[0] * D[1]), K = (uint32_t)D[2],
+                       N = (uint32_t)D[3], w = widths[pk];
+        const int32_t rows = D[4];
+        char ctx[200];
+        snprintf(ctx, sizeof ctx,
+                 "%s on %s: %s%s table %dx%u, %ux%u indices%s, %s B K=%u "
+                 "N=%u %s%.0u",
+                 pto__insn_name(op), T->name, pto_dtype_name(ty->g),
+                 ty->colmajor ? " col-major" : "", rows, K + (di & 1 ? 0 : 3),
+                 D[0], D[1], D[5] < 0 ? " (all invalid)" : "",
+                 pto_dtype_name(ty->op), K, N,
+                 pk ? "packed in panels of " : "plain", w);
+        rng r = rng_seed(seed_of(op, ti, di, pk));
+        /* as wide as K, or wider (and NaN past K) */
+        gbuf tb =
+            gm_table(&r, ty->g, rows, K + (di & 1 ? 0 : 3), K, ty->colmajor);
+        pto_tile *ix =
+            gm_indices(&r, (uint32_t)D[0], (uint32_t)D[1], rows, D[5]);
+        double *bv;
+        pto_tile *B = gm_operand(&r, ty->op, K, N, pk ? 'B' : 0, w, &bv);
+        pto_tile *d = dst_new(PTO_F32, n + 2, N + 5, n, N);
+        pto_tile *want = tile_clone(d);
+        double *val = dbuf(d), *tol = dbuf(d);
+        for (uint32_t t = 0; t < n; t++) {
+          const int32_t i = slot_index(ix, t);
+          const int ok = i >= 0 && i < rows;
+          for (uint32_t j = 0; j < N; j++) {
+            double sum = 0, mag = 0;
+            for (uint32_t k = 0; ok && k < K; k++) {
+              double p = value_of(ty->g, gat(&tb.g, i, k)) * bv[k * N + j];
+              sum += p;
+              mag += fabs(p);
+            }
+            val[(size_t)t * d->stride + j] = sum;
+            tol[(size_t)t * d->stride + j] = 1e-5 * sqrt((double)K) * mag;
+          }
+        }
+        pto_targs a = {0};
+        a.dst[0] = d;
+        a.src[0] = ix;
+        a.src[1] = B;
+        a.g = tb.g;
+        a.flags = pk ? PTO_TF_PACK_B : 0;
+        a.imm[1] = (int32_t)w;
+        run_ok(op, &a, ctx);
+        expect_tile(ctx, d, want, val, tol);
+        free_all();
+      }
+}
+
+void drive_matmul_gb(int op, const oracle_case *oc) {
+  (void)oc;
+  /* M, index tile valid vr x vc (n = vr * vc = A's K), N, table rows,
+   * invalid phase (-1: every index) */
+  static const int32_t dims[][6] = {
+      {13, 1, 29, 37, 50, 0},  {12, 4, 6, 48, 20, 1},  {1, 1, 1, 1, 1, 2},
+      {6, 1, 40, 16, 100, 3},  {25, 10, 13, 70, 9, 0}, {5, 1, 17, 15, 30, 2},
+      {8, 3, 11, 64, 40, -1},  {7, 1, 3, 33, 1000, 0}, {9, 20, 15, 40, 70, 3},
+      {3, 3, 700, 20, 2500, 1}};
+  const pto_isa_table *T = pto__isa_active();
+  const uint32_t widths[] = {0, T->mm_mr, 5};
+  static const char *const how[] = {"", " acc", " acc rowscale"};
+  for (int ti = 0; ti < (int)N_GM_TYPES; ti++)
+    for (int di = 0; di < (int)(sizeof dims / sizeof dims[0]); di++)
+      for (int pk = 0; pk < 3; pk++)
+        for (int fl = 0; fl < 3; fl++) { /* plain, PTO_TF_ACC, ROWSCALE */
+          const struct gm_types *ty = &gm_types[ti];
+          const int32_t *D = dims[di];
+          const uint32_t M = (uint32_t)D[0], n = (uint32_t)(D[1] * D[2]),
+                         N = (uint32_t)D[3], w = widths[pk];
+          const int32_t rows = D[4];
+          const int acc = fl >= 1, scaled = fl == 2;
+          char ctx[200];
+          snprintf(ctx, sizeof ctx,
+                   "%s on %s: %s%s table %dx%u, %ux%u indices%s, %s A M=%u "
+                   "N=%u%s %s%.0u",
+                   pto__insn_name(op), T->name, pto_dtype_name(ty->g),
+                   ty->colmajor ? " col-major" : "", rows, N + (di & 1 ? 0 : 3),
+                   D[1], D[2], D[5] < 0 ? " (all invalid)" : "",
+                   pto_dtype_name(ty->op), M, N, how[fl],
+                   pk ? "packed in panels of " : "plain", w);
+          rng r = rng_seed(seed_of(op, ti, di, pk * 3 + fl));
+          /* as wide as N, or wider (and NaN past N) */
+          gbuf tb =
+              gm_table(&r, ty->g, rows, N + (di & 1 ? 0 : 3), N, ty->colmajor);
+          pto_tile *ix =
+              gm_indices(&r, (uint32_t)D[1], (uint32_t)D[2], rows, D[5]);
+          double *av;
+          pto_tile *A = gm_operand(&r, ty->op, M, n, pk ? 'A' : 0, w, &av);
+          /* row scales in column 0 of a rowvec, or of an (alpha, m, l)
+           * state as TSOFTMAXONLINE leaves it; some 0 */
+          pto_tile *f = src_new(&r, PTO_F32, M + 1, 4, M, di & 1 ? 1 : 3, G_MM);
+          for (uint32_t i = 2; i < M; i += 5)
+            setf(f, i, 0, 0.0f);
+          pto_tile *d = mm_dst(&r, acc, M + 2, N + 5, M, N);
+          pto_tile *want = tile_clone(d);
+          double *val = dbuf(d), *tol = dbuf(d);
+          for (uint32_t i = 0; i < M; i++)
+            for (uint32_t j = 0; j < N; j++) {
+              double sum = acc ? (double)getf(d, i, j) *
+                                     (scaled ? getf(f, i, 0) : 1.0f)
+                               : 0,
+                     mag = fabs(sum);
+              for (uint32_t t = 0; t < n; t++) {
+                const int32_t x = slot_index(ix, t);
+                if (x < 0 || x >= rows)
+                  continue;
+                double p =
+                    av[(size_t)i * n + t] * value_of(ty->g, gat(&tb.g, x, j));
+                sum += p;
+                mag += fabs(p);
+              }
+              val[(size_t)i * d->stride + j] = sum;
+              tol[(size_t)i * d->stride + j] = 1e-5 * sqrt((double)n) * mag;
+            }
+          pto_targs a = {0};
+          a.dst[0] = d;
+          a.src[0] = A;
+          a.src[1] = ix;
+          a.src[2] = scaled ? f : NULL;
+          a.g = tb.g;
+          a.flags = (pk ? PTO_TF_PACK_A : 0) | (acc ? PTO_TF_ACC : 0) |
+                    (scaled ? PTO_TF_ROWSCALE : 0);
+          a.imm[0] = (int32_t)w;
+          run_ok(op, &a, ctx);
+          expect_tile(ctx, d, want, val, tol);
+          free_all();
+        }
+}
+
 /* ---- packed matmul operands (PTO_TF_PACK_A / PTO_TF_PACK_B) -----------------
  * On every table this CPU runs: TLOAD packs a global window (row-major or a
  * transposed view) and its layout is checked element by element against
@@ -178,10 +431,6 @@ void drive_wsum(int op, const oracle_case *oc) {
  * double-precision product with the matmul tolerance. Panel widths: the
  * table's own (its micro-kernel) and odd ones (5 x 7) that it must also
  * run. */
-
-static uint32_t round_up(uint32_t v, uint32_t w) {
-  return (v + w - 1) / w * w;
-}
 
 static void run_on(const pto_isa_table *T, int op, const pto_targs *a,
                    const char *ctx) {

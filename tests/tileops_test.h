@@ -192,6 +192,8 @@ void drive_rowexpsum(int op, const oracle_case *oc);
 /* test_tileops_matmul.c */
 void drive_matmul(int op, const oracle_case *oc);
 void drive_wsum(int op, const oracle_case *oc);
+void drive_matmul_ga(int op, const oracle_case *oc);
+void drive_matmul_gb(int op, const oracle_case *oc);
 
 /* test_tileops_memory.c: moves and memory */
 void drive_extract(int op, const oracle_case *oc);

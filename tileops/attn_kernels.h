@@ -10,6 +10,79 @@
 
 #define ATTN_BLOCK_MAX 2048 /* scores per row a block may hold here */
 
+/* TSOFTMAXONLINE on scores stored transposed (PTO_TF_TRANS_A: a slot per
+ * row, a score row per column, as TMATMUL_GA leaves them): the score rows
+ * are the vector lanes, so the maxima, exps and sums run down the slots
+ * with no horizontal step, each row's sum in slot order as the
+ * reference's; each slot's P values go to the A panels w at a time. */
+static int smonline_trans(int op, const pto_targs *a) {
+  pto_tile *p = a->dst[0], *st = a->dst[1];
+  const pto_tile *s = a->src[0], *idx = a->src[1], *prev = a->src[2];
+  const uint32_t w = (uint32_t)a->imm[0], M = s->valid_cols, N = s->valid_rows;
+  if (M > ATTN_BLOCK_MAX)
+    return pto__isa_scalar.fn[op](op, a);
+  const int cont = (a->flags & PTO_TF_ACC) != 0;
+  _Alignas(64) float m0[ATTN_BLOCK_MAX], mx[ATTN_BLOCK_MAX],
+      sum[ATTN_BLOCK_MAX], e[ATTN_BLOCK_MAX + PTO_MM_PANEL_MAX];
+  _Alignas(64) int32_t live[ATTN_BLOCK_MAX]; /* all ones where mx > -inf */
+  for (uint32_t r = 0; r < M; r++) {
+    m0[r] = cont ? ((const float *)row_of(prev, r))[1] : -INFINITY;
+    mx[r] = m0[r];
+    sum[r] = 0.0f;
+  }
+  const vf scale = vf_set((float)a->s), zero = vf_set(0.0f);
+  for (uint32_t c = 0; c < N; c++) { /* the maxima over valid slots */
+    const int32_t i = ((const int32_t *)idx->data)[(size_t)(c / idx->valid_cols) *
+                                                       idx->stride +
+                                                   c % idx->valid_cols];
+    if (i < 0 || i >= a->imm[1])
+      continue;
+    const float *sr = row_of(s, c);
+    /* maxr(x, m): m where x is NaN, as the reference's x > m ? x : m */
+#define MAX_STEP(r, n)                                                           stf(mx + (r), vf_maxr(vf_mul(ldf(sr + (r), n), scale), ldf(mx + (r), n)), n)
+    FOR_COLS(M, MAX_STEP);
+#undef MAX_STEP
+  }
+  for (uint32_t r = 0; r < M; r++)
+    live[r] = mx[r] != -INFINITY ? -1 : 0;
+  for (uint32_t r = M; r < (M + w - 1) / w * w; r++)
+    e[r] = 0.0f; /* the padding rows of the last panel */
+  float *pd = p->data;
+  const size_t panel = (size_t)w * p->stride;
+  for (uint32_t c = 0; c < N; c++) {
+    const int32_t i = ((const int32_t *)idx->data)[(size_t)(c / idx->valid_cols) *
+                                                       idx->stride +
+                                                   c % idx->valid_cols];
+    if (i >= 0 && i < a->imm[1]) {
+      const float *sr = row_of(s, c);
+#define EXP_STEP(r, n)                                                           {                                                                                const vf x = vf_exp(vf_sub(vf_mul(ldf(sr + (r), n), scale), ldf(mx + (r), n)));     const vf y = vf_blend(vi_eq(ldi(live + (r), n), vi_set(0)), x, zero);         stf(e + (r), y, n);                                                            stf(sum + (r), vf_add(ldf(sum + (r), n), y), n);                             }
+      FOR_COLS(M, EXP_STEP);
+#undef EXP_STEP
+    } else {
+      for (uint32_t r = 0; r < M; r++)
+        e[r] = 0.0f;
+    }
+    for (uint32_t r0 = 0; r0 < M; r0 += w) /* (r, c) at panel r / w, c * w */
+      memcpy(pd + (size_t)(r0 / w) * panel + (size_t)c * w, e + r0,
+             w * sizeof(float));
+  }
+  for (uint32_t r = 0; r < M; r++) {
+    float *o = row_of(st, r);
+    const float l = cont ? ((const float *)row_of(prev, r))[2] : 0.0f;
+    if (!live[r]) { /* nothing valid yet: P = 0 */
+      o[0] = 1.0f;
+      o[1] = mx[r];
+      o[2] = l;
+      continue;
+    }
+    const float alpha = expf(m0[r] - mx[r]);
+    o[0] = alpha;
+    o[1] = mx[r];
+    o[2] = l * alpha + sum[r];
+  }
+  return PTO_OK;
+}
+
 /* TSOFTMAXONLINE: per row, the masked, scaled scores' max in one pass,
  * their exps and sum in a second, each row's P scattered into its A panel
  * (w floats apart: a panel is k-major). The mask per column is computed
@@ -17,6 +90,8 @@
 static int vec_TSOFTMAXONLINE(int op, const pto_targs *a) {
   pto_tile *p = a->dst[0], *st = a->dst[1];
   const pto_tile *s = a->src[0], *idx = a->src[1], *prev = a->src[2];
+  if (a->flags & PTO_TF_TRANS_A)
+    return smonline_trans(op, a);
   const uint32_t w = (uint32_t)a->imm[0], M = s->valid_rows, N = s->valid_cols;
   if (N > ATTN_BLOCK_MAX)
     return pto__isa_scalar.fn[op](op, a);

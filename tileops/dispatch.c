@@ -417,6 +417,7 @@ typedef enum op_class {
   K_MATMUL,
   K_MATMUL_WSUM, /* K_MATMUL's operands, a rowvec of weights, R x N dst */
   K_GATHERPACK,  /* indices, a table, two packed destinations */
+  K_GMATMUL,     /* a matmul with one operand's rows read from a table */
   K_SMONLINE,    /* scores, indices (and a state) -> packed P, state */
   K_SMFINAL,     /* accumulator, state -> output, rowvec lse */
   K_EXTRACT,
@@ -514,6 +515,9 @@ static op_class class_of(pto_opcode op) {
     return K_MATMUL_WSUM;
   case PTO_OP_TGATHERPACK:
     return K_GATHERPACK;
+  case PTO_OP_TMATMUL_GA:
+  case PTO_OP_TMATMUL_GB:
+    return K_GMATMUL;
   case PTO_OP_TSOFTMAXONLINE:
     return K_SMONLINE;
   case PTO_OP_TSOFTMAXFINAL:
@@ -653,6 +657,66 @@ static int check_matmul(const chk *k, const pto_targs *a, uint32_t *M,
                 s1->valid_rows, s1->valid_cols, tb ? ", transposed" : "", KB,
                 s0->valid_rows, s0->valid_cols, ta ? ", transposed" : "", K);
   return PTO_OK;
+}
+
+/* TMATMUL_GA and TMATMUL_GB (K_GMATMUL): dst f32; the indices (GA's src0,
+ * GB's src1) i32, one per row of the table's operand; the other operand
+ * f32/bf16/f16, packed or plain as TMATMUL's but never transposed; a table
+ * wide enough for K (GA) or N (GB); PTO_TF_ROWSCALE only with PTO_TF_ACC,
+ * on GB, with a scale per row of dst. */
+static int check_gmatmul(const chk *k, const pto_targs *a) {
+  const int ga = k->op == PTO_OP_TMATMUL_GA;
+  const pto_tile *d = a->dst[0], *ix = a->src[ga ? 0 : 1],
+                 *op = a->src[ga ? 1 : 0];
+  const char *ixn = ga ? "src0" : "src1", *opn = ga ? "src1" : "src0";
+  const uint32_t pack = ga ? PTO_TF_PACK_B : PTO_TF_PACK_A;
+  int st;
+  if ((st = check_dtype_is(k, "dst", d, PTO_F32)) ||
+      (st = check_dtype_is(k, ixn, ix, PTO_I32)) ||
+      (st = check_matmul_operand(k, opn, op)) ||
+      (st = check_gview_base(k, &a->g, "global view")))
+    return st;
+  if (a->g.dtype == PTO_I32)
+    return fail(k, PTO_EDTYPE, "global view is i32; the table is f32, bf16 "
+                               "or f16");
+  if (a->flags & (PTO_TF_TRANS_A | PTO_TF_TRANS_B | (ga ? PTO_TF_PACK_A
+                                                        : PTO_TF_PACK_B)))
+    return fail(k, PTO_EINVAL,
+                "%s: the table's operand is its rows and the other is never "
+                "transposed",
+                ga ? "TMATMUL_GA takes PTO_TF_PACK_B only"
+                   : "TMATMUL_GB takes PTO_TF_PACK_A only");
+  if ((a->flags & pack) &&
+      (st = check_packed(k, opn, op, !ga, a->imm[ga ? 1 : 0], ga ? 1 : 0)))
+    return st;
+  const uint64_t n = (uint64_t)ix->valid_rows * ix->valid_cols;
+  const uint32_t K = ga ? op->valid_rows : op->valid_cols;
+  const uint32_t M = ga ? (uint32_t)n : op->valid_rows;
+  const uint32_t N = ga ? op->valid_cols : d->valid_cols;
+  if (!ga && n != K)
+    return fail(k, PTO_ESHAPE,
+                "src1 holds %" PRIu64 " indices, src0 valid %" PRIu32
+                "x%" PRIu32 " has K = %" PRIu32,
+                n, op->valid_rows, op->valid_cols, K);
+  if (a->g.cols < (ga ? K : N))
+    return fail(k, PTO_ESHAPE,
+                "global view %" PRId64 "x%" PRId64 " has fewer cols than %s "
+                "(%" PRIu32 ")",
+                a->g.rows, a->g.cols, ga ? "K" : "dst's valid cols", ga ? K : N);
+  if (a->flags & PTO_TF_ROWSCALE) {
+    if (ga || !(a->flags & PTO_TF_ACC))
+      return fail(k, PTO_EINVAL, "PTO_TF_ROWSCALE scales an accumulator: "
+                                 "TMATMUL_GB with PTO_TF_ACC only");
+    if ((st = check_dtype_is(k, "src2", a->src[2], PTO_F32)))
+      return st;
+    if (a->src[2]->valid_rows != M)
+      return fail(k, PTO_ESHAPE,
+                  "src2 valid %" PRIu32 "x%" PRIu32 ": PTO_TF_ROWSCALE "
+                  "needs a scale per row of dst, %" PRIu32,
+                  a->src[2]->valid_rows, a->src[2]->valid_cols, M);
+  }
+  return check_valid_is(k, "dst", d, M, N,
+                        ga ? "n indices x N of src1" : "M of src0 x N");
 }
 
 /* TTOPK (src0 values) and TMRGTOPK (merge: src0 values, src1 indices in
@@ -892,32 +956,36 @@ static int check_rules(const chk *k, op_class cl, const pto_targs *a) {
     TRY(check_packed(k, "dst0", d, 0, a->imm[0], 0));
     return check_packed(k, "dst1", d1, 0, a->imm[0], 0);
   }
-  case K_SMONLINE: {
+  case K_GMATMUL:
+    return check_gmatmul(k, a);
+  case K_SMONLINE: { /* scores M x N, or N x M with PTO_TF_TRANS_A */
     const pto_tile *d1 = a->dst[1];
+    const int tr = (a->flags & PTO_TF_TRANS_A) != 0;
+    const uint32_t M = tr ? s0->valid_cols : s0->valid_rows,
+                   N = tr ? s0->valid_rows : s0->valid_cols;
     TRY(check_dtype_is(k, "src0", s0, PTO_F32));
     TRY(check_dtype_is(k, "src1", s1, PTO_I32));
     TRY(check_dtype_is(k, "dst0", d, PTO_F32));
     TRY(check_dtype_is(k, "dst1", d1, PTO_F32));
-    if ((uint64_t)s1->valid_rows * s1->valid_cols != s0->valid_cols)
+    if ((uint64_t)s1->valid_rows * s1->valid_cols != N)
       return fail(k, PTO_ESHAPE,
                   "src1 valid %" PRIu32 "x%" PRIu32 " holds %" PRIu64
-                  " indices, src0 valid %" PRIu32 "x%" PRIu32 " has %" PRIu32
+                  " indices, src0 valid %" PRIu32 "x%" PRIu32 "%s has %" PRIu32
                   " scores per row",
                   s1->valid_rows, s1->valid_cols,
                   (uint64_t)s1->valid_rows * s1->valid_cols, s0->valid_rows,
-                  s0->valid_cols, s0->valid_cols);
-    TRY(check_same_valid(k, "dst0", d, "src0", s0));
+                  s0->valid_cols, tr ? " (transposed)" : "", N);
+    TRY(check_valid_is(k, "dst0", d, M, N, "the scores' M x N"));
     TRY(check_packed(k, "dst0", d, 1, a->imm[0], 0));
     if (a->imm[1] < 0)
       return fail(k, PTO_EINVAL, "table rows imm[1] = %" PRId32 " < 0",
                   a->imm[1]);
-    TRY(check_valid_is(k, "dst1", d1, s0->valid_rows, 3,
-                       "(alpha, m, l) per row of src0"));
+    TRY(check_valid_is(k, "dst1", d1, M, 3, "(alpha, m, l) per score row"));
     if (!(a->flags & PTO_TF_ACC))
       return PTO_OK;
     TRY(check_dtype_is(k, "src2", s2, PTO_F32));
-    return check_valid_is(k, "src2", s2, s0->valid_rows, 3,
-                          "the state (alpha, m, l) per row of src0");
+    return check_valid_is(k, "src2", s2, M, 3,
+                          "the state (alpha, m, l) per score row");
   }
   case K_SMFINAL:
     TRY(check_dtype_is(k, "src0", s0, PTO_F32));
@@ -1026,7 +1094,8 @@ int pto__tileop_check(int op, const pto_targs *a, char *msg, size_t msg_size) {
   op_class cl = class_of((pto_opcode)op);
   int n_src = info->n_src, n_dst = info->n_dst, st;
   /* a source the flags add: a row scale, a softmax state to continue */
-  if ((op == PTO_OP_TMATMUL_ACC && (a->flags & PTO_TF_ROWSCALE)) ||
+  if (((op == PTO_OP_TMATMUL_ACC || op == PTO_OP_TMATMUL_GB) &&
+       (a->flags & PTO_TF_ROWSCALE)) ||
       (op == PTO_OP_TSOFTMAXONLINE && (a->flags & PTO_TF_ACC)))
     n_src++;
   for (int i = 0; i < n_dst; i++)

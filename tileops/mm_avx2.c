@@ -66,6 +66,15 @@ static void kernel_6x16_wsum(uint32_t K, const float *restrict Ap,
 #define MM_ENGINE "avx2-f32"
 #define KERNEL kernel_6x16
 #define KERNEL_WSUM kernel_6x16_wsum
+/* the vector primitives of mm_loops.h's gathered-row kernels */
+#define MM_V __m256
+#define MM_LOAD(p) _mm256_loadu_ps(p)
+#define MM_BCAST(p) _mm256_broadcast_ss(p)
+#define MM_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define MM_ZERO() _mm256_setzero_ps()
+#define MM_STORE(p, x) _mm256_storeu_ps(p, x)
+#define MM_MUL(a, b) _mm256_mul_ps(a, b)
+#define MM_SET1(x) _mm256_set1_ps(x)
 #include "tileops/mm_loops.h"
 
 /* C[0..rows)[0..cols) = (acc ? C : 0) + Ap x Bp over K steps (layout as in

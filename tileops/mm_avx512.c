@@ -30,6 +30,15 @@ static void kernel_12x32(uint32_t K, const float *restrict Ap,
 #define VW 16 /* f32 lanes of a vector */
 #define MM_ENGINE "avx512-f32"
 #define KERNEL kernel_12x32
+/* the vector primitives of mm_loops.h's gathered-row kernels */
+#define MM_V __m512
+#define MM_LOAD(p) _mm512_loadu_ps(p)
+#define MM_BCAST(p) _mm512_set1_ps(*(p))
+#define MM_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define MM_ZERO() _mm512_setzero_ps()
+#define MM_STORE(p, x) _mm512_storeu_ps(p, x)
+#define MM_MUL(a, b) _mm512_mul_ps(a, b)
+#define MM_SET1(x) _mm512_set1_ps(x)
 #include "tileops/mm_loops.h"
 
 /* C[0..rows)[0..cols) = (acc ? C : 0) + Ap x Bp over K steps, where

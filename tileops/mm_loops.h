@@ -10,8 +10,12 @@
  * ws, rows, split, sums, pf, npf): the block through ReLU and the row
  * weights w[i * ws], rows [0, split) summed into sums[0..NR) and the rest
  * into sums[NR..2 NR), for TMATMUL_RELU_WSUM with groups of MR rows or
- * more; and MM_ENGINE, the engine's name ("avx2-f32"). So the loops
- * compile with that file's ISA flags.
+ * more; MM_ENGINE, the engine's name ("avx2-f32"); and the vector
+ * primitives of the kernels that read a table's rows in place (TMATMUL_GA,
+ * TMATMUL_GB): MM_V (a vector of VW f32), MM_LOAD, MM_STORE (unaligned),
+ * MM_BCAST (one f32 from memory to every lane), MM_FMA(a, b, c) = a * b +
+ * c, MM_MUL, MM_ZERO, MM_SET1. So the loops compile with that file's ISA
+ * flags.
  *
  * The loop order is BLIS's: per KC slice of k, each NR panel of B stays in
  * L1 while the MR panels of A stream from L2 past it. */
@@ -288,6 +292,190 @@ static int mm_TMATMUL_RELU_WSUM(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
+/* ---- matmuls with one operand's rows read where they lie ------------------
+ * TMATMUL_GA and TMATMUL_GB (core/isa.def) on an f32 table with contiguous
+ * rows: the selected rows are never copied. The kernels keep an MR x NR
+ * block in registers as KERNEL does, through the file's vector primitives
+ * (MM_V, MM_LOAD, MM_BCAST, MM_FMA, MM_ZERO, MM_STORE, MM_MUL, MM_SET1),
+ * MR and NR / VW vectors per row as arrays the compiler keeps in
+ * registers. */
+#define MM_UNROLL _Pragma("GCC unroll 16")
+
+/* Row t of the table for index slot t (NULL when the index is invalid). */
+static inline const float *table_row(const pto_tile *idx, const pto_gview *g,
+                                     uint32_t t) {
+  const int32_t i = ((const int32_t *)idx->data)[(size_t)(t / idx->valid_cols) *
+                                                     idx->stride +
+                                                 t % idx->valid_cols];
+  return i >= 0 && i < g->rows ? (const float *)g->base + i * g->row_stride
+                               : NULL;
+}
+
+/* C[i][0..NR) (i < rows, row stride ldc) = sum_k a[i][k] * Bp[k * NR + j]
+ * over K steps: a broadcast from each of the MR rows per step. */
+static void kernel_ga(uint32_t K, const float *const *a,
+                      const float *restrict Bp, float *C, size_t ldc,
+                      uint32_t rows) {
+  MM_V c[MR][NR / VW];
+  const float *r[MR];
+  MM_UNROLL for (int i = 0; i < MR; i++) {
+    r[i] = a[i];
+    MM_UNROLL for (int q = 0; q < NR / VW; q++) c[i][q] = MM_ZERO();
+  }
+  _Pragma("GCC unroll 4") for (uint32_t k = 0; k < K; k++) {
+    MM_V b[NR / VW];
+    MM_UNROLL for (int q = 0; q < NR / VW; q++) b[q] =
+        MM_LOAD(Bp + (size_t)k * NR + q * VW);
+    MM_UNROLL for (int i = 0; i < MR; i++) {
+      const MM_V ai = MM_BCAST(r[i] + k);
+      MM_UNROLL for (int q = 0; q < NR / VW; q++) c[i][q] =
+          MM_FMA(ai, b[q], c[i][q]);
+    }
+  }
+  MM_UNROLL for (int i = 0; i < MR; i++) if ((uint32_t)i < rows)
+      MM_UNROLL for (int q = 0; q < NR / VW; q++)
+          MM_STORE(C + (size_t)i * ldc + q * VW, c[i][q]);
+}
+
+/* TMATMUL_GA, B packed in NR panels: per panel of B (K x NR, from L1 and
+ * L2), per MR selected rows (from wherever they are; the hardware follows
+ * each row's run) over all of K: slicing K so the panel stays in L1, as
+ * matmul_packed does, measured no faster here (attention medium, 576 deep:
+ * 116-129 ms whole, 123-146 in slices of 256). An invalid index's row is
+ * computed from a valid row and zeroed after; a partial panel goes
+ * through a block whose padding columns are dropped. */
+static int mm_TMATMUL_GA(int op, const pto_targs *a) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *idx = a->src[0], *B = a->src[1];
+  const pto_gview *g = &a->g;
+  if (!(a->flags & PTO_TF_PACK_B) || a->imm[1] != NR ||
+      B->dtype != PTO_F32 || g->dtype != PTO_F32 || g->col_stride != 1)
+    return pto__isa_scalar.fn[op](op, a);
+  const uint32_t n = d->valid_rows, N = d->valid_cols, K = B->valid_rows;
+  const size_t ldc = d->stride, b_panel = (size_t)NR * B->rows;
+  float *Cd = d->data;
+  const float *any = NULL;
+  for (uint32_t t = 0; t < n && !any; t++)
+    any = table_row(idx, g, t);
+  _Alignas(64) float blk[MR * NR];
+  for (uint32_t n0 = 0; any && n0 < N; n0 += NR) {
+    const float *Bp = (const float *)B->data + (size_t)(n0 / NR) * b_panel;
+    const uint32_t cols = N - n0 < NR ? N - n0 : NR;
+    for (uint32_t m0 = 0; m0 < n; m0 += MR) {
+      const uint32_t rows = n - m0 < MR ? n - m0 : MR;
+      const float *r[MR];
+      for (uint32_t i = 0; i < MR; i++) {
+        r[i] = i < rows ? table_row(idx, g, m0 + i) : NULL;
+        r[i] = r[i] ? r[i] : any;
+      }
+      float *C = Cd + (size_t)m0 * ldc + n0;
+      if (cols == NR) {
+        kernel_ga(K, r, Bp, C, ldc, rows);
+        continue;
+      }
+      kernel_ga(K, r, Bp, blk, NR, rows);
+      for (uint32_t i = 0; i < rows; i++)
+        for (uint32_t j = 0; j < cols; j++)
+          C[(size_t)i * ldc + j] = blk[i * NR + j];
+    }
+  }
+  for (uint32_t t = 0; t < n; t++) /* invalid indices: zero rows */
+    if (!table_row(idx, g, t))
+      for (uint32_t j = 0; j < N; j++)
+        Cd[(size_t)t * ldc + j] = 0.0f;
+  return PTO_OK;
+}
+
+/* C[i][0..NR) (i < rows) = f_i C[i] (acc; f_i = 1 without scale) + sum_k
+ * Ap[k * MR + i] * v[k][0..NR) over K steps: one row slice of V per step,
+ * at its own address. */
+static void kernel_gb(uint32_t K, const float *restrict Ap,
+                      const float *const *v, float *C, size_t ldc,
+                      uint32_t rows, int acc, const float *scale) {
+  MM_V c[MR][NR / VW];
+  MM_UNROLL for (int i = 0; i < MR; i++) {
+    const MM_V f = MM_SET1(scale ? scale[i] : 1.0f);
+    MM_UNROLL for (int q = 0; q < NR / VW; q++) {
+      c[i][q] = MM_ZERO();
+      if (acc && (uint32_t)i < rows) {
+        c[i][q] = MM_LOAD(C + (size_t)i * ldc + q * VW);
+        if (scale)
+          c[i][q] = MM_MUL(c[i][q], f);
+      }
+    }
+  }
+  _Pragma("GCC unroll 4") for (uint32_t k = 0; k < K; k++) {
+    const float *vk = v[k];
+    MM_V b[NR / VW];
+    MM_UNROLL for (int q = 0; q < NR / VW; q++) b[q] = MM_LOAD(vk + q * VW);
+    MM_UNROLL for (int i = 0; i < MR; i++) {
+      const MM_V ai = MM_BCAST(Ap + (size_t)k * MR + i);
+      MM_UNROLL for (int q = 0; q < NR / VW; q++) c[i][q] =
+          MM_FMA(ai, b[q], c[i][q]);
+    }
+  }
+  MM_UNROLL for (int i = 0; i < MR; i++) if ((uint32_t)i < rows)
+      MM_UNROLL for (int q = 0; q < NR / VW; q++)
+          MM_STORE(C + (size_t)i * ldc + q * VW, c[i][q]);
+}
+
+#define GB_SLOTS_MAX 2048 /* the K of a TMATMUL_GB run here (more: reference) */
+
+/* TMATMUL_GB, A packed in MR panels: per NR columns of V (each selected
+ * row's slice, a line or two, stays in L1 across the panels of A), per MR
+ * panel of A. A partial last NR columns runs the reference's sums. */
+static int mm_TMATMUL_GB(int op, const pto_targs *a) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *A = a->src[0], *idx = a->src[1];
+  const pto_gview *g = &a->g;
+  const uint32_t n = A->valid_cols, M = d->valid_rows, N = d->valid_cols;
+  if (!(a->flags & PTO_TF_PACK_A) || a->imm[0] != MR ||
+      A->dtype != PTO_F32 || g->dtype != PTO_F32 || g->col_stride != 1 ||
+      n > GB_SLOTS_MAX)
+    return pto__isa_scalar.fn[op](op, a);
+  const int acc = (a->flags & PTO_TF_ACC) != 0,
+            scaled = acc && (a->flags & PTO_TF_ROWSCALE);
+  const size_t ldc = d->stride, a_panel = (size_t)MR * A->stride;
+  static const float zeros[NR] __attribute__((aligned(64)));
+  const float *row[GB_SLOTS_MAX], *v[GB_SLOTS_MAX];
+  for (uint32_t t = 0; t < n; t++)
+    row[t] = table_row(idx, g, t);
+  float *Cd = d->data;
+  const uint32_t full = N / NR * NR;
+  for (uint32_t n0 = 0; n0 < full; n0 += NR) {
+    for (uint32_t t = 0; t < n; t++)
+      v[t] = row[t] ? row[t] + n0 : zeros;
+    for (uint32_t m0 = 0; m0 < M; m0 += MR) {
+      const uint32_t rows = M - m0 < MR ? M - m0 : MR;
+      float f[MR];
+      for (uint32_t i = 0; i < MR; i++)
+        f[i] = scaled && i < rows
+                   ? ((const float *)a->src[2]->data)[(size_t)(m0 + i) *
+                                                      a->src[2]->stride]
+                   : 1.0f;
+      kernel_gb(n, (const float *)A->data + (size_t)(m0 / MR) * a_panel, v,
+                Cd + (size_t)m0 * ldc + n0, ldc, rows, acc,
+                scaled ? f : NULL);
+    }
+  }
+  for (uint32_t m = 0; m < M && full < N; m++) { /* the last columns */
+    const float *Am = (const float *)A->data + (size_t)(m / MR) * a_panel +
+                      m % MR;
+    const float f = scaled ? ((const float *)a->src[2]->data)[(size_t)m *
+                                                             a->src[2]->stride]
+                           : 1.0f;
+    for (uint32_t c = full; c < N; c++) {
+      float *o = Cd + (size_t)m * ldc + c, sum = acc ? *o * f : 0.0f;
+      for (uint32_t t = 0; t < n; t++) {
+        const float p = Am[(size_t)t * MR] * (row[t] ? row[t][c] : 0.0f);
+        sum += p;
+      }
+      *o = sum;
+    }
+  }
+  return PTO_OK;
+}
+
 /* B packed in this table's NR panels from an f32 window whose rows are
  * contiguous (the common right operand): each source row k goes whole to
  * row k of every panel, full panel rows as fixed-size copies the compiler
@@ -341,6 +529,8 @@ static void mm_install(pto_isa_table *t) {
   t->fn[PTO_OP_TMATMUL_ACC] = mm_TMATMUL_ACC;
   t->fn[PTO_OP_TMATMUL_RELU_WSUM] = mm_TMATMUL_RELU_WSUM;
   t->fn[PTO_OP_TGATHERPACK] = pto__tgatherpack;
+  t->fn[PTO_OP_TMATMUL_GA] = mm_TMATMUL_GA;
+  t->fn[PTO_OP_TMATMUL_GB] = mm_TMATMUL_GB;
   tload_unpacked = t->fn[PTO_OP_TLOAD];
   t->fn[PTO_OP_TLOAD] = mm_TLOAD;
   /* results leave L0C through TSTORE: a fast copy unless the vector

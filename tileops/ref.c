@@ -958,6 +958,8 @@ static int ref_TLOADSOFTMAXSTORE(int op, const pto_targs *a) {
 #define ref_TGATHERPACK pto__ref_TGATHERPACK
 #define ref_TSOFTMAXONLINE pto__ref_TSOFTMAXONLINE
 #define ref_TSOFTMAXFINAL pto__ref_TSOFTMAXFINAL
+#define ref_TMATMUL_GA pto__ref_TMATMUL_GA
+#define ref_TMATMUL_GB pto__ref_TMATMUL_GB
 
 /* Generated from the instruction list: an instruction without a ref_<NAME>
  * function does not compile. */

@@ -1,5 +1,6 @@
 /* The scalar reference of attention's instructions (core/isa.def):
- * TGATHERPACK, TSOFTMAXONLINE and TSOFTMAXFINAL, written to be obviously
+ * TGATHERPACK, TMATMUL_GA, TMATMUL_GB, TSOFTMAXONLINE and TSOFTMAXFINAL,
+ * written to be obviously
  * right; tileops/ref.c puts them in the scalar table. Compiled with
  * -ffp-contract=off, as ref.c. */
 #include <math.h>
@@ -58,13 +59,86 @@ int pto__ref_TGATHERPACK(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
+/* Element (r, c) of a matmul operand as f32: packed as TLOAD packs A
+ * (pack_a) or B (pack_b) in panels of w, or plain. */
+static float operand_at(const pto_tile *t, int pack_a, int pack_b, uint32_t w,
+                        uint32_t r, uint32_t c) {
+  const size_t i = pack_a   ? pto__pack_a_index(t, w, r, c)
+                   : pack_b ? pto__pack_b_index(t, w, r, c)
+                            : (size_t)r * t->stride + c;
+  return pto__to_f32(t->dtype,
+                     (const unsigned char *)t->data + i * pto_dtype_size(t->dtype));
+}
+
+/* Element c of the table's row i as f32, 0 when i is outside the table. */
+static float table_at(const pto_gview *g, int32_t i, uint32_t c) {
+  if (i < 0 || i >= g->rows)
+    return 0.0f;
+  const int64_t es = (int64_t)pto_dtype_size(g->dtype);
+  return pto__to_f32(g->dtype, (const unsigned char *)g->base +
+                                   ((int64_t)i * g->row_stride +
+                                    (int64_t)c * g->col_stride) * es);
+}
+
+/* dst[t][n] = sum_k g[idx_t][k] * B[k][n] in f32, k in order, each
+ * product rounded to f32. */
+int pto__ref_TMATMUL_GA(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  const pto_tile *idx = a->src[0], *B = a->src[1];
+  const int pb = (a->flags & PTO_TF_PACK_B) != 0;
+  const uint32_t w = (uint32_t)a->imm[1], K = B->valid_rows;
+  for (uint32_t t = 0; t < d->valid_rows; t++) {
+    const int32_t i = index_at(idx, t);
+    for (uint32_t n = 0; n < d->valid_cols; n++) {
+      float sum = 0.0f;
+      for (uint32_t k = 0; k < K; k++) {
+        const float p = table_at(&a->g, i, k) * operand_at(B, 0, pb, w, k, n);
+        sum += p;
+      }
+      *f32_at(d, (size_t)t * d->stride + n) = sum;
+    }
+  }
+  return PTO_OK;
+}
+
+/* dst[m][c] = c0 + sum_t A[m][t] * g[idx_t][c] in f32, t in order, each
+ * product rounded; c0 = 0, dst[m][c] with PTO_TF_ACC, times src2[m][0]
+ * with PTO_TF_ROWSCALE too. */
+int pto__ref_TMATMUL_GB(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  const pto_tile *A = a->src[0], *idx = a->src[1];
+  const int pa = (a->flags & PTO_TF_PACK_A) != 0,
+            acc = (a->flags & PTO_TF_ACC) != 0,
+            scaled = acc && (a->flags & PTO_TF_ROWSCALE);
+  const uint32_t w = (uint32_t)a->imm[0], n = A->valid_cols;
+  for (uint32_t m = 0; m < d->valid_rows; m++) {
+    const float f = scaled ? ldf(a->src[2], m, 0) : 1.0f;
+    for (uint32_t c = 0; c < d->valid_cols; c++) {
+      float *o = f32_at(d, (size_t)m * d->stride + c);
+      float sum = acc ? (scaled ? *o * f : *o) : 0.0f;
+      for (uint32_t t = 0; t < n; t++) {
+        const float p =
+            operand_at(A, pa, 0, w, m, t) * table_at(&a->g, index_at(idx, t), c);
+        sum += p;
+      }
+      *o = sum;
+    }
+  }
+  return PTO_OK;
+}
+
 int pto__ref_TSOFTMAXONLINE(int op, const pto_targs *a) {
   (void)op;
   pto_tile *p = a->dst[0], *st = a->dst[1];
   const pto_tile *s = a->src[0], *idx = a->src[1], *prev = a->src[2];
   const int cont = (a->flags & PTO_TF_ACC) != 0;
-  const uint32_t w = (uint32_t)a->imm[0], M = s->valid_rows, N = s->valid_cols;
+  const int tr = (a->flags & PTO_TF_TRANS_A) != 0;
+  const uint32_t w = (uint32_t)a->imm[0], M = tr ? s->valid_cols : s->valid_rows,
+                 N = tr ? s->valid_rows : s->valid_cols;
   const float scale = (float)a->s;
+#define SCORE(r, c) (tr ? ldf(s, c, r) : ldf(s, r, c))
   /* packed P: the padding rows of the last panel are zero */
   for (uint32_t r = M; r < (M + w - 1) / w * w; r++)
     for (uint32_t c = 0; c < N; c++)
@@ -76,7 +150,7 @@ int pto__ref_TSOFTMAXONLINE(int op, const pto_targs *a) {
     for (uint32_t c = 0; c < N; c++) {
       int32_t i = index_at(idx, c);
       if (i >= 0 && i < a->imm[1]) {
-        float x = ldf(s, r, c) * scale;
+        float x = SCORE(r, c) * scale;
         mx = x > mx ? x : mx;
       }
     }
@@ -87,7 +161,7 @@ int pto__ref_TSOFTMAXONLINE(int op, const pto_targs *a) {
       int32_t i = index_at(idx, c);
       float e = 0.0f;
       if (mx != -INFINITY && i >= 0 && i < a->imm[1])
-        e = expf(ldf(s, r, c) * scale - mx);
+        e = expf(SCORE(r, c) * scale - mx);
       *f32_at(p, pto__pack_a_index(p, w, r, c)) = e;
       sum += e;
     }
@@ -96,6 +170,7 @@ int pto__ref_TSOFTMAXONLINE(int op, const pto_targs *a) {
     o[1] = mx;
     o[2] = mx != -INFINITY ? l * alpha + sum : l;
   }
+#undef SCORE
   return PTO_OK;
 }
 

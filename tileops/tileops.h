@@ -161,6 +161,8 @@ static inline int pto__sorts_before(float v0, int32_t i0, float v1,
 int pto__ref_TGATHERPACK(int op, const pto_targs *a);
 int pto__ref_TSOFTMAXONLINE(int op, const pto_targs *a);
 int pto__ref_TSOFTMAXFINAL(int op, const pto_targs *a);
+int pto__ref_TMATMUL_GA(int op, const pto_targs *a);
+int pto__ref_TMATMUL_GB(int op, const pto_targs *a);
 
 /* The reference: every entry set. */
 extern const pto_isa_table pto__isa_scalar;
