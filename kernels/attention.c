@@ -61,10 +61,11 @@ pto_tile_shape pto_attention_tile(const pto_machine *m,
     kb = nr;
   kb = kb > T ? T : kb;
   /* heads per task: as few balanced head tiles as fit Q (th x D) and P
-   * (th x kb) packed in L0A */
+   * (th x kb) packed in L0A, in whole panels of nr (the heads are the N of
+   * S^T = G Q^T where the kernel reads the rows in place) */
   uint64_t th = H;
   for (uint64_t parts = 1; parts <= H; parts++) {
-    th = round_up((H + parts - 1) / parts, mr);
+    th = round_up((H + parts - 1) / parts, nr);
     th = th > H ? H : th;
     const uint64_t rows = round_up(th, mr);
     if (f32_tile(rows, (uint64_t)d->d) + f32_tile(rows, kb) <= l0a)

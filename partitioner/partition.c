@@ -371,10 +371,16 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
       }
       for (uint32_t j = 0; j < pr->n_insts; j++) {
         const pto_pinst *pi = &pr->insts[j];
-        if (pto__insn_matmul(pi->op)) {
+        if (pto__insn_matmul(pi->op)) { /* M x K x N / 4 */
           const pto_ptile *ta = &pr->tiles[pi->src[0]],
-                          *tb = &pr->tiles[pi->src[1]];
-          task->cost += (uint64_t)ta->vrows * ta->vcols * tb->vcols / 4;
+                          *tb = &pr->tiles[pi->src[1]],
+                          *td = &pr->tiles[pi->dst[0]];
+          task->cost +=
+              pi->op == PTO_OP_TMATMUL_GA
+                  ? (uint64_t)td->vrows * tb->vrows * tb->vcols / 4
+              : pi->op == PTO_OP_TMATMUL_GB
+                  ? (uint64_t)ta->vrows * ta->vcols * td->vcols / 4
+                  : (uint64_t)ta->vrows * ta->vcols * tb->vcols / 4;
         }
       }
     }

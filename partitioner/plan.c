@@ -56,6 +56,8 @@ static pto_status pack_operands(pto_cprog *pr, interval *iv) {
         want = ROLE_A;
       if (mm && r == 1 && !(pi->flags & PTO_TF_TRANS_B))
         want = ROLE_B;
+      if (r == pto__insn_gathered_src(pi->op)) /* indices, not an operand */
+        want = NOT_PACKED;
       uint8_t *have = &role[pi->src[r]];
       *have = *have == UNSEEN || *have == want ? (uint8_t)want : NOT_PACKED;
     }
@@ -91,7 +93,8 @@ static pto_status pack_operands(pto_cprog *pr, interval *iv) {
       continue;
     for (int r = 0; r < 2 && r < pi->n_src; r++) {
       uint32_t t = pi->src[r];
-      if (role[t] != (r == 0 ? ROLE_A : ROLE_B) || def[t] == PTO_NONE)
+      if (r == pto__insn_gathered_src(pi->op) ||
+          role[t] != (r == 0 ? ROLE_A : ROLE_B) || def[t] == PTO_NONE)
         continue;
       pi->flags |= r == 0 ? PTO_TF_PACK_A : PTO_TF_PACK_B;
       pi->imm[r] = (int32_t)(r == 0 ? mr : nr);
@@ -102,8 +105,8 @@ static pto_status pack_operands(pto_cprog *pr, interval *iv) {
   return PTO_OK;
 }
 
-/* TMATMUL_ACC accumulates in place: its destination takes its accumulator's
- * buffer. That is only right when the accumulator dies there, as a plain
+/* TMATMUL_ACC (and TMATMUL_GB with PTO_TF_ACC) accumulates in place: its
+ * destination takes its accumulator's buffer. That is only right when the accumulator dies there, as a plain
  * (unpacked) tile read by nothing else: a window loaded once for several
  * readers (two loads of one window share one tile), a forwarded tile other
  * units read too, or an accumulator that is also this matmul's A or B. For
@@ -115,7 +118,7 @@ static uint32_t copy_shared_accumulators(pto_cprog *pr, interval *iv) {
   uint32_t n_copies = 0;
   for (uint32_t k = 0; k < pr->n_insts; k++) {
     const pto_pinst *pi = &pr->insts[k];
-    if (pi->op != PTO_OP_TMATMUL_ACC || pi->n_src < 3)
+    if (!pto__insn_accumulates(pi->op, pi->flags, pi->n_src))
       continue;
     uint32_t c = pi->src[2];
     n_copies += iv[c].end > k || c == pi->src[0] || c == pi->src[1];
@@ -125,7 +128,7 @@ static uint32_t copy_shared_accumulators(pto_cprog *pr, interval *iv) {
   for (uint32_t k = pr->n_insts, j = pr->n_insts + n_copies; k-- > 0;) {
     pto_pinst pi = pr->insts[k];
     pr->insts[--j] = pi;
-    if (pi.op != PTO_OP_TMATMUL_ACC || pi.n_src < 3)
+    if (!pto__insn_accumulates(pi.op, pi.flags, pi.n_src))
       continue;
     uint32_t c = pi.src[2];
     if (!(iv[c].end > k || c == pi.src[0] || c == pi.src[1]))
@@ -246,7 +249,7 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
     acc_of[t] = PTO_NONE;
   for (uint32_t k = 0; k < pr->n_insts; k++) {
     pto_pinst *pi = &pr->insts[k];
-    if (pi->op == PTO_OP_TMATMUL_ACC && pi->n_src >= 3) {
+    if (pto__insn_accumulates(pi->op, pi->flags, pi->n_src)) {
       acc_of[pi->dst[0]] = pi->src[2];
       pi->src[2] = pi->src[3];
       pi->n_src--;
