@@ -23,7 +23,7 @@ static int smonline_trans(int op, const pto_targs *a) {
     return pto__isa_scalar.fn[op](op, a);
   const int cont = (a->flags & PTO_TF_ACC) != 0;
   _Alignas(64) float m0[ATTN_BLOCK_MAX], mx[ATTN_BLOCK_MAX],
-      sum[ATTN_BLOCK_MAX], e[ATTN_BLOCK_MAX + PTO_MM_PANEL_MAX];
+      sum[ATTN_BLOCK_MAX], e[ATTN_BLOCK_MAX + PTO_MM_PANEL_MAX + VL];
   _Alignas(64) int32_t live[ATTN_BLOCK_MAX]; /* all ones where mx > -inf */
   for (uint32_t r = 0; r < M; r++) {
     m0[r] = cont ? ((const float *)row_of(prev, r))[1] : -INFINITY;
@@ -62,9 +62,17 @@ static int smonline_trans(int op, const pto_targs *a) {
       for (uint32_t r = 0; r < M; r++)
         e[r] = 0.0f;
     }
-    for (uint32_t r0 = 0; r0 < M; r0 += w) /* (r, c) at panel r / w, c * w */
-      memcpy(pd + (size_t)(r0 / w) * panel + (size_t)c * w, e + r0,
-             w * sizeof(float));
+    /* (r, c) at panel r / w, c * w: a vector store spills VL - w values
+     * into slot c + 1's place, written after, except past the last slot */
+    const int spill = w <= VL && 2 * w >= VL && c + 1 < N;
+    for (uint32_t r0 = 0; r0 < M; r0 += w) {
+      float *dst = pd + (size_t)(r0 / w) * panel + (size_t)c * w;
+      if (spill)
+        vf_st(dst, vf_ld(e + r0));
+      else
+        for (uint32_t j = 0; j < w; j++)
+          dst[j] = e[r0 + j];
+    }
   }
   for (uint32_t r = 0; r < M; r++) {
     float *o = row_of(st, r);
