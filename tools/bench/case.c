@@ -513,6 +513,14 @@ int bench_case_main(const bench_opts *o, const bench_workload *w,
   pto_config *cfg = bench_harness_config(&x->h, e.threads);
   if (!cfg)
     return 1;
+  if (x->h.against) { /* a bad file fails now, not after a case's runs */
+    int failed;
+    pto_config_free(bench_harness_against(&x->h, e.threads, &failed));
+    if (failed) {
+      pto_config_free(cfg);
+      return 1;
+    }
+  }
   bench_peer peer;
   e.cfg = cfg;
   e.peer = find_peer(o, &x->h, &peer);
