@@ -150,68 +150,19 @@ static view4 view_with_unit_axis(const pto_tensor *t, int at) {
   return v;
 }
 
-/* What a block of sparse attention produces: its online softmax state and
- * the output accumulator, both PTO_NONE before the first block. */
-typedef struct attn_acc {
-  uint32_t state, O;
-} attn_acc;
-
-/* The online softmax step of a block and O = alpha O + P V, the matmul's
- * opcode and operands given (P as its A); the scores S (th x kb, or kb x th
- * with PTO_TF_TRANS_A in sm_flags). */
-static void attn_step(tiler *t, attn_acc *acc, const pto_node *n,
-                      uint32_t S, uint32_t I, uint32_t sm_flags, int64_t S2,
-                      uint32_t th, uint32_t kb, uint32_t rows, int64_t nb,
-                      int64_t dv, int pv_op, uint32_t V, const pto_gref *table) {
-  const uint32_t P = new_val(t, PTO_F32, th, kb, rows, nb),
-                 st = new_val(t, PTO_F32, th, 3, rows, 3);
-  pto_tinst *in = emit(t, PTO_OP_TSOFTMAXONLINE);
-  in->src[0] = S;
-  in->src[1] = I;
-  in->dst[0] = P;
-  in->dst[1] = st;
-  in->s = n->scalar;
-  in->imm[1] = (int32_t)S2;
-  in->flags |= sm_flags;
-  if (acc->state != PTO_NONE) { /* continue the running max and sum */
-    in->n_src = 3;
-    in->src[2] = acc->state;
-    in->flags |= PTO_TF_ACC;
-  }
-  acc->state = st;
-  const uint32_t O2 = new_val(t, PTO_F32, th, (uint32_t)dv, rows, dv);
-  const int gb = pv_op == PTO_OP_TMATMUL_GB;
-  in = emit(t, acc->O != PTO_NONE && !gb ? PTO_OP_TMATMUL_ACC : pv_op);
-  in->src[0] = P;
-  in->src[1] = V;
-  in->dst[0] = O2;
-  if (gb)
-    in->g = *table;
-  if (acc->O != PTO_NONE) { /* O2 = alpha O + P V, in O's buffer */
-    in->n_src = 4;
-    in->src[2] = acc->O;
-    in->src[3] = st;
-    in->flags |= PTO_TF_ROWSCALE | (gb ? PTO_TF_ACC : 0);
-  }
-  acc->O = O2;
-}
-
 /* sparse_attention: one cube unit per (batch, query, tile of th heads),
- * over all dv output columns; per block of kb slots, an online softmax
- * step (the running max and sum) and O = alpha O + P V, then O / l and the
- * log-sum-exp, stored. Every instruction of a unit works in local memory
- * and the selected rows are never copied to global memory. From an f32
- * table they are not copied at all: S^T = G Q^T reads them where they lie
- * (TMATMUL_GA, Q^T packed once per unit) and so does P V (TMATMUL_GB).
- * From another dtype they are gathered once per block into both packed
- * operands (TGATHERPACK, widened to f32), then S = Q G^T and P V. */
+ * over all dv output columns; per block of kb slots, S^T = G Q^T with the
+ * selected rows G read where they lie in kv (TMATMUL_GA; Q^T packed once
+ * per unit), an online softmax step on the transposed scores (the running
+ * max and sum) and O = alpha O + P V with V read in place too
+ * (TMATMUL_GB); then O / l and the log-sum-exp, stored. No copy of a
+ * selected row exists, in global or local memory. */
 static void tile_attention(tiler *t, const pto_node *n,
                            const pto_tile_shape *ts) {
   const pto_tensor *q = n->in[0], *kv = n->in[1], *ix = n->in[2];
   const int64_t H = q->shape[2], D = q->shape[3], S2 = kv->shape[1],
                 T = ix->shape[2], dv = n->ival;
-  const int rows_in_place = kv->root->dtype == PTO_F32;
-  const view4 out = view_of(n->out[0]), vq = view_of(q), vqt = swap_last(vq);
+  const view4 out = view_of(n->out[0]), vqt = swap_last(view_of(q));
   /* indices [B,S1,1,T], kv [B,1,S2,D], lse [B,S1,H,1] */
   const view4 vi = view_with_unit_axis(ix, 2), vk = view_with_unit_axis(kv, 1),
               vl = view_with_unit_axis(n->out[1], 3);
@@ -219,26 +170,18 @@ static void tile_attention(tiler *t, const pto_node *n,
   FOR_TILES(out.shape, th, (uint32_t)dv, pos) {
     unit_begin(t, n->id, PTO_CORE_CUBE);
     tpos pq = pos, pk = pos, pl = pos;
-    uint32_t Q;
-    if (rows_in_place) { /* Q^T: D x th */
-      pq.r0 = 0;
-      pq.nr = D;
-      pq.c0 = pos.r0;
-      pq.nc = pos.nr;
-      pto_gref gq = window(&vqt, &pq);
-      Q = load(t, &gq, (uint32_t)D, th);
-    } else {
-      pq.c0 = 0;
-      pq.nc = D;
-      pto_gref gq = window(&vq, &pq);
-      Q = load(t, &gq, th, (uint32_t)D);
-    }
+    pq.r0 = 0; /* Q^T: D x th */
+    pq.nr = D;
+    pq.c0 = pos.r0;
+    pq.nc = pos.nr;
+    pto_gref gq = window(&vqt, &pq);
+    const uint32_t Q = load(t, &gq, (uint32_t)D, th);
     pk.r0 = 0;
     pk.nr = S2;
     pk.c0 = 0;
     pk.nc = D;
     const pto_gref table = window(&vk, &pk);
-    attn_acc acc = {PTO_NONE, PTO_NONE};
+    uint32_t state = PTO_NONE, O = PTO_NONE;
     for (int64_t j0 = 0; j0 < T; j0 += kb) {
       const int64_t nb = T - j0 < kb ? T - j0 : kb;
       tpos pi = pos;
@@ -248,37 +191,47 @@ static void tile_attention(tiler *t, const pto_node *n,
       pi.nc = nb;
       pto_gref gi = window(&vi, &pi);
       const uint32_t I = load(t, &gi, 1, kb);
-      if (rows_in_place) {
-        const uint32_t S = new_val(t, PTO_F32, kb, th, nb, pos.nr);
-        pto_tinst *in = emit(t, PTO_OP_TMATMUL_GA);
-        in->src[0] = I;
-        in->src[1] = Q;
-        in->dst[0] = S;
-        in->g = table;
-        attn_step(t, &acc, n, S, I, PTO_TF_TRANS_A, S2, th, kb, pos.nr, nb,
-                  dv, PTO_OP_TMATMUL_GB, I, &table);
-        continue;
-      }
-      const uint32_t G = new_val(t, PTO_F32, (uint32_t)D, kb, D, nb),
-                     V = new_val(t, PTO_F32, kb, (uint32_t)dv, nb, dv);
-      pto_tinst *in = emit(t, PTO_OP_TGATHERPACK);
+      const uint32_t S = new_val(t, PTO_F32, kb, th, nb, pos.nr);
+      pto_tinst *in = emit(t, PTO_OP_TMATMUL_GA);
       in->src[0] = I;
-      in->dst[0] = G;
-      in->dst[1] = V;
-      in->g = table;
-      const uint32_t S = new_val(t, PTO_F32, th, kb, pos.nr, nb);
-      in = emit(t, PTO_OP_TMATMUL);
-      in->src[0] = Q;
-      in->src[1] = G;
+      in->src[1] = Q;
       in->dst[0] = S;
-      attn_step(t, &acc, n, S, I, 0, S2, th, kb, pos.nr, nb, dv,
-                PTO_OP_TMATMUL, V, &table);
+      in->g = table;
+      const uint32_t P = new_val(t, PTO_F32, th, kb, pos.nr, nb),
+                     st = new_val(t, PTO_F32, th, 3, pos.nr, 3);
+      in = emit(t, PTO_OP_TSOFTMAXONLINE);
+      in->src[0] = S;
+      in->src[1] = I;
+      in->dst[0] = P;
+      in->dst[1] = st;
+      in->s = n->scalar;
+      in->imm[1] = (int32_t)S2;
+      in->flags |= PTO_TF_TRANS_A;
+      if (state != PTO_NONE) { /* continue the running max and sum */
+        in->n_src = 3;
+        in->src[2] = state;
+        in->flags |= PTO_TF_ACC;
+      }
+      state = st;
+      const uint32_t O2 = new_val(t, PTO_F32, th, (uint32_t)dv, pos.nr, dv);
+      in = emit(t, PTO_OP_TMATMUL_GB);
+      in->src[0] = P;
+      in->src[1] = I;
+      in->dst[0] = O2;
+      in->g = table;
+      if (O != PTO_NONE) { /* O2 = alpha O + P V, in O's buffer */
+        in->n_src = 4;
+        in->src[2] = O;
+        in->src[3] = state;
+        in->flags |= PTO_TF_ACC | PTO_TF_ROWSCALE;
+      }
+      O = O2;
     }
     const uint32_t Y = new_val(t, PTO_F32, th, (uint32_t)dv, pos.nr, dv),
                    L = new_val(t, PTO_F32, th, 1, pos.nr, 1);
     pto_tinst *in = emit(t, PTO_OP_TSOFTMAXFINAL);
-    in->src[0] = acc.O;
-    in->src[1] = acc.state;
+    in->src[0] = O;
+    in->src[1] = state;
     in->dst[0] = Y;
     in->dst[1] = L;
     pto_gref go = window(&out, &pos);

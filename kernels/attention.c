@@ -50,10 +50,10 @@ pto_tile_shape pto_attention_tile(const pto_machine *m,
   const uint64_t l0a = m->mem[PTO_MEM_L0A], l0b = m->mem[PTO_MEM_L0B],
                  l1 = m->mem[PTO_MEM_L1];
   const uint64_t T = (uint64_t)d->topk, H = (uint64_t)d->h;
-  /* slots per block: a bf16 kv's gathered rows, G^T (D x kb), fit L0B and
-   * their V (kb x dv), which waits in L1 for its matmul, fits L1. An f32
-   * kv's rows are read in place and need no room, but the same blocks
-   * measured as fast as any other (medium: 64 to 256 slots within 3%) */
+  /* slots per block: as many as a block of gathered rows would fit (G^T,
+   * D x kb, in L0B and V, kb x dv, in L1). The rows are read in place and
+   * need no room, but such blocks measured as fast as any other (medium:
+   * 64 to 256 slots within 3%) */
   uint64_t kb = 0;
   for (uint64_t k = nr; k <= round_up(T, nr) && k <= 512; k += nr)
     if (f32_tile((uint64_t)d->d, k) <= l0b &&
@@ -62,9 +62,9 @@ pto_tile_shape pto_attention_tile(const pto_machine *m,
   if (!kb)
     kb = nr;
   kb = kb > T ? T : kb;
-  /* heads per task: as few balanced head tiles as fit Q (th x D, Q^T for
-   * an f32 kv) and P (th x kb) packed in L0A, in whole panels of nr (the
-   * heads are the N of S^T = G Q^T where the rows are read in place) */
+  /* heads per task: as few balanced head tiles as fit Q^T (D x th) and P
+   * (th x kb) packed, in whole panels of nr (the heads are the N of S^T =
+   * G Q^T) */
   uint64_t th = H;
   for (uint64_t parts = 1; parts <= H; parts++) {
     th = round_up((H + parts - 1) / parts, nr);

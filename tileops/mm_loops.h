@@ -24,6 +24,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "core/prefetch.h"
 #include "tileops/tileops.h"
@@ -294,7 +295,9 @@ static int mm_TMATMUL_RELU_WSUM(int op, const pto_targs *a) {
 
 /* ---- matmuls with one operand's rows read where they lie ------------------
  * TMATMUL_GA and TMATMUL_GB (core/isa.def) on an f32 table with contiguous
- * rows: the selected rows are never copied. The kernels keep an MR x NR
+ * rows: the selected rows are never copied (from a bf16 table, a group's
+ * rows or a panel's slices are widened into a small buffer on the way,
+ * exactly: the same kernels then read them). The kernels keep an MR x NR
  * block in registers as KERNEL does, through the file's vector primitives
  * (MM_V, MM_LOAD, MM_BCAST, MM_FMA, MM_ZERO, MM_STORE, MM_MUL, MM_SET1),
  * MR and NR / VW vectors per row as arrays the compiler keeps in
@@ -302,13 +305,32 @@ static int mm_TMATMUL_RELU_WSUM(int op, const pto_targs *a) {
 #define MM_UNROLL _Pragma("GCC unroll 16")
 
 /* Row t of the table for index slot t (NULL when the index is invalid). */
-static inline const float *table_row(const pto_tile *idx, const pto_gview *g,
-                                     uint32_t t) {
+static inline const unsigned char *table_row(const pto_tile *idx,
+                                             const pto_gview *g, uint32_t t) {
   const int32_t i = ((const int32_t *)idx->data)[(size_t)(t / idx->valid_cols) *
                                                      idx->stride +
                                                  t % idx->valid_cols];
-  return i >= 0 && i < g->rows ? (const float *)g->base + i * g->row_stride
-                               : NULL;
+  return i >= 0 && i < g->rows
+             ? (const unsigned char *)g->base +
+                   i * g->row_stride * (int64_t)pto_dtype_size(g->dtype)
+             : NULL;
+}
+
+/* d[0..n) = the n bf16 at s as f32 (exact: a bf16 is the top half of its
+ * f32). */
+static inline void widen_bf16(float *restrict d, const unsigned char *s,
+                              uint32_t n) {
+  const uint16_t *h = (const uint16_t *)(const void *)s;
+  for (uint32_t j = 0; j < n; j++) {
+    const uint32_t u = (uint32_t)h[j] << 16;
+    __builtin_memcpy(d + j, &u, sizeof u);
+  }
+}
+
+/* Whether a table's rows are read in place by the kernels below: f32, or
+ * bf16 widened a few rows at a time, with contiguous rows. */
+static inline int table_fast(const pto_gview *g) {
+  return (g->dtype == PTO_F32 || g->dtype == PTO_BF16) && g->col_stride == 1;
 }
 
 /* C[i][0..NR) (i < rows, row stride ldc) = sum_k a[i][k] * Bp[k * NR + j]
@@ -316,7 +338,7 @@ static inline const float *table_row(const pto_tile *idx, const pto_gview *g,
  * the same K values of the MR rows next[i] prefetched meanwhile. */
 static void kernel_ga(uint32_t K, const float *const *a,
                       const float *restrict Bp, float *C, size_t ldc,
-                      uint32_t rows, const float *const *next) {
+                      uint32_t rows, const unsigned char *const *next) {
   MM_V c[MR][NR / VW];
   const float *r[MR];
   MM_UNROLL for (int i = 0; i < MR; i++) {
@@ -326,7 +348,7 @@ static void kernel_ga(uint32_t K, const float *const *a,
   for (uint32_t k0 = 0; k0 < K; k0 += 16) { /* 16 f32: a line per row */
     if (next)
       MM_UNROLL for (int i = 0; i < MR; i++)
-          _mm_prefetch((const char *)(next[i] + k0), _MM_HINT_T0);
+          _mm_prefetch((const char *)(next[i] + 4 * (size_t)k0), _MM_HINT_T0);
     const uint32_t k1 = K - k0 < 16 ? K : k0 + 16;
     _Pragma("GCC unroll 4") for (uint32_t k = k0; k < k1; k++) {
       MM_V b[NR / VW];
@@ -358,17 +380,22 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
   pto_tile *d = a->dst[0];
   const pto_tile *idx = a->src[0], *B = a->src[1];
   const pto_gview *g = &a->g;
-  if (!(a->flags & PTO_TF_PACK_B) || a->imm[1] != NR ||
-      B->dtype != PTO_F32 || g->dtype != PTO_F32 || g->col_stride != 1)
-    return pto__isa_scalar.fn[op](op, a);
   const uint32_t n = d->valid_rows, N = d->valid_cols, K = B->valid_rows;
+  const int bf = g->dtype == PTO_BF16;
+  float *wide = NULL; /* a bf16 table: the MR rows of a group as f32 */
+  if (!(a->flags & PTO_TF_PACK_B) || a->imm[1] != NR ||
+      B->dtype != PTO_F32 || !table_fast(g) ||
+      (bf && !(wide = malloc((size_t)MR * K * sizeof(float)))))
+    return pto__isa_scalar.fn[op](op, a);
   const size_t ldc = d->stride, b_panel = (size_t)NR * B->rows;
+  const size_t row_bytes = (size_t)K * pto_dtype_size(g->dtype);
   float *Cd = d->data;
-  const float *any = NULL;
+  const unsigned char *any = NULL;
   for (uint32_t t = 0; t < n && !any; t++)
     any = table_row(idx, g, t);
   _Alignas(64) float blk[MR * NR];
-  const float *r[MR], *nx[MR];
+  const unsigned char *cur[MR], *nx[MR];
+  const float *r[MR];
   for (uint32_t i = 0; any && i < MR; i++) {
     nx[i] = i < n ? table_row(idx, g, i) : NULL;
     nx[i] = nx[i] ? nx[i] : any;
@@ -376,14 +403,24 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
   for (uint32_t m0 = 0; any && m0 < n; m0 += MR) {
     const uint32_t rows = n - m0 < MR ? n - m0 : MR;
     for (uint32_t i = 0; i < MR; i++) {
-      r[i] = nx[i];
+      cur[i] = nx[i];
       nx[i] = m0 + MR + i < n ? table_row(idx, g, m0 + MR + i) : NULL;
       nx[i] = nx[i] ? nx[i] : any;
+      r[i] = (const float *)(const void *)cur[i];
+    }
+    const int more = m0 + MR < n;
+    if (bf) { /* widen this group, fetch the next one's rows meanwhile */
+      for (uint32_t i = 0; i < MR; i++) {
+        widen_bf16(wide + (size_t)i * K, cur[i], K);
+        r[i] = wide + (size_t)i * K;
+        for (size_t b = 0; more && b < row_bytes; b += 64)
+          _mm_prefetch((const char *)nx[i] + b, _MM_HINT_T0);
+      }
     }
     for (uint32_t n0 = 0; n0 < N; n0 += NR) {
       const float *Bp = (const float *)B->data + (size_t)(n0 / NR) * b_panel;
       const uint32_t cols = N - n0 < NR ? N - n0 : NR;
-      const float *const *pf = n0 == 0 && m0 + MR < n ? nx : NULL;
+      const unsigned char *const *pf = !bf && n0 == 0 && more ? nx : NULL;
       float *C = Cd + (size_t)m0 * ldc + n0;
       if (cols == NR) {
         kernel_ga(K, r, Bp, C, ldc, rows, pf);
@@ -391,14 +428,15 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
       }
       kernel_ga(K, r, Bp, blk, NR, rows, pf);
       for (uint32_t i = 0; i < rows; i++)
-        for (uint32_t j = 0; j < cols; j++)
-          C[(size_t)i * ldc + j] = blk[i * NR + j];
+        for (uint32_t j2 = 0; j2 < cols; j2++)
+          C[(size_t)i * ldc + j2] = blk[i * NR + j2];
     }
   }
   for (uint32_t t = 0; t < n; t++) /* invalid indices: zero rows */
     if (!table_row(idx, g, t))
-      for (uint32_t j = 0; j < N; j++)
-        Cd[(size_t)t * ldc + j] = 0.0f;
+      for (uint32_t j2 = 0; j2 < N; j2++)
+        Cd[(size_t)t * ldc + j2] = 0.0f;
+  free(wide);
   return PTO_OK;
 }
 
@@ -437,30 +475,51 @@ static void kernel_gb(uint32_t K, const float *restrict Ap,
 
 #define GB_SLOTS_MAX 2048 /* the K of a TMATMUL_GB run here (more: reference) */
 
+/* Element c of a table row as f32 (f32 or bf16 tables). */
+static inline float row_at(const unsigned char *row, int bf, uint32_t c) {
+  if (!bf)
+    return ((const float *)(const void *)row)[c];
+  float x;
+  widen_bf16(&x, row + 2 * (size_t)c, 1);
+  return x;
+}
+
 /* TMATMUL_GB, A packed in MR panels: per NR columns of V (each selected
- * row's slice, a line or two, stays in L1 across the panels of A), per MR
- * panel of A. A partial last NR columns runs the reference's sums. */
+ * row's slice, a line or two, stays in L1 across the panels of A; from a
+ * bf16 table the slices are widened into a buffer first), per MR panel of
+ * A. A partial last NR columns runs the reference's sums. */
 static int mm_TMATMUL_GB(int op, const pto_targs *a) {
   pto_tile *d = a->dst[0];
   const pto_tile *A = a->src[0], *idx = a->src[1];
   const pto_gview *g = &a->g;
   const uint32_t n = A->valid_cols, M = d->valid_rows, N = d->valid_cols;
+  const int bf = g->dtype == PTO_BF16;
+  float *wide = NULL; /* a bf16 table: the slots' slices as f32 */
   if (!(a->flags & PTO_TF_PACK_A) || a->imm[0] != MR ||
-      A->dtype != PTO_F32 || g->dtype != PTO_F32 || g->col_stride != 1 ||
-      n > GB_SLOTS_MAX)
+      A->dtype != PTO_F32 || !table_fast(g) || n > GB_SLOTS_MAX ||
+      (bf && !(wide = malloc((size_t)n * NR * sizeof(float) + 1))))
     return pto__isa_scalar.fn[op](op, a);
   const int acc = (a->flags & PTO_TF_ACC) != 0,
             scaled = acc && (a->flags & PTO_TF_ROWSCALE);
   const size_t ldc = d->stride, a_panel = (size_t)MR * A->stride;
   static const float zeros[NR] __attribute__((aligned(64)));
-  const float *row[GB_SLOTS_MAX], *v[GB_SLOTS_MAX];
+  const unsigned char *row[GB_SLOTS_MAX];
+  const float *v[GB_SLOTS_MAX];
   for (uint32_t t = 0; t < n; t++)
     row[t] = table_row(idx, g, t);
   float *Cd = d->data;
   const uint32_t full = N / NR * NR;
   for (uint32_t n0 = 0; n0 < full; n0 += NR) {
-    for (uint32_t t = 0; t < n; t++)
-      v[t] = row[t] ? row[t] + n0 : zeros;
+    for (uint32_t t = 0; t < n; t++) {
+      if (!row[t]) {
+        v[t] = zeros;
+      } else if (bf) {
+        widen_bf16(wide + (size_t)t * NR, row[t] + 2 * (size_t)n0, NR);
+        v[t] = wide + (size_t)t * NR;
+      } else {
+        v[t] = (const float *)(const void *)row[t] + n0;
+      }
+    }
     for (uint32_t m0 = 0; m0 < M; m0 += MR) {
       const uint32_t rows = M - m0 < MR ? M - m0 : MR;
       float f[MR];
@@ -482,12 +541,13 @@ static int mm_TMATMUL_GB(int op, const pto_targs *a) {
     for (uint32_t c = full; c < N; c++) {
       float *o = Cd + (size_t)m * ldc + c, sum = acc ? *o * f : 0.0f;
       for (uint32_t t = 0; t < n; t++) {
-        const float p = Am[(size_t)t * MR] * (row[t] ? row[t][c] : 0.0f);
+        const float p = Am[(size_t)t * MR] * (row[t] ? row_at(row[t], bf, c) : 0.0f);
         sum += p;
       }
       *o = sum;
     }
   }
+  free(wide);
   return PTO_OK;
 }
 
