@@ -10,6 +10,16 @@
 
 #define ATTN_BLOCK_MAX 2048 /* scores per row a block may hold here */
 
+/* ok[c] = all ones where slot c's index (of the n in idx) lies in [0, rows),
+ * else 0: the block's mask, once per call. */
+static void slot_mask(const pto_tile *idx, uint32_t n, int32_t rows,
+                      int32_t *ok) {
+  for (uint32_t c = 0; c < n; c++) {
+    const int32_t i = pto__index_at(idx, c);
+    ok[c] = i >= 0 && i < rows ? -1 : 0;
+  }
+}
+
 /* TSOFTMAXONLINE on scores stored transposed (PTO_TF_TRANS_A: a slot per
  * row, a score row per column, as TMATMUL_GA leaves them): the score rows
  * are the vector lanes, so the maxima, exps and sums run down the slots
@@ -19,12 +29,14 @@ static int smonline_trans(int op, const pto_targs *a) {
   pto_tile *p = a->dst[0], *st = a->dst[1];
   const pto_tile *s = a->src[0], *idx = a->src[1], *prev = a->src[2];
   const uint32_t w = (uint32_t)a->imm[0], M = s->valid_cols, N = s->valid_rows;
-  if (M > ATTN_BLOCK_MAX)
+  if (M > ATTN_BLOCK_MAX || N > ATTN_BLOCK_MAX)
     return pto__isa_scalar.fn[op](op, a);
   const int cont = (a->flags & PTO_TF_ACC) != 0;
   _Alignas(64) float m0[ATTN_BLOCK_MAX], mx[ATTN_BLOCK_MAX],
       sum[ATTN_BLOCK_MAX], e[ATTN_BLOCK_MAX + PTO_MM_PANEL_MAX + VL];
   _Alignas(64) int32_t live[ATTN_BLOCK_MAX]; /* all ones where mx > -inf */
+  _Alignas(64) int32_t ok[ATTN_BLOCK_MAX];   /* all ones where slot valid */
+  slot_mask(idx, N, a->imm[1], ok);
   for (uint32_t r = 0; r < M; r++) {
     m0[r] = cont ? ((const float *)row_of(prev, r))[1] : -INFINITY;
     mx[r] = m0[r];
@@ -32,14 +44,12 @@ static int smonline_trans(int op, const pto_targs *a) {
   }
   const vf scale = vf_set((float)a->s), zero = vf_set(0.0f);
   for (uint32_t c = 0; c < N; c++) { /* the maxima over valid slots */
-    const int32_t i = ((const int32_t *)idx->data)[(size_t)(c / idx->valid_cols) *
-                                                       idx->stride +
-                                                   c % idx->valid_cols];
-    if (i < 0 || i >= a->imm[1])
+    if (!ok[c])
       continue;
     const float *sr = row_of(s, c);
     /* maxr(x, m): m where x is NaN, as the reference's x > m ? x : m */
-#define MAX_STEP(r, n)                                                           stf(mx + (r), vf_maxr(vf_mul(ldf(sr + (r), n), scale), ldf(mx + (r), n)), n)
+#define MAX_STEP(r, n)                                                         \
+  stf(mx + (r), vf_maxr(vf_mul(ldf(sr + (r), n), scale), ldf(mx + (r), n)), n)
     FOR_COLS(M, MAX_STEP);
 #undef MAX_STEP
   }
@@ -50,12 +60,16 @@ static int smonline_trans(int op, const pto_targs *a) {
   float *pd = p->data;
   const size_t panel = (size_t)w * p->stride;
   for (uint32_t c = 0; c < N; c++) {
-    const int32_t i = ((const int32_t *)idx->data)[(size_t)(c / idx->valid_cols) *
-                                                       idx->stride +
-                                                   c % idx->valid_cols];
-    if (i >= 0 && i < a->imm[1]) {
+    if (ok[c]) {
       const float *sr = row_of(s, c);
-#define EXP_STEP(r, n)                                                           {                                                                                const vf x = vf_exp(vf_sub(vf_mul(ldf(sr + (r), n), scale), ldf(mx + (r), n)));     const vf y = vf_blend(vi_eq(ldi(live + (r), n), vi_set(0)), x, zero);         stf(e + (r), y, n);                                                            stf(sum + (r), vf_add(ldf(sum + (r), n), y), n);                             }
+#define EXP_STEP(r, n)                                                         \
+  {                                                                            \
+    const vf x =                                                               \
+        vf_exp(vf_sub(vf_mul(ldf(sr + (r), n), scale), ldf(mx + (r), n)));     \
+    const vf y = vf_blend(vi_eq(ldi(live + (r), n), vi_set(0)), x, zero);      \
+    stf(e + (r), y, n);                                                        \
+    stf(sum + (r), vf_add(ldf(sum + (r), n), y), n);                           \
+  }
       FOR_COLS(M, EXP_STEP);
 #undef EXP_STEP
     } else {
@@ -106,12 +120,7 @@ static int vec_TSOFTMAXONLINE(int op, const pto_targs *a) {
   const int cont = (a->flags & PTO_TF_ACC) != 0;
   _Alignas(64) int32_t ok[ATTN_BLOCK_MAX]; /* all ones where valid */
   _Alignas(64) float e[ATTN_BLOCK_MAX];
-  for (uint32_t c = 0; c < N; c++) {
-    const int32_t i = ((const int32_t *)idx->data)[(size_t)(c / idx->valid_cols) *
-                                                       idx->stride +
-                                                   c % idx->valid_cols];
-    ok[c] = i >= 0 && i < a->imm[1] ? -1 : 0;
-  }
+  slot_mask(idx, N, a->imm[1], ok);
   const vf scale = vf_set((float)a->s), ninf = vf_set(-INFINITY);
   float *pd = p->data;
   for (uint32_t r = M; r < (M + w - 1) / w * w; r++) { /* padding rows */

@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "core/convert.h"
 #include "core/prefetch.h"
 #include "tileops/tileops.h"
 
@@ -304,29 +305,6 @@ static int mm_TMATMUL_RELU_WSUM(int op, const pto_targs *a) {
  * registers. */
 #define MM_UNROLL _Pragma("GCC unroll 16")
 
-/* Row t of the table for index slot t (NULL when the index is invalid). */
-static inline const unsigned char *table_row(const pto_tile *idx,
-                                             const pto_gview *g, uint32_t t) {
-  const int32_t i = ((const int32_t *)idx->data)[(size_t)(t / idx->valid_cols) *
-                                                     idx->stride +
-                                                 t % idx->valid_cols];
-  return i >= 0 && i < g->rows
-             ? (const unsigned char *)g->base +
-                   i * g->row_stride * (int64_t)pto_dtype_size(g->dtype)
-             : NULL;
-}
-
-/* d[0..n) = the n bf16 at s as f32 (exact: a bf16 is the top half of its
- * f32). */
-static inline void widen_bf16(float *restrict d, const unsigned char *s,
-                              uint32_t n) {
-  const uint16_t *h = (const uint16_t *)(const void *)s;
-  for (uint32_t j = 0; j < n; j++) {
-    const uint32_t u = (uint32_t)h[j] << 16;
-    __builtin_memcpy(d + j, &u, sizeof u);
-  }
-}
-
 /* Whether a table's rows are read in place by the kernels below: f32, or
  * bf16 widened a few rows at a time, with contiguous rows. */
 static inline int table_fast(const pto_gview *g) {
@@ -340,11 +318,8 @@ static void kernel_ga(uint32_t K, const float *const *a,
                       const float *restrict Bp, float *C, size_t ldc,
                       uint32_t rows, const unsigned char *const *next) {
   MM_V c[MR][NR / VW];
-  const float *r[MR];
-  MM_UNROLL for (int i = 0; i < MR; i++) {
-    r[i] = a[i];
-    MM_UNROLL for (int q = 0; q < NR / VW; q++) c[i][q] = MM_ZERO();
-  }
+  MM_UNROLL for (int i = 0; i < MR; i++)
+      MM_UNROLL for (int q = 0; q < NR / VW; q++) c[i][q] = MM_ZERO();
   for (uint32_t k0 = 0; k0 < K; k0 += 16) { /* 16 f32: a line per row */
     if (next)
       MM_UNROLL for (int i = 0; i < MR; i++)
@@ -355,7 +330,7 @@ static void kernel_ga(uint32_t K, const float *const *a,
       MM_UNROLL for (int q = 0; q < NR / VW; q++) b[q] =
           MM_LOAD(Bp + (size_t)k * NR + q * VW);
       MM_UNROLL for (int i = 0; i < MR; i++) {
-        const MM_V ai = MM_BCAST(r[i] + k);
+        const MM_V ai = MM_BCAST(a[i] + k);
         MM_UNROLL for (int q = 0; q < NR / VW; q++) c[i][q] =
             MM_FMA(ai, b[q], c[i][q]);
       }
@@ -392,26 +367,26 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
   float *Cd = d->data;
   const unsigned char *any = NULL;
   for (uint32_t t = 0; t < n && !any; t++)
-    any = table_row(idx, g, t);
+    any = pto__table_row(idx, g, t);
   _Alignas(64) float blk[MR * NR];
   const unsigned char *cur[MR], *nx[MR];
   const float *r[MR];
   for (uint32_t i = 0; any && i < MR; i++) {
-    nx[i] = i < n ? table_row(idx, g, i) : NULL;
+    nx[i] = i < n ? pto__table_row(idx, g, i) : NULL;
     nx[i] = nx[i] ? nx[i] : any;
   }
   for (uint32_t m0 = 0; any && m0 < n; m0 += MR) {
     const uint32_t rows = n - m0 < MR ? n - m0 : MR;
     for (uint32_t i = 0; i < MR; i++) {
       cur[i] = nx[i];
-      nx[i] = m0 + MR + i < n ? table_row(idx, g, m0 + MR + i) : NULL;
+      nx[i] = m0 + MR + i < n ? pto__table_row(idx, g, m0 + MR + i) : NULL;
       nx[i] = nx[i] ? nx[i] : any;
       r[i] = (const float *)(const void *)cur[i];
     }
     const int more = m0 + MR < n;
     if (bf) { /* widen this group, fetch the next one's rows meanwhile */
       for (uint32_t i = 0; i < MR; i++) {
-        widen_bf16(wide + (size_t)i * K, cur[i], K);
+        pto__widen_bf16(wide + (size_t)i * K, cur[i], K);
         r[i] = wide + (size_t)i * K;
         for (size_t b = 0; more && b < row_bytes; b += 64)
           _mm_prefetch((const char *)nx[i] + b, _MM_HINT_T0);
@@ -433,7 +408,7 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
     }
   }
   for (uint32_t t = 0; t < n; t++) /* invalid indices: zero rows */
-    if (!table_row(idx, g, t))
+    if (!pto__table_row(idx, g, t))
       for (uint32_t j2 = 0; j2 < N; j2++)
         Cd[(size_t)t * ldc + j2] = 0.0f;
   free(wide);
@@ -475,15 +450,6 @@ static void kernel_gb(uint32_t K, const float *restrict Ap,
 
 #define GB_SLOTS_MAX 2048 /* the K of a TMATMUL_GB run here (more: reference) */
 
-/* Element c of a table row as f32 (f32 or bf16 tables). */
-static inline float row_at(const unsigned char *row, int bf, uint32_t c) {
-  if (!bf)
-    return ((const float *)(const void *)row)[c];
-  float x;
-  widen_bf16(&x, row + 2 * (size_t)c, 1);
-  return x;
-}
-
 /* TMATMUL_GB, A packed in MR panels: per NR columns of V (each selected
  * row's slice, a line or two, stays in L1 across the panels of A; from a
  * bf16 table the slices are widened into a buffer first), per MR panel of
@@ -506,7 +472,7 @@ static int mm_TMATMUL_GB(int op, const pto_targs *a) {
   const unsigned char *row[GB_SLOTS_MAX];
   const float *v[GB_SLOTS_MAX];
   for (uint32_t t = 0; t < n; t++)
-    row[t] = table_row(idx, g, t);
+    row[t] = pto__table_row(idx, g, t);
   float *Cd = d->data;
   const uint32_t full = N / NR * NR;
   for (uint32_t n0 = 0; n0 < full; n0 += NR) {
@@ -514,7 +480,7 @@ static int mm_TMATMUL_GB(int op, const pto_targs *a) {
       if (!row[t]) {
         v[t] = zeros;
       } else if (bf) {
-        widen_bf16(wide + (size_t)t * NR, row[t] + 2 * (size_t)n0, NR);
+        pto__widen_bf16(wide + (size_t)t * NR, row[t] + 2 * (size_t)n0, NR);
         v[t] = wide + (size_t)t * NR;
       } else {
         v[t] = (const float *)(const void *)row[t] + n0;
@@ -541,7 +507,9 @@ static int mm_TMATMUL_GB(int op, const pto_targs *a) {
     for (uint32_t c = full; c < N; c++) {
       float *o = Cd + (size_t)m * ldc + c, sum = acc ? *o * f : 0.0f;
       for (uint32_t t = 0; t < n; t++) {
-        const float p = Am[(size_t)t * MR] * (row[t] ? row_at(row[t], bf, c) : 0.0f);
+        const unsigned char *x =
+            row[t] ? row[t] + c * pto_dtype_size(g->dtype) : NULL;
+        const float p = Am[(size_t)t * MR] * (x ? pto__to_f32(g->dtype, x) : 0);
         sum += p;
       }
       *o = sum;

@@ -37,20 +37,22 @@ static inline __m128 src_load4(const void *s, src_kind kind, int64_t i) {
   return _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), h));
 }
 
-/* d[0..n) = the n bf16 at s widened to f32, 8 at a time; returns how many
- * it wrote (a multiple of 8; the caller does the tail). */
-static inline uint32_t bf16_row(float *restrict d, const uint16_t *restrict s,
-                                uint32_t n) {
-  const __m128i z = _mm_setzero_si128();
+#endif
+
+void pto__widen_bf16(float *restrict d, const void *restrict s, uint32_t n) {
   uint32_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm_loadu_si128((const __m128i *)(s + i));
+#if defined(__SSE2__)
+  const __m128i z = _mm_setzero_si128();
+  for (; i + 8 <= n; i += 8) { /* 8 at a time */
+    const __m128i h =
+        _mm_loadu_si128((const __m128i *)((const uint16_t *)s + i));
     _mm_storeu_ps(d + i, _mm_castsi128_ps(_mm_unpacklo_epi16(z, h)));
     _mm_storeu_ps(d + i + 4, _mm_castsi128_ps(_mm_unpackhi_epi16(z, h)));
   }
-  return i;
-}
 #endif
+  for (; i < n; i++)
+    d[i] = src_at(s, SRC_BF16, i);
+}
 
 /* Lanes contiguous in the source: source row k (lanes 0..P-1, the whole
  * width of the window) goes to row k of every panel, so the source is read
@@ -82,11 +84,8 @@ static void copy_panels(float *restrict d, size_t panel, const void *restrict s,
         for (; i < n; i++)
           dk[i] = sk[i];
       } else {
-#if defined(__SSE2__)
-        i = bf16_row(dk, (const uint16_t *)s + k * ks + p0, n);
-#endif
-        for (; i < n; i++)
-          dk[i] = src_at(s, kind, k * ks + p0 + i);
+        pto__widen_bf16(dk, (const uint16_t *)s + k * ks + p0, n);
+        i = n;
       }
       for (; i < w; i++)
         dk[i] = 0.0f;
@@ -187,15 +186,8 @@ int pto__tload_pack(int op, const pto_targs *a) {
 /* Row t of the table for slot t of a TGATHERPACK, or NULL when its index
  * is invalid (or t is past the n slots). */
 static const void *gathered_row(const pto_tile *idx, const pto_gview *g,
-                                size_t es, uint32_t t, uint32_t n) {
-  if (t >= n)
-    return NULL;
-  const int32_t i = ((const int32_t *)idx->data)[(size_t)(t / idx->valid_cols) *
-                                                     idx->stride +
-                                                 t % idx->valid_cols];
-  return i >= 0 && i < g->rows ? (const unsigned char *)g->base +
-                                     (int64_t)i * g->row_stride * (int64_t)es
-                               : NULL;
+                                uint32_t t, uint32_t n) {
+  return t < n ? pto__table_row(idx, g, t) : NULL;
 }
 
 /* dst1 of a TGATHERPACK, columns [c0, c1) of the slots' rows (zeros for an
@@ -229,7 +221,7 @@ int pto__tgatherpack(int op, const pto_targs *a) {
     const void *row[PTO_MM_PANEL_MAX];
     const uint32_t slots = n - t0 < w ? n - t0 : w;
     for (uint32_t j = 0; j < w; j++)
-      row[j] = gathered_row(idx, g, es, t0 + j, n);
+      row[j] = gathered_row(idx, g, t0 + j, n);
     float *gp = G + (size_t)(t0 / w) * gt_panel; /* gp[d * w + j] */
     uint32_t d = 0, vdone = 0; /* dst0 rows, dst1 columns written */
 #if defined(__SSE2__)
@@ -243,7 +235,7 @@ int pto__tgatherpack(int op, const pto_targs *a) {
        * the steps: the rows are random, no hardware prefetcher runs ahead */
       const void *next[PTO_MM_PANEL_MAX];
       for (uint32_t j = 0; j < w; j++)
-        next[j] = gathered_row(idx, g, es, t0 + w + j, n);
+        next[j] = gathered_row(idx, g, t0 + w + j, n);
       const uint32_t per_line = 64 / (uint32_t)es; /* elements per line */
       const uint32_t lines = (D + per_line - 1) / per_line,
                      steps = D / 4 ? D / 4 : 1;

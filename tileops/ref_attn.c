@@ -1,8 +1,7 @@
 /* The scalar reference of attention's instructions (core/isa.def):
  * TGATHERPACK, TMATMUL_GA, TMATMUL_GB, TSOFTMAXONLINE and TSOFTMAXFINAL,
- * written to be obviously
- * right; tileops/ref.c puts them in the scalar table. Compiled with
- * -ffp-contract=off, as ref.c. */
+ * written to be obviously right; tileops/ref.c puts them in the scalar
+ * table. Compiled with -ffp-contract=off, as ref.c. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -16,12 +15,6 @@ static float *f32_at(const pto_tile *t, size_t i) {
 
 static float ldf(const pto_tile *t, uint32_t r, uint32_t c) {
   return *f32_at(t, (size_t)r * t->stride + c);
-}
-
-/* The i-th index of an index tile, row-major over its valid region. */
-static int32_t index_at(const pto_tile *t, uint32_t i) {
-  uint32_t r = i / t->valid_cols, c = i % t->valid_cols;
-  return ((const int32_t *)t->data)[(size_t)r * t->stride + c];
 }
 
 /* Zeroes a packed B operand (K x N valid) whole panels deep: the padding
@@ -44,7 +37,7 @@ int pto__ref_TGATHERPACK(int op, const pto_targs *a) {
   zero_panels_b(gt, w);
   zero_panels_b(v, w);
   for (uint32_t t = 0; t < n; t++) {
-    int32_t i = index_at(idx, t);
+    int32_t i = pto__index_at(idx, t);
     if (i < 0 || i >= g->rows)
       continue; /* a zero row */
     const unsigned char *row =
@@ -66,8 +59,8 @@ static float operand_at(const pto_tile *t, int pack_a, int pack_b, uint32_t w,
   const size_t i = pack_a   ? pto__pack_a_index(t, w, r, c)
                    : pack_b ? pto__pack_b_index(t, w, r, c)
                             : (size_t)r * t->stride + c;
-  return pto__to_f32(t->dtype,
-                     (const unsigned char *)t->data + i * pto_dtype_size(t->dtype));
+  return pto__to_f32(t->dtype, (const unsigned char *)t->data +
+                                   i * pto_dtype_size(t->dtype));
 }
 
 /* Element c of the table's row i as f32, 0 when i is outside the table. */
@@ -89,7 +82,7 @@ int pto__ref_TMATMUL_GA(int op, const pto_targs *a) {
   const int pb = (a->flags & PTO_TF_PACK_B) != 0;
   const uint32_t w = (uint32_t)a->imm[1], K = B->valid_rows;
   for (uint32_t t = 0; t < d->valid_rows; t++) {
-    const int32_t i = index_at(idx, t);
+    const int32_t i = pto__index_at(idx, t);
     for (uint32_t n = 0; n < d->valid_cols; n++) {
       float sum = 0.0f;
       for (uint32_t k = 0; k < K; k++) {
@@ -119,8 +112,8 @@ int pto__ref_TMATMUL_GB(int op, const pto_targs *a) {
       float *o = f32_at(d, (size_t)m * d->stride + c);
       float sum = acc ? (scaled ? *o * f : *o) : 0.0f;
       for (uint32_t t = 0; t < n; t++) {
-        const float p =
-            operand_at(A, pa, 0, w, m, t) * table_at(&a->g, index_at(idx, t), c);
+        const float p = operand_at(A, pa, 0, w, m, t) *
+                        table_at(&a->g, pto__index_at(idx, t), c);
         sum += p;
       }
       *o = sum;
@@ -135,7 +128,8 @@ int pto__ref_TSOFTMAXONLINE(int op, const pto_targs *a) {
   const pto_tile *s = a->src[0], *idx = a->src[1], *prev = a->src[2];
   const int cont = (a->flags & PTO_TF_ACC) != 0;
   const int tr = (a->flags & PTO_TF_TRANS_A) != 0;
-  const uint32_t w = (uint32_t)a->imm[0], M = tr ? s->valid_cols : s->valid_rows,
+  const uint32_t w = (uint32_t)a->imm[0];
+  const uint32_t M = tr ? s->valid_cols : s->valid_rows,
                  N = tr ? s->valid_rows : s->valid_cols;
   const float scale = (float)a->s;
 #define SCORE(r, c) (tr ? ldf(s, c, r) : ldf(s, r, c))
@@ -148,7 +142,7 @@ int pto__ref_TSOFTMAXONLINE(int op, const pto_targs *a) {
     float l = cont ? ldf(prev, r, 2) : 0.0f;
     float mx = m;
     for (uint32_t c = 0; c < N; c++) {
-      int32_t i = index_at(idx, c);
+      int32_t i = pto__index_at(idx, c);
       if (i >= 0 && i < a->imm[1]) {
         float x = SCORE(r, c) * scale;
         mx = x > mx ? x : mx;
@@ -158,7 +152,7 @@ int pto__ref_TSOFTMAXONLINE(int op, const pto_targs *a) {
     if (mx != -INFINITY)
       alpha = expf(m - mx); /* 0 when m is -inf */
     for (uint32_t c = 0; c < N; c++) {
-      int32_t i = index_at(idx, c);
+      int32_t i = pto__index_at(idx, c);
       float e = 0.0f;
       if (mx != -INFINITY && i >= 0 && i < a->imm[1])
         e = expf(SCORE(r, c) * scale - mx);

@@ -130,6 +130,26 @@ static inline size_t pto__pack_b_index(const pto_tile *t, uint32_t w,
   return (size_t)(c / w) * w * t->rows + (size_t)r * w + c % w;
 }
 
+/* The i-th index of an i32 index tile, row-major over its valid region. */
+static inline int32_t pto__index_at(const pto_tile *t, uint32_t i) {
+  return ((const int32_t *)t->data)[(size_t)(i / t->valid_cols) * t->stride +
+                                    i % t->valid_cols];
+}
+/* The row of table g that slot t of the index tile idx picks, NULL when
+ * its index is outside [0, g->rows) (TGATHERPACK, TMATMUL_GA/GB). */
+static inline const unsigned char *pto__table_row(const pto_tile *idx,
+                                                  const pto_gview *g,
+                                                  uint32_t t) {
+  const int32_t i = pto__index_at(idx, t);
+  return i >= 0 && i < g->rows
+             ? (const unsigned char *)g->base +
+                   i * g->row_stride * (int64_t)pto_dtype_size(g->dtype)
+             : NULL;
+}
+/* d[0..n) = the n bf16 at s as f32, exactly (a bf16 is the top half of its
+ * f32); SSE2 (tileops/pack.c). */
+void pto__widen_bf16(float *restrict d, const void *restrict s, uint32_t n);
+
 /* TLOAD with PTO_TF_PACK_A or PTO_TF_PACK_B, fast where the global and the
  * tile are f32 (and through the reference otherwise): the packing the SIMD
  * tables share (tileops/pack.c). Same contract as a table entry. */
