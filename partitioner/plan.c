@@ -106,14 +106,15 @@ static pto_status pack_operands(pto_cprog *pr, interval *iv) {
 }
 
 /* TMATMUL_ACC (and TMATMUL_GB with PTO_TF_ACC) accumulates in place: its
- * destination takes its accumulator's buffer. That is only right when the accumulator dies there, as a plain
- * (unpacked) tile read by nothing else: a window loaded once for several
- * readers (two loads of one window share one tile), a forwarded tile other
- * units read too, or an accumulator that is also this matmul's A or B. For
- * any other accumulator a TMOV first copies it into a tile of its own, which
- * the matmul then accumulates into, and every other reader keeps the value
- * it expects. Instructions move up to make room; tiles are added at the end.
- * Returns the number of copies made (pr->n_insts and n_tiles grow). */
+ * destination takes its accumulator's buffer. That is only right when the
+ * accumulator dies there, as a plain (unpacked) tile read by nothing else:
+ * a window loaded once for several readers (two loads of one window share
+ * one tile), a forwarded tile other units read too, or an accumulator that
+ * is also this matmul's A or B. For any other accumulator a TMOV first
+ * copies it into a tile of its own, which the matmul then accumulates
+ * into, and every other reader keeps the value it expects. Instructions
+ * move up to make room; tiles are added at the end. Returns the number of
+ * copies made (pr->n_insts and n_tiles grow). */
 static uint32_t copy_shared_accumulators(pto_cprog *pr, interval *iv) {
   uint32_t n_copies = 0;
   for (uint32_t k = 0; k < pr->n_insts; k++) {

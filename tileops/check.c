@@ -477,6 +477,31 @@ static int check_matmul(const chk *k, const pto_targs *a, uint32_t *M,
   return PTO_OK;
 }
 
+/* The table whose rows an instruction reads by index (TGATHERPACK,
+ * TMATMUL_GA/GB): a global view of f32, bf16 or f16. */
+static int check_table(const chk *k, const pto_gview *g) {
+  int st = check_gview_base(k, g, "global view");
+  if (st)
+    return st;
+  if (g->dtype == PTO_I32)
+    return fail(k, PTO_EDTYPE, "global view is i32; the table is f32, bf16 "
+                               "or f16");
+  return PTO_OK;
+}
+
+/* The scale of PTO_TF_ROWSCALE, s: f32 with a row per row of dst (M). */
+static int check_rowscale(const chk *k, const pto_tile *s, uint32_t M) {
+  int st = check_dtype_is(k, "src2", s, PTO_F32);
+  if (st)
+    return st;
+  if (s->valid_rows != M)
+    return fail(k, PTO_ESHAPE,
+                "src2 valid %" PRIu32 "x%" PRIu32 ": PTO_TF_ROWSCALE "
+                "needs a scale per row of dst, %" PRIu32,
+                s->valid_rows, s->valid_cols, M);
+  return PTO_OK;
+}
+
 /* TMATMUL_GA and TMATMUL_GB (K_GMATMUL): dst f32; the indices (GA's src0,
  * GB's src1) i32, one per row of the table's operand; the other operand
  * f32/bf16/f16, packed or plain as TMATMUL's but never transposed; a table
@@ -492,11 +517,8 @@ static int check_gmatmul(const chk *k, const pto_targs *a) {
   if ((st = check_dtype_is(k, "dst", d, PTO_F32)) ||
       (st = check_dtype_is(k, ixn, ix, PTO_I32)) ||
       (st = check_matmul_operand(k, opn, op)) ||
-      (st = check_gview_base(k, &a->g, "global view")))
+      (st = check_table(k, &a->g)))
     return st;
-  if (a->g.dtype == PTO_I32)
-    return fail(k, PTO_EDTYPE, "global view is i32; the table is f32, bf16 "
-                               "or f16");
   if (a->flags & (PTO_TF_TRANS_A | PTO_TF_TRANS_B | (ga ? PTO_TF_PACK_A
                                                         : PTO_TF_PACK_B)))
     return fail(k, PTO_EINVAL,
@@ -520,18 +542,14 @@ static int check_gmatmul(const chk *k, const pto_targs *a) {
     return fail(k, PTO_ESHAPE,
                 "global view %" PRId64 "x%" PRId64 " has fewer cols than %s "
                 "(%" PRIu32 ")",
-                a->g.rows, a->g.cols, ga ? "K" : "dst's valid cols", ga ? K : N);
+                a->g.rows, a->g.cols, ga ? "K" : "dst's valid cols",
+                ga ? K : N);
   if (a->flags & PTO_TF_ROWSCALE) {
     if (ga || !(a->flags & PTO_TF_ACC))
       return fail(k, PTO_EINVAL, "PTO_TF_ROWSCALE scales an accumulator: "
                                  "TMATMUL_GB with PTO_TF_ACC only");
-    if ((st = check_dtype_is(k, "src2", a->src[2], PTO_F32)))
+    if ((st = check_rowscale(k, a->src[2], M)))
       return st;
-    if (a->src[2]->valid_rows != M)
-      return fail(k, PTO_ESHAPE,
-                  "src2 valid %" PRIu32 "x%" PRIu32 ": PTO_TF_ROWSCALE "
-                  "needs a scale per row of dst, %" PRIu32,
-                  a->src[2]->valid_rows, a->src[2]->valid_cols, M);
   }
   return check_valid_is(k, "dst", d, M, N,
                         ga ? "n indices x N of src1" : "M of src0 x N");
@@ -740,12 +758,7 @@ static int check_rules(const chk *k, op_class cl, const pto_targs *a) {
       if (k->op != PTO_OP_TMATMUL_ACC)
         return fail(k, PTO_EINVAL,
                     "PTO_TF_ROWSCALE scales an accumulator: TMATMUL_ACC only");
-      TRY(check_dtype_is(k, "src2", s2, PTO_F32));
-      if (s2->valid_rows != M)
-        return fail(k, PTO_ESHAPE,
-                    "src2 valid %" PRIu32 "x%" PRIu32 ": PTO_TF_ROWSCALE "
-                    "needs a scale per row of dst, %" PRIu32,
-                    s2->valid_rows, s2->valid_cols, M);
+      TRY(check_rowscale(k, s2, M));
     }
     return check_valid_is(k, "dst", d, M, N, "M x N of src0 x src1");
   }
@@ -754,10 +767,7 @@ static int check_rules(const chk *k, op_class cl, const pto_targs *a) {
     TRY(check_dtype_is(k, "src0", s0, PTO_I32));
     TRY(check_dtype_is(k, "dst0", d, PTO_F32));
     TRY(check_dtype_is(k, "dst1", d1, PTO_F32));
-    TRY(check_gview_base(k, &a->g, "global view"));
-    if (a->g.dtype == PTO_I32)
-      return fail(k, PTO_EDTYPE, "global view is i32; the table is f32, bf16 "
-                                 "or f16");
+    TRY(check_table(k, &a->g));
     const uint64_t n = (uint64_t)s0->valid_rows * s0->valid_cols;
     if (d->valid_cols != n || d1->valid_rows != n)
       return fail(k, PTO_ESHAPE,
