@@ -23,7 +23,11 @@
  *  test_tileops_attention.c  TGATHERPACK TSOFTMAXONLINE (also on transposed
  *                            scores) TSOFTMAXFINAL; a sparse attention step
  *                            chaining them with TMATMUL_GA and TMATMUL_GB
- *  test_tileops_check.c      pto__tileop_check's operand rules
+ *  test_tileops_check.c      pto__tileop_check's operand rules: geometry,
+ *                            element-wise, axis, memory, movement, sort,
+ *                            aliasing
+ *  test_tileops_check_matmul.c  ... of the matmul family, TGATHERPACK,
+ *                            TSOFTMAXONLINE, TSOFTMAXFINAL, packed operands
  *  test_tileops_simd.c       every table directly: prefetch, the exp/log
  *                            sweeps, SIMD stress against the scalar table
  *

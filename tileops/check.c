@@ -1,38 +1,19 @@
 /* Checking an instruction's operands before it runs (pto__tileop_check):
  * the rules per instruction class, from core/isa.def's semantics, each
- * failure a message naming the operand, its dtype and sizes. */
+ * failure a message naming the operand, its dtype and sizes. Here: the
+ * entry point, tile geometry, the operand classes, aliasing, custom
+ * instructions, and the rules of the memory, element-wise, axis, movement
+ * and sort instructions; the matmul family and the attention instructions
+ * around it are checked in tileops/check_matmul.c, and what both files
+ * share is in tileops/check.h. */
 #include <inttypes.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "core/custom.h"
 #include "pto/isa.h"
+#include "tileops/check.h"
 #include "tileops/tileops.h"
-
-typedef struct chk {
-  int op;
-  const char *name; /* the instruction's */
-  char *msg;
-  size_t size;
-} chk;
-
-/* Writes "<INSN>: <message>" to k->msg and returns status. */
-__attribute__((format(printf, 3, 4))) static int fail(const chk *k, int status,
-                                                      const char *fmt, ...) {
-  if (k->msg && k->size) {
-    int n = snprintf(k->msg, k->size, "%s: ", k->name);
-    if (n >= 0 && (size_t)n < k->size) {
-      va_list ap;
-      va_start(ap, fmt);
-      vsnprintf(k->msg + n, k->size - (size_t)n, fmt, ap);
-      va_end(ap);
-    }
-  }
-  return status;
-}
 
 static const char *const src_names[PTO_MAX_SRC] = {"src0", "src1", "src2",
                                                    "src3"};
@@ -91,85 +72,12 @@ static int check_numeric(const chk *k, const char *what, const pto_tile *t) {
               pto_dtype_name(t->dtype), int_ok ? "f32 or i32" : "f32 only");
 }
 
-static int check_dtype_is(const chk *k, const char *what, const pto_tile *t,
-                          pto_dtype dt) {
-  if (t->dtype == dt)
-    return PTO_OK;
-  return fail(k, PTO_EDTYPE, "%s dtype %s, expected %s", what,
-              pto_dtype_name(t->dtype), pto_dtype_name(dt));
-}
-
 static int check_same_dtype(const chk *k, const char *what, const pto_tile *t,
                             const char *ref_name, const pto_tile *ref) {
   if (t->dtype == ref->dtype)
     return PTO_OK;
   return fail(k, PTO_EDTYPE, "%s dtype %s differs from %s dtype %s", what,
               pto_dtype_name(t->dtype), ref_name, pto_dtype_name(ref->dtype));
-}
-
-static int check_matmul_operand(const chk *k, const char *what,
-                                const pto_tile *t) {
-  if (t->dtype == PTO_F32 || t->dtype == PTO_BF16 || t->dtype == PTO_F16)
-    return PTO_OK;
-  return fail(k, PTO_EDTYPE, "%s dtype %s is not supported (f32, bf16 or f16)",
-              what, pto_dtype_name(t->dtype));
-}
-
-static int check_same_valid(const chk *k, const char *what, const pto_tile *t,
-                            const char *ref_name, const pto_tile *ref) {
-  if (t->valid_rows == ref->valid_rows && t->valid_cols == ref->valid_cols)
-    return PTO_OK;
-  return fail(k, PTO_ESHAPE,
-              "%s valid %" PRIu32 "x%" PRIu32 " differs from %s valid %" PRIu32
-              "x%" PRIu32,
-              what, t->valid_rows, t->valid_cols, ref_name, ref->valid_rows,
-              ref->valid_cols);
-}
-
-/* t's valid region must be rows x cols, for the reason given. */
-static int check_valid_is(const chk *k, const char *what, const pto_tile *t,
-                          uint32_t rows, uint32_t cols, const char *why) {
-  if (t->valid_rows == rows && t->valid_cols == cols)
-    return PTO_OK;
-  return fail(k, PTO_ESHAPE,
-              "%s valid %" PRIu32 "x%" PRIu32 ", expected %" PRIu32 "x%" PRIu32
-              " (%s)",
-              what, t->valid_rows, t->valid_cols, rows, cols, why);
-}
-
-/* A packed matmul operand: panel width w (from imm[which]) in range, and
- * the padded panels inside t (layout: core/isa.def, TLOAD). */
-static int check_packed(const chk *k, const char *what, const pto_tile *t,
-                        int pack_a, int32_t w, int which) {
-  const char *flag = pack_a ? "PTO_TF_PACK_A" : "PTO_TF_PACK_B";
-  if (w < 1 || w > PTO_MM_PANEL_MAX)
-    return fail(k, PTO_EINVAL,
-                "%s panel width imm[%d] = %" PRId32 " is outside 1..%d", flag,
-                which, w, PTO_MM_PANEL_MAX);
-  uint32_t v = pack_a ? t->valid_rows : t->valid_cols;
-  uint64_t padded = ((uint64_t)v + (uint32_t)w - 1) / (uint32_t)w * (uint32_t)w;
-  uint32_t room = pack_a ? t->rows : t->stride;
-  if (padded > room)
-    return fail(k, PTO_ESHAPE,
-                "%s valid %" PRIu32 "x%" PRIu32 " packed in panels of %" PRId32
-                " %s needs %" PRIu64 " %s, it has %" PRIu32,
-                what, t->valid_rows, t->valid_cols, w, pack_a ? "rows" : "cols",
-                padded, pack_a ? "rows" : "cols (stride)", room);
-  return PTO_OK;
-}
-
-/* The global view of a memory instruction: gn names it ("global view", or
- * "second global view (g2)"). */
-static int check_gview_base(const chk *k, const pto_gview *g, const char *gn) {
-  if (!g->base)
-    return fail(k, PTO_EINVAL, "%s has no base", gn);
-  if ((unsigned)g->dtype >= PTO_DTYPE_COUNT)
-    return fail(k, PTO_EDTYPE, "%s has dtype %d, not a PTO dtype", gn,
-                (int)g->dtype);
-  if (g->rows < 0 || g->cols < 0)
-    return fail(k, PTO_EINVAL, "%s %" PRId64 "x%" PRId64 " has a negative size",
-                gn, g->rows, g->cols);
-  return PTO_OK;
 }
 
 /* ... which must cover the valid region of `what`. */
@@ -439,122 +347,6 @@ static int check_f32_rows(const chk *k, const pto_gview *g, const char *tn,
   return PTO_OK;
 }
 
-/* The operand rules every matmul shares (K_MATMUL): dst f32, A (src0) and
- * B (src1) f32/bf16/f16, packing and transposes that agree, A's K = B's K;
- * *M and *N receive the product's shape. */
-static int check_matmul(const chk *k, const pto_targs *a, uint32_t *M,
-                        uint32_t *N) {
-  const pto_tile *d = a->dst[0], *s0 = a->src[0], *s1 = a->src[1];
-  int ta = (a->flags & PTO_TF_TRANS_A) != 0;
-  int tb = (a->flags & PTO_TF_TRANS_B) != 0;
-  int pa = (a->flags & PTO_TF_PACK_A) != 0;
-  int pb = (a->flags & PTO_TF_PACK_B) != 0;
-  int st;
-  if ((st = check_dtype_is(k, "dst", d, PTO_F32)) ||
-      (st = check_matmul_operand(k, "src0", s0)) ||
-      (st = check_matmul_operand(k, "src1", s1)))
-    return st;
-  if ((pa && ta) || (pb && tb))
-    return fail(k, PTO_EINVAL,
-                "%s with %s: a packed operand is never transposed (pack "
-                "the transposed view instead)",
-                pa && ta ? "PTO_TF_PACK_A" : "PTO_TF_PACK_B",
-                pa && ta ? "PTO_TF_TRANS_A" : "PTO_TF_TRANS_B");
-  if (pa && (st = check_packed(k, "src0", s0, 1, a->imm[0], 0)))
-    return st;
-  if (pb && (st = check_packed(k, "src1", s1, 0, a->imm[1], 1)))
-    return st;
-  *M = ta ? s0->valid_cols : s0->valid_rows;
-  uint32_t K = ta ? s0->valid_rows : s0->valid_cols;
-  uint32_t KB = tb ? s1->valid_cols : s1->valid_rows;
-  *N = tb ? s1->valid_rows : s1->valid_cols;
-  if (KB != K)
-    return fail(k, PTO_ESHAPE,
-                "K of src1 (valid %" PRIu32 "x%" PRIu32 "%s) is %" PRIu32
-                ", K of src0 (valid %" PRIu32 "x%" PRIu32 "%s) is %" PRIu32,
-                s1->valid_rows, s1->valid_cols, tb ? ", transposed" : "", KB,
-                s0->valid_rows, s0->valid_cols, ta ? ", transposed" : "", K);
-  return PTO_OK;
-}
-
-/* The table whose rows an instruction reads by index (TGATHERPACK,
- * TMATMUL_GA/GB): a global view of f32, bf16 or f16. */
-static int check_table(const chk *k, const pto_gview *g) {
-  int st = check_gview_base(k, g, "global view");
-  if (st)
-    return st;
-  if (g->dtype == PTO_I32)
-    return fail(k, PTO_EDTYPE, "global view is i32; the table is f32, bf16 "
-                               "or f16");
-  return PTO_OK;
-}
-
-/* The scale of PTO_TF_ROWSCALE, s: f32 with a row per row of dst (M). */
-static int check_rowscale(const chk *k, const pto_tile *s, uint32_t M) {
-  int st = check_dtype_is(k, "src2", s, PTO_F32);
-  if (st)
-    return st;
-  if (s->valid_rows != M)
-    return fail(k, PTO_ESHAPE,
-                "src2 valid %" PRIu32 "x%" PRIu32 ": PTO_TF_ROWSCALE "
-                "needs a scale per row of dst, %" PRIu32,
-                s->valid_rows, s->valid_cols, M);
-  return PTO_OK;
-}
-
-/* TMATMUL_GA and TMATMUL_GB (K_GMATMUL): dst f32; the indices (GA's src0,
- * GB's src1) i32, one per row of the table's operand; the other operand
- * f32/bf16/f16, packed or plain as TMATMUL's but never transposed; a table
- * wide enough for K (GA) or N (GB); PTO_TF_ROWSCALE only with PTO_TF_ACC,
- * on GB, with a scale per row of dst. */
-static int check_gmatmul(const chk *k, const pto_targs *a) {
-  const int ga = k->op == PTO_OP_TMATMUL_GA;
-  const pto_tile *d = a->dst[0], *ix = a->src[ga ? 0 : 1],
-                 *op = a->src[ga ? 1 : 0];
-  const char *ixn = ga ? "src0" : "src1", *opn = ga ? "src1" : "src0";
-  const uint32_t pack = ga ? PTO_TF_PACK_B : PTO_TF_PACK_A;
-  int st;
-  if ((st = check_dtype_is(k, "dst", d, PTO_F32)) ||
-      (st = check_dtype_is(k, ixn, ix, PTO_I32)) ||
-      (st = check_matmul_operand(k, opn, op)) ||
-      (st = check_table(k, &a->g)))
-    return st;
-  if (a->flags & (PTO_TF_TRANS_A | PTO_TF_TRANS_B | (ga ? PTO_TF_PACK_A
-                                                        : PTO_TF_PACK_B)))
-    return fail(k, PTO_EINVAL,
-                "%s: the table's operand is its rows and the other is never "
-                "transposed",
-                ga ? "TMATMUL_GA takes PTO_TF_PACK_B only"
-                   : "TMATMUL_GB takes PTO_TF_PACK_A only");
-  if ((a->flags & pack) &&
-      (st = check_packed(k, opn, op, !ga, a->imm[ga ? 1 : 0], ga ? 1 : 0)))
-    return st;
-  const uint64_t n = (uint64_t)ix->valid_rows * ix->valid_cols;
-  const uint32_t K = ga ? op->valid_rows : op->valid_cols;
-  const uint32_t M = ga ? (uint32_t)n : op->valid_rows;
-  const uint32_t N = ga ? op->valid_cols : d->valid_cols;
-  if (!ga && n != K)
-    return fail(k, PTO_ESHAPE,
-                "src1 holds %" PRIu64 " indices, src0 valid %" PRIu32
-                "x%" PRIu32 " has K = %" PRIu32,
-                n, op->valid_rows, op->valid_cols, K);
-  if (a->g.cols < (ga ? K : N))
-    return fail(k, PTO_ESHAPE,
-                "global view %" PRId64 "x%" PRId64 " has fewer cols than %s "
-                "(%" PRIu32 ")",
-                a->g.rows, a->g.cols, ga ? "K" : "dst's valid cols",
-                ga ? K : N);
-  if (a->flags & PTO_TF_ROWSCALE) {
-    if (ga || !(a->flags & PTO_TF_ACC))
-      return fail(k, PTO_EINVAL, "PTO_TF_ROWSCALE scales an accumulator: "
-                                 "TMATMUL_GB with PTO_TF_ACC only");
-    if ((st = check_rowscale(k, a->src[2], M)))
-      return st;
-  }
-  return check_valid_is(k, "dst", d, M, N,
-                        ga ? "n indices x N of src1" : "M of src0 x N");
-}
-
 /* TTOPK (src0 values) and TMRGTOPK (merge: src0 values, src1 indices in
  * runs of imm[0]): dst0 f32 and dst1 i32 of one valid shape, src0's rows;
  * mode imm[1] 0 or 1; in mode 0 at most src0's valid cols kept. */
@@ -751,97 +543,18 @@ static int check_rules(const chk *k, op_class cl, const pto_targs *a) {
     TRY(check_same_valid(k, "src0", s0, "dst", d));
     return check_valid_is(k, "src1", s1, 1, d->valid_cols,
                           "a colvec of dst's cols");
-  case K_MATMUL: {
-    uint32_t M, N;
-    TRY(check_matmul(k, a, &M, &N));
-    if (a->flags & PTO_TF_ROWSCALE) {
-      if (k->op != PTO_OP_TMATMUL_ACC)
-        return fail(k, PTO_EINVAL,
-                    "PTO_TF_ROWSCALE scales an accumulator: TMATMUL_ACC only");
-      TRY(check_rowscale(k, s2, M));
-    }
-    return check_valid_is(k, "dst", d, M, N, "M x N of src0 x src1");
-  }
-  case K_GATHERPACK: {
-    const pto_tile *d1 = a->dst[1];
-    TRY(check_dtype_is(k, "src0", s0, PTO_I32));
-    TRY(check_dtype_is(k, "dst0", d, PTO_F32));
-    TRY(check_dtype_is(k, "dst1", d1, PTO_F32));
-    TRY(check_table(k, &a->g));
-    const uint64_t n = (uint64_t)s0->valid_rows * s0->valid_cols;
-    if (d->valid_cols != n || d1->valid_rows != n)
-      return fail(k, PTO_ESHAPE,
-                  "src0 holds %" PRIu64 " indices: dst0 valid %" PRIu32
-                  "x%" PRIu32 " needs %" PRIu64 " cols, dst1 valid %" PRIu32
-                  "x%" PRIu32 " %" PRIu64 " rows",
-                  n, d->valid_rows, d->valid_cols, n, d1->valid_rows,
-                  d1->valid_cols, n);
-    if (a->g.cols < d->valid_rows || a->g.cols < d1->valid_cols)
-      return fail(k, PTO_ESHAPE,
-                  "global view %" PRId64 "x%" PRId64 " has fewer cols than "
-                  "dst0's rows (%" PRIu32 ") or dst1's cols (%" PRIu32 ")",
-                  a->g.rows, a->g.cols, d->valid_rows, d1->valid_cols);
-    TRY(check_packed(k, "dst0", d, 0, a->imm[0], 0));
-    return check_packed(k, "dst1", d1, 0, a->imm[0], 0);
-  }
+  case K_MATMUL:
+    return pto__check_tmatmul(k, a);
+  case K_GATHERPACK:
+    return pto__check_tgatherpack(k, a);
   case K_GMATMUL:
-    return check_gmatmul(k, a);
-  case K_SMONLINE: { /* scores M x N, or N x M with PTO_TF_TRANS_A */
-    const pto_tile *d1 = a->dst[1];
-    const int tr = (a->flags & PTO_TF_TRANS_A) != 0;
-    const uint32_t M = tr ? s0->valid_cols : s0->valid_rows,
-                   N = tr ? s0->valid_rows : s0->valid_cols;
-    TRY(check_dtype_is(k, "src0", s0, PTO_F32));
-    TRY(check_dtype_is(k, "src1", s1, PTO_I32));
-    TRY(check_dtype_is(k, "dst0", d, PTO_F32));
-    TRY(check_dtype_is(k, "dst1", d1, PTO_F32));
-    if ((uint64_t)s1->valid_rows * s1->valid_cols != N)
-      return fail(k, PTO_ESHAPE,
-                  "src1 valid %" PRIu32 "x%" PRIu32 " holds %" PRIu64
-                  " indices, src0 valid %" PRIu32 "x%" PRIu32 "%s has %" PRIu32
-                  " scores per row",
-                  s1->valid_rows, s1->valid_cols,
-                  (uint64_t)s1->valid_rows * s1->valid_cols, s0->valid_rows,
-                  s0->valid_cols, tr ? " (transposed)" : "", N);
-    TRY(check_valid_is(k, "dst0", d, M, N, "the scores' M x N"));
-    TRY(check_packed(k, "dst0", d, 1, a->imm[0], 0));
-    if (a->imm[1] < 0)
-      return fail(k, PTO_EINVAL, "table rows imm[1] = %" PRId32 " < 0",
-                  a->imm[1]);
-    TRY(check_valid_is(k, "dst1", d1, M, 3, "(alpha, m, l) per score row"));
-    if (!(a->flags & PTO_TF_ACC))
-      return PTO_OK;
-    TRY(check_dtype_is(k, "src2", s2, PTO_F32));
-    return check_valid_is(k, "src2", s2, M, 3,
-                          "the state (alpha, m, l) per score row");
-  }
+    return pto__check_tmatmul_gathered(k, a);
+  case K_SMONLINE:
+    return pto__check_tsoftmaxonline(k, a);
   case K_SMFINAL:
-    TRY(check_dtype_is(k, "src0", s0, PTO_F32));
-    TRY(check_dtype_is(k, "src1", s1, PTO_F32));
-    TRY(check_dtype_is(k, "dst0", d, PTO_F32));
-    TRY(check_dtype_is(k, "dst1", a->dst[1], PTO_F32));
-    TRY(check_valid_is(k, "src1", s1, s0->valid_rows, 3,
-                       "the state (alpha, m, l) per row of src0"));
-    TRY(check_same_valid(k, "dst0", d, "src0", s0));
-    return check_valid_is(k, "dst1", a->dst[1], s0->valid_rows, 1,
-                          "a rowvec of src0's rows");
-  case K_MATMUL_WSUM: {
-    uint32_t M, N;
-    TRY(check_matmul(k, a, &M, &N));
-    TRY(check_dtype_is(k, "src2", s2, PTO_F32));
-    TRY(check_valid_is(k, "src2", s2, M, 1, "a rowvec of A's M rows"));
-    if (d->valid_rows == 0 || M % d->valid_rows)
-      return fail(k, PTO_ESHAPE,
-                  "dst valid %" PRIu32 "x%" PRIu32 ": its rows must divide "
-                  "A's M = %" PRIu32 " into whole groups",
-                  d->valid_rows, d->valid_cols, M);
-    if ((a->flags & PTO_TF_CAUSAL) &&
-        !(fabs(a->s) < 0x1p52 && a->s == floor(a->s)))
-      return fail(k, PTO_EINVAL,
-                  "PTO_TF_CAUSAL's diagonal s = %g is not an integer", a->s);
-    return check_valid_is(k, "dst", d, d->valid_rows, N,
-                          "N cols, as src0 x src1");
-  }
+    return pto__check_tsoftmaxfinal(k, a);
+  case K_MATMUL_WSUM:
+    return pto__check_tmatmul_relu_wsum(k, a);
   case K_EXTRACT:
     TRY(check_same_dtype(k, "dst", d, "src0", s0));
     return check_window(k, a->imm[0], a->imm[1], d->valid_rows, d->valid_cols,
