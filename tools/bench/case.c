@@ -230,15 +230,12 @@ static int time_against(const bench_opts *o, const bench_workload *w,
                         int repeats, bench_case_result *res) {
   char who[96];
   snprintf(who, sizeof who, "%s: %s: --against", w->table->cmd, c->preset);
-  int failed;
-  pto_config *cfg = bench_harness_against(&x->h, threads, &failed);
   bench_pto b;
   memset(&b, 0, sizeof b);
   int rc = -1;
-  if (failed)
-    goto done;
   bench_pto_stop(r); /* its workers stop before the compile */
-  if (compile_run_check(o, w, c, p, cfg, "--against", who, "PTO (--against)",
+  if (compile_run_check(o, w, c, p, x->against_cfg, "--against", who,
+                        "PTO (--against)",
                         &b, in, threads, res))
     goto done;
   bench_progress(o,
@@ -256,7 +253,6 @@ static int time_against(const bench_opts *o, const bench_workload *w,
   rc = 0;
 done:
   bench_pto_free(&b);
-  pto_config_free(cfg);
   return rc;
 }
 
@@ -515,7 +511,7 @@ int bench_case_main(const bench_opts *o, const bench_workload *w,
     return 1;
   if (x->h.against) { /* a bad file fails now, not after a case's runs */
     int failed;
-    pto_config_free(bench_harness_against(&x->h, e.threads, &failed));
+    x->against_cfg = bench_harness_against(&x->h, e.threads, &failed);
     if (failed) {
       pto_config_free(cfg);
       return 1;
@@ -545,6 +541,8 @@ int bench_case_main(const bench_opts *o, const bench_workload *w,
     if (case_one(o, w, x, k, &e))
       rc = 1;
   pto_config_free(cfg);
+  pto_config_free(x->against_cfg);
+  x->against_cfg = NULL;
   return rc;
 }
 

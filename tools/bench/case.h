@@ -44,6 +44,8 @@ void bench_case_result_free(bench_case_result *r); /* its variants */
 typedef struct bench_case_opts {
   bench_harness h;
   bench_preset_sel sel;
+  /* --against's config, read once at start-up (NULL without it) */
+  pto_config *against_cfg;
 } bench_case_opts;
 
 #define BENCH_CASE_MAX_IN 20
