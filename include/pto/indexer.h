@@ -48,8 +48,8 @@ typedef struct pto_indexer_params {
   pto_tile_shape qk_tile, topk_tile;
   /* How many of a query block's key tiles one task computes, the block's
    * q packed once for all of them (the l1_reuse knob of "indexer.qk",
-   * which a config's label setting overrides); 0: as many as keep four
-   * tasks per worker of the host. */
+   * which a config's label setting overrides); 0: equal runs of a block's
+   * key tiles, enough for sixteen tasks per worker of the host. */
   int64_t qk_reuse;
   /* The dtype of q and k for pto_indexer_program, the reference and the
    * checker: PTO_F32 or PTO_BF16 (as DeepSeek deploys them). w, the
