@@ -18,6 +18,8 @@
  *  test_tileops_matmul.c     TMATMUL, TMATMUL_ACC (row scale),
  *                            TMATMUL_RELU_WSUM, TMATMUL_GA, TMATMUL_GB,
  *                            packed operands
+ *  test_tileops_wsum_g.c     TMATMUL_RELU_WSUM_G (the keys read in place),
+ *                            and with Q^T packed on every table
  *  test_tileops_memory.c     move and memory drivers
  *  test_tileops_sort.c       TSORT32 TMRGSORT TTOPK TMRGTOPK, their stress
  *  test_tileops_attention.c  TGATHERPACK TSOFTMAXONLINE (also on transposed
@@ -231,6 +233,7 @@ static const oracle_case cases[PTO_OP_COUNT] = {
     [PTO_OP_TMRGTOPK] = {.drive = drive_mrgtopk},
     [PTO_OP_TMATMUL_GA] = {.drive = drive_matmul_ga},
     [PTO_OP_TMATMUL_GB] = {.drive = drive_matmul_gb},
+    [PTO_OP_TMATMUL_RELU_WSUM_G] = {.drive = drive_wsum_g},
 };
 
 static void run_case(int op) {

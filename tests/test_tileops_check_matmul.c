@@ -1,8 +1,8 @@
 /* tileops: pto__tileop_check on the matmul family (TMATMUL, TMATMUL_ACC
- * and its row scale, TMATMUL_RELU_WSUM, TMATMUL_GA, TMATMUL_GB, packed
- * operands) and on the attention instructions around it (TGATHERPACK,
- * TSOFTMAXONLINE, TSOFTMAXFINAL): rejects bad operands, naming the
- * instruction and what is wrong, and accepts good ones
+ * and its row scale, TMATMUL_RELU_WSUM, TMATMUL_GA, TMATMUL_GB,
+ * TMATMUL_RELU_WSUM_G, packed operands) and on the attention instructions
+ * around it (TGATHERPACK, TSOFTMAXONLINE, TSOFTMAXFINAL): rejects bad
+ * operands, naming the instruction and what is wrong, and accepts good ones
  * (tileops/check_matmul.c). */
 #include "tests/tileops_test.h"
 
@@ -335,6 +335,167 @@ Test(tileops, check_matmul_relu_wsum_operands, .fini = free_all) {
   in_a.data = A->data;
   a.dst[0] = &in_a;
   expect_reject(op, &a, PTO_EINVAL, "overlaps", NULL);
+}
+
+/* TMATMUL_RELU_WSUM_G (pto__check_tmatmul_relu_wsum_g): Q^T (K x M),
+ * the weights (a rowvec of M), the window of the N keys (N x K exactly),
+ * dst R x N with R dividing M. */
+Test(tileops, check_matmul_relu_wsum_g_operands, .fini = free_all) {
+  static float table[40 * 48];
+  const int op = PTO_OP_TMATMUL_RELU_WSUM_G;
+  /* 3 queries of 4 heads (M = 12), K = 29, 37 keys */
+  pto_tile *Qt = dst_new(PTO_F32, 32, 16, 29, 12),
+           *W = dst_new(PTO_F32, 16, 1, 12, 1),
+           *C = dst_new(PTO_F32, 8, 48, 3, 37);
+  pto_targs a = {0};
+  a.dst[0] = C;
+  a.src[0] = Qt;
+  a.src[1] = W;
+  a.g = (pto_gview){table, PTO_F32, 37, 29, 48, 1};
+  expect_accept(op, &a);
+  /* dtypes: dst f32; Q^T f32, bf16 or f16; weights f32; keys f32, bf16
+   * or f16 */
+  pto_tile *Cb = dst_new(PTO_BF16, 8, 48, 3, 37);
+  a.dst[0] = Cb;
+  expect_reject(op, &a, PTO_EDTYPE, "dst", "bf16");
+  a.dst[0] = C;
+  pto_tile *Qi = dst_new(PTO_I32, 32, 16, 29, 12),
+           *Qb = dst_new(PTO_BF16, 32, 16, 29, 12),
+           *Qh = dst_new(PTO_F16, 32, 16, 29, 12);
+  a.src[0] = Qi;
+  expect_reject(op, &a, PTO_EDTYPE, "src0", "i32");
+  a.src[0] = Qb;
+  expect_accept(op, &a);
+  a.src[0] = Qh;
+  expect_accept(op, &a);
+  a.src[0] = Qt;
+  pto_tile *Wi = dst_new(PTO_I32, 16, 1, 12, 1),
+           *Wb = dst_new(PTO_BF16, 16, 1, 12, 1);
+  a.src[1] = Wi;
+  expect_reject(op, &a, PTO_EDTYPE, "src1", "i32");
+  a.src[1] = Wb;
+  expect_reject(op, &a, PTO_EDTYPE, "src1", "bf16");
+  a.src[1] = W;
+  a.g.dtype = PTO_I32;
+  expect_reject(op, &a, PTO_EDTYPE, "global view", "i32");
+  a.g.dtype = PTO_DTYPE_COUNT; /* an f64, say: no PTO dtype */
+  expect_reject(op, &a, PTO_EDTYPE, "global view", "not a PTO dtype");
+  a.g.dtype = (pto_dtype)-1;
+  expect_reject(op, &a, PTO_EDTYPE, "global view", "-1");
+  a.g.dtype = PTO_BF16;
+  expect_accept(op, &a);
+  a.g.dtype = PTO_F16;
+  expect_accept(op, &a);
+  a.g.dtype = PTO_F32;
+  a.g.base = NULL;
+  expect_reject(op, &a, PTO_EINVAL, "global view", "no base");
+  a.g.base = table;
+  /* the weights: a rowvec of Q^T's M cols */
+  W->valid_rows = 11;
+  expect_reject(op, &a, PTO_ESHAPE, "src1 valid 11x1", "12x1");
+  W->valid_rows = 13;
+  expect_reject(op, &a, PTO_ESHAPE, "src1 valid 13x1", "12x1");
+  W->valid_rows = 12;
+  pto_tile *W2 = dst_new(PTO_F32, 16, 4, 12, 2);
+  a.src[1] = W2;
+  expect_reject(op, &a, PTO_ESHAPE, "src1 valid 12x2", "12x1");
+  a.src[1] = W;
+  /* the window: exactly the N keys of dst's cols, K of Q^T's rows */
+  a.g.rows = 36;
+  expect_reject(op, &a, PTO_ESHAPE, "global view 36x29", "37 keys");
+  a.g.rows = 38;
+  expect_reject(op, &a, PTO_ESHAPE, "global view 38x29", "37 keys");
+  a.g.rows = 37;
+  a.g.cols = 28;
+  expect_reject(op, &a, PTO_ESHAPE, "global view 37x28", "K = 29");
+  a.g.cols = 30; /* wider than K: the keys' rows are K long */
+  expect_reject(op, &a, PTO_ESHAPE, "global view 37x30", "K = 29");
+  a.g.cols = 29;
+  a.g.rows = -1;
+  expect_reject(op, &a, PTO_EINVAL, "global view", "negative");
+  a.g.rows = 37;
+  C->valid_cols = 36; /* dst's cols are the keys */
+  expect_reject(op, &a, PTO_ESHAPE, "global view 37x29", "36 keys");
+  C->valid_cols = 37;
+  Qt->valid_rows = 28; /* K is Q^T's rows */
+  expect_reject(op, &a, PTO_ESHAPE, "K = 28", "28x12");
+  Qt->valid_rows = 29;
+  /* R divides M into whole groups */
+  C->valid_rows = 5;
+  expect_reject(op, &a, PTO_ESHAPE, "dst valid 5x37", "M = 12");
+  C->valid_rows = 8;
+  expect_reject(op, &a, PTO_ESHAPE, "dst valid 8x37", "M = 12");
+  C->valid_rows = 1; /* one query of 12 heads */
+  expect_accept(op, &a);
+  pto_tile *C12 = dst_new(PTO_F32, 16, 48, 12, 37); /* 12 of one head */
+  a.dst[0] = C12;
+  expect_accept(op, &a);
+  a.dst[0] = C;
+  C->valid_rows = 3;
+  /* flags: PTO_TF_PACK_B (Q^T packed, panel imm[1]) and PTO_TF_CAUSAL */
+  static const struct {
+    uint32_t flag;
+    const char *name;
+  } bad[] = {{PTO_TF_TRANS_A, "TRANS_A"},
+             {PTO_TF_TRANS_B, "TRANS_B"},
+             {PTO_TF_PACK_A, "PACK_A"},
+             {PTO_TF_ACC, "ACC"},
+             {PTO_TF_ROWSCALE, "ROWSCALE"},
+             {PTO_TF_ACC | PTO_TF_ROWSCALE, "ACC | ROWSCALE"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    cr_log_info("TMATMUL_RELU_WSUM_G with PTO_TF_%s", bad[i].name);
+    a.flags = bad[i].flag;
+    a.imm[0] = 4;
+    expect_reject(op, &a, PTO_EINVAL, "PTO_TF_PACK_B and PTO_TF_CAUSAL only",
+                  NULL);
+    a.flags = bad[i].flag | PTO_TF_PACK_B | PTO_TF_CAUSAL;
+    a.imm[1] = 16;
+    expect_reject(op, &a, PTO_EINVAL, "PTO_TF_PACK_B and PTO_TF_CAUSAL only",
+                  NULL);
+  }
+  a.imm[0] = 0;
+  a.flags = PTO_TF_PACK_B;
+  a.imm[1] = 16; /* 12 cols in a panel of 16 = Q^T's stride */
+  expect_accept(op, &a);
+  a.imm[1] = 5; /* 15 cols */
+  expect_accept(op, &a);
+  a.imm[1] = 0;
+  expect_reject(op, &a, PTO_EINVAL, "PTO_TF_PACK_B", "imm[1] = 0");
+  a.imm[1] = -16;
+  expect_reject(op, &a, PTO_EINVAL, "PTO_TF_PACK_B", "imm[1] = -16");
+  a.imm[1] = PTO_MM_PANEL_MAX + 1;
+  expect_reject(op, &a, PTO_EINVAL, "PTO_TF_PACK_B", "65");
+  a.imm[1] = 32; /* 12 cols pad to 32 > 16 */
+  expect_reject(op, &a, PTO_ESHAPE, "src0 valid 29x12", "32 cols");
+  a.imm[1] = 16;
+  /* the causal diagonal: an integer */
+  a.flags = PTO_TF_PACK_B | PTO_TF_CAUSAL;
+  a.s = -7;
+  expect_accept(op, &a);
+  a.s = 2.5;
+  expect_reject(op, &a, PTO_EINVAL, "PTO_TF_CAUSAL", "2.5");
+  a.s = -0.25;
+  expect_reject(op, &a, PTO_EINVAL, "PTO_TF_CAUSAL", "-0.25");
+  a.s = NAN;
+  expect_reject(op, &a, PTO_EINVAL, "PTO_TF_CAUSAL", "nan");
+  a.s = INFINITY;
+  expect_reject(op, &a, PTO_EINVAL, "PTO_TF_CAUSAL", "inf");
+  a.s = 0x1p60;
+  expect_reject(op, &a, PTO_EINVAL, "PTO_TF_CAUSAL", "not an integer");
+  a.flags = PTO_TF_PACK_B; /* s is no diagonal without PTO_TF_CAUSAL */
+  expect_accept(op, &a);
+  a.s = 0;
+  /* dst inside Q^T's or the weights' buffer */
+  pto_tile in_q = *C;
+  in_q.data = Qt->data;
+  a.dst[0] = &in_q;
+  expect_reject(op, &a, PTO_EINVAL, "dst overlaps src0", NULL);
+  pto_tile in_w = *C;
+  in_w.data = W->data;
+  a.dst[0] = &in_w;
+  expect_reject(op, &a, PTO_EINVAL, "dst overlaps src1", NULL);
+  a.dst[0] = C;
+  expect_accept(op, &a);
 }
 
 Test(tileops, check_packed_operands, .fini = free_all) {

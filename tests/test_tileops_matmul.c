@@ -430,10 +430,11 @@ void drive_matmul_gb(int op, const oracle_case *oc) {
  * packed and unpacked (plain or TRANS_*) operands is checked against the
  * double-precision product with the matmul tolerance. Panel widths: the
  * table's own (its micro-kernel) and odd ones (5 x 7) that it must also
- * run. */
+ * run. run_on and operand_tile serve test_tileops_wsum_g.c too
+ * (tests/tileops_test.h). */
 
-static void run_on(const pto_isa_table *T, int op, const pto_targs *a,
-                   const char *ctx) {
+void run_on(const pto_isa_table *T, int op, const pto_targs *a,
+            const char *ctx) {
   char msg[256];
   int st = pto__tileop_check(op, a, msg, sizeof msg);
   cr_assert_eq(st, 0, "%s: check refused good operands: %s: %s", ctx,
@@ -446,10 +447,10 @@ static void run_on(const pto_isa_table *T, int op, const pto_targs *a,
  * buffer, row-major or as a transposed view (col_major), loaded by T's
  * TLOAD into a tile: packed in panels of w along rows (pack 'A') or cols
  * (pack 'B'), else plain, or stored transposed when trans. */
-static pto_tile *operand_tile(const pto_isa_table *T, rng *r, pto_dtype gdt,
-                              pto_dtype tdt, uint32_t rows, uint32_t cols,
-                              int col_major, char pack, int trans, uint32_t w,
-                              pto_gview *gv, const char *ctx) {
+pto_tile *operand_tile(const pto_isa_table *T, rng *r, pto_dtype gdt,
+                       pto_dtype tdt, uint32_t rows, uint32_t cols,
+                       int col_major, char pack, int trans, uint32_t w,
+                       pto_gview *gv, const char *ctx) {
   gbuf b = gbuf_gen(r, gdt, rows, cols, col_major, G_MM);
   *gv = b.g;
   pto_targs a = {0};

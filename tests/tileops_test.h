@@ -194,6 +194,8 @@ void drive_matmul(int op, const oracle_case *oc);
 void drive_wsum(int op, const oracle_case *oc);
 void drive_matmul_ga(int op, const oracle_case *oc);
 void drive_matmul_gb(int op, const oracle_case *oc);
+/* test_tileops_wsum_g.c */
+void drive_wsum_g(int op, const oracle_case *oc);
 
 /* test_tileops_memory.c: moves and memory */
 void drive_extract(int op, const oracle_case *oc);
@@ -218,6 +220,21 @@ void drive_mrgtopk(int op, const oracle_case *oc);
 void drive_gatherpack(int op, const oracle_case *oc);
 void drive_smonline(int op, const oracle_case *oc);
 void drive_smfinal(int op, const oracle_case *oc);
+
+/* ---- matmuls on one given table (test_tileops_matmul.c) ----------------- */
+
+/* Checks a's operands, then runs op on table T; fails the test on either. */
+void run_on(const pto_isa_table *T, int op, const pto_targs *a,
+            const char *ctx);
+/* A matmul operand of logical rows x cols in a new global buffer (*gv),
+ * row-major or a transposed view (col_major), loaded by T's TLOAD into a
+ * tile of dtype tdt: packed in panels of w along rows (pack 'A') or cols
+ * ('B', layout checked against core/isa.def), else plain, or stored
+ * transposed when trans. */
+pto_tile *operand_tile(const pto_isa_table *T, rng *r, pto_dtype gdt,
+                       pto_dtype tdt, uint32_t rows, uint32_t cols,
+                       int col_major, char pack, int trans, uint32_t w,
+                       pto_gview *gv, const char *ctx);
 
 /* ---- SIMD stress (test_tileops_simd.c) ----------------------------------- */
 
