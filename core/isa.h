@@ -123,18 +123,28 @@ const char *pto__family_name(pto_insn_family f);
 static inline int pto__insn_stores(int op) {
   return op == PTO_OP_TSTORE || op == PTO_OP_TROWEXPANDMULSTORE;
 }
-/* Whether op is a matmul: A (src0) and B (src1) as TMATMUL's, packed or
+/* Whether op is a matmul: operands in its first two sources, packed or
  * not, the result in dst0 (L0C). */
 static inline int pto__insn_matmul(int op) {
   return op == PTO_OP_TMATMUL || op == PTO_OP_TMATMUL_ACC ||
          op == PTO_OP_TMATMUL_RELU_WSUM || op == PTO_OP_TMATMUL_GA ||
-         op == PTO_OP_TMATMUL_GB;
+         op == PTO_OP_TMATMUL_GB || op == PTO_OP_TMATMUL_RELU_WSUM_G;
 }
-/* The source of a matmul that holds indices of rows read from its global
- * table (TMATMUL_GA's A, TMATMUL_GB's B) rather than an operand: never
- * packed. -1 for every other instruction. */
-static inline int pto__insn_gathered_src(int op) {
-  return op == PTO_OP_TMATMUL_GA ? 0 : op == PTO_OP_TMATMUL_GB ? 1 : -1;
+/* The part source r of a matmul plays: its left operand (packed as
+ * PTO_TF_PACK_A packs, in L0A), its right one (PTO_TF_PACK_B, L0B), or
+ * neither (never packed): the indices of rows read from the global window
+ * (TMATMUL_GA's src0, TMATMUL_GB's src1), TMATMUL_RELU_WSUM_G's weights
+ * (src1; its src0 is Q^T, a right operand: the keys, read in place, are
+ * the left), and every source past the first two. */
+enum { PTO_MM_PLAIN, PTO_MM_A, PTO_MM_B };
+static inline int pto__insn_mm_role(int op, int r) {
+  if (op == PTO_OP_TMATMUL_GA)
+    return r == 1 ? PTO_MM_B : PTO_MM_PLAIN;
+  if (op == PTO_OP_TMATMUL_GB)
+    return r == 0 ? PTO_MM_A : PTO_MM_PLAIN;
+  if (op == PTO_OP_TMATMUL_RELU_WSUM_G)
+    return r == 0 ? PTO_MM_B : PTO_MM_PLAIN;
+  return r == 0 ? PTO_MM_A : r == 1 ? PTO_MM_B : PTO_MM_PLAIN;
 }
 /* Whether an instruction of the tile graph accumulates into the value of
  * its src2 (in place once planned): TMATMUL_ACC, and TMATMUL_GB with

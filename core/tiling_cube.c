@@ -29,16 +29,22 @@ static void matmul_views(const pto_node *n, view4 *a, view4 *b) {
 }
 
 /* pto_matmul_relu_wsum: one cube unit per output tile of tr rows (tr * G
- * rows of A) by tn cols over all of K, computed by TMATMUL_RELU_WSUM. With
- * the causal mask, a tile the diagonal crosses passes it to the
- * instruction (in the tile's coordinates), one wholly past it is filled
- * with -inf on the vector core, and one wholly before it has no mask. */
+ * rows of A) by tn cols over all of K. B stored transposed (the indexer's
+ * keys as rows): TMATMUL_RELU_WSUM_G reads the keys' rows where they lie,
+ * with A^T (Q^T) loaded; k is never packed or transposed (that copy took
+ * 4-16% of the indexer's time, most at decode where each key meets one
+ * query). Else TMATMUL_RELU_WSUM on loaded A and B. With the causal mask,
+ * a tile the diagonal crosses passes it to the instruction (in the tile's
+ * coordinates), one wholly past it is filled with -inf on the vector
+ * core, and one wholly before it has no mask. */
 static void tile_matmul_wsum(tiler *t, const pto_node *n,
                              const pto_tile_shape *ts) {
   view4 a, b, w = view_of(n->in[2]), out = view_of(n->out[0]);
   matmul_views(n, &a, &b);
   const int64_t G = n->ival, K = a.shape[3];
   const int causal = (n->flags & PTO_MATMUL_CAUSAL) != 0;
+  const int in_place = (n->flags & PTO_MATMUL_TRANS_B) != 0;
+  const view4 at = swap_last(a), keys = swap_last(b); /* Q^T; k as stored */
   uint32_t tm = clamp_tile(ts->cube_m, a.shape[2]);
   uint32_t tr = tm / G ? (uint32_t)(tm / G) : 1; /* whole groups */
   uint32_t tn = clamp_tile(ts->cube_n, out.shape[3]);
@@ -65,15 +71,36 @@ static void tile_matmul_wsum(tiler *t, const pto_node *n,
     pb.nr = K;
     pw = pa;
     pw.nc = 1;
-    pto_gref ga = window(&a, &pa), gb = window(&b, &pb), gw = window(&w, &pw);
-    uint32_t va = load(t, &ga, tr * (uint32_t)G, (uint32_t)K);
-    uint32_t vb = load(t, &gb, (uint32_t)K, tn);
-    uint32_t vw = load(t, &gw, tr * (uint32_t)G, 1);
+    pto_gref gw = window(&w, &pw);
     uint32_t d = new_val(t, PTO_F32, tr, tn, pos.nr, pos.nc);
-    pto_tinst *ins = emit(t, PTO_OP_TMATMUL_RELU_WSUM);
-    ins->src[0] = va;
-    ins->src[1] = vb;
-    ins->src[2] = vw;
+    pto_tinst *ins;
+    if (in_place) {
+      tpos pq = pa, pk = pb;
+      pq.r0 = 0; /* Q^T: K x tr * G */
+      pq.nr = K;
+      pq.c0 = pa.r0;
+      pq.nc = pa.nr;
+      pk.r0 = pos.c0; /* the keys: tn x K */
+      pk.nr = pos.nc;
+      pk.c0 = 0;
+      pk.nc = K;
+      pto_gref gq = window(&at, &pq);
+      uint32_t vq = load(t, &gq, (uint32_t)K, tr * (uint32_t)G);
+      uint32_t vw = load(t, &gw, tr * (uint32_t)G, 1);
+      ins = emit(t, PTO_OP_TMATMUL_RELU_WSUM_G);
+      ins->src[0] = vq;
+      ins->src[1] = vw;
+      ins->g = window(&keys, &pk);
+    } else {
+      pto_gref ga = window(&a, &pa), gb = window(&b, &pb);
+      uint32_t va = load(t, &ga, tr * (uint32_t)G, (uint32_t)K);
+      uint32_t vb = load(t, &gb, (uint32_t)K, tn);
+      uint32_t vw = load(t, &gw, tr * (uint32_t)G, 1);
+      ins = emit(t, PTO_OP_TMATMUL_RELU_WSUM);
+      ins->src[0] = va;
+      ins->src[1] = vb;
+      ins->src[2] = vw;
+    }
     ins->dst[0] = d;
     /* the mask only where the diagonal crosses the tile: row r0 hides
      * cols from first_hidden on */

@@ -378,7 +378,9 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
           task->cost +=
               pi->op == PTO_OP_TMATMUL_GA
                   ? (uint64_t)td->vrows * tb->vrows * tb->vcols / 4
-              : pi->op == PTO_OP_TMATMUL_GB
+              /* TMATMUL_RELU_WSUM_G's src0 is Q^T, K x M */
+              : pi->op == PTO_OP_TMATMUL_GB ||
+                      pi->op == PTO_OP_TMATMUL_RELU_WSUM_G
                   ? (uint64_t)ta->vrows * ta->vcols * td->vcols / 4
                   : (uint64_t)ta->vrows * ta->vcols * tb->vcols / 4;
         }

@@ -51,13 +51,12 @@ static pto_status pack_operands(pto_cprog *pr, interval *iv) {
     if (pi->op == PTO_OP_TSOFTMAXONLINE)
       def[pi->dst[0]] = k;
     for (int r = 0; r < pi->n_src; r++) {
+      const int rl = mm ? pto__insn_mm_role(pi->op, r) : PTO_MM_PLAIN;
       uint32_t want = NOT_PACKED;
-      if (mm && r == 0 && !(pi->flags & PTO_TF_TRANS_A))
+      if (rl == PTO_MM_A && !(pi->flags & PTO_TF_TRANS_A))
         want = ROLE_A;
-      if (mm && r == 1 && !(pi->flags & PTO_TF_TRANS_B))
+      if (rl == PTO_MM_B && !(pi->flags & PTO_TF_TRANS_B))
         want = ROLE_B;
-      if (r == pto__insn_gathered_src(pi->op)) /* indices, not an operand */
-        want = NOT_PACKED;
       uint8_t *have = &role[pi->src[r]];
       *have = *have == UNSEEN || *have == want ? (uint8_t)want : NOT_PACKED;
     }
@@ -92,12 +91,13 @@ static pto_status pack_operands(pto_cprog *pr, interval *iv) {
     if (!pto__insn_matmul(pi->op))
       continue;
     for (int r = 0; r < 2 && r < pi->n_src; r++) {
-      uint32_t t = pi->src[r];
-      if (r == pto__insn_gathered_src(pi->op) ||
-          role[t] != (r == 0 ? ROLE_A : ROLE_B) || def[t] == PTO_NONE)
+      const uint32_t t = pi->src[r];
+      const int is_a = pto__insn_mm_role(pi->op, r) == PTO_MM_A;
+      if (pto__insn_mm_role(pi->op, r) == PTO_MM_PLAIN || def[t] == PTO_NONE ||
+          role[t] != (is_a ? ROLE_A : ROLE_B))
         continue;
-      pi->flags |= r == 0 ? PTO_TF_PACK_A : PTO_TF_PACK_B;
-      pi->imm[r] = (int32_t)(r == 0 ? mr : nr);
+      pi->flags |= is_a ? PTO_TF_PACK_A : PTO_TF_PACK_B;
+      pi->imm[is_a ? 0 : 1] = (int32_t)(is_a ? mr : nr);
     }
   }
   free(role);
@@ -263,7 +263,9 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
     const pto_pinst *pi = &pr->insts[k];
     if (!pto__insn_matmul(pi->op))
       continue;
-    pr->tiles[pi->src[0]].level = PTO_MEM_L0A;
+    /* a source that is no operand stays where its part would be */
+    pr->tiles[pi->src[0]].level =
+        pto__insn_mm_role(pi->op, 0) == PTO_MM_B ? PTO_MEM_L0B : PTO_MEM_L0A;
     pr->tiles[pi->src[1]].level = PTO_MEM_L0B;
     pr->tiles[pi->dst[0]].level = PTO_MEM_L0C;
   }

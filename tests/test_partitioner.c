@@ -561,7 +561,9 @@ Test(partitioner, parity_batched_matmul_with_broadcast) {
 
 /* matmul_relu_wsum, compiled: groups of 4 rows, causal diagonals through,
  * before and past the tiles, cube tiles that divide, that leave edges and
- * whose m is not whole groups (rounded down), batch broadcast of k and w. */
+ * whose m is not whole groups (rounded down), batch broadcast of k and w;
+ * k stored as rows (TRANS_B: TMATMUL_RELU_WSUM_G reads them in place) and
+ * as K x N (TMATMUL_RELU_WSUM on a loaded B). */
 static int64_t wsum_diag;
 static unsigned wsum_flags;
 static pto_tensor *build_wsum(pto_program *p, pto_tensor **in) {
@@ -570,21 +572,25 @@ static pto_tensor *build_wsum(pto_program *p, pto_tensor **in) {
 }
 Test(partitioner, parity_matmul_relu_wsum_tiles_and_causal_mask) {
   const pto_dtype dts[3] = {PTO_F32, PTO_F32, PTO_F32};
-  const int64_t shapes[3][4] = {{2, 24, 40}, {2, 30, 40}, {2, 24, 1}};
-  const int64_t shared[3][4] = {{2, 24, 40}, {30, 40}, {24, 1}};
   const int nd[3] = {3, 3, 3}, nd_shared[3] = {3, 2, 2};
   const pto_tile_shape cubes[] = {{0, 0, 8, 16, 0},  {0, 0, 12, 7, 0},
                                   {0, 0, 0, 0, 0},   {0, 0, 5, 30, 0},
                                   {0, 0, 3, 13, 64}, {0, 0, 24, 32, 8}};
   const int64_t diags[] = {20, 0, -3, 100, -40};
-  for (size_t i = 0; i < sizeof cubes / sizeof cubes[0]; i++)
-    for (size_t j = 0; j < sizeof diags / sizeof diags[0]; j++) {
-      wsum_flags = PTO_MATMUL_TRANS_B | (j ? PTO_MATMUL_CAUSAL : 0u);
-      wsum_diag = diags[j];
-      check_parity("wsum", 3, dts, j & 1 ? shared : shapes,
-                   j & 1 ? nd_shared : nd, build_wsum, 16, 32, &cubes[i],
-                   MM_TOL);
-    }
+  for (int rows = 0; rows < 2; rows++) { /* k: N x K rows, or K x N */
+    const int64_t n = rows ? 30 : 40, k = rows ? 40 : 30;
+    const int64_t shapes[3][4] = {{2, 24, 40}, {2, n, k}, {2, 24, 1}};
+    const int64_t shared[3][4] = {{2, 24, 40}, {n, k}, {24, 1}};
+    for (size_t i = 0; i < sizeof cubes / sizeof cubes[0]; i++)
+      for (size_t j = 0; j < sizeof diags / sizeof diags[0]; j++) {
+        wsum_flags = (rows ? PTO_MATMUL_TRANS_B : 0u) |
+                     (j ? PTO_MATMUL_CAUSAL : 0u);
+        wsum_diag = diags[j];
+        check_parity("wsum", 3, dts, j & 1 ? shared : shapes,
+                     j & 1 ? nd_shared : nd, build_wsum, 16, 32, &cubes[i],
+                     MM_TOL);
+      }
+  }
 }
 
 /* ---- structure ---------------------------------------------------------- */
@@ -1046,8 +1052,9 @@ Test(partitioner, l1_reuse_merges_cube_tasks_sharing_an_operand) {
 
 /* The causal mask skips work: a tile wholly past the diagonal is a vector
  * task that fills -inf, a tile the diagonal crosses is a cube task told
- * where it runs, and a tile before it carries no mask; with l1_reuse the
- * key tiles of a query block share one packed A. */
+ * where it runs (TMATMUL_RELU_WSUM_G: the keys, stored as rows, read in
+ * place), and a tile before it carries no mask; with l1_reuse the key
+ * tiles of a query block share one packed Q^T. */
 Test(partitioner, matmul_relu_wsum_skips_tiles_past_the_diagonal) {
   pto_program *p = pto_program_new("causal");
   pto_tensor *q = pto_input(p, "q", PTO_F32, 2, (int64_t[]){8 * 4, 16});
@@ -1071,7 +1078,7 @@ Test(partitioner, matmul_relu_wsum_skips_tiles_past_the_diagonal) {
     e->tasks[t].core == PTO_CORE_CUBE ? cube++ : vec++;
   for (uint32_t g = 0; g < e->n_progs; g++)
     for (uint32_t i = 0; i < e->progs[g].n_insts; i++)
-      if (e->progs[g].insts[i].op == PTO_OP_TMATMUL_RELU_WSUM &&
+      if (e->progs[g].insts[i].op == PTO_OP_TMATMUL_RELU_WSUM_G &&
           (e->progs[g].insts[i].flags & PTO_TF_CAUSAL))
         masked += e->progs[g].n_tasks;
   cr_expect_eq(cube, 6, "cube tasks: %u", cube);

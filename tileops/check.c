@@ -142,6 +142,7 @@ typedef enum op_class {
   K_COLEXPAND2,
   K_MATMUL,
   K_MATMUL_WSUM, /* K_MATMUL's operands, a rowvec of weights, R x N dst */
+  K_MATMUL_WSUM_G, /* Q^T, a rowvec of weights, the keys' window */
   K_GATHERPACK,  /* indices, a table, two packed destinations */
   K_GMATMUL,     /* a matmul with one operand's rows read from a table */
   K_SMONLINE,    /* scores, indices (and a state) -> packed P, state */
@@ -239,6 +240,8 @@ static op_class class_of(pto_opcode op) {
     return K_MATMUL;
   case PTO_OP_TMATMUL_RELU_WSUM:
     return K_MATMUL_WSUM;
+  case PTO_OP_TMATMUL_RELU_WSUM_G:
+    return K_MATMUL_WSUM_G;
   case PTO_OP_TGATHERPACK:
     return K_GATHERPACK;
   case PTO_OP_TMATMUL_GA:
@@ -555,6 +558,8 @@ static int check_rules(const chk *k, op_class cl, const pto_targs *a) {
     return pto__check_tsoftmaxfinal(k, a);
   case K_MATMUL_WSUM:
     return pto__check_tmatmul_relu_wsum(k, a);
+  case K_MATMUL_WSUM_G:
+    return pto__check_tmatmul_relu_wsum_g(k, a);
   case K_EXTRACT:
     TRY(check_same_dtype(k, "dst", d, "src0", s0));
     return check_window(k, a->imm[0], a->imm[1], d->valid_rows, d->valid_cols,

@@ -113,6 +113,7 @@ static inline int check_gview_base(const chk *k, const pto_gview *g,
 int pto__check_tmatmul(const chk *k, const pto_targs *a); /* TMATMUL(_ACC) */
 int pto__check_tmatmul_relu_wsum(const chk *k, const pto_targs *a);
 int pto__check_tmatmul_gathered(const chk *k, const pto_targs *a); /* GA GB */
+int pto__check_tmatmul_relu_wsum_g(const chk *k, const pto_targs *a);
 int pto__check_tgatherpack(const chk *k, const pto_targs *a);
 int pto__check_tsoftmaxonline(const chk *k, const pto_targs *a);
 int pto__check_tsoftmaxfinal(const chk *k, const pto_targs *a);

@@ -1,7 +1,7 @@
 /* The operand rules of the matmul family (TMATMUL, TMATMUL_ACC,
- * TMATMUL_RELU_WSUM, TMATMUL_GA, TMATMUL_GB) and of the attention
- * instructions around it (TGATHERPACK, TSOFTMAXONLINE, TSOFTMAXFINAL), from
- * core/isa.def's semantics: operand dtypes, K agreement, packed panels, the
+ * TMATMUL_RELU_WSUM, TMATMUL_GA, TMATMUL_GB, TMATMUL_RELU_WSUM_G) and of
+ * the attention instructions around it (TGATHERPACK, TSOFTMAXONLINE,
+ * TSOFTMAXFINAL), from core/isa.def's semantics: operand dtypes, K agreement, packed panels, the
  * table rows are read from and the row scale. One function per operand
  * class, called by tileops/check.c's check_rules. */
 #include <inttypes.h>
@@ -177,6 +177,44 @@ int pto__check_tmatmul_relu_wsum(const chk *k, const pto_targs *a) {
                 "PTO_TF_CAUSAL's diagonal s = %g is not an integer", a->s);
   return check_valid_is(k, "dst", d, d->valid_rows, N,
                         "N cols, as src0 x src1");
+}
+
+/* TMATMUL_RELU_WSUM_G (K_MATMUL_WSUM_G): Q^T (src0, K x M, f32/bf16/f16,
+ * plain or PTO_TF_PACK_B, never transposed), a rowvec of M weights (src1),
+ * the N keys' window (N x K exactly), R x N dst with R dividing M. */
+int pto__check_tmatmul_relu_wsum_g(const chk *k, const pto_targs *a) {
+  const pto_tile *d = a->dst[0], *qt = a->src[0], *w = a->src[1];
+  int st;
+  TRY(check_dtype_is(k, "dst", d, PTO_F32));
+  TRY(check_matmul_operand(k, "src0", qt));
+  TRY(check_dtype_is(k, "src1", w, PTO_F32));
+  TRY(check_table(k, &a->g));
+  if (a->flags & ~(uint32_t)(PTO_TF_PACK_B | PTO_TF_CAUSAL))
+    return fail(k, PTO_EINVAL,
+                "TMATMUL_RELU_WSUM_G takes PTO_TF_PACK_B and PTO_TF_CAUSAL "
+                "only: the keys are the window's rows, Q^T is never "
+                "transposed, and nothing accumulates");
+  if ((a->flags & PTO_TF_PACK_B) &&
+      (st = check_packed(k, "src0", qt, 0, a->imm[1], 1)))
+    return st;
+  const uint32_t K = qt->valid_rows, M = qt->valid_cols, N = d->valid_cols;
+  TRY(check_valid_is(k, "src1", w, M, 1, "a rowvec of src0's M cols"));
+  if (a->g.rows != N || a->g.cols != K)
+    return fail(k, PTO_ESHAPE,
+                "global view %" PRId64 "x%" PRId64 ", expected the %" PRIu32
+                " keys of dst's valid cols x K = %" PRIu32 " (src0 valid %"
+                PRIu32 "x%" PRIu32 ")",
+                a->g.rows, a->g.cols, N, K, qt->valid_rows, qt->valid_cols);
+  if (d->valid_rows == 0 || M % d->valid_rows)
+    return fail(k, PTO_ESHAPE,
+                "dst valid %" PRIu32 "x%" PRIu32 ": its rows must divide "
+                "src0's M = %" PRIu32 " cols into whole groups",
+                d->valid_rows, d->valid_cols, M);
+  if ((a->flags & PTO_TF_CAUSAL) &&
+      !(fabs(a->s) < 0x1p52 && a->s == floor(a->s)))
+    return fail(k, PTO_EINVAL,
+                "PTO_TF_CAUSAL's diagonal s = %g is not an integer", a->s);
+  return PTO_OK;
 }
 
 /* TGATHERPACK (K_GATHERPACK): indices, a table, two packed destinations. */

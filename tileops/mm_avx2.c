@@ -62,6 +62,12 @@ static void kernel_6x16_wsum(uint32_t K, const float *restrict Ap,
     }                                                                          \
   } while (0)
 
+static inline float mm_hsum_avx2(__m256 v) {
+  __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+  return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
+}
+
 #define VW 8 /* f32 lanes of a vector */
 #define MM_ENGINE "avx2-f32"
 #define KERNEL kernel_6x16
@@ -75,6 +81,10 @@ static void kernel_6x16_wsum(uint32_t K, const float *restrict Ap,
 #define MM_STORE(p, x) _mm256_storeu_ps(p, x)
 #define MM_MUL(a, b) _mm256_mul_ps(a, b)
 #define MM_SET1(x) _mm256_set1_ps(x)
+/* x < 0: 0, else x (-0 and NaN stay: max returns its second operand
+ * when either is NaN or both are zero) */
+#define MM_RELU(x) _mm256_max_ps(_mm256_setzero_ps(), x)
+#define MM_HSUM(x) mm_hsum_avx2(x) /* the sum of the lanes */
 #include "tileops/mm_loops.h"
 
 /* C[0..rows)[0..cols) = (acc ? C : 0) + Ap x Bp over K steps (layout as in

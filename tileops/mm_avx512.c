@@ -39,6 +39,10 @@ static void kernel_12x32(uint32_t K, const float *restrict Ap,
 #define MM_STORE(p, x) _mm512_storeu_ps(p, x)
 #define MM_MUL(a, b) _mm512_mul_ps(a, b)
 #define MM_SET1(x) _mm512_set1_ps(x)
+/* x < 0: 0, else x (-0 and NaN stay: max returns its second operand
+ * when either is NaN or both are zero) */
+#define MM_RELU(x) _mm512_max_ps(_mm512_setzero_ps(), x)
+#define MM_HSUM(x) _mm512_reduce_add_ps(x) /* the sum of the lanes */
 #include "tileops/mm_loops.h"
 
 /* C[0..rows)[0..cols) = (acc ? C : 0) + Ap x Bp over K steps, where

@@ -954,12 +954,14 @@ static int ref_TLOADSOFTMAXSTORE(int op, const pto_targs *a) {
 
 /* ---- the table ---------------------------------------------------------- */
 
-/* attention's instructions live in tileops/ref_attn.c */
+/* the instructions reading global rows in place, and attention's softmax,
+ * live in tileops/ref_attn.c */
 #define ref_TGATHERPACK pto__ref_TGATHERPACK
 #define ref_TSOFTMAXONLINE pto__ref_TSOFTMAXONLINE
 #define ref_TSOFTMAXFINAL pto__ref_TSOFTMAXFINAL
 #define ref_TMATMUL_GA pto__ref_TMATMUL_GA
 #define ref_TMATMUL_GB pto__ref_TMATMUL_GB
+#define ref_TMATMUL_RELU_WSUM_G pto__ref_TMATMUL_RELU_WSUM_G
 
 /* Generated from the instruction list: an instruction without a ref_<NAME>
  * function does not compile. */

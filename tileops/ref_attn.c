@@ -1,7 +1,8 @@
-/* The scalar reference of attention's instructions (core/isa.def):
- * TGATHERPACK, TMATMUL_GA, TMATMUL_GB, TSOFTMAXONLINE and TSOFTMAXFINAL,
- * written to be obviously right; tileops/ref.c puts them in the scalar
- * table. Compiled with -ffp-contract=off, as ref.c. */
+/* The scalar reference of the instructions that read global rows where
+ * they lie, and of attention's softmax (core/isa.def): TGATHERPACK,
+ * TMATMUL_GA, TMATMUL_GB, TMATMUL_RELU_WSUM_G, TSOFTMAXONLINE and
+ * TSOFTMAXFINAL, written to be obviously right; tileops/ref.c puts them in
+ * the scalar table. Compiled with -ffp-contract=off, as ref.c. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -119,6 +120,39 @@ int pto__ref_TMATMUL_GB(int op, const pto_targs *a) {
       *o = sum;
     }
   }
+  return PTO_OK;
+}
+
+/* dst[r][n] = sum over g of w[r*G + g] * ReLU(sum_k Q^T[k][r*G + g] *
+ * key_n[k]) in f32, each product rounded, k then g in order; -inf past the
+ * causal diagonal. */
+int pto__ref_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  const pto_tile *qt = a->src[0], *w = a->src[1];
+  const int pb = (a->flags & PTO_TF_PACK_B) != 0,
+            causal = (a->flags & PTO_TF_CAUSAL) != 0;
+  const uint32_t nw = (uint32_t)a->imm[1], K = qt->valid_rows,
+                 G = qt->valid_cols / d->valid_rows;
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    for (uint32_t n = 0; n < d->valid_cols; n++) {
+      float sum = 0.0f;
+      if (causal && (double)n > (double)r + a->s) {
+        sum = -INFINITY;
+      } else {
+        for (uint32_t g = 0; g < G; g++) {
+          float dot = 0.0f;
+          for (uint32_t k = 0; k < K; k++) {
+            const float p = operand_at(qt, 0, pb, nw, k, r * G + g) *
+                            table_at(&a->g, (int32_t)n, k);
+            dot += p;
+          }
+          const float x = dot < 0.0f ? 0.0f : dot, p = ldf(w, r * G + g, 0) * x;
+          sum += p;
+        }
+      }
+      *f32_at(d, (size_t)r * d->stride + n) = sum;
+    }
   return PTO_OK;
 }
 

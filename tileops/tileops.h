@@ -183,6 +183,7 @@ int pto__ref_TSOFTMAXONLINE(int op, const pto_targs *a);
 int pto__ref_TSOFTMAXFINAL(int op, const pto_targs *a);
 int pto__ref_TMATMUL_GA(int op, const pto_targs *a);
 int pto__ref_TMATMUL_GB(int op, const pto_targs *a);
+int pto__ref_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a);
 
 /* The reference: every entry set. */
 extern const pto_isa_table pto__isa_scalar;
