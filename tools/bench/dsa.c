@@ -461,7 +461,7 @@ static int traced(bench_pto *r, const void *const *in, void *const *out,
             pto_runtime_error(NULL));
     return -1;
   }
-  pto_status st = pto_runtime_run(rt, r->e, in, out);
+  pto_status st = bench_traced_run(rt, r->e, in, out);
   pto_runtime_free(rt);
   if (!st)
     st = pto_executable_write_trace(r->e, path);

@@ -118,8 +118,16 @@ int bench_pto_time_pair(bench_pto *const r[2], const void *const *const in[2],
 /* Frees the runtime: its workers stop spinning, so a peer that runs next
  * has every core. bench_pto_start starts it again. */
 void bench_pto_stop(bench_pto *r);
-/* One extra run on a tracing runtime (the main one stopped first): writes
- * the swimlane to path (Chrome trace JSON) and its summary to stderr. */
+/* e run twice on a fresh traced runtime rt, the second run the one its
+ * trace keeps: the first touches the workers' new scratchpads (huge pages
+ * faulted in, compacted by the kernel: up to 8 ms in the first task's
+ * first TLOAD, 14% of a decode run's swimlane), which the timed runs,
+ * on a runtime that ran before, never pay. */
+pto_status bench_traced_run(pto_runtime *rt, pto_executable *e,
+                            const void *const *in, void *const *out);
+/* One extra run on a tracing runtime (the main one stopped first, and
+ * warmed by bench_traced_run): writes the swimlane to path (Chrome trace
+ * JSON) and its summary to stderr. */
 int bench_pto_trace(bench_pto *r, const void *const *in, void *const *out,
                     const char *path);
 void bench_pto_free(bench_pto *r); /* runtime and executable */
