@@ -157,6 +157,24 @@ int pto__check_tmatmul(const chk *k, const pto_targs *a) {
   return check_valid_is(k, "dst", d, M, N, "M x N of src0 x src1");
 }
 
+/* The weighted sums' groups: dst's rows divide the M rows (of whose, and
+ * what they are: "" or " cols") into whole groups, and PTO_TF_CAUSAL's
+ * diagonal is an integer. */
+static int check_groups(const chk *k, const pto_targs *a, uint32_t M,
+                        const char *whose, const char *what) {
+  const pto_tile *d = a->dst[0];
+  if (d->valid_rows == 0 || M % d->valid_rows)
+    return fail(k, PTO_ESHAPE,
+                "dst valid %" PRIu32 "x%" PRIu32 ": its rows must divide "
+                "%s M = %" PRIu32 "%s into whole groups",
+                d->valid_rows, d->valid_cols, whose, M, what);
+  if ((a->flags & PTO_TF_CAUSAL) &&
+      !(fabs(a->s) < 0x1p52 && a->s == floor(a->s)))
+    return fail(k, PTO_EINVAL,
+                "PTO_TF_CAUSAL's diagonal s = %g is not an integer", a->s);
+  return PTO_OK;
+}
+
 /* TMATMUL_RELU_WSUM (K_MATMUL_WSUM): K_MATMUL's operands, a rowvec of
  * weights, R x N dst. */
 int pto__check_tmatmul_relu_wsum(const chk *k, const pto_targs *a) {
@@ -166,15 +184,7 @@ int pto__check_tmatmul_relu_wsum(const chk *k, const pto_targs *a) {
   TRY(check_matmul(k, a, &M, &N));
   TRY(check_dtype_is(k, "src2", s2, PTO_F32));
   TRY(check_valid_is(k, "src2", s2, M, 1, "a rowvec of A's M rows"));
-  if (d->valid_rows == 0 || M % d->valid_rows)
-    return fail(k, PTO_ESHAPE,
-                "dst valid %" PRIu32 "x%" PRIu32 ": its rows must divide "
-                "A's M = %" PRIu32 " into whole groups",
-                d->valid_rows, d->valid_cols, M);
-  if ((a->flags & PTO_TF_CAUSAL) &&
-      !(fabs(a->s) < 0x1p52 && a->s == floor(a->s)))
-    return fail(k, PTO_EINVAL,
-                "PTO_TF_CAUSAL's diagonal s = %g is not an integer", a->s);
+  TRY(check_groups(k, a, M, "A's", ""));
   return check_valid_is(k, "dst", d, d->valid_rows, N,
                         "N cols, as src0 x src1");
 }
@@ -205,16 +215,7 @@ int pto__check_tmatmul_relu_wsum_g(const chk *k, const pto_targs *a) {
                 " keys of dst's valid cols x K = %" PRIu32 " (src0 valid %"
                 PRIu32 "x%" PRIu32 ")",
                 a->g.rows, a->g.cols, N, K, qt->valid_rows, qt->valid_cols);
-  if (d->valid_rows == 0 || M % d->valid_rows)
-    return fail(k, PTO_ESHAPE,
-                "dst valid %" PRIu32 "x%" PRIu32 ": its rows must divide "
-                "src0's M = %" PRIu32 " cols into whole groups",
-                d->valid_rows, d->valid_cols, M);
-  if ((a->flags & PTO_TF_CAUSAL) &&
-      !(fabs(a->s) < 0x1p52 && a->s == floor(a->s)))
-    return fail(k, PTO_EINVAL,
-                "PTO_TF_CAUSAL's diagonal s = %g is not an integer", a->s);
-  return PTO_OK;
+  return check_groups(k, a, M, "src0's", " cols");
 }
 
 /* TGATHERPACK (K_GATHERPACK): indices, a table, two packed destinations. */
