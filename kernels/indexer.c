@@ -108,13 +108,17 @@ pto_tile_shape pto_indexer_qk_tile(const pto_machine *m,
                l0b = m ? m->mem[PTO_MEM_L0B] : 256u << 10;
   uint32_t mr, nr;
   pto_matmul_panel(&mr, &nr);
-  /* A: whole queries (a query's heads padded to whole panels) in L0A,
-   * which keeps it in L2 while B's panels stream past it */
-  const size_t query = (size_t)((d->h + mr - 1) / mr * mr) * (size_t)d->d * 4;
-  int64_t queries = (int64_t)(l0a / query);
+  /* The score reads the keys in place (TMATMUL_RELU_WSUM_G): L0B holds
+   * whole queries' Q^T (a query's heads padded to whole panels) and their
+   * weights (a 64-byte row each), which keeps them in L2 while the keys
+   * stream past */
+  const size_t query = (size_t)((d->h + nr - 1) / nr * nr) *
+                       ((size_t)d->d * 4 + PTO_TILE_ALIGN);
+  int64_t queries = (int64_t)(l0b / query);
   queries = queries < 1 ? 1 : queries > d->s1 ? d->s1 : queries;
-  /* B: as many keys as fill L0B, in whole panels */
-  int64_t keys = (int64_t)(l0b / ((size_t)d->d * 4)) / nr * nr;
+  /* the keys: as many per tile as would fill L0A in whole panels, were
+   * they loaded (the dst, queries x keys, is small beside them) */
+  int64_t keys = (int64_t)(l0a / ((size_t)d->d * 4)) / nr * nr;
   keys = keys < nr ? nr : keys > d->s2 ? d->s2 : keys;
   t.cube_m = (uint32_t)(queries * d->h);
   t.cube_n = (uint32_t)keys;
