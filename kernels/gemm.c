@@ -69,7 +69,7 @@ pto_status pto_gemm_tile(const pto_machine *mach, int64_t M, int64_t N,
        * registers and through the caches, the kernel's set-up: measured
        * on 128 x 8192 x 576, 128 x 1024 x 128 tiles run 7% slower than
        * 128 x 512 x 192 ones, which pack 10% more) x a penalty below 2
-       * tiles per worker */
+       * tiles per worker x the workers busy in the last round */
       double score = (double)m * (double)n / (double)(m + n);
       score *= (double)M * (double)N /
                ((double)div_up((uint64_t)M, m) * (double)round_up(m, mr) *
@@ -77,6 +77,9 @@ pto_status pto_gemm_tile(const pto_machine *mach, int64_t M, int64_t N,
       score *= (double)k / (double)(k + 4 * ROW_ALIGN);
       if (count < 2ull * workers)
         score *= (double)count / (double)(2ull * workers);
+      /* the last round of tasks leaves workers idle unless count is a
+       * multiple of them (9 tiles of 2048^2 on two: one idles a ninth) */
+      score *= (double)count / (double)round_up(count, workers);
       if (score > best) {
         best = score;
         best_m = m;
