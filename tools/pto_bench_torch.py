@@ -6,9 +6,10 @@ usage: pto_bench_torch.py WORKLOAD DIR [--threads N] [--repeats N]
 
 DIR holds meta.json (the workload's parameters) and the inputs as .npy
 files. Every variant of WORKLOAD is run `warmup` times, then timed `repeats`
-times, on `threads` threads (torch.set_num_threads). The fastest variant's
-outputs are written back into DIR as .npy files, and DIR/result.json says
-what ran:
+times, on `threads` threads (torch.set_num_threads, and the BLAS and
+OpenMP libraries' own counts in the environment before torch loads). The
+fastest variant's outputs are written back into DIR as .npy files, and
+DIR/result.json says what ran:
 
   {"workload": "indexer", "torch": "1.13.1", "threads": 2,
    "best": "chunked", "outputs": ["indices", "values"],
@@ -38,8 +39,31 @@ import statistics
 import sys
 import time
 
-import numpy as np
-import torch
+
+
+def _pin_library_threads(argv):
+    """The BLAS and OpenMP libraries torch loads read their thread counts
+    from the environment when they load, and torch.set_num_threads does not
+    reach them all: Debian's torch calls the system BLAS (OpenBLAS, whose
+    own pool takes every core), so a 1-thread case measured its f32 matmul
+    on two cores (199 GFLOP/s on one core of a 174 GFLOP/s peak). Set them
+    to --threads before the import."""
+    for i, a in enumerate(argv):
+        n = None
+        if a == "--threads" and i + 1 < len(argv):
+            n = argv[i + 1]
+        elif a.startswith("--threads="):
+            n = a.split("=", 1)[1]
+        if n is not None and n.isdigit() and int(n) > 0:
+            for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                        "MKL_NUM_THREADS"):
+                os.environ[var] = n
+
+
+_pin_library_threads(sys.argv)
+
+import numpy as np  # noqa: E402 (after the thread counts are set)
+import torch  # noqa: E402
 
 # A variant whose intermediate would exceed this is skipped, not run.
 MAX_INTERMEDIATE = 4 << 30
