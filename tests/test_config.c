@@ -344,6 +344,23 @@ Test(core, config_example_files_load) {
     cr_expect_eq(pto_config_machine(c)->mem[PTO_MEM_UB], host.mem[PTO_MEM_UB]);
   }
   pto_config_free(c);
+
+  /* the DSA prefill tuning: one cube tile per head for the absorption, the
+   * merge's vector tile; labels it does not name keep theirs */
+  c = pto_config_new();
+  cr_assert_not_null(c);
+  snprintf(path, sizeof path, "%s/../tools/configs/dsa-prefill.json", dir);
+  cr_assert_eq(pto_config_load_file(c, path), PTO_OK, "%s",
+               pto_config_error(c));
+  pto_tile_shape t = {0, 0, 0, 0, 0};
+  cr_expect_eq(pto_config_tile(c, "mla_prolog.q_absorb", &t), 1);
+  cr_expect(t.cube_m == 512 && t.cube_n == 512 && t.cube_k == 128);
+  t = (pto_tile_shape){0, 0, 0, 0, 0};
+  cr_expect_eq(pto_config_tile(c, "attention.merge.add", &t), 1);
+  cr_expect(t.vec_rows == 128 && t.vec_cols == 512);
+  t = (pto_tile_shape){0, 0, 0, 0, 0};
+  cr_expect_eq(pto_config_tile(c, "attention", &t), 0);
+  pto_config_free(c);
 }
 
 /* ---- load errors --------------------------------------------------------- */
