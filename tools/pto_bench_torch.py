@@ -40,27 +40,18 @@ import sys
 import time
 
 
-
-def _pin_library_threads(argv):
-    """The BLAS and OpenMP libraries torch loads read their thread counts
-    from the environment when they load, and torch.set_num_threads does not
-    reach them all: Debian's torch calls the system BLAS (OpenBLAS, whose
-    own pool takes every core), so a 1-thread case measured its f32 matmul
-    on two cores (199 GFLOP/s on one core of a 174 GFLOP/s peak). Set them
-    to --threads before the import."""
-    for i, a in enumerate(argv):
-        n = None
-        if a == "--threads" and i + 1 < len(argv):
-            n = argv[i + 1]
-        elif a.startswith("--threads="):
-            n = a.split("=", 1)[1]
-        if n is not None and n.isdigit() and int(n) > 0:
-            for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                        "MKL_NUM_THREADS"):
-                os.environ[var] = n
-
-
-_pin_library_threads(sys.argv)
+# --threads, read before torch loads: the BLAS and OpenMP libraries torch
+# loads take their thread counts from the environment when they load, and
+# torch.set_num_threads does not reach them all (Debian's torch calls the
+# system BLAS, OpenBLAS, whose own pool takes every core: a 1-thread case
+# measured its f32 matmul on two cores, 199 GFLOP/s on one core of a 174
+# GFLOP/s peak). main's parser takes the option from this one.
+THREADS = argparse.ArgumentParser(add_help=False)
+THREADS.add_argument("--threads", type=int, default=os.cpu_count())
+_threads = THREADS.parse_known_args()[0].threads
+if _threads and _threads > 0:
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(_threads)
 
 import numpy as np  # noqa: E402 (after the thread counts are set)
 import torch  # noqa: E402
@@ -484,10 +475,10 @@ WORKLOADS = {
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 parents=[THREADS])
     ap.add_argument("workload", choices=sorted(WORKLOADS))
     ap.add_argument("dir")
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--quiet", action="store_true")
