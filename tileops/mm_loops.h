@@ -607,10 +607,10 @@ static int mm_TMATMUL_GB(int op, const pto_targs *a) {
   const size_t es = pto_dtype_size(g->dtype);
   for (uint32_t n0 = 0; n0 < full; n0 += NR) {
     const int more = n0 + NR < full;
-    for (uint32_t t = 0; more && t < n; t++)
-      next[t] = row[t] ? row[t] + es * (n0 + NR)
-                       : (const unsigned char *)zeros;
     for (uint32_t t = 0; t < n; t++) {
+      if (more)
+        next[t] = row[t] ? row[t] + es * (n0 + NR)
+                         : (const unsigned char *)zeros;
       if (!row[t]) {
         v[t] = zeros;
       } else if (bf) {
