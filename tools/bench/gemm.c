@@ -272,10 +272,12 @@ static int run_case(const bench_opts *o, const gemm_opts *go, const gcase *c,
     res->sb_ms = bench_median(ts, repeats);
     res->sb_err = rel_err(b.Cs, b.Cb, nc);
   }
-  if (go->trace) { /* one more run, traced, summarised on stderr */
+  if (go->trace) { /* one more run, traced (after a warm-up on its new
+                      * runtime: the first run's page faults are not
+                      * the kernels'), summarised on stderr */
     bench_pause_ms(200);
     pto_runtime *trt = bench_runtime_new("gemm", &m, 1);
-    if (trt && !pto_runtime_run(trt, e, in, out)) {
+    if (trt && !bench_traced_run(trt, e, in, out)) {
       fprintf(stderr, "-- trace, %ldx%ldx%ld on %d threads:\n", (long)c->m,
               (long)c->n, (long)c->k, threads);
       pto_executable_trace_summary(e, stderr);
