@@ -27,8 +27,14 @@ pto_status pto__fuse_find_matches(part *s) {
   for (uint32_t i = 0; i < tg->n_insts; i++) {
     const pto_tinst *in = &tg->insts[i];
     s->match[i] = PTO_NONE;
+    s->load_key[i] = 0;
     if (in->op != PTO_OP_TLOAD)
       continue;
+    const pto_tval *v = &tg->vals[in->dst[0]];
+    const int64_t id[11] = {in->g.storage, in->g.offset, in->g.rows, in->g.cols,
+                            in->g.rs,      in->g.cs,     v->dtype,   v->rows,
+                            v->cols,       v->vrows,     v->vcols};
+    s->load_key[i] = XXH3_64bits(id, sizeof id) | 1;
     uint32_t slot = hmap_slot(&stores, gref_key(&in->g));
     if (!stores.keys[slot])
       continue;
@@ -75,16 +81,14 @@ static void node_units_free(node_units *nu) {
 }
 
 /* Whether every global read of consumer node c from producer node p is an
- * exact match of a store of p, and the two run on one core type. */
+ * exact match of a store of p, the two run on one core type, in one stage,
+ * and the fuse knob lets both fuse: all fixed for a compile (what changes
+ * between clusterings, dissolved ops and vetoed edges, is edges_now's). */
 static int edge_fusable(const part *s, const node_units *nu, uint32_t p,
                         uint32_t c) {
   const pto_tgraph *tg = s->tg;
-  if (s->dissolved[p] || s->dissolved[c] || !knob(s, p, PTO_KNOB_FUSE) ||
-      !knob(s, c, PTO_KNOB_FUSE))
+  if (!knob(s, p, PTO_KNOB_FUSE) || !knob(s, c, PTO_KNOB_FUSE))
     return 0;
-  for (unsigned k = 0; k < s->n_veto; k++)
-    if (s->veto[k][0] == p && s->veto[k][1] == c)
-      return 0;
   /* a task belongs to one stage (pto_config_set_stage_barriers): ops of
    * two stages, or of a stage and none, never share a subgraph */
   if (pto_config_n_stage_barriers(s->cfg) &&
@@ -118,13 +122,10 @@ static int edge_fusable(const part *s, const node_units *nu, uint32_t p,
   return 1;
 }
 
-/* Node-level edges (producer -> consumer), deduplicated, CSR by producer. */
-typedef struct nedges {
-  uint32_t *first, *to;
-  uint8_t *fusable;
-  uint32_t n;
-} nedges;
-
+/* Node-level edges (producer -> consumer), deduplicated, CSR by producer,
+ * each with edge_fusable: built once per compile, by the first clustering
+ * (walking every load of every consumer for each edge took a sixth of
+ * compiling a DSA decode step when each of its seven clusterings did). */
 static pto_status node_edges(part *s, nedges *g) {
   const pto_program *p = s->p;
   uint32_t nn = p->n_nodes;
@@ -231,16 +232,41 @@ static int can_merge(part *s, const nedges *g, uint32_t a, uint32_t b,
   return 1;
 }
 
+void pto__fuse_free_edges(nedges *g) {
+  free(g->first);
+  free(g->to);
+  free(g->fusable);
+  g->first = g->to = NULL;
+  g->fusable = NULL;
+}
+
+/* The edges of s->edges that fuse now: fusable, between ops no split
+ * dissolved, and not vetoed; into ok (one flag per edge). */
+static void edges_now(const part *s, uint8_t *ok) {
+  const nedges *g = &s->edges;
+  for (uint32_t v = 0; v < s->p->n_nodes; v++)
+    for (uint32_t k = g->first[v]; k < g->first[v + 1]; k++) {
+      ok[k] = g->fusable[k] && !s->dissolved[v] && !s->dissolved[g->to[k]];
+      for (unsigned j = 0; ok[k] && j < s->n_veto; j++)
+        ok[k] = s->veto[j][0] != v || s->veto[j][1] != g->to[k];
+    }
+}
+
 pto_status pto__fuse_cluster(part *s) {
   uint32_t nn = s->p->n_nodes;
   for (uint32_t v = 0; v < nn; v++)
     s->cluster[v] = s->cnext[v] = v;
-  nedges g = {0};
-  pto_status st = node_edges(s, &g);
+  pto_status st = PTO_OK;
+  if (!s->edges.first && (st = node_edges(s, &s->edges)))
+    pto__fuse_free_edges(&s->edges);
+  nedges g = s->edges; /* with this clustering's flags */
   uint32_t *stack = malloc((nn + 1) * sizeof *stack);
   uint8_t *seen = malloc(nn + 1);
-  if (st == PTO_OK && (!stack || !seen))
+  g.fusable = st ? NULL : malloc(g.n + 1);
+  if (st == PTO_OK && (!stack || !seen || !g.fusable))
     st = PTO_ENOMEM;
+  if (st == PTO_OK)
+    edges_now(s, g.fusable);
   for (uint32_t v = 0; st == PTO_OK && v < nn; v++)
     for (uint32_t k = g.first[v]; k < g.first[v + 1]; k++) {
       if (!g.fusable[k])
@@ -255,8 +281,6 @@ pto_status pto__fuse_cluster(part *s) {
     }
   free(stack);
   free(seen);
-  free(g.first);
-  free(g.to);
   free(g.fusable);
   return st;
 }
@@ -332,10 +356,7 @@ static int reuse_l1(part *s) {
 }
 
 void pto__fuse_free_subgraphs(sgraph *sgs, uint32_t n) {
-  for (uint32_t k = 0; sgs && k < n; k++) {
-    free(sgs[k].units);
-    free(sgs[k].insts);
-  }
+  (void)n; /* one block: the array, then every subgraph's lists */
   free(sgs);
 }
 
@@ -405,28 +426,40 @@ pto_status pto__fuse_form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
   for (uint32_t u = 0; u < nu; u++)
     s->unit_sg[u] = sgid[u];
   free(sgid);
-  sgraph *sgs = calloc(n + 1, sizeof *sgs);
-  if (!sgs)
+  /* the subgraphs, then their unit and instruction lists, in one block
+   * (a malloc per list, and a hash table per subgraph below, were a sixth
+   * of compiling a DSA decode step: 4537 subgraphs, formed six times) */
+  uint32_t *n_units = calloc(2 * (size_t)n + 2, sizeof *n_units);
+  if (!n_units)
     return PTO_ENOMEM;
+  uint32_t *n_insts = n_units + n + 1, max_insts = 0;
+  size_t total = 0;
   for (uint32_t u = 0; u < nu; u++) {
-    sgraph *g = &sgs[s->unit_sg[u]];
-    g->n_units++;
+    n_units[s->unit_sg[u]]++;
     for (uint32_t i = tg->units[u].first;
          i < tg->units[u].first + tg->units[u].count; i++)
-      g->n_insts += !drop[i];
+      n_insts[s->unit_sg[u]] += !drop[i];
   }
   for (uint32_t k = 0; k < n; k++) {
-    sgs[k].units = malloc((sgs[k].n_units + 1) * sizeof *sgs[k].units);
-    sgs[k].insts = malloc((sgs[k].n_insts + 1) * sizeof *sgs[k].insts);
-    if (!sgs[k].units || !sgs[k].insts) {
-      for (uint32_t j = 0; j <= k; j++) {
-        free(sgs[j].units);
-        free(sgs[j].insts);
-      }
-      free(sgs);
-      return PTO_ENOMEM;
-    }
-    sgs[k].n_units = 0; /* n_insts: the count, until the loads below */
+    total += (size_t)n_units[k] + n_insts[k];
+    max_insts = n_insts[k] > max_insts ? n_insts[k] : max_insts;
+  }
+  sgraph *sgs = malloc((n + 1) * sizeof *sgs + (total + 1) * sizeof(uint32_t));
+  uint32_t *used = malloc((max_insts + 1) * sizeof *used); /* slots */
+  hmap loads;
+  if (!sgs || !used || hmap_init(&loads, max_insts)) {
+    free(n_units);
+    free(sgs);
+    free(used);
+    return PTO_ENOMEM;
+  }
+  uint32_t *list = (uint32_t *)(sgs + n + 1);
+  for (uint32_t k = 0; k < n; k++) {
+    sgs[k].units = list;
+    list += n_units[k];
+    sgs[k].insts = list;
+    list += n_insts[k];
+    sgs[k].n_units = sgs[k].n_insts = 0;
   }
   for (uint32_t u = 0; u < nu; u++) {
     sgraph *g = &sgs[s->unit_sg[u]];
@@ -436,15 +469,14 @@ pto_status pto__fuse_form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
    * tasks precisely to share such loads): the first load of each (window,
    * tile shape) of a subgraph, found by hash in a table of that subgraph's
    * size (one table for the whole graph misses the cache on every probe:
-   * 16% of compiling a DSA prefill) */
+   * 16% of compiling a DSA prefill): a prefix of one table (all empty:
+   * each subgraph empties the slots it used) */
+  const uint32_t cap = loads.cap;
   for (uint32_t k = 0; k < n; k++) {
     sgraph *g = &sgs[k];
-    hmap loads;
-    if (hmap_init(&loads, g->n_insts)) {
-      pto__fuse_free_subgraphs(sgs, n);
-      return PTO_ENOMEM;
-    }
-    g->n_insts = 0;
+    uint32_t n_used = 0;
+    for (loads.cap = 64; loads.cap < 2 * n_insts[k] + 2;)
+      loads.cap *= 2;
     for (uint32_t j = 0; j < g->n_units; j++) {
       const uint32_t u = g->units[j];
       for (uint32_t i = tg->units[u].first;
@@ -454,14 +486,11 @@ pto_status pto__fuse_form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
         const pto_tinst *in = &tg->insts[i];
         if (in->op == PTO_OP_TLOAD) {
           const pto_tval *v = &tg->vals[in->dst[0]];
-          int64_t id[11] = {in->g.storage, in->g.offset, in->g.rows, in->g.cols,
-                            in->g.rs,      in->g.cs,     v->dtype,   v->rows,
-                            v->cols,       v->vrows,     v->vcols};
-          uint64_t key = XXH3_64bits(id, sizeof id) | 1;
-          uint32_t slot = hmap_slot(&loads, key);
+          uint32_t slot = hmap_slot(&loads, s->load_key[i]);
           if (!loads.keys[slot]) {
-            loads.keys[slot] = key;
+            loads.keys[slot] = s->load_key[i];
             loads.vals[slot] = i;
+            used[n_used++] = slot;
           } else {
             const pto_tinst *prev = &tg->insts[loads.vals[slot]];
             /* equal hashes of different loads (never seen) just load
@@ -477,8 +506,13 @@ pto_status pto__fuse_form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
         g->insts[g->n_insts++] = i;
       }
     }
-    hmap_free(&loads);
+    while (n_used)
+      loads.keys[used[--n_used]] = 0;
   }
+  loads.cap = cap;
+  hmap_free(&loads);
+  free(used);
+  free(n_units);
   *out = sgs;
   *n_out = n;
   return PTO_OK;
@@ -634,9 +668,11 @@ int pto__fuse_split_for_parallelism(part *s) {
     if (uf_find(s->cluster, c) != c || !most[c])
       continue;
     if (best[c] == PTO_NONE) { /* no edge to blame: undo the cluster */
-      for (uint32_t v = 0; v < nn; v++)
-        if (uf_find(s->cluster, v) == c)
-          s->dissolved[v] = 1;
+      uint32_t v = c;
+      do { /* its member ring */
+        s->dissolved[v] = 1;
+        v = s->cnext[v];
+      } while (v != c);
       rc = 1;
       continue;
     }

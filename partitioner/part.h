@@ -65,14 +65,25 @@ static inline uint32_t uf_find(uint32_t *parent, uint32_t x) {
 
 /* ---- state -------------------------------------------------------------- */
 
+/* Node-level edges (producer -> consumer), CSR by producer: to[first[v] ..
+ * first[v + 1]) are v's consumers; fusable[k], whether edge k may fuse as
+ * far as the ops and their loads go (fuse.c). */
+typedef struct nedges {
+  uint32_t *first, *to;
+  uint8_t *fusable;
+  uint32_t n;
+} nedges;
+
 typedef struct part {
   pto_executable *e;
   const pto_program *p;
   const pto_config *cfg;
   const pto_machine *m;
   pto_tgraph *tg;
-  /* per instruction: the store a TLOAD matches exactly, or PTO_NONE */
+  /* per instruction: the store a TLOAD matches exactly, or PTO_NONE; a
+   * TLOAD's window and tile shape hashed (nonzero), 0 for the others */
   uint32_t *match;
+  uint64_t *load_key;
   /* per node */
   uint32_t *cluster;  /* union-find over nodes */
   uint32_t *cnext;    /* the members of a cluster: a ring through cnext */
@@ -82,6 +93,7 @@ typedef struct part {
    * too few subgraphs for the workers (pto__fuse_split_for_parallelism) */
   uint32_t (*veto)[2];
   unsigned n_veto, cap_veto;
+  nedges edges; /* built by the first pto__fuse_cluster */
   /* per unit */
   uint32_t *unit_sg;   /* union-find over units, then subgraph ids */
   uint32_t *inst_unit; /* per instruction */
@@ -143,6 +155,7 @@ typedef struct access {
 
 pto_status pto__fuse_find_matches(part *s);
 pto_status pto__fuse_cluster(part *s);
+void pto__fuse_free_edges(nedges *g);
 pto_status pto__fuse_form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
                                     uint32_t *alias, uint8_t *drop);
 void pto__fuse_free_subgraphs(sgraph *sgs, uint32_t n);

@@ -186,6 +186,7 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
   uint32_t *alias = malloc((tg->n_vals + 1) * sizeof *alias);
   uint8_t *drop = malloc(tg->n_insts + 1);
   s.match = malloc((tg->n_insts + 1) * sizeof *s.match);
+  s.load_key = malloc((tg->n_insts + 1) * sizeof *s.load_key);
   s.cluster = malloc((p->n_nodes + 1) * sizeof *s.cluster);
   s.cnext = malloc((p->n_nodes + 1) * sizeof *s.cnext);
   s.dissolved = calloc(p->n_nodes + 1, 1);
@@ -199,9 +200,9 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
   cbuild *builds = NULL;
   access *acc = NULL;
   uint32_t *prog_of = NULL, *mark = NULL;
-  if (!alias || !drop || !s.match || !s.cluster || !s.cnext || !s.dissolved ||
-      !s.reuse || !s.unit_sg || !s.inst_unit || !s.storage_node ||
-      !s.storage_is_output) {
+  if (!alias || !drop || !s.match || !s.load_key || !s.cluster || !s.cnext ||
+      !s.dissolved || !s.reuse || !s.unit_sg || !s.inst_unit ||
+      !s.storage_node || !s.storage_is_output) {
     st = fail(&s, PTO_ENOMEM, "out of memory");
     goto done;
   }
@@ -375,14 +376,13 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
           const pto_ptile *ta = &pr->tiles[pi->src[0]],
                           *tb = &pr->tiles[pi->src[1]],
                           *td = &pr->tiles[pi->dst[0]];
-          task->cost +=
-              pi->op == PTO_OP_TMATMUL_GA
-                  ? (uint64_t)td->vrows * tb->vrows * tb->vcols / 4
-              /* TMATMUL_RELU_WSUM_G's src0 is Q^T, K x M */
-              : pi->op == PTO_OP_TMATMUL_GB ||
-                      pi->op == PTO_OP_TMATMUL_RELU_WSUM_G
-                  ? (uint64_t)ta->vrows * ta->vcols * td->vcols / 4
-                  : (uint64_t)ta->vrows * ta->vcols * tb->vcols / 4;
+          task->cost += pi->op == PTO_OP_TMATMUL_GA
+                            ? (uint64_t)td->vrows * tb->vrows * tb->vcols / 4
+                        /* TMATMUL_RELU_WSUM_G's src0 is Q^T, K x M */
+                        : pi->op == PTO_OP_TMATMUL_GB ||
+                                pi->op == PTO_OP_TMATMUL_RELU_WSUM_G
+                            ? (uint64_t)ta->vrows * ta->vcols * td->vcols / 4
+                            : (uint64_t)ta->vrows * ta->vcols * tb->vcols / 4;
         }
       }
     }
@@ -420,11 +420,13 @@ done:
   free(alias);
   free(drop);
   free(s.match);
+  free(s.load_key);
   free(s.cluster);
   free(s.cnext);
   free(s.dissolved);
   free(s.reuse);
   free(s.veto);
+  pto__fuse_free_edges(&s.edges);
   free(s.unit_sg);
   free(s.inst_unit);
   free(s.storage_node);

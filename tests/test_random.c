@@ -36,6 +36,17 @@ Test(e2e, random_programs_second_half, .timeout = 300) {
   run_seeds(1 + E2E_SEEDS, E2E_SEEDS);
 }
 
+/* A fusion that a path through two other clusters turns into a cycle:
+ * min -> select fuse first, then maxs -> mul would, but maxs -> cmp ->
+ * select sits in min's cluster, and min -> mul closes the loop. The
+ * cluster search must walk every cluster a and b reach: pruned by node
+ * order (a cluster whose nodes all come after a's and b's), it missed the
+ * jump inside min's cluster from select back to min, and compiling
+ * failed with a task cycle (seed 103253, while the search was sped up). */
+Test(e2e, regress_cycle_through_cluster, .timeout = 60) {
+  run_seeds(103253, 1);
+}
+
 /* ---- regressions for what the random test found ---------------------------
  * Each is skipped while its switch says the bug is open (PTO_RP_KNOWN=name);
  * they are all fixed, so they run. */
