@@ -182,47 +182,48 @@ static pto_status node_edges(part *s, nedges *g) {
   return PTO_OK;
 }
 
-/* Whether clusters a and b may merge: every edge between them fusable, and
- * no path from one to the other through a third cluster. A cluster becomes
- * subgraphs that run as whole tasks, so a path enters a cluster at any of
- * its nodes and leaves it from any other: the search walks clusters (every
- * member's edges), not single nodes. Following node edges alone misses
- * a -> x, y -> b with x and y in one cluster, and merging a and b then makes
- * two tasks wait for each other. */
+/* Whether clusters a and b, with an edge from a to b, may merge: every
+ * edge from a to b fusable, and no other path from a to b, through a third
+ * cluster. A cluster becomes subgraphs that run as whole tasks, so a path
+ * enters a cluster at any of its nodes and leaves it from any other: the
+ * search walks clusters (every member's edges), not single nodes.
+ * Following node edges alone misses a -> x, y -> b with x and y in one
+ * cluster, and merging a and b then makes two tasks wait for each other.
+ * Clusters never form a cycle, so with an edge from a to b nothing leads
+ * from b back to a: only a's side is searched. seen[c] == stamp marks the
+ * clusters this search reached (a new stamp per search: no clearing). */
 static int can_merge(part *s, const nedges *g, uint32_t a, uint32_t b,
-                     uint32_t *stack, uint8_t *seen) {
-  memset(seen, 0, s->p->n_nodes);
-  seen[a] = seen[b] = 1;
+                     uint32_t *stack, uint32_t *seen, uint32_t stamp) {
+  seen[a] = seen[b] = stamp;
   uint32_t sp = 0;
-  /* first the edges out of a and b: between them each must fuse; every
-   * other cluster they lead to starts the search */
-  for (int side = 0; side < 2; side++) {
-    uint32_t c = side ? b : a, v = c;
-    do {
-      for (uint32_t k = g->first[v]; k < g->first[v + 1]; k++) {
-        uint32_t cw = uf_find(s->cluster, g->to[k]);
-        if (cw == a || cw == b) {
-          if (cw != c && !g->fusable[k])
-            return 0;
-        } else if (!seen[cw]) {
-          seen[cw] = 1;
-          stack[sp++] = cw;
-        }
-      }
-      v = s->cnext[v];
-    } while (v != c);
-  }
-  /* then every cluster reachable from those: reaching a or b again would
-   * be a cycle once they are one cluster */
-  while (sp) {
-    uint32_t c = stack[--sp], v = c;
-    do {
-      for (uint32_t k = g->first[v]; k < g->first[v + 1]; k++) {
-        uint32_t cw = uf_find(s->cluster, g->to[k]);
-        if (cw == a || cw == b)
+  /* first the edges out of a: those into b must fuse; every other cluster
+   * they lead to starts the search */
+  uint32_t v = a;
+  do {
+    for (uint32_t k = g->first[v]; k < g->first[v + 1]; k++) {
+      uint32_t cw = uf_find(s->cluster, g->to[k]);
+      if (cw == b) {
+        if (!g->fusable[k])
           return 0;
-        if (!seen[cw]) {
-          seen[cw] = 1;
+      } else if (seen[cw] != stamp) {
+        seen[cw] = stamp;
+        stack[sp++] = cw;
+      }
+    }
+    v = s->cnext[v];
+  } while (v != a);
+  /* then every cluster reachable from those: reaching b would be a cycle
+   * once a and b are one cluster */
+  while (sp) {
+    uint32_t c = stack[--sp];
+    v = c;
+    do {
+      for (uint32_t k = g->first[v]; k < g->first[v + 1]; k++) {
+        uint32_t cw = uf_find(s->cluster, g->to[k]);
+        if (cw == b)
+          return 0;
+        if (seen[cw] != stamp) {
+          seen[cw] = stamp;
           stack[sp++] = cw;
         }
       }
@@ -261,7 +262,7 @@ pto_status pto__fuse_cluster(part *s) {
     pto__fuse_free_edges(&s->edges);
   nedges g = s->edges; /* with this clustering's flags */
   uint32_t *stack = malloc((nn + 1) * sizeof *stack);
-  uint8_t *seen = malloc(nn + 1);
+  uint32_t *seen = calloc(nn + 1, sizeof *seen), stamp = 0;
   g.fusable = st ? NULL : malloc(g.n + 1);
   if (st == PTO_OK && (!stack || !seen || !g.fusable))
     st = PTO_ENOMEM;
@@ -272,7 +273,7 @@ pto_status pto__fuse_cluster(part *s) {
       if (!g.fusable[k])
         continue;
       uint32_t a = uf_find(s->cluster, v), b = uf_find(s->cluster, g.to[k]);
-      if (a == b || !can_merge(s, &g, a, b, stack, seen))
+      if (a == b || !can_merge(s, &g, a, b, stack, seen, ++stamp))
         continue;
       s->cluster[b] = a;
       uint32_t t = s->cnext[a]; /* splice b's member ring into a's */
