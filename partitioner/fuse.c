@@ -356,9 +356,8 @@ static int reuse_l1(part *s) {
   return 0;
 }
 
-void pto__fuse_free_subgraphs(sgraph *sgs, uint32_t n) {
-  (void)n; /* one block: the array, then every subgraph's lists */
-  free(sgs);
+void pto__fuse_free_subgraphs(sgraph *sgs) {
+  free(sgs); /* one block: the array, then every subgraph's lists */
 }
 
 /* Forms subgraphs from the current clusters: fills sgs (array of n) and

@@ -158,7 +158,8 @@ pto_status pto__fuse_cluster(part *s);
 void pto__fuse_free_edges(nedges *g);
 pto_status pto__fuse_form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
                                     uint32_t *alias, uint8_t *drop);
-void pto__fuse_free_subgraphs(sgraph *sgs, uint32_t n);
+/* Frees what pto__fuse_form_subgraphs made (NULL: nothing). */
+void pto__fuse_free_subgraphs(sgraph *sgs);
 int pto__fuse_split_subgraph(part *s, const sgraph *sg);
 int pto__fuse_split_for_parallelism(part *s);
 

@@ -69,7 +69,7 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out, uint32_t *n_out,
       return st;
     int split = pto__fuse_split_for_parallelism(s);
     if (split) {
-      pto__fuse_free_subgraphs(sgs, n);
+      pto__fuse_free_subgraphs(sgs);
       if (split < 0)
         return PTO_ENOMEM;
       if ((st = pto__fuse_cluster(s)))
@@ -81,7 +81,7 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out, uint32_t *n_out,
     if (!builds || !tov) {
       free(builds);
       free(tov);
-      pto__fuse_free_subgraphs(sgs, n);
+      pto__fuse_free_subgraphs(sgs);
       return PTO_ENOMEM;
     }
     for (uint32_t v = 0; v < tg->n_vals; v++)
@@ -151,7 +151,7 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out, uint32_t *n_out,
       for (uint32_t k = 0; k < n; k++)
         pto__plan_free(&builds[k]);
       free(builds);
-      pto__fuse_free_subgraphs(sgs, n);
+      pto__fuse_free_subgraphs(sgs);
       /* re-cluster without the dissolved ops, and group again */
       if ((st = pto__fuse_cluster(s)))
         return st;
@@ -161,7 +161,7 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out, uint32_t *n_out,
       for (uint32_t k = 0; k < n; k++)
         pto__plan_free(&builds[k]);
       free(builds);
-      pto__fuse_free_subgraphs(sgs, n);
+      pto__fuse_free_subgraphs(sgs);
       return st;
     }
     *sgs_out = sgs;
@@ -437,7 +437,7 @@ done:
   for (uint32_t k = 0; builds && k < n_sg; k++)
     pto__plan_free(&builds[k]);
   free(builds);
-  pto__fuse_free_subgraphs(sgs, n_sg);
+  pto__fuse_free_subgraphs(sgs);
   /* the execution graph alone: programs, tasks, edges, storages */
   e->stats.ms_graph = t_graph ? now_ms() - t_graph : 0;
   return st;
