@@ -88,8 +88,6 @@ static int openblas_load(openblas *ob) {
 
 /* ---- one case ------------------------------------------------------------ */
 
-#define ROUNDS 3 /* PTO and OpenBLAS alternate this many times per case */
-
 static double gflops(const gcase *c, double ms) {
   return 2.0 * (double)c->m * (double)c->n * (double)c->k / (ms * 1e6);
 }
@@ -125,9 +123,11 @@ typedef struct result {
   pto_tile_shape tile;
   uint32_t tasks;
   double pto_ms, blas_ms, err;
-  double sb_ms, sb_err;       /* cblas_sbgemm (0: not run) */
-  double torch_err;           /* PyTorch's C against OpenBLAS's */
-  bench_gemm_torch_result tr; /* tr.ms 0: PyTorch not run */
+  double ratio, ratio_lo, ratio_hi; /* OpenBLAS ms / PTO ms: the median
+                                     * pair and the quartiles */
+  double sb_ms, sb_err;             /* cblas_sbgemm (0: not run) */
+  double torch_err;                 /* PyTorch's C against OpenBLAS's */
+  bench_gemm_torch_result tr;       /* tr.ms 0: PyTorch not run */
   int torch_wrong;
 } result;
 
@@ -194,7 +194,8 @@ static int run_case(const bench_opts *o, const gemm_opts *go, const gcase *c,
   bufs b;
   double *t = calloc((size_t)repeats, sizeof *t),
          *tb = calloc((size_t)repeats, sizeof *tb),
-         *ts = calloc((size_t)repeats, sizeof *ts);
+         *ts = calloc((size_t)repeats, sizeof *ts),
+         *pair = calloc((size_t)repeats, sizeof *pair);
   pto_program *p = NULL;
   pto_config *cfg = bench_config_new("gemm");
   pto_executable *e = NULL;
@@ -202,7 +203,7 @@ static int run_case(const bench_opts *o, const gemm_opts *go, const gcase *c,
   int rc = 1, have_bufs = !bufs_new(c, bf16, &b);
   if (!cfg)
     goto done;
-  if (!have_bufs || !t || !tb || !ts) {
+  if (!have_bufs || !t || !tb || !ts || !pair) {
     fprintf(stderr, "pto-bench gemm: out of memory\n");
     goto done;
   }
@@ -229,43 +230,45 @@ static int run_case(const bench_opts *o, const gemm_opts *go, const gcase *c,
                        bf16 ? (const void *)b.Bh : b.B};
   void *out[1] = {b.C};
   const int sb = bf16 && ob->sbgemm;
-  /* ROUNDS rounds of PTO then OpenBLAS (then cblas_sbgemm), each side
-   * warmed up once per round and the other side's spinning threads asleep
-   * first, so a burst of noise on the machine falls on every side rather
-   * than on one */
+  /* PTO and OpenBLAS (then cblas_sbgemm) alternate run by run after a
+   * warm-up each (r = -1), so a burst of noise on the machine (a neighbour
+   * can halve the FMA rate for seconds) falls on both runs of a pair: the
+   * ratio is the median of the pairs' ratios. OpenBLAS's threads spin for
+   * about 0.1 s after a call and PTO's for a few ms, so each side starts
+   * once the other's are asleep. */
   ob->set_threads(threads);
-  for (int round = 0, r0 = 0; round < ROUNDS && r0 < repeats; round++) {
-    const int r1 = repeats * (round + 1) / ROUNDS;
-    bench_pause_ms(200); /* OpenBLAS's threads go to sleep */
-    for (int r = r0 - 1; r < r1; r++) { /* r = r0 - 1: warm-up */
-      uint64_t t0 = bench_now_ns();
-      st = pto_runtime_run(rt, e, in, out);
-      if (r >= r0)
-        t[r] = (double)(bench_now_ns() - t0) * 1e-6;
-      if (st) {
-        fprintf(stderr, "pto-bench gemm: %s\n", pto_executable_error(e));
-        goto done;
-      }
+  for (int r = -1; r < repeats; r++) {
+    if (threads > 1 || r < 0)
+      bench_pause_ms(200); /* OpenBLAS's threads go to sleep */
+    uint64_t t0 = bench_now_ns();
+    st = pto_runtime_run(rt, e, in, out);
+    if (r >= 0)
+      t[r] = (double)(bench_now_ns() - t0) * 1e-6;
+    if (st) {
+      fprintf(stderr, "pto-bench gemm: %s\n", pto_executable_error(e));
+      goto done;
     }
     bench_pause_ms(5); /* PTO's workers stop spinning */
-    for (int r = r0 - 1; r < r1; r++) {
-      uint64_t t0 = bench_now_ns();
-      ob->sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, (int)c->m,
-                (int)c->n, (int)c->k, 1.0f, b.A, (int)c->k, b.B, (int)c->n,
-                0.0f, b.Cb, (int)c->n);
-      if (r >= r0)
-        tb[r] = (double)(bench_now_ns() - t0) * 1e-6;
-    }
-    for (int r = r0 - 1; sb && r < r1; r++) {
-      uint64_t t0 = bench_now_ns();
+    t0 = bench_now_ns();
+    ob->sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, (int)c->m,
+              (int)c->n, (int)c->k, 1.0f, b.A, (int)c->k, b.B, (int)c->n, 0.0f,
+              b.Cb, (int)c->n);
+    if (r >= 0)
+      tb[r] = (double)(bench_now_ns() - t0) * 1e-6;
+    if (sb) {
+      t0 = bench_now_ns();
       ob->sbgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, (int)c->m,
                  (int)c->n, (int)c->k, 1.0f, b.Ah, (int)c->k, b.Bh, (int)c->n,
                  0.0f, b.Cs, (int)c->n);
-      if (r >= r0)
+      if (r >= 0)
         ts[r] = (double)(bench_now_ns() - t0) * 1e-6;
     }
-    r0 = r1;
   }
+  for (int r = 0; r < repeats; r++)
+    pair[r] = tb[r] / t[r];
+  res->ratio = bench_median(pair, repeats);
+  res->ratio_lo = pair[repeats / 4];
+  res->ratio_hi = pair[(3 * repeats) / 4];
   res->pto_ms = bench_median(t, repeats);
   res->blas_ms = bench_median(tb, repeats);
   if (sb) {
@@ -273,8 +276,8 @@ static int run_case(const bench_opts *o, const gemm_opts *go, const gcase *c,
     res->sb_err = rel_err(b.Cs, b.Cb, nc);
   }
   if (go->trace) { /* one more run, traced (after a warm-up on its new
-                      * runtime: the first run's page faults are not
-                      * the kernels'), summarised on stderr */
+                    * runtime: the first run's page faults are not
+                    * the kernels'), summarised on stderr */
     bench_pause_ms(200);
     pto_runtime *trt = bench_runtime_new("gemm", &m, 1);
     if (trt && !bench_traced_run(trt, e, in, out)) {
@@ -292,8 +295,7 @@ static int run_case(const bench_opts *o, const gemm_opts *go, const gcase *c,
     fprintf(stderr,
             "pto-bench gemm: %ldx%ldx%ld on %d threads: PTO's C differs "
             "from OpenBLAS's by %.3g (relative Frobenius norm > %g)\n",
-            (long)c->m, (long)c->n, (long)c->k, threads, res->err,
-            REL_ERR_MAX);
+            (long)c->m, (long)c->n, (long)c->k, threads, res->err, REL_ERR_MAX);
     rc = 1;
   }
   if (sb && !(res->sb_err <= SB_REL_ERR_MAX)) {
@@ -325,8 +327,9 @@ static int run_case(const bench_opts *o, const gemm_opts *go, const gcase *c,
       }
     }
   }
-  bench_progress(o, "gemm %ldx%ldx%ld, %d threads: PTO %.2f ms, OpenBLAS "
-                    "%.2f ms",
+  bench_progress(o,
+                 "gemm %ldx%ldx%ld, %d threads: PTO %.2f ms, OpenBLAS "
+                 "%.2f ms",
                  (long)c->m, (long)c->n, (long)c->k, threads, res->pto_ms,
                  res->blas_ms);
 done:
@@ -339,10 +342,12 @@ done:
   free(t);
   free(tb);
   free(ts);
+  free(pair);
   return rc;
 }
 
-/* ---- the command ----------------------------------------------------------- */
+/* ---- the command -----------------------------------------------------------
+ */
 
 static void usage(FILE *f) {
   fputs("usage: pto-bench [--json] [--quick] [--repeats N] [--threads N] "
@@ -371,8 +376,11 @@ static void usage(FILE *f) {
         "                the widened operands.\n"
         "  --no-peer     no PyTorch; --python PATH: its interpreter;\n"
         "                --peer-script FILE: another peer script.\n"
-        "Prints medians (GFLOP/s), PTO / peer, and fractions of peak (the\n"
-        "best of the probes before the cases and after each); fails\n"
+        "PTO and OpenBLAS alternate run by run. Prints medians (GFLOP/s),\n"
+        "PTO / OpenBLAS as the median of the run pairs' speed ratios with\n"
+        "their quartiles (robust to noise that lasts seconds), PTO / peer,\n"
+        "and fractions of peak (the best of the probes before the cases\n"
+        "and after each); fails\n"
         "when PTO's C differs from cblas_sgemm's (on the same values) by\n"
         "more than 1e-5 (relative Frobenius norm; bf16 products are exact in\n"
         "f32, so the bound is the same), or PyTorch's bf16 C by more than\n"
@@ -380,7 +388,8 @@ static void usage(FILE *f) {
         "traced PTO run per case, summarised on stderr.\n"
         "JSON fields: m, n, k, threads, dtype, engine, tile, tasks, pto_ms,\n"
         "openblas_ms, pto_gflops, openblas_gflops, peer (the fastest),\n"
-        "peer_gflops, peak_gflops, ratio (PTO / OpenBLAS), peer_ratio\n"
+        "peer_gflops, peak_gflops, ratio (PTO / OpenBLAS, the median pair),\n"
+        "ratio_q25, ratio_q75 (its quartiles), peer_ratio\n"
         "(PTO / peer), pto_peak_fraction, openblas_peak_fraction, rel_err,\n"
         "correct; with bf16 also torch_gflops, torch_variant,\n"
         "torch_variants, torch_rel_err, sbgemm_gflops, sbgemm_rel_err\n"
@@ -391,8 +400,8 @@ static void usage(FILE *f) {
 static int parse_case(const char *s, gcase *c) {
   long long m, n, k;
   char tail;
-  if (sscanf(s, "%lldx%lldx%lld%c", &m, &n, &k, &tail) != 3 || m < 1 ||
-      n < 1 || k < 1 || m > 65536 || n > 65536 || k > 65536)
+  if (sscanf(s, "%lldx%lldx%lld%c", &m, &n, &k, &tail) != 3 || m < 1 || n < 1 ||
+      k < 1 || m > 65536 || n > 65536 || k > 65536)
     return -1;
   c->m = m;
   c->n = n;
@@ -535,16 +544,16 @@ static int run(const bench_opts *o, int argc, char **argv) {
             "torch GF/s", "(var)", "OBf32 GF/s", "sbgemm", "best peer",
             "PTO/peer", "PTO%pk", "rel err");
   else
-    fprintf(out, "%-16s %3s %14s %5s %3s %9s %9s %9s %6s %6s %6s %8s\n",
+    fprintf(out, "%-16s %3s %14s %5s %3s %9s %9s %9s %6s %13s %6s %6s %8s\n",
             "MxNxK", "thr", "tile", "tasks", "R", "PTO ms", "PTO GF/s",
-            "OB GF/s", "PTO/OB", "PTO%pk", "OB%pk", "rel err");
+            "OB GF/s", "PTO/OB", "(quartiles)", "PTO%pk", "OB%pk", "rel err");
   int rc = 0;
   for (size_t ci = 0; ci < n_cases; ci++)
     for (int ti = 0; ti < n_thr; ti++) {
       const gcase *c = &cases[ci];
       double flop = 2.0 * (double)c->m * (double)c->n * (double)c->k;
-      int repeats = o->repeats  ? o->repeats
-                    : o->quick  ? 3
+      int repeats = o->repeats   ? o->repeats
+                    : o->quick   ? 3
                     : flop > 4e9 ? 7
                                  : 15;
       result r;
@@ -586,23 +595,24 @@ static int run(const bench_opts *o, int argc, char **argv) {
                                 : "");
       } else {
         fprintf(out,
-                "%-16s %3d %14s %5u %3d %9.2f %9.1f %9.1f %5.2fx %5.1f%% "
-                "%5.1f%% %8.1e%s\n",
+                "%-16s %3d %14s %5u %3d %9.2f %9.1f %9.1f %5.2fx [%4.2f-%4.2f] "
+                "%5.1f%% %5.1f%% %8.1e%s\n",
                 shape, thr[ti], tile, r.tasks, repeats, r.pto_ms, pg, bg,
-                pg / bg, pk > 0 ? 100 * pg / pk : 0, pk > 0 ? 100 * bg / pk : 0,
-                r.err, wrong ? "  WRONG" : "");
+                r.ratio, r.ratio_lo, r.ratio_hi, pk > 0 ? 100 * pg / pk : 0,
+                pk > 0 ? 100 * bg / pk : 0, r.err, wrong ? "  WRONG" : "");
       }
       fflush(out);
       json_t *j = json_pack(
           "{s:I, s:I, s:I, s:i, s:s, s:s?, s:[i,i,i], s:i, s:f, s:f, s:f, "
-          "s:f, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b}",
+          "s:f, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b}",
           "m", (json_int_t)c->m, "n", (json_int_t)c->n, "k", (json_int_t)c->k,
           "threads", thr[ti], "dtype", bench_dtype_flag(go.dtype), "engine",
           engine, "tile", (int)r.tile.cube_m, (int)r.tile.cube_n,
           (int)r.tile.cube_k, "tasks", (int)r.tasks, "pto_ms", r.pto_ms,
           "openblas_ms", r.blas_ms, "pto_gflops", pg, "openblas_gflops", bg,
           "peer", pname, "peer_gflops", peer_g, "peak_gflops", pk, "ratio",
-          pg / bg, "peer_ratio", pg / peer_g, "pto_peak_fraction",
+          r.ratio, "ratio_q25", r.ratio_lo, "ratio_q75", r.ratio_hi,
+          "peer_ratio", pg / peer_g, "pto_peak_fraction",
           pk > 0 ? pg / pk : 0.0, "openblas_peak_fraction",
           pk > 0 ? bg / pk : 0.0, "rel_err", r.err, "correct", !wrong);
       if (j && bf16) {

@@ -53,7 +53,7 @@ run)
   grep -qE "cblas_sbgemm: (exported|NOT exported by this OpenBLAS)" "$tmp/err" &&
     passed=$((passed + 1)) || fail "the headline does not say whether cblas_sbgemm is there"
   expect 0 "" -- --json --threads 1 --repeats 2 gemm 64x48x80
-  expect_json "gemm f32 JSON" 'r[0]["dtype"] == "f32" and r[0]["peer"] == "openblas-sgemm" and r[0]["engine"].endswith("-f32") and "torch_gflops" not in r[0]'
+  expect_json "gemm f32 JSON" 'r[0]["dtype"] == "f32" and r[0]["peer"] == "openblas-sgemm" and r[0]["engine"].endswith("-f32") and "torch_gflops" not in r[0] and 0 < r[0]["ratio_q25"] <= r[0]["ratio"] <= r[0]["ratio_q75"]'
 
   peer_python
   # the saved bf16 files are NumPy's uint16 bits of bf16: PTO's top-k of
