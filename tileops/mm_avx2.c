@@ -25,15 +25,6 @@ static __m256i lanes(uint32_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), idx);
 }
 
-static void kernel_6x16(uint32_t K, const float *restrict Ap,
-                        const float *restrict Bp, float *restrict C, size_t ldc,
-                        uint32_t rows, uint32_t cols, int acc, pto_pf *pf,
-                        uint32_t npf);
-static void kernel_6x16_wsum(uint32_t K, const float *restrict Ap,
-                             const float *restrict Bp, const float *w,
-                             size_t ws, uint32_t rows, uint32_t split,
-                             float *restrict sums, pto_pf *pf, uint32_t npf);
-
 /* One k step of the 6x16 block: two B vectors, a broadcast of A per row,
  * 12 FMAs into the accumulators c<i>a, c<i>b. */
 #define FMA_ROW(i)                                                             \
@@ -93,7 +84,8 @@ static inline float mm_hsum_avx2(__m256 v) {
 static void kernel_6x16(uint32_t K, const float *restrict Ap,
                         const float *restrict Bp, float *restrict C, size_t ldc,
                         uint32_t rows, uint32_t cols, int acc, pto_pf *pf,
-                        uint32_t npf) {
+                        uint32_t npf, const float *nc, uint32_t nrows,
+                        uint32_t ncols) {
   const __m256i m0 = lanes(cols >= 8 ? 8 : cols);
   const __m256i m1 = lanes(cols >= 16 ? 8 : cols <= 8 ? 0 : cols - 8);
 #define DECL(i) __m256 c##i##a, c##i##b;
@@ -109,6 +101,10 @@ static void kernel_6x16(uint32_t K, const float *restrict Ap,
   }
   ROWS(INIT)
 #undef INIT
+  /* the next block's C at once, as tuned on Zen (AMD's miss queues took
+   * the burst) */
+  c_spread next = c_start(nc, ldc, nrows, ncols, K);
+  c_rest(&next);
   K_LOOP(K, Ap, Bp, pf, npf);
   /* masked stores only for a partial block: AMD microcodes vmaskmovps
    * stores (tens of cycles each, a third of a 128-deep block's time) */

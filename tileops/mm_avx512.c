@@ -22,11 +22,6 @@
 
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 
-static void kernel_12x32(uint32_t K, const float *restrict Ap,
-                         const float *restrict Bp, float *restrict C,
-                         size_t ldc, uint32_t rows, uint32_t cols, int acc,
-                         pto_pf *pf, uint32_t npf);
-
 #define VW 16 /* f32 lanes of a vector */
 #define MM_ENGINE "avx512-f32"
 #define KERNEL kernel_12x32
@@ -48,11 +43,14 @@ static void kernel_12x32(uint32_t K, const float *restrict Ap,
 /* C[0..rows)[0..cols) = (acc ? C : 0) + Ap x Bp over K steps, where
  * Ap[k * MR + i] = A(i, k) and Bp[k * NR + j] = B(k, j). 12x32 block: 24
  * zmm accumulators (12 rows x 2 vectors), per k two B vectors and one
- * broadcast of A per row: 24 FMAs for 14 loads. */
-static void kernel_12x32(uint32_t K, const float *restrict Ap,
-                         const float *restrict Bp, float *restrict C,
-                         size_t ldc, uint32_t rows, uint32_t cols, int acc,
-                         pto_pf *pf, uint32_t npf) {
+ * broadcast of A per row: 24 FMAs for 14 loads. Not inlined: inside
+ * matmul_packed GCC kept B's pointer on the stack across the k loop (a
+ * load and a store per step). */
+__attribute__((noinline)) static void
+kernel_12x32(uint32_t K, const float *restrict Ap, const float *restrict Bp,
+             float *restrict C, size_t ldc, uint32_t rows, uint32_t cols,
+             int acc, pto_pf *pf, uint32_t npf, const float *nc, uint32_t nrows,
+             uint32_t ncols) {
   const __mmask16 m0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);
   const __mmask16 m1 = cols >= 32   ? 0xffff
                        : cols <= 16 ? 0
@@ -71,9 +69,11 @@ static void kernel_12x32(uint32_t K, const float *restrict Ap,
   ROWS(INIT)
 #undef INIT
   pf_spread spread = pf_start(pf, npf, K);
+  c_spread next = c_start(nc, ldc, nrows, ncols, K);
 #pragma GCC unroll 4
   for (uint32_t k = 0; k < K; k++) {
     pf_due(&spread, k);
+    c_due(&next, k);
     const __m512 b0 = _mm512_load_ps(Bp), b1 = _mm512_load_ps(Bp + 16);
     /* the A panel 16 k steps (12 lines) ahead: from L2, in time */
     _mm_prefetch((const char *)(Ap + 16 * MR), _MM_HINT_T0);
@@ -88,6 +88,7 @@ static void kernel_12x32(uint32_t K, const float *restrict Ap,
     Ap += MR;
     Bp += NR;
   }
+  c_rest(&next);
 #define STORE(i)                                                               \
   if ((i) < rows) {                                                            \
     _mm512_mask_storeu_ps(C + (size_t)(i)*ldc, m0, c##i##a);                   \
