@@ -568,7 +568,12 @@ static int fwd_cmp(const void *a, const void *b) {
  * than min(workers of its core type, the most tasks one of its ops has alone)
  * gives up one fusion: the edge between two of its ops whose units, joined
  * on that edge alone, form the fewest components (the one that collapses
- * it). Returns 1 when it vetoed an edge (form the subgraphs again), 0 when
+ * it), and of those the one that joins the most units: in a chain of
+ * one-tile ops between a fan-in and a fan-out (an RMS norm: x * x, rowsum,
+ * muls, adds, rsqrt, then mul by x) every edge leaves one component, and
+ * taking the first one cut the chain an op at a time, a formation of
+ * every subgraph per op, where the fan-out is the edge that collapses it.
+ * Returns 1 when it vetoed an edge (form the subgraphs again), 0 when
  * every cluster keeps the workers busy, or -1 out of memory. */
 int pto__fuse_split_for_parallelism(part *s) {
   const pto_tgraph *tg = s->tg;
@@ -638,12 +643,14 @@ int pto__fuse_split_for_parallelism(part *s) {
     f[n_f++] = (fwd){pn, cn, up, uc};
   }
   qsort(f, n_f, sizeof *f, fwd_cmp);
-  /* per collapsed cluster, the edge with the fewest components */
+  /* per collapsed cluster, the edge with the fewest components, then the
+   * most joins */
   uint32_t *best = n_sg; /* reused: per cluster root, the best fwd index */
-  uint64_t *comps = NULL;
+  uint64_t *comps = NULL, *joined;
   for (uint32_t c = 0; c < nn; c++)
     best[c] = PTO_NONE;
-  comps = malloc((n_f + 1) * sizeof *comps);
+  comps = malloc(2 * (n_f + 1) * sizeof *comps);
+  joined = comps + n_f + 1;
   if (!comps) {
     rc = -1;
     goto out;
@@ -660,8 +667,10 @@ int pto__fuse_split_for_parallelism(part *s) {
     for (unsigned k = a; k < b; k++) /* reset what this edge touched */
       uf[f[k].up] = f[k].up, uf[f[k].uc] = f[k].uc;
     comps[a] = (uint64_t)units[f[a].p] + units[f[a].c] - joins;
-    uint32_t c = uf_find(s->cluster, f[a].c);
-    if (best[c] == PTO_NONE || comps[a] < comps[best[c]])
+    joined[a] = joins;
+    uint32_t c = uf_find(s->cluster, f[a].c), o = best[c];
+    if (o == PTO_NONE || comps[a] < comps[o] ||
+        (comps[a] == comps[o] && joins > joined[o]))
       best[c] = a;
   }
   for (uint32_t c = 0; c < nn; c++) {

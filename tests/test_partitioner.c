@@ -650,6 +650,59 @@ Test(partitioner, softmax_fuses_into_one_subgraph_per_row_block) {
   pto_program_free(p);
 }
 
+/* An RMS norm over 8 column tiles on 2 workers: x * x fans in to a rowsum,
+ * a chain of one-tile ops (muls, adds, rsqrt) fans out to x * r. Fused
+ * whole it is one subgraph; the parallelism rule cuts the fan-in and the
+ * fan-out (where the cluster collapses) and leaves the chain with the
+ * rowsum: 2 + 1 + 2 tasks. Cutting the chain's edges one at a time, as it
+ * did, gave 8 tasks (three of a single tiny instruction each, in a row on
+ * the critical path) after a formation of every subgraph per cut. */
+Test(partitioner, a_norm_chain_splits_where_it_fans_in_and_out) {
+  pto_program *p = pto_program_new("rms");
+  const int64_t s[2] = {4, 4096};
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 2, s);
+  pto_program_set_vec_tile(p, 4, 512);
+  pto_tensor *ms = pto_muls(p, pto_rowsum(p, pto_mul(p, x, x)), 1.0 / 4096);
+  pto_tensor *r = pto_rsqrt(p, pto_adds(p, ms, 1e-6));
+  pto_output(p, pto_mul(p, x, r), "y");
+  pto_config *c = pto_config_new();
+  pto_machine m;
+  cr_assert_eq(pto_machine_host(&m), PTO_OK);
+  m.shared = 1;
+  m.workers[PTO_CORE_CUBE] = m.workers[PTO_CORE_VECTOR] = 2;
+  cr_assert_eq(pto_config_set_machine(c, &m), PTO_OK);
+  pto_executable *e = compile_ok(p, c);
+  pto_config_free(c);
+  pto_exe_stats st;
+  pto_executable_stats(e, &st);
+  cr_expect_eq(st.tasks, 5);
+  cr_expect_eq(st.programs, 3);
+  uint32_t chain = 0; /* the rowsum's task feeds both x * r tasks */
+  for (uint32_t t = 0; t < st.tasks; t++) {
+    const char *name =
+        pto_executable_program_name(e, pto_executable_task_program(e, t));
+    const uint32_t *succ;
+    chain +=
+        strstr(name, "TROWSUM") && pto_executable_task_succ(e, t, &succ) == 2;
+  }
+  cr_expect_eq(chain, 1, "rowsum, muls, adds and rsqrt are not one task");
+  static float X[4 * 4096], Y[4 * 4096], R[4 * 4096];
+  srand(11);
+  for (int i = 0; i < 4 * 4096; i++)
+    X[i] = (float)rand() / RAND_MAX - 0.5f;
+  const void *in[] = {X};
+  void *out[] = {Y}, *ref[] = {R};
+  cr_assert_eq(pto_executable_run_serial(e, in, out), PTO_OK, "%s",
+               pto_executable_error(e));
+  parallel_equals_serial(e, in, Y, sizeof Y);
+  cr_assert_eq(pto_program_eval(p, in, ref), PTO_OK);
+  for (int i = 0; i < 4 * 4096; i++)
+    cr_assert(fabsf(Y[i] - R[i]) <= 1e-5f * (1 + fabsf(R[i])), "y[%d] %g vs %g",
+              i, Y[i], R[i]);
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
 /* exp(x - rowmax) and its row sum become one TROWEXPANDEXPDIFSUM pass,
  * that with the load and the max one TLOADEXPDIFSUM, and that with the
  * quotients and the scaled store one TLOADSOFTMAXSTORE (parity_softmax
