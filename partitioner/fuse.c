@@ -566,15 +566,18 @@ static int fwd_cmp(const void *a, const void *b) {
  * the unfused ops would spread over all of them. A cluster of several ops
  * whose subgraphs (from pto__fuse_form_subgraphs, in s->unit_sg) number fewer
  * than min(workers of its core type, the most tasks one of its ops has alone)
- * gives up one fusion: the edge between two of its ops whose units, joined
- * on that edge alone, form the fewest components (the one that collapses
- * it), and of those the one that joins the most units: in a chain of
- * one-tile ops between a fan-in and a fan-out (an RMS norm: x * x, rowsum,
- * muls, adds, rsqrt, then mul by x) every edge leaves one component, and
- * taking the first one cut the chain an op at a time, a formation of
- * every subgraph per op, where the fan-out is the edge that collapses it.
- * Returns 1 when it vetoed an edge (form the subgraphs again), 0 when
- * every cluster keeps the workers busy, or -1 out of memory. */
+ * gives up fusions: the edge between two of its ops whose units, joined on
+ * that edge alone, form the fewest components (the one that collapses it),
+ * and of those the one that joins the most units, and every other edge
+ * as bad. In a chain of one-tile ops between a fan-in and a fan-out (an
+ * RMS norm: x * x, rowsum, muls, adds, rsqrt, then mul by x) every edge
+ * leaves one component, and taking the first one cut the chain an op at a
+ * time, where the fan-in and the fan-out (16 units joined each) are the
+ * edges that collapse it; constants broadcast to several consumers (the
+ * prefill's attention.merge) are as many fan-outs, once cut one per pass.
+ * Each pass is a clustering and a formation of every subgraph. Returns 1
+ * when it vetoed an edge (form the subgraphs again), 0 when every cluster
+ * keeps the workers busy, or -1 out of memory. */
 int pto__fuse_split_for_parallelism(part *s) {
   const pto_tgraph *tg = s->tg;
   uint32_t nn = s->p->n_nodes, nu = tg->n_units;
@@ -616,8 +619,12 @@ int pto__fuse_split_for_parallelism(part *s) {
   }
   int any = 0;
   for (uint32_t c = 0; c < nn; c++) {
-    if (uf_find(s->cluster, c) != c || nodes[c] < 2)
+    if (uf_find(s->cluster, c) != c)
       continue;
+    if (nodes[c] < 2) { /* one op: nothing to split */
+      most[c] = 0;
+      continue;
+    }
     uint32_t w = core[c] < PTO_CORE_MEMORY && s->m->workers[core[c]]
                      ? s->m->workers[core[c]]
                      : 1;
@@ -694,6 +701,23 @@ int pto__fuse_split_for_parallelism(part *s) {
     s->veto[s->n_veto][1] = f[best[c]].c;
     s->n_veto++;
     rc = 1;
+  }
+  /* and every edge of such a cluster as bad as its best */
+  for (unsigned a = 0, b; rc == 1 && a < n_f; a = b) {
+    for (b = a; b < n_f && f[b].p == f[a].p && f[b].c == f[a].c; b++)
+      ;
+    uint32_t c = uf_find(s->cluster, f[a].c), o = best[c];
+    if (!most[c] || o == PTO_NONE || o == a || comps[a] != comps[o] ||
+        joined[a] != joined[o])
+      continue;
+    if (pto__grow((void **)&s->veto, sizeof *s->veto, &s->cap_veto,
+                  s->n_veto + 1)) {
+      rc = -1;
+      break;
+    }
+    s->veto[s->n_veto][0] = f[a].p;
+    s->veto[s->n_veto][1] = f[a].c;
+    s->n_veto++;
   }
   free(comps);
 out:
