@@ -124,7 +124,8 @@ static void usage(FILE *f) {
         "torch_ms, torch_ms_min, torch_ms_max,\n"
         "torch_variant, torch_variants, torch_version, ratio, gflop,\n"
         "pto_gflops, torch_gflops, peak_gflops, peak_isa,\n"
-        "pto_peak_fraction, check, torch_check (null: no peer).\n",
+        "pto_peak_fraction, pto_peak_fraction_each, peak_each_gflops\n"
+        "(null without --peak-each), check, torch_check (null: no peer).\n",
         f);
 }
 

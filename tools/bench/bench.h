@@ -76,8 +76,12 @@ double bench_peak_fma(int threads, int repeats, const char **isa);
  * some VMs), and a case's fraction of peak is only as honest as the best
  * probe of the run so far. A peak of 0 (not measured) stays 0. */
 void bench_peak_refresh(double *peak, int threads, int repeats);
-/* The probes behind it (bench/peak.h), each only for a CPU that runs it. */
-double bench_peak_avx512(int threads, int repeats);
-double bench_peak_avx2(int threads, int repeats);
+/* One short probe (about 20 ms) of the same kind: the rate the machine
+ * gives right now, for a run timed right after it (--peak-each). */
+double bench_peak_fma_now(int threads);
+/* The probes behind them (bench/peak.h), each only for a CPU that runs it:
+ * `iters` rounds of FMAs per thread (20 million: about 0.1 s). */
+double bench_peak_avx512(int threads, int repeats, uint64_t iters);
+double bench_peak_avx2(int threads, int repeats, uint64_t iters);
 
 #endif /* PTO_TOOLS_BENCH_H */

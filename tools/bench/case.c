@@ -256,6 +256,31 @@ done:
   return rc;
 }
 
+/* --peak-each: r timed with a probe before each run; res->pto, and the
+ * runs' fractions of their probes (`gflop` of work each) and the probes
+ * into res->peak_frac and res->peak_now. 0, or -1 (printed). */
+static int time_probed(bench_pto *r, const void *const *in, void *const *out,
+                       int threads, int repeats, double gflop,
+                       bench_case_result *res) {
+  double *t = calloc(3 * (size_t)repeats, sizeof *t);
+  if (!t) {
+    fprintf(stderr, "pto-bench %s: out of memory\n", r->cmd);
+    return -1;
+  }
+  double *probe = t + repeats, *frac = probe + repeats;
+  const int rc =
+      bench_pto_time_probed(r, in, out, 1, repeats, threads, t, probe);
+  if (!rc) {
+    for (int k = 0; k < repeats; k++)
+      frac[k] = probe[k] > 0 ? gflop / t[k] * 1e3 / probe[k] : 0;
+    res->pto = bench_stats_of(t, repeats);
+    res->peak_now = bench_stats_of(probe, repeats);
+    res->peak_frac = bench_stats_of(frac, repeats);
+  }
+  free(t);
+  return rc;
+}
+
 /* Runs case c: compile (timed apart); one run and its check; --save; a
  * warm-up and the timed runs (in turn with --against's, when given);
  * --trace's extra run; the runtime freed (its workers stop spinning before
@@ -290,6 +315,13 @@ static int case_run(const bench_opts *o, const bench_workload *w,
     goto done;
   if (x->h.against) {
     if (time_against(o, w, x, c, p, &r, in, threads, repeats, res))
+      goto done;
+  } else if (x->h.peak_each) {
+    bench_progress(o,
+                   "%s: timing PTO, 1 warm-up + %d runs, an FMA probe "
+                   "before each",
+                   who, repeats);
+    if (time_probed(&r, in, out, threads, repeats, c->gflop, res))
       goto done;
   } else {
     bench_progress(o, "%s: timing PTO, 1 warm-up + %d runs", who, repeats);
@@ -457,6 +489,14 @@ static int case_one(const bench_opts *o, const bench_workload *w,
             "%.3fx (above 1: --against is faster)\n",
             x->h.against, a, b, res.pto.median / res.against.median);
   }
+  if (res.peak_frac.n > 0 && res.peak_now.median > 0)
+    fprintf(f,
+            "  --peak-each: PTO at %.1f%% [%.1f-%.1f] of the FMA rate probed "
+            "before each run (probes %.1f GFLOP/s [%.1f-%.1f]; median "
+            "[quartiles])\n",
+            100 * res.peak_frac.median, 100 * res.peak_frac.q1,
+            100 * res.peak_frac.q3, res.peak_now.median, res.peak_now.q1,
+            res.peak_now.q3);
   fflush(f);
   bench_case_json(j, &res, gflop, e->peak, e->peak_isa, e->peer);
   if (res.against.n > 0 && res.pto.n > 0) {
@@ -620,6 +660,9 @@ void bench_case_json(json_t *j, const bench_case_result *r, double gflop,
   NUM_OR_NULL("pto_ms_max", po, r->pto.max);
   NUM_OR_NULL("pto_gflops", po, pg);
   NUM_OR_NULL("pto_peak_fraction", po && peak > 0, peak > 0 ? pg / peak : 0);
+  NUM_OR_NULL("pto_peak_fraction_each", po && r->peak_frac.n > 0,
+              r->peak_frac.median);
+  NUM_OR_NULL("peak_each_gflops", po && r->peak_now.n > 0, r->peak_now.median);
   NUM_OR_NULL("torch_ms", to, r->torch.median);
   NUM_OR_NULL("torch_ms_min", to, r->torch.min);
   NUM_OR_NULL("torch_ms_max", to, r->torch.max);

@@ -28,6 +28,9 @@ typedef struct bench_case_result {
   int torch_checked; /* and its outputs passed the same check */
   bench_stats pto, torch;
   bench_stats against; /* PTO under --against (n 0: none), timed in turn */
+  /* --peak-each (n 0: not asked): the timed runs' fractions of the FMA
+   * probe just before each, and the probes (GFLOP/s) */
+  bench_stats peak_frac, peak_now;
   double compile_ms;
   uint32_t tasks;
   json_t *variants; /* the peer's {"name": median ms or null}; owned */
@@ -171,7 +174,8 @@ void bench_case_print(FILE *f, const bench_case_result *r, int threads,
 
 /* Sets the outcome's fields in j: repeats, tasks, compile_ms, gflop,
  * peak_gflops, peak_isa, torch_version, pto_ms(_min, _max), pto_gflops,
- * pto_peak_fraction, torch_ms(_min, _max), torch_gflops, ratio,
+ * pto_peak_fraction, pto_peak_fraction_each and peak_each_gflops
+ * (--peak-each), torch_ms(_min, _max), torch_gflops, ratio,
  * torch_variant, torch_variants, check ("ok", "wrong", "failed") and
  * torch_check ("ok", "wrong", null without a peer's result); a figure
  * the case did not get is null. */

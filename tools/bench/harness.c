@@ -26,6 +26,10 @@ int bench_harness_arg(bench_harness *h, int argc, char **argv, int *i) {
       {"--peer-script", offsetof(bench_harness, peer_script)},
   };
   const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+  if (!strcmp(a, "--peak-each")) {
+    h->peak_each = 1;
+    return 1;
+  }
   if (!strcmp(a, "--no-peer")) {
     h->no_peer = 1;
     return 1;
@@ -88,6 +92,11 @@ void bench_harness_usage(FILE *f) {
         "  --peer-script F  another peer script (default: pto_bench_torch.py\n"
         "                   beside pto-bench or in ../share/pto/)\n"
         "  --no-peer        time PTO alone\n"
+        "  --peak-each      a 20 ms FMA probe before each timed PTO run (its\n"
+        "                   workers asleep first): a line under the row gives\n"
+        "                   the median of the runs' fractions of the probe\n"
+        "                   just before each, which a neighbour's load slows\n"
+        "                   alike (not with --against)\n"
         "  --dtype T        f32 (default) or bf16: the dtype of the inputs\n"
         "                   the cube reads (bf16 drawn as the f32 values\n"
         "                   rounded to nearest even); PyTorch then runs its\n"
@@ -312,6 +321,13 @@ int bench_pto_run(bench_pto *r, const void *const *in, void *const *out) {
   return 0;
 }
 
+/* Long enough for an idle runtime's workers to be asleep: they spin, then
+ * yield, then wait on a semaphore. */
+static void pause_idle(const bench_pto *r) {
+  const pto_runtime_params prm = pto_runtime_params_from_config(r->cfg);
+  bench_pause_ms((int)((prm.spin_us + prm.yield_us) / 1000) + 2);
+}
+
 int bench_pto_time(bench_pto *r, const void *const *in, void *const *out,
                    int warmup, int repeats, bench_stats *st) {
   double *t = calloc((size_t)repeats, sizeof *t);
@@ -333,11 +349,21 @@ int bench_pto_time(bench_pto *r, const void *const *in, void *const *out,
   return 0;
 }
 
-/* Long enough for an idle runtime's workers to be asleep: they spin, then
- * yield, then wait on a semaphore. */
-static void pause_idle(const bench_pto *r) {
-  const pto_runtime_params prm = pto_runtime_params_from_config(r->cfg);
-  bench_pause_ms((int)((prm.spin_us + prm.yield_us) / 1000) + 2);
+int bench_pto_time_probed(bench_pto *r, const void *const *in, void *const *out,
+                          int warmup, int repeats, int threads, double *t,
+                          double *probe) {
+  for (int k = -warmup; k < repeats; k++) {
+    pause_idle(r);
+    const double g = bench_peak_fma_now(threads);
+    uint64_t t0 = bench_now_ns();
+    if (bench_pto_run(r, in, out))
+      return -1;
+    if (k >= 0) {
+      t[k] = (double)(bench_now_ns() - t0) * 1e-6;
+      probe[k] = g;
+    }
+  }
+  return 0;
 }
 
 int bench_pto_time_pair(bench_pto *const r[2], const void *const *const in[2],

@@ -23,6 +23,8 @@ typedef struct bench_harness {
   const char *python;      /* --python PATH: this interpreter only */
   const char *peer_script; /* --peer-script FILE: another peer script */
   int no_peer;             /* --no-peer: PTO alone */
+  int peak_each;           /* --peak-each: a short FMA probe before each
+                              timed PTO run */
   pto_dtype dtype;         /* --dtype f32|bf16: the operator's inputs
                               that the cube reads (default f32) */
 } bench_harness;
@@ -107,6 +109,14 @@ int bench_pto_run(bench_pto *r, const void *const *in, void *const *out);
 /* warmup untimed runs, then `repeats` timed ones; 0 or -1 (printed). */
 int bench_pto_time(bench_pto *r, const void *const *in, void *const *out,
                    int warmup, int repeats, bench_stats *st);
+/* The same with a short FMA probe (bench_peak_fma_now on `threads`
+ * threads, the workers asleep first) before every run: the timed runs'
+ * times in t[0..repeats) and the probes before them (GFLOP/s) in
+ * probe[0..repeats). A neighbour that slows the machine for seconds
+ * slows a run and the probe just before it alike. 0 or -1 (printed). */
+int bench_pto_time_probed(bench_pto *r, const void *const *in, void *const *out,
+                          int warmup, int repeats, int threads, double *t,
+                          double *probe);
 /* The same for two executables in turn (r[0], r[1], r[0], ...; warmup
  * rounds untimed), each on its own runtime with its inputs and outputs,
  * so drift and neighbours on a shared machine weigh on both alike: the

@@ -91,8 +91,9 @@ static void usage(FILE *f) {
         "repeats, tasks, compile_ms, pto_ms, pto_ms_min, pto_ms_max,\n"
         "torch_ms, torch_ms_min, torch_ms_max, torch_variant,\n"
         "torch_variants, torch_version, ratio, gflop, pto_gflops,\n"
-        "torch_gflops, peak_gflops, peak_isa, pto_peak_fraction, check,\n"
-        "torch_check (null: no peer).\n",
+        "torch_gflops, peak_gflops, peak_isa, pto_peak_fraction,\n"
+        "pto_peak_fraction_each, peak_each_gflops (null without\n"
+        "--peak-each), check, torch_check (null: no peer).\n",
         f);
 }
 

@@ -15,9 +15,8 @@
 
 #include "bench/bench.h"
 
-#define ITERS (20ull * 1000 * 1000) /* ~0.1 s per probe */
-
 typedef struct probe {
+  uint64_t iters;
   double gflops;
   float sink;
 } probe;
@@ -29,7 +28,7 @@ static void *fma_loop(void *arg) {
   for (int i = 0; i < CHAINS; i++)
     acc[i] = SET1((float)i);
   uint64_t t0 = bench_now_ns();
-  for (uint64_t k = 0; k < ITERS; k++) {
+  for (uint64_t k = 0; k < p->iters; k++) {
 #pragma GCC unroll 32
     for (int i = 0; i < CHAINS; i++)
       acc[i] = FMADD(acc[i], x, y);
@@ -40,13 +39,13 @@ static void *fma_loop(void *arg) {
     sum = ADD(sum, acc[i]);
   p->sink = REDUCE(sum);
   /* LANES lanes x 2 flops (multiply, add) per FMA */
-  p->gflops = (double)ITERS * CHAINS * LANES * 2 / s * 1e-9;
+  p->gflops = (double)p->iters * CHAINS * LANES * 2 / s * 1e-9;
   return NULL;
 }
 
-double PEAK_FN(int threads, int repeats) {
+double PEAK_FN(int threads, int repeats, uint64_t iters) {
   enum { MAX_THREADS = 64 };
-  if (threads < 1 || threads > MAX_THREADS || repeats < 1)
+  if (threads < 1 || threads > MAX_THREADS || repeats < 1 || iters < 1)
     return 0;
   /* the best probe: a machine's peak is the fastest it runs, and noise
    * (neighbours, frequency) only ever slows a probe down */
@@ -54,7 +53,9 @@ double PEAK_FN(int threads, int repeats) {
   for (int r = 0; r < repeats; r++) {
     double gflops = 0;
     pthread_t th[MAX_THREADS];
-    probe pr[MAX_THREADS] = {{0, 0}};
+    probe pr[MAX_THREADS];
+    for (int t = 0; t < threads; t++)
+      pr[t] = (probe){iters, 0, 0};
     int started = 0;
     while (started < threads &&
            !pthread_create(&th[started], NULL, fma_loop, &pr[started]))

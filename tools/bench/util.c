@@ -66,17 +66,29 @@ void bench_pause_ms(int ms) {
   nanosleep(&ts, NULL);
 }
 
-double bench_peak_fma(int threads, int repeats, const char **isa) {
+#define PROBE_ITERS (20ull * 1000 * 1000) /* ~0.1 s per probe */
+
+static double peak_probe(int threads, int repeats, uint64_t iters,
+                         const char **isa) {
   if (pto_isa_supported("avx512")) {
     *isa = "AVX-512";
-    return bench_peak_avx512(threads, repeats);
+    return bench_peak_avx512(threads, repeats, iters);
   }
   if (pto_isa_supported("avx2")) {
     *isa = "AVX2";
-    return bench_peak_avx2(threads, repeats);
+    return bench_peak_avx2(threads, repeats, iters);
   }
   *isa = "none";
   return 0;
+}
+
+double bench_peak_fma(int threads, int repeats, const char **isa) {
+  return peak_probe(threads, repeats, PROBE_ITERS, isa);
+}
+
+double bench_peak_fma_now(int threads) {
+  const char *isa;
+  return peak_probe(threads, 1, PROBE_ITERS / 5, &isa);
 }
 
 void bench_peak_refresh(double *peak, int threads, int repeats) {

@@ -49,7 +49,12 @@ usage)
 run)
   # no interpreter: one line says so, PTO alone, exit 0, torch_ms null
   expect 0 "no PyTorch peer" -- --quick --json indexer "${tiny[@]}" --python "$tmp/no/python3"
-  expect_json "JSON without a peer" 'len(r) == 1 and r[0]["workload"] == "indexer" and r[0]["torch_ms"] is None and r[0]["check"] == "ok" and r[0]["pto_ms"] > 0 and r[0]["s2"] == 512 and r[0]["mask"] == "causal" and r[0]["peak_gflops"] >= 0'
+  expect_json "JSON without a peer" 'len(r) == 1 and r[0]["workload"] == "indexer" and r[0]["torch_ms"] is None and r[0]["check"] == "ok" and r[0]["pto_ms"] > 0 and r[0]["s2"] == 512 and r[0]["mask"] == "causal" and r[0]["peak_gflops"] >= 0 and r[0]["pto_peak_fraction_each"] is None'
+
+  # --peak-each: an FMA probe before each timed run, the runs' median
+  # fraction of the probe before them
+  expect 0 "--peak-each: PTO at [0-9.]+% \\[[0-9.]+-[0-9.]+\\] of the FMA rate" -- --quick --json indexer "${tiny[@]}" --no-peer --peak-each
+  expect_json "JSON with --peak-each" 'r[0]["check"] == "ok" and r[0]["pto_peak_fraction_each"] > 0 and r[0]["peak_each_gflops"] > 0'
 
   # --against: a second config timed in turn, both checked, the ratio
   printf '{"labels": {"indexer.qk": {"l1_reuse": 1}}}' >"$tmp/reuse1.json"
