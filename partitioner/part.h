@@ -100,6 +100,11 @@ typedef struct part {
   /* storage -> producing node */
   uint32_t *storage_node;
   uint8_t *storage_is_output;
+  /* pto__plan_program's working arrays, kept from one subgraph to the next
+   * (most subgraphs are a few instructions: allocating them per subgraph
+   * cost more than planning) */
+  void *plan_tmp;
+  size_t plan_tmp_cap;
 } part;
 
 static inline const char *node_label(const part *s, uint32_t node) {

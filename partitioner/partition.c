@@ -431,6 +431,7 @@ done:
   free(s.inst_unit);
   free(s.storage_node);
   free(s.storage_is_output);
+  free(s.plan_tmp);
   free(prog_of);
   free(mark);
   free(acc);

@@ -28,17 +28,13 @@ typedef struct interval {
  * table's micro-kernel widths (pto__mm_panel), and the matmuls are told so.
  * The tile grows to whole panels: rows up to a multiple of mr for A, cols
  * up to a multiple of nr for B; iv[t].size follows. */
-static pto_status pack_operands(pto_cprog *pr, interval *iv) {
+static void pack_operands(pto_cprog *pr, interval *iv, uint8_t *role,
+                          uint32_t *def) {
   enum { UNSEEN, ROLE_A, ROLE_B, NOT_PACKED };
-  uint8_t *role = calloc(pr->n_tiles + 1, 1);
-  uint32_t *def = malloc((pr->n_tiles + 1) * sizeof *def);
-  if (!role || !def) {
-    free(role);
-    free(def);
-    return PTO_ENOMEM;
-  }
-  for (uint32_t t = 0; t < pr->n_tiles; t++)
+  for (uint32_t t = 0; t < pr->n_tiles; t++) {
+    role[t] = UNSEEN;
     def[t] = PTO_NONE;
+  }
   for (uint32_t k = 0; k < pr->n_insts; k++) {
     const pto_pinst *pi = &pr->insts[k];
     int mm = pto__insn_matmul(pi->op);
@@ -100,9 +96,6 @@ static pto_status pack_operands(pto_cprog *pr, interval *iv) {
       pi->imm[is_a ? 0 : 1] = (int32_t)(is_a ? mr : nr);
     }
   }
-  free(role);
-  free(def);
-  return PTO_OK;
 }
 
 /* TMATMUL_ACC (and TMATMUL_GB with PTO_TF_ACC) accumulates in place: its
@@ -165,12 +158,20 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
   pr->tiles = calloc(3 * sg->n_insts + 1, sizeof *pr->tiles);
   pr->slots = calloc(sg->n_insts + 1, sizeof *pr->slots);
   b->slot_inst = calloc(sg->n_insts + 1, sizeof *b->slot_inst);
-  interval *iv = calloc(3 * sg->n_insts + 1, sizeof *iv);
-  uint32_t *acc_of = NULL; /* in-place destination -> its accumulator */
-  if (!pr->insts || !pr->tiles || !pr->slots || !b->slot_inst || !iv) {
-    free(iv);
-    return PTO_ENOMEM;
+  /* the working arrays, per tile (at most 3 per instruction) */
+  const size_t nt = 3 * (size_t)sg->n_insts + 1;
+  const size_t bytes = nt * (sizeof(interval) + 3 * sizeof(uint32_t) + 2);
+  if (bytes > s->plan_tmp_cap) {
+    free(s->plan_tmp);
+    s->plan_tmp = malloc(bytes);
+    s->plan_tmp_cap = s->plan_tmp ? bytes : 0;
   }
+  if (!pr->insts || !pr->tiles || !pr->slots || !b->slot_inst || !s->plan_tmp)
+    return PTO_ENOMEM;
+  interval *iv = s->plan_tmp;
+  uint32_t *acc_of = (uint32_t *)(iv + nt); /* in place -> its accumulator */
+  uint32_t *live = acc_of + nt, *def = live + nt;
+  uint8_t *placed = (uint8_t *)(def + nt), *role = placed + nt;
   /* instructions, tiles (one per distinct value), slots */
   for (uint32_t k = 0; k < sg->n_insts; k++) {
     const pto_tinst *in = &tg->insts[sg->insts[k]];
@@ -210,6 +211,7 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
         pt->vrows = tv->vrows;
         pt->vcols = tv->vcols;
         pt->level = (uint8_t)level_for(core);
+        iv[t] = (interval){0};
         iv[t].size = pto_tile_bytes(tv->dtype, tv->rows, tv->cols);
         iv[t].level = pt->level;
       }
@@ -229,25 +231,19 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
         iv[pi->dst[d]].end = k;
     }
   if (pr->n_tiles > UINT16_MAX) {
-    free(iv);
     *need = pr->n_tiles;
     return PTO_ERANGE; /* reported by the caller */
   }
   /* packing sees the accumulator as a third operand, never packed */
-  if (core == PTO_CORE_CUBE && pack_operands(pr, iv)) {
-    free(iv);
-    return PTO_ENOMEM;
-  }
+  if (core == PTO_CORE_CUBE)
+    pack_operands(pr, iv, role, def);
   /* every accumulator now dies at its TMATMUL_ACC: the destination takes
    * its buffer (placed below) and the instruction its two operands (and
    * its row scale, moved up to the third source) */
-  acc_of = malloc((pr->n_tiles + 1) * sizeof *acc_of);
-  if (!acc_of) {
-    free(iv);
-    return PTO_ENOMEM;
-  }
-  for (uint32_t t = 0; t < pr->n_tiles; t++)
+  for (uint32_t t = 0; t < pr->n_tiles; t++) {
     acc_of[t] = PTO_NONE;
+    placed[t] = 0;
+  }
   for (uint32_t k = 0; k < pr->n_insts; k++) {
     pto_pinst *pi = &pr->insts[k];
     if (pto__insn_accumulates(pi->op, pi->flags, pi->n_src)) {
@@ -279,10 +275,8 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
     iv[t].level = pr->tiles[t].level;
   /* liveness-based placement: first fit among the offsets of tiles dead
    * before this instruction */
-  uint32_t *live = malloc((pr->n_tiles + 1) * sizeof *live);
-  uint8_t *placed = calloc(pr->n_tiles + 1, 1);
   uint32_t n_live = 0;
-  pto_status st = live && placed ? PTO_OK : PTO_ENOMEM;
+  pto_status st = PTO_OK;
   for (uint32_t k = 0; st == PTO_OK && k < pr->n_insts; k++) {
     const pto_pinst *pi = &pr->insts[k];
     /* free the tiles whose last use was before k */
@@ -343,10 +337,6 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
       pr->mem[l] += c->desc.scratch_bytes;
     }
   }
-  free(live);
-  free(placed);
-  free(acc_of);
-  free(iv);
   for (int l = 0; st == PTO_OK && l < PTO_MEM_LEVEL_COUNT; l++)
     if (pr->mem[l] > s->m->mem[l]) {
       *lvl = (pto_mem_level)l;
