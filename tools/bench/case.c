@@ -543,6 +543,13 @@ int bench_case_main(const bench_opts *o, const bench_workload *w,
             cmd);
     return 2;
   }
+  if (x->h.peak_each && (x->h.against || w->run_case)) {
+    fprintf(stderr, "pto-bench %s: --peak-each %s\n", cmd,
+            w->run_case ? "is not for this command"
+                        : "does not combine with --against (each run of the "
+                          "pair would wait on a probe)");
+    return 2;
+  }
   bench_preset_finish(w->table, &x->sel, o->quick);
   case_env e;
   e.threads = bench_cores(o);

@@ -96,7 +96,7 @@ void bench_harness_usage(FILE *f) {
         "                   workers asleep first): a line under the row gives\n"
         "                   the median of the runs' fractions of the probe\n"
         "                   just before each, which a neighbour's load slows\n"
-        "                   alike (not with --against)\n"
+        "                   alike (not with --against; not for dsa)\n"
         "  --dtype T        f32 (default) or bf16: the dtype of the inputs\n"
         "                   the cube reads (bf16 drawn as the f32 values\n"
         "                   rounded to nearest even); PyTorch then runs its\n"

@@ -38,6 +38,8 @@ usage)
   expect 1 "--config: .*knobs.bogus" -- indexer --config "$tmp/unknown.json"
   expect 1 "--against: .*bad.json:1:" -- indexer --no-peer --against "$tmp/bad.json"
   expect 2 "--against is not for this command" -- dsa --against "$tmp/unknown.json"
+  expect 2 "--peak-each is not for this command" -- dsa --peak-each
+  expect 2 "--peak-each does not combine with --against" -- indexer --peak-each --against "$tmp/unknown.json"
   expect 1 "needs [0-9.]+ GiB of buffers" -- indexer --b 4096 --s1 4096 --no-peer
   # PTO_CONFIG reaches the operator benchmarks as every command
   PTO_CONFIG="$tmp/bad.json" expect 1 "PTO_CONFIG=.*bad.json:1:" -- indexer --no-peer
