@@ -5,6 +5,8 @@
 #include <stdio.h>
 
 static pto_status error_vset(pto_error *e, pto_status status, const char *fmt,
+                             va_list ap) __attribute__((format(printf, 3, 0)));
+static pto_status error_vset(pto_error *e, pto_status status, const char *fmt,
                              va_list ap) {
   e->status = status;
   vsnprintf(e->msg, sizeof e->msg, fmt, ap);

@@ -282,6 +282,8 @@ pto_status pto_dsa_ref(const pto_dsa_dims *d, const pto_dsa_step *s,
 
 /* ---- checker ------------------------------------------------------------ */
 
+static int failf(char *msg, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int failf(char *msg, size_t size, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

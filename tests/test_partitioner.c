@@ -105,11 +105,11 @@ Test(partitioner, golden_pypto_example_is_3_programs_7_tasks) {
   static float A[64 * 64], B[64 * 64], W[64 * 32], C[64], R[64];
   srand(7);
   for (int i = 0; i < 64 * 64; i++) {
-    A[i] = (float)rand() / RAND_MAX - 0.5f;
-    B[i] = (float)rand() / RAND_MAX - 0.5f;
+    A[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+    B[i] = (float)rand() / (float)RAND_MAX - 0.5f;
   }
   for (int i = 0; i < 64 * 32; i++)
-    W[i] = (float)rand() / RAND_MAX - 0.5f;
+    W[i] = (float)rand() / (float)RAND_MAX - 0.5f;
   const void *in[] = {A, B, W};
   void *out[] = {C}, *ref[] = {R};
   cr_assert_eq(pto_executable_run_serial(e, in, out), PTO_OK, "%s",
@@ -158,7 +158,7 @@ static void check_parity(const char *what, int n_in, const pto_dtype *dts,
       if (dts[i] == PTO_I32)
         ((int32_t *)bufs[i])[k] = rand() % 41 - 20;
       else
-        ((float *)bufs[i])[k] = (float)rand() / RAND_MAX * 4 - 2;
+        ((float *)bufs[i])[k] = (float)rand() / (float)RAND_MAX * 4 - 2;
     }
   }
   int64_t n_out = pto_tensor_numel(o);
@@ -278,7 +278,7 @@ static void topk_scores(float *x, int64_t rows, int64_t n, unsigned seed,
       float v = (float)(rand() % 7) - 3.0f; /* ties */
       int u = rand() % 64;
       if (u < 24)
-        v = (float)rand() / RAND_MAX * 8 - 4;
+        v = (float)rand() / (float)RAND_MAX * 8 - 4;
       else if (u == 24)
         v = NAN;
       else if (u == 25)
@@ -689,7 +689,7 @@ Test(partitioner, a_norm_chain_splits_where_it_fans_in_and_out) {
   static float X[4 * 4096], Y[4 * 4096], R[4 * 4096];
   srand(11);
   for (int i = 0; i < 4 * 4096; i++)
-    X[i] = (float)rand() / RAND_MAX - 0.5f;
+    X[i] = (float)rand() / (float)RAND_MAX - 0.5f;
   const void *in[] = {X};
   void *out[] = {Y}, *ref[] = {R};
   cr_assert_eq(pto_executable_run_serial(e, in, out), PTO_OK, "%s",

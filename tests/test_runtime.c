@@ -276,9 +276,9 @@ Test(scheduler, compiled_runs_equal_serial_bit_for_bit, .timeout = 120) {
   static float a[96 * 64], b[64 * 80], want[96 * 80], got[96 * 80];
   srand(3);
   for (int i = 0; i < 96 * 64; i++)
-    a[i] = (float)rand() / RAND_MAX - 0.5f;
+    a[i] = (float)rand() / (float)RAND_MAX - 0.5f;
   for (int i = 0; i < 64 * 80; i++)
-    b[i] = (float)rand() / RAND_MAX - 0.5f;
+    b[i] = (float)rand() / (float)RAND_MAX - 0.5f;
   const void *in[] = {a, b};
   void *ws[] = {want}, *gs[] = {got};
   pto_executable *e = NULL;

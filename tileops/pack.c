@@ -33,7 +33,8 @@ static inline float src_at(const void *s, src_kind kind, int64_t i) {
 static inline __m128 src_load4(const void *s, src_kind kind, int64_t i) {
   if (kind == SRC_F32)
     return _mm_loadu_ps((const float *)s + i);
-  const __m128i h = _mm_loadl_epi64((const __m128i *)((const uint16_t *)s + i));
+  const __m128i h =
+      _mm_loadl_epi64((const __m128i *)(const void *)((const uint16_t *)s + i));
   return _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), h));
 }
 
@@ -44,8 +45,8 @@ void pto__widen_bf16(float *restrict d, const void *restrict s, uint32_t n) {
 #if defined(__SSE2__)
   const __m128i z = _mm_setzero_si128();
   for (; i + 8 <= n; i += 8) { /* 8 at a time */
-    const __m128i h =
-        _mm_loadu_si128((const __m128i *)((const uint16_t *)s + i));
+    const __m128i h = _mm_loadu_si128(
+        (const __m128i *)(const void *)((const uint16_t *)s + i));
     _mm_storeu_ps(d + i, _mm_castsi128_ps(_mm_unpacklo_epi16(z, h)));
     _mm_storeu_ps(d + i + 4, _mm_castsi128_ps(_mm_unpackhi_epi16(z, h)));
   }

@@ -43,10 +43,10 @@ static inline void vf_stn(float *p, vf v, uint32_t n) {
   _mm256_maskstore_ps(p, first(n), v);
 }
 static inline vi vi_ld(const int32_t *p) {
-  return _mm256_loadu_si256((const __m256i *)p);
+  return _mm256_loadu_si256((const __m256i *)(const void *)p);
 }
 static inline void vi_st(int32_t *p, vi v) {
-  _mm256_storeu_si256((__m256i *)p, v);
+  _mm256_storeu_si256((__m256i *)(void *)p, v);
 }
 static inline vi vi_ldn(const int32_t *p, uint32_t n, vi fill) {
   const vb m = first(n);
@@ -57,7 +57,7 @@ static inline void vi_stn(int32_t *p, vi v, uint32_t n) {
 }
 /* Non-temporal: p 32-byte aligned; store_fence orders them. */
 static inline void vi_stream(int32_t *p, vi v) {
-  _mm256_stream_si256((__m256i *)p, v);
+  _mm256_stream_si256((__m256i *)(void *)p, v);
 }
 static inline void store_fence(void) {
   _mm_sfence();
@@ -65,14 +65,14 @@ static inline void store_fence(void) {
 /* 16-bit elements, zero-extended into (or truncated from) 32-bit lanes. */
 static inline __m128i ld16n(const uint16_t *p, uint32_t n) {
   if (n == VL)
-    return _mm_loadu_si128((const __m128i *)p);
+    return _mm_loadu_si128((const __m128i *)(const void *)p);
   uint16_t buf[VL] = {0};
   memcpy(buf, p, n * sizeof *p);
   return _mm_loadu_si128((const __m128i *)buf);
 }
 static inline void st16n(uint16_t *p, __m128i h, uint32_t n) {
   if (n == VL) {
-    _mm_storeu_si128((__m128i *)p, h);
+    _mm_storeu_si128((__m128i *)(void *)p, h);
     return;
   }
   uint16_t buf[VL];
@@ -265,10 +265,10 @@ static inline kb kfirst(uint32_t n) { /* lanes [0, n), 0 <= n <= KL */
                             _mm256_setr_epi64x(0, 1, 2, 3));
 }
 static inline vk vk_ld(const uint64_t *p) {
-  return _mm256_loadu_si256((const __m256i *)p);
+  return _mm256_loadu_si256((const __m256i *)(const void *)p);
 }
 static inline void vk_st(uint64_t *p, vk k) {
-  _mm256_storeu_si256((__m256i *)p, k);
+  _mm256_storeu_si256((__m256i *)(void *)p, k);
 }
 static inline vk vk_set(uint64_t x) {
   return _mm256_set1_epi64x((long long)x);
@@ -317,10 +317,10 @@ static inline vp vp_blend(kb m, vp f, vp t) {
   return _mm_blendv_epi8(f, t, _mm256_castsi256_si128(m32));
 }
 static inline vp vp_ld(const uint32_t *p) {
-  return _mm_loadu_si128((const __m128i *)p);
+  return _mm_loadu_si128((const __m128i *)(const void *)p);
 }
 static inline void vp_st(uint32_t *p, vp v) {
-  _mm_storeu_si128((__m128i *)p, v);
+  _mm_storeu_si128((__m128i *)(void *)p, v);
 }
 static inline vk vk_rev(vk k) {
   return _mm256_permute4x64_epi64(k, 0x1b);

@@ -278,10 +278,10 @@ static inline vp vp_blend(kb m, vp f, vp t) {
   return _mm256_mask_blend_epi32(m, f, t);
 }
 static inline vp vp_ld(const uint32_t *p) {
-  return _mm256_loadu_si256((const __m256i *)p);
+  return _mm256_loadu_si256((const __m256i *)(const void *)p);
 }
 static inline void vp_st(uint32_t *p, vp v) {
-  _mm256_storeu_si256((__m256i *)p, v);
+  _mm256_storeu_si256((__m256i *)(void *)p, v);
 }
 static inline vk vk_rev(vk k) {
   return _mm512_permutexvar_epi64(_mm512_setr_epi64(7, 6, 5, 4, 3, 2, 1, 0),

@@ -505,16 +505,19 @@ ALWAYS_INLINE void cvt_row(void *dv, const void *sv, uint32_t vc, const int from
   const size_t ds = dt_size(to), ss = dt_size(from);
   if (from == to && !relu && ds == 2) {
 #define STEP(c, n)                                                             \
-  vi_st16n((uint16_t *)d + c, vi_ld16n((const uint16_t *)s + c, n), n)
+  vi_st16n((uint16_t *)(void *)d + c,                                          \
+           vi_ld16n((const uint16_t *)(const void *)s + c, n), n)
     FOR_COLS(vc, STEP);
 #undef STEP
   } else if (from == to && !relu) {
-#define STEP(c, n) sti((int32_t *)d + c, ldi((const int32_t *)s + c, n), n)
+#define STEP(c, n)                                                             \
+  sti((int32_t *)(void *)d + c, ldi((const int32_t *)(const void *)s + c, n), n)
     FOR_COLS(vc, STEP);
 #undef STEP
   } else if (from == PTO_I32 && to == PTO_I32) { /* relu */
 #define STEP(c, n)                                                             \
-  sti((int32_t *)d + c, vi_max(ldi((const int32_t *)s + c, n), vi_set(0)), n)
+  sti((int32_t *)(void *)d + c,                                                \
+      vi_max(ldi((const int32_t *)(const void *)s + c, n), vi_set(0)), n)
     FOR_COLS(vc, STEP);
 #undef STEP
   } else {
@@ -536,8 +539,9 @@ ALWAYS_INLINE void acc_row(void *gv, const void *sv, uint32_t vc, const int sdt,
   const size_t gs = dt_size(gdt), ss = dt_size(sdt);
   if (gdt == PTO_I32 && sdt == PTO_I32) {
 #define STEP(c, n)                                                             \
-  sti((int32_t *)g + c,                                                        \
-      vi_add(ldi((const int32_t *)g + c, n), ldi((const int32_t *)s + c, n)),  \
+  sti((int32_t *)(void *)g + c,                                                \
+      vi_add(ldi((const int32_t *)(const void *)g + c, n),                     \
+             ldi((const int32_t *)(const void *)s + c, n)),                    \
       n)
     FOR_COLS(vc, STEP);
 #undef STEP

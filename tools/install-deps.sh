@@ -16,7 +16,7 @@ packages=(
   graphviz        # pto-trace graph: stage dumps to SVG
   chromium        # the swimlane viewer's browser test (headless)
   fonts-dejavu-core # a font for the page the browser test draws
-  clang           # the libFuzzer targets (tests/fuzz, -DPTO_FUZZ=ON)
+  clang           # the libFuzzer targets (tests/fuzz, -DPTO_FUZZ=ON), .ci/run's clang build
   libclang-rt-14-dev # libFuzzer and the sanitizer runtimes for clang 14
   llvm-14         # llvm-symbolizer: fuzzer and sanitizer stacks with lines
 )

@@ -61,11 +61,11 @@ int main(int argc, char **argv) {
   static float A[64 * 64], B[64 * 64], W[64 * 32], C[64], ref[64];
   srand(seed);
   for (int i = 0; i < 64 * 64; i++) {
-    A[i] = (float)rand() / RAND_MAX - 0.5f;
-    B[i] = (float)rand() / RAND_MAX - 0.5f;
+    A[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+    B[i] = (float)rand() / (float)RAND_MAX - 0.5f;
   }
   for (int i = 0; i < 64 * 32; i++)
-    W[i] = (float)rand() / RAND_MAX - 0.5f;
+    W[i] = (float)rand() / (float)RAND_MAX - 0.5f;
   const void *in[] = {A, B, W};
   void *out[] = {C};
   pto_status st = pto_program_eval(p, in, out);

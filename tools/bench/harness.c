@@ -64,7 +64,7 @@ int bench_harness_arg(bench_harness *h, int argc, char **argv, int *i) {
               k == 0 ? "directory" : "file");
       return -1;
     }
-    *(const char **)((char *)h + paths[k].off) = v;
+    *(const char **)(void *)((char *)h + paths[k].off) = v;
     return 1;
   }
   return 0;

@@ -80,7 +80,7 @@ static int parse_i64(const char *opt, const char *v, int64_t lo, int64_t hi,
 }
 
 static int parse(int argc, char **argv, sm_opts *s) {
-  for (int i = 1; i < argc; i++) {
+  for (int i = 1; i < argc; i += 2) { /* every option takes a value */
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int64_t x;
     if (!strcmp(a, "--rows") || !strcmp(a, "--cols")) {
@@ -105,7 +105,6 @@ static int parse(int argc, char **argv, sm_opts *s) {
       fprintf(stderr, "pto-bench softmax: unknown option '%s'\n", a);
       return -1;
     }
-    i++;
   }
   return 0;
 }
