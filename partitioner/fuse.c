@@ -657,11 +657,11 @@ int pto__fuse_split_for_parallelism(part *s) {
   for (uint32_t c = 0; c < nn; c++)
     best[c] = PTO_NONE;
   comps = malloc(2 * (n_f + 1) * sizeof *comps);
-  joined = comps + n_f + 1;
   if (!comps) {
     rc = -1;
     goto out;
   }
+  joined = comps + n_f + 1;
   for (unsigned a = 0, b; a < n_f; a = b) {
     uint64_t joins = 0;
     for (b = a; b < n_f && f[b].p == f[a].p && f[b].c == f[a].c; b++) {
@@ -683,31 +683,21 @@ int pto__fuse_split_for_parallelism(part *s) {
   for (uint32_t c = 0; c < nn; c++) {
     if (uf_find(s->cluster, c) != c || !most[c])
       continue;
+    rc = 1;
     if (best[c] == PTO_NONE) { /* no edge to blame: undo the cluster */
       uint32_t v = c;
       do { /* its member ring */
         s->dissolved[v] = 1;
         v = s->cnext[v];
       } while (v != c);
-      rc = 1;
-      continue;
     }
-    if (pto__grow((void **)&s->veto, sizeof *s->veto, &s->cap_veto,
-                  s->n_veto + 1)) {
-      rc = -1;
-      break;
-    }
-    s->veto[s->n_veto][0] = f[best[c]].p;
-    s->veto[s->n_veto][1] = f[best[c]].c;
-    s->n_veto++;
-    rc = 1;
   }
-  /* and every edge of such a cluster as bad as its best */
-  for (unsigned a = 0, b; rc == 1 && a < n_f; a = b) {
+  /* the other clusters give up their best edge and every edge as bad */
+  for (unsigned a = 0, b; a < n_f; a = b) {
     for (b = a; b < n_f && f[b].p == f[a].p && f[b].c == f[a].c; b++)
       ;
     uint32_t c = uf_find(s->cluster, f[a].c), o = best[c];
-    if (!most[c] || o == PTO_NONE || o == a || comps[a] != comps[o] ||
+    if (!most[c] || o == PTO_NONE || comps[a] != comps[o] ||
         joined[a] != joined[o])
       continue;
     if (pto__grow((void **)&s->veto, sizeof *s->veto, &s->cap_veto,
