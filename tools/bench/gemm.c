@@ -123,11 +123,10 @@ typedef struct result {
   pto_tile_shape tile;
   uint32_t tasks;
   double pto_ms, blas_ms, err;
-  double ratio, ratio_lo, ratio_hi; /* OpenBLAS ms / PTO ms: the median
-                                     * pair and the quartiles */
-  double sb_ms, sb_err;             /* cblas_sbgemm (0: not run) */
-  double torch_err;                 /* PyTorch's C against OpenBLAS's */
-  bench_gemm_torch_result tr;       /* tr.ms 0: PyTorch not run */
+  bench_stats ratio;          /* OpenBLAS ms / PTO ms, run pair by pair */
+  double sb_ms, sb_err;       /* cblas_sbgemm (0: not run) */
+  double torch_err;           /* PyTorch's C against OpenBLAS's */
+  bench_gemm_torch_result tr; /* tr.ms 0: PyTorch not run */
   int torch_wrong;
 } result;
 
@@ -266,9 +265,7 @@ static int run_case(const bench_opts *o, const gemm_opts *go, const gcase *c,
   }
   for (int r = 0; r < repeats; r++)
     pair[r] = tb[r] / t[r];
-  res->ratio = bench_median(pair, repeats);
-  res->ratio_lo = pair[repeats / 4];
-  res->ratio_hi = pair[(3 * repeats) / 4];
+  res->ratio = bench_stats_of(pair, repeats);
   res->pto_ms = bench_median(t, repeats);
   res->blas_ms = bench_median(tb, repeats);
   if (sb) {
@@ -598,8 +595,9 @@ static int run(const bench_opts *o, int argc, char **argv) {
                 "%-16s %3d %14s %5u %3d %9.2f %9.1f %9.1f %5.2fx [%4.2f-%4.2f] "
                 "%5.1f%% %5.1f%% %8.1e%s\n",
                 shape, thr[ti], tile, r.tasks, repeats, r.pto_ms, pg, bg,
-                r.ratio, r.ratio_lo, r.ratio_hi, pk > 0 ? 100 * pg / pk : 0,
-                pk > 0 ? 100 * bg / pk : 0, r.err, wrong ? "  WRONG" : "");
+                r.ratio.median, r.ratio.q1, r.ratio.q3,
+                pk > 0 ? 100 * pg / pk : 0, pk > 0 ? 100 * bg / pk : 0, r.err,
+                wrong ? "  WRONG" : "");
       }
       fflush(out);
       json_t *j = json_pack(
@@ -611,7 +609,7 @@ static int run(const bench_opts *o, int argc, char **argv) {
           (int)r.tile.cube_k, "tasks", (int)r.tasks, "pto_ms", r.pto_ms,
           "openblas_ms", r.blas_ms, "pto_gflops", pg, "openblas_gflops", bg,
           "peer", pname, "peer_gflops", peer_g, "peak_gflops", pk, "ratio",
-          r.ratio, "ratio_q25", r.ratio_lo, "ratio_q75", r.ratio_hi,
+          r.ratio.median, "ratio_q25", r.ratio.q1, "ratio_q75", r.ratio.q3,
           "peer_ratio", pg / peer_g, "pto_peak_fraction",
           pk > 0 ? pg / pk : 0.0, "openblas_peak_fraction",
           pk > 0 ? bg / pk : 0.0, "rel_err", r.err, "correct", !wrong);
