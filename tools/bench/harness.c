@@ -328,6 +328,27 @@ static void pause_idle(const bench_pto *r) {
   bench_pause_ms((int)((prm.spin_us + prm.yield_us) / 1000) + 2);
 }
 
+int bench_pto_time_probed(bench_pto *r, const void *const *in, void *const *out,
+                          int warmup, int repeats, int threads, double *t,
+                          double *probe) {
+  for (int k = -warmup; k < repeats; k++) {
+    double g = 0;
+    if (probe) {
+      pause_idle(r);
+      g = bench_peak_fma_now(threads);
+    }
+    uint64_t t0 = bench_now_ns();
+    if (bench_pto_run(r, in, out))
+      return -1;
+    if (k >= 0) {
+      t[k] = (double)(bench_now_ns() - t0) * 1e-6;
+      if (probe)
+        probe[k] = g;
+    }
+  }
+  return 0;
+}
+
 int bench_pto_time(bench_pto *r, const void *const *in, void *const *out,
                    int warmup, int repeats, bench_stats *st) {
   double *t = calloc((size_t)repeats, sizeof *t);
@@ -335,35 +356,11 @@ int bench_pto_time(bench_pto *r, const void *const *in, void *const *out,
     fprintf(stderr, "pto-bench %s: out of memory\n", r->cmd);
     return -1;
   }
-  for (int k = -warmup; k < repeats; k++) {
-    uint64_t t0 = bench_now_ns();
-    if (bench_pto_run(r, in, out)) {
-      free(t);
-      return -1;
-    }
-    if (k >= 0)
-      t[k] = (double)(bench_now_ns() - t0) * 1e-6;
-  }
-  *st = bench_stats_of(t, repeats);
+  const int rc = bench_pto_time_probed(r, in, out, warmup, repeats, 0, t, NULL);
+  if (!rc)
+    *st = bench_stats_of(t, repeats);
   free(t);
-  return 0;
-}
-
-int bench_pto_time_probed(bench_pto *r, const void *const *in, void *const *out,
-                          int warmup, int repeats, int threads, double *t,
-                          double *probe) {
-  for (int k = -warmup; k < repeats; k++) {
-    pause_idle(r);
-    const double g = bench_peak_fma_now(threads);
-    uint64_t t0 = bench_now_ns();
-    if (bench_pto_run(r, in, out))
-      return -1;
-    if (k >= 0) {
-      t[k] = (double)(bench_now_ns() - t0) * 1e-6;
-      probe[k] = g;
-    }
-  }
-  return 0;
+  return rc;
 }
 
 int bench_pto_time_pair(bench_pto *const r[2], const void *const *const in[2],

@@ -109,11 +109,12 @@ int bench_pto_run(bench_pto *r, const void *const *in, void *const *out);
 /* warmup untimed runs, then `repeats` timed ones; 0 or -1 (printed). */
 int bench_pto_time(bench_pto *r, const void *const *in, void *const *out,
                    int warmup, int repeats, bench_stats *st);
-/* The same with a short FMA probe (bench_peak_fma_now on `threads`
- * threads, the workers asleep first) before every run: the timed runs'
- * times in t[0..repeats) and the probes before them (GFLOP/s) in
- * probe[0..repeats). A neighbour that slows the machine for seconds
- * slows a run and the probe just before it alike. 0 or -1 (printed). */
+/* The timed runs' times into t[0..repeats), and with probe, a short FMA
+ * probe (bench_peak_fma_now on `threads` threads, the workers asleep
+ * first) before every run, its GFLOP/s into probe[0..repeats): a neighbour
+ * that slows the machine for seconds slows a run and the probe just before
+ * it alike. Without probe the runs go back to back (bench_pto_time). 0 or
+ * -1 (printed). */
 int bench_pto_time_probed(bench_pto *r, const void *const *in, void *const *out,
                           int warmup, int repeats, int threads, double *t,
                           double *probe);
