@@ -79,8 +79,8 @@ static int smonline_trans(int op, const pto_targs *a) {
     /* (r, c) at panel r / w, c * w: a vector store spills VL - w values
      * into slot c + 1's place, written after, except past the last slot */
     const int spill = w <= VL && 2 * w >= VL && c + 1 < N;
-    for (uint32_t r0 = 0; r0 < M; r0 += w) {
-      float *dst = pd + (size_t)(r0 / w) * panel + (size_t)c * w;
+    float *dst = pd + (size_t)c * w; /* no division by w per panel */
+    for (uint32_t r0 = 0; r0 < M; r0 += w, dst += panel) {
       if (spill)
         vf_st(dst, vf_ld(e + r0));
       else
