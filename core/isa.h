@@ -130,6 +130,39 @@ static inline int pto__insn_matmul(int op) {
          op == PTO_OP_TMATMUL_RELU_WSUM || op == PTO_OP_TMATMUL_GA ||
          op == PTO_OP_TMATMUL_GB || op == PTO_OP_TMATMUL_RELU_WSUM_G;
 }
+/* The floating-point operations of a matmul, 2 M N K (0 for any other
+ * instruction), from the valid (rows, cols) of its src0, src1 and dst0 as
+ * tileops/check_matmul.c reads them: M x K by K x N, the table's rows in
+ * place of TMATMUL_GA's src0 (its indices) and of TMATMUL_RELU_WSUM_G's
+ * left operand (its N keys). */
+static inline uint64_t pto__insn_flops(int op, uint32_t flags,
+                                       const uint32_t s0[2],
+                                       const uint32_t s1[2],
+                                       const uint32_t d[2]) {
+  uint64_t M, N, K;
+  if (op == PTO_OP_TMATMUL_GA) {
+    M = (uint64_t)s0[0] * s0[1];
+    K = s1[0];
+    N = s1[1];
+  } else if (op == PTO_OP_TMATMUL_GB) {
+    M = s0[0];
+    K = s0[1];
+    N = d[1];
+  } else if (op == PTO_OP_TMATMUL_RELU_WSUM_G) {
+    K = s0[0];
+    M = s0[1];
+    N = d[1];
+  } else if (pto__insn_matmul(op)) {
+    const int ta = (flags & PTO_TF_TRANS_A) != 0,
+              tb = (flags & PTO_TF_TRANS_B) != 0;
+    M = s0[ta];
+    K = s0[!ta];
+    N = s1[!tb];
+  } else {
+    return 0;
+  }
+  return 2 * M * N * K;
+}
 /* The part source r of a matmul plays: its left operand (packed as
  * PTO_TF_PACK_A packs, in L0A), its right one (PTO_TF_PACK_B, L0B), or
  * neither (never packed): the indices of rows read from the global window

@@ -106,10 +106,11 @@ static int invert(const pto_trace *t, uint32_t **off, uint32_t **pred) {
   return 0;
 }
 
-/* The opcodes of task i's program with the ns spent in each (summed over
- * its instructions and instances), into names/ns; how many (at most max). */
+/* The opcodes of task i's program with the ns spent in each and the
+ * floating-point operations they did (summed over its instructions and
+ * instances), into names, ns and flops; how many (at most max). */
 static uint32_t task_ops(const pto_trace *t, uint32_t i, const char **names,
-                         uint64_t *ns, uint32_t max) {
+                         uint64_t *ns, uint64_t *flops, uint32_t max) {
   if (!t->inst_ns || !t->detail || !t->detail->n_insts)
     return 0;
   uint32_t n = 0, m = t->detail->n_insts(t->owner, i);
@@ -123,11 +124,33 @@ static uint32_t task_ops(const pto_trace *t, uint32_t i, const char **names,
       if (n == max)
         continue;
       names[n] = op;
-      ns[n++] = 0;
+      ns[n] = flops[n] = 0;
+      n++;
     }
     ns[j] += in[k];
+    if (t->detail->inst_flops)
+      flops[j] += t->detail->inst_flops(t->owner, i, k);
   }
   return n;
+}
+
+/* `,"key":{"OP":value,...}` over the opcodes whose value is not 0. */
+static void ops_json(FILE *f, const char *key, const char *const *names,
+                     const uint64_t *v, uint32_t n) {
+  int any = 0;
+  for (uint32_t k = 0; k < n; k++) {
+    if (!v[k])
+      continue;
+    if (!any)
+      fprintf(f, ",\"%s\":{", key);
+    else
+      fputc(',', f);
+    json_str(f, names[k]);
+    fprintf(f, ":%llu", (unsigned long long)v[k]);
+    any = 1;
+  }
+  if (any)
+    fputc('}', f);
 }
 
 #define OPS_MAX 64 /* distinct opcodes of one program */
@@ -164,7 +187,7 @@ pto_status pto__trace_write_json(const pto_trace *t, FILE *f) {
             "\"args\":{\"name\":\"worker %u (%s)\"}}",
             w, w, serves_name(t->worker_serves ? t->worker_serves[w] : 2));
   const char *names[OPS_MAX];
-  uint64_t ns[OPS_MAX];
+  uint64_t ns[OPS_MAX], flops[OPS_MAX];
   for (uint32_t i = 0; i < t->n_tasks; i++) {
     fprintf(f, ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,"
                "\"dur\":%.3f,\"name\":",
@@ -184,7 +207,7 @@ pto_status pto__trace_write_json(const pto_trace *t, FILE *f) {
     for (uint32_t k = off[i]; k < off[i + 1]; k++)
       fprintf(f, "%s%u", k > off[i] ? "," : "", pred[k]);
     fprintf(f, "]");
-    uint32_t n_ops = task_ops(t, i, names, ns, OPS_MAX);
+    uint32_t n_ops = task_ops(t, i, names, ns, flops, OPS_MAX);
     if (n_ops) {
       fprintf(f, ",\"ops\":{");
       for (uint32_t k = 0; k < n_ops; k++) {
@@ -194,6 +217,7 @@ pto_status pto__trace_write_json(const pto_trace *t, FILE *f) {
       }
       fprintf(f, "}");
     }
+    ops_json(f, "flops", names, flops, n_ops);
     if (t->detail && t->detail->write_task)
       t->detail->write_task(t->owner, i, f);
     fprintf(f, "}}");
@@ -217,7 +241,7 @@ static int by_time(const void *a, const void *b) {
 
 typedef struct label_op {
   const char *label, *op; /* op NULL: time between instructions */
-  uint64_t ns;
+  uint64_t ns, flops;
 } label_op;
 
 static int by_label_then_time(const void *a, const void *b) {
@@ -232,7 +256,9 @@ static int by_label_then_time(const void *a, const void *b) {
 
 /* Time per label and instruction opcode: where each label's time goes
  * (e.g. TLOAD packing against TMATMUL), and the time between instructions
- * (prefetch issue, argument setup, the task's dispatch) as "(executor)". */
+ * (prefetch issue, argument setup, the task's dispatch) as "(executor)";
+ * for the matmuls, their rate: floating-point operations per ns of worker
+ * time, GFLOP/s per worker. */
 static pto_status label_ops(const pto_trace *t, FILE *f) {
   if (!t->inst_ns || !t->detail || !t->detail->n_insts)
     return PTO_OK;
@@ -241,10 +267,10 @@ static pto_status label_ops(const pto_trace *t, FILE *f) {
   if (!rows)
     return PTO_ENOMEM;
   const char *names[OPS_MAX];
-  uint64_t ns[OPS_MAX];
+  uint64_t ns[OPS_MAX], flops[OPS_MAX];
   for (uint32_t i = 0; i < t->n_tasks; i++) {
     const char *l = t->label_of(t->owner, i);
-    uint32_t n_ops = task_ops(t, i, names, ns, OPS_MAX);
+    uint32_t n_ops = task_ops(t, i, names, ns, flops, OPS_MAX);
     uint64_t in_ops = 0;
     for (uint32_t k = 0; k <= n_ops; k++) {
       const char *op = k < n_ops ? names[k] : NULL;
@@ -270,14 +296,15 @@ static pto_status label_ops(const pto_trace *t, FILE *f) {
           rows = r;
           cap *= 2;
         }
-        rows[n++] = (label_op){l, op, 0};
+        rows[n++] = (label_op){l, op, 0, 0};
       }
       rows[j].ns += d;
+      rows[j].flops += k < n_ops ? flops[k] : 0;
     }
   }
   qsort(rows, n, sizeof *rows, by_label_then_time);
-  fprintf(f, "\n%-28s %-22s %12s %6s\n", "label", "instruction", "time us",
-          "of label");
+  fprintf(f, "\n%-28s %-22s %12s %6s %9s\n", "label", "instruction", "time us",
+          "of label", "GFLOP/s");
   for (uint32_t j = 0, first = 0; j < n; j++) {
     if (j == 0 || strcmp(rows[j].label, rows[j - 1].label))
       first = j;
@@ -285,10 +312,13 @@ static pto_status label_ops(const pto_trace *t, FILE *f) {
     for (uint32_t k = first; k < n && !strcmp(rows[k].label, rows[first].label);
          k++)
       total += rows[k].ns;
-    fprintf(f, "%-28s %-22s %12.1f %5.1f%%\n",
+    char rate[32] = "";
+    if (rows[j].flops && rows[j].ns)
+      snprintf(rate, sizeof rate, " %9.1f", (double)rows[j].flops / rows[j].ns);
+    fprintf(f, "%-28s %-22s %12.1f %5.1f%%%s\n",
             j == first ? (rows[j].label[0] ? rows[j].label : "(none)") : "",
             rows[j].op ? rows[j].op : "(executor)", rows[j].ns / 1e3,
-            total ? 100.0 * rows[j].ns / total : 0);
+            total ? 100.0 * rows[j].ns / total : 0, rate);
   }
   free(rows);
   return PTO_OK;

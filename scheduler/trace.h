@@ -15,6 +15,9 @@ typedef struct pto_trace_detail {
   /* the instructions of task's program, and the opcode name of the i-th */
   uint32_t (*n_insts)(const void *owner, uint32_t task);
   const char *(*inst_name)(const void *owner, uint32_t task, uint32_t i);
+  /* the floating-point operations of the i-th over the task's instances
+   * (pto__insn_flops: matmuls only, 0 for the rest) */
+  uint64_t (*inst_flops)(const void *owner, uint32_t task, uint32_t i);
   /* writes `,"key":value` members into the trace's "pto" object (workload,
    * configuration, tile shapes, programs, storages) */
   void (*write_meta)(const void *owner, FILE *f);

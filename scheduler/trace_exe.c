@@ -22,6 +22,22 @@ static const char *exe_inst_name(const void *owner, uint32_t t, uint32_t i) {
   return pto__insn_name(e->progs[e->tasks[t].prog].insts[i].op);
 }
 
+static uint64_t exe_inst_flops(const void *owner, uint32_t t, uint32_t i) {
+  const pto_executable *e = owner;
+  const pto_cprog *pr = &e->progs[e->tasks[t].prog];
+  const pto_pinst *pi = &pr->insts[i];
+  uint32_t dims[3][2] = {{0, 0}, {0, 0}, {0, 0}};
+  const uint16_t at[3] = {pi->src[0], pi->src[1], pi->dst[0]};
+  const int have[3] = {pi->n_src > 0, pi->n_src > 1, pi->n_dst > 0};
+  for (int k = 0; k < 3; k++)
+    if (have[k]) {
+      dims[k][0] = pr->tiles[at[k]].vrows;
+      dims[k][1] = pr->tiles[at[k]].vcols;
+    }
+  return pto__insn_flops(pi->op, pi->flags, dims[0], dims[1], dims[2]) *
+         e->tasks[t].n_inst;
+}
+
 static void shape_json(FILE *f, int ndim, const int64_t *shape) {
   fputc('[', f);
   for (int d = 0; d < ndim; d++)
@@ -202,5 +218,5 @@ static void exe_write_task(const void *owner, uint32_t t, FILE *f) {
   fputc(']', f);
 }
 
-const pto_trace_detail pto__exe_trace_detail = {exe_n_insts, exe_inst_name,
-                                                exe_write_meta, exe_write_task};
+const pto_trace_detail pto__exe_trace_detail = {
+    exe_n_insts, exe_inst_name, exe_inst_flops, exe_write_meta, exe_write_task};

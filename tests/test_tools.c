@@ -159,11 +159,28 @@ Test(tools, report_agrees_with_the_trace_it_reads) {
   json_t *x;
   json_array_foreach(json_object_get(rep, "per_label"), i, x) qk |=
       !strcmp(json_string_value(json_object_get(x, "label")), "indexer.qk");
+  /* its rate: the events' flops over their ns, which only matmuls have */
+  double flops = 0, ns = 0;
+  json_array_foreach(json_object_get(trace, "traceEvents"), i, x) {
+    json_t *args = json_object_get(x, "args");
+    flops += (double)json_integer_value(
+        json_object_get(json_object_get(args, "flops"), "TMATMUL_RELU_WSUM_G"));
+    ns += (double)json_integer_value(
+        json_object_get(json_object_get(args, "ops"), "TMATMUL_RELU_WSUM_G"));
+  }
+  cr_expect(flops > 0 && ns > 0, "%g flops in %g ns", flops, ns);
   json_array_foreach(json_object_get(rep, "per_label_instruction"), i, x) {
-    wsum |=
-        !strcmp(json_string_value(json_object_get(x, "label")), "indexer.qk") &&
-        !strcmp(json_string_value(json_object_get(x, "instruction")),
-                "TMATMUL_RELU_WSUM_G");
+    const char *ins = json_string_value(json_object_get(x, "instruction"));
+    json_t *g = json_object_get(x, "gflops");
+    if (!strcmp(json_string_value(json_object_get(x, "label")), "indexer.qk") &&
+        !strcmp(ins, "TMATMUL_RELU_WSUM_G")) {
+      wsum = 1;
+      cr_expect(fabs(json_real_value(g) - flops / ns) < 1e-6 * flops / ns,
+                "%g GFLOP/s in the report, %g in the trace", json_real_value(g),
+                flops / ns);
+    } else {
+      cr_expect(json_is_null(g), "%s has a rate", ins);
+    }
   }
   cr_expect(qk && wsum, "%s", r.out);
   /* gaps: ordered longest first, each inside the run */
@@ -182,10 +199,9 @@ Test(tools, report_agrees_with_the_trace_it_reads) {
   spawned_free(&r);
   r = tool("report", path, NULL, NULL, NULL);
   cr_expect_eq(r.status, 0);
-  const char *sections[] = {
-      "makespan",          "critical",    "tail",
-      "core type",         "instruction", "critical path:",
-      "largest idle gaps", "indexer.topk"};
+  const char *sections[] = {"makespan",  "critical",          "tail",
+                            "core type", "instruction",       "critical path:",
+                            "GFLOP/s",   "largest idle gaps", "indexer.topk"};
   for (size_t s = 0; s < sizeof sections / sizeof *sections; s++)
     cr_expect(strstr(r.out, sections[s]), "'%s' in\n%s", sections[s], r.out);
   spawned_free(&r);

@@ -18,8 +18,11 @@
 #include "tests/runtime_test.h"
 
 /* A traced run of an executable times every instruction: per task, ns per
- * opcode within the task's duration; the summary gains time per label and
- * instruction; the trace records the workload, config, tiles and windows. */
+ * opcode within the task's duration, and the matmuls' floating-point
+ * operations (over partial tiles too: N = 80 in tiles of 32, they add up
+ * to the product's 2 M N K); the summary gains time per label and
+ * instruction with the matmuls' GFLOP/s; the trace records the workload,
+ * config, tiles and windows. */
 Test(scheduler, trace_of_an_executable_times_its_instructions, .timeout = 60) {
   pto_program *p = softmax_mm();
   static float a[96 * 64], b[64 * 80], y[96 * 80];
@@ -40,8 +43,21 @@ Test(scheduler, trace_of_an_executable_times_its_instructions, .timeout = 60) {
   cr_assert_eq(pto_executable_trace_summary(e, mem), PTO_OK);
   fclose(mem);
   cr_expect(strstr(buf, "instruction") && strstr(buf, "TMATMUL") &&
-                strstr(buf, "(executor)") && strstr(buf, "softmax"),
+                strstr(buf, "(executor)") && strstr(buf, "softmax") &&
+                strstr(buf, "GFLOP/s"),
             "%s", buf);
+  /* a rate on the matmul rows and on no other */
+  for (const char *l = buf; (l = strstr(l, "TMATMUL")); l++) {
+    double ns, pct, rate = 0;
+    cr_expect_eq(sscanf(strchr(l, ' '), "%lf %lf%% %lf", &ns, &pct, &rate), 3,
+                 "a matmul row without its rate: %.60s", l);
+    cr_expect(rate > 0, "%.60s", l);
+  }
+  const char *ld = strstr(buf, "TLOAD ");
+  double ns, pct, rate;
+  cr_expect(ld &&
+                sscanf(strchr(ld, ' '), "%lf %lf%% %lf", &ns, &pct, &rate) == 2,
+            "TLOAD with a rate: %.60s", ld ? ld : "(none)");
   free(buf);
   char path[] = "/tmp/pto_trace_XXXXXX";
   int fd = mkstemp(path);
@@ -70,6 +86,7 @@ Test(scheduler, trace_of_an_executable_times_its_instructions, .timeout = 60) {
   cr_expect(
       json_is_object(json_object_get(json_object_get(pto, "config"), "knobs")));
   size_t n_x = 0;
+  double flops = 0;
   json_array_foreach(json_object_get(root, "traceEvents"), i, x) {
     if (strcmp(json_string_value(json_object_get(x, "ph")), "X"))
       continue;
@@ -81,9 +98,16 @@ Test(scheduler, trace_of_an_executable_times_its_instructions, .timeout = 60) {
         (double)json_integer_value(v);
     cr_expect(sum > 0 && sum <= dur + 1.5, "task %zu: %g ns of %g", n_x, sum,
               dur);
+    json_object_foreach(json_object_get(args, "flops"), op, v) {
+      cr_expect(!strncmp(op, "TMATMUL", 7), "flops of %s", op);
+      cr_expect(json_object_get(json_object_get(args, "ops"), op),
+                "flops of %s, which the task has no time for", op);
+      flops += (double)json_integer_value(v);
+    }
     cr_expect(json_array_size(json_object_get(args, "windows")) >= 1);
   }
   cr_expect_eq(n_x, pto_executable_num_tasks(e));
+  cr_expect_eq(flops, 2.0 * 96 * 80 * 64, "%g flops", flops);
   json_decref(root);
   unlink(path);
   pto_runtime_free(rt);

@@ -44,10 +44,12 @@ static int per_label(const tr_trace *t, tr_analysis *a) {
   uint32_t *rank = calloc(t->n_labels + 1, sizeof *rank);
   /* label x (opcode or executor time): a dense table */
   uint32_t n_cols = t->n_ops + 1;
-  uint64_t *cell = calloc((size_t)t->n_labels * n_cols + 1, sizeof *cell);
-  if (!a->labels || !rank || !cell) {
+  uint64_t *cell = calloc((size_t)t->n_labels * n_cols + 1, sizeof *cell),
+           *fl = calloc((size_t)t->n_labels * n_cols + 1, sizeof *fl);
+  if (!a->labels || !rank || !cell || !fl) {
     free(rank);
     free(cell);
+    free(fl);
     return -1;
   }
   for (uint32_t l = 0; l < t->n_labels; l++)
@@ -58,6 +60,7 @@ static int per_label(const tr_trace *t, tr_analysis *a) {
     a->labels[t->label[k]].tasks++;
     for (uint32_t j = t->op_off[k]; j < t->op_off[k + 1]; j++) {
       cell[(size_t)t->label[k] * n_cols + t->op_id[j]] += t->op_ns[j];
+      fl[(size_t)t->label[k] * n_cols + t->op_id[j]] += t->op_flops[j];
       in_ops += t->op_ns[j];
     }
     if (t->op_off[k + 1] > t->op_off[k])
@@ -74,18 +77,20 @@ static int per_label(const tr_trace *t, tr_analysis *a) {
   if (!a->label_ops) {
     free(rank);
     free(cell);
+    free(fl);
     return -1;
   }
   for (uint32_t l = 0; l < t->n_labels; l++)
     for (uint32_t o = 0; o < n_cols; o++)
       if (cell[(size_t)l * n_cols + o])
-        a->label_ops[a->n_label_ops++] =
-            (tr_label_op){l, o, cell[(size_t)l * n_cols + o]};
+        a->label_ops[a->n_label_ops++] = (tr_label_op){
+            l, o, cell[(size_t)l * n_cols + o], fl[(size_t)l * n_cols + o]};
   g_rank = rank;
   qsort(a->label_ops, a->n_label_ops, sizeof *a->label_ops, label_op_order);
   g_rank = NULL;
   free(rank);
   free(cell);
+  free(fl);
   return 0;
 }
 

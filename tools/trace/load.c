@@ -50,6 +50,7 @@ void tr_free(tr_trace *t) {
   free(t->op_off);
   free(t->op_id);
   free(t->op_ns);
+  free(t->op_flops);
   free(t->labels);
   free(t->progs);
   free(t->ops);
@@ -210,8 +211,9 @@ static int load_events(tr_trace *t, const char *path) {
   t->succ = malloc((n_pred + 1) * sizeof *t->succ);
   t->op_id = malloc((n_ops + 1) * sizeof *t->op_id);
   t->op_ns = malloc((n_ops + 1) * sizeof *t->op_ns);
+  t->op_flops = malloc((n_ops + 1) * sizeof *t->op_flops);
   t->ops = malloc((n_ops + 1) * sizeof *t->ops);
-  if (!t->pred || !t->succ || !t->op_id || !t->op_ns || !t->ops)
+  if (!t->pred || !t->succ || !t->op_id || !t->op_ns || !t->op_flops || !t->ops)
     return fail(path, "out of memory");
   uint32_t o = 0;
   for (uint32_t k = 0; k < t->n_tasks; k++) {
@@ -231,8 +233,10 @@ static int load_events(tr_trace *t, const char *path) {
     }
     t->op_off[k] = o;
     const char *op;
+    json_t *flops = json_object_get(t->args[k], "flops"); /* version 2 */
     json_object_foreach(json_object_get(t->args[k], "ops"), op, v) {
       t->op_id[o] = intern(t->ops, &t->n_ops, op);
+      t->op_flops[o] = (uint64_t)json_integer_value(json_object_get(flops, op));
       t->op_ns[o++] = (uint64_t)json_integer_value(v);
     }
   }

@@ -28,9 +28,10 @@ typedef struct tr_trace {
   uint32_t *pred;
   uint32_t *succ_off; /* consumers, CSR */
   uint32_t *succ;
-  /* ns per opcode per task, CSR over (op, ns) pairs */
+  /* ns per opcode per task, CSR over (op, ns) pairs, and the
+   * floating-point operations of each pair (0 but for the matmuls) */
   uint32_t *op_off, *op_id;
-  uint64_t *op_ns;
+  uint64_t *op_ns, *op_flops;
   const char **labels, **progs, **ops; /* names */
 } tr_trace;
 
@@ -57,7 +58,7 @@ typedef struct tr_label_stat {
 
 typedef struct tr_label_op {
   uint32_t label, op; /* op n_ops: time between instructions */
-  uint64_t ns;
+  uint64_t ns, flops;
 } tr_label_op;
 
 typedef struct tr_analysis {

@@ -102,8 +102,8 @@ int tr_report(const tr_trace *t, const tr_analysis *a, int json, FILE *f) {
             s->tasks ? US(s->ns) / s->tasks : 0.0);
   }
   if (a->n_label_ops) {
-    fprintf(f, "\n%-28s %-22s %12s %9s\n", "label", "instruction", "time us",
-            "of label");
+    fprintf(f, "\n%-28s %-22s %12s %9s %9s\n", "label", "instruction",
+            "time us", "of label", "GFLOP/s");
     for (uint32_t i = 0; i < a->n_label_ops; i++) {
       const tr_label_op *r = &a->label_ops[i];
       uint64_t total = 0;
@@ -111,10 +111,13 @@ int tr_report(const tr_trace *t, const tr_analysis *a, int json, FILE *f) {
         if (a->label_ops[j].label == r->label)
           total += a->label_ops[j].ns;
       int first = i == 0 || a->label_ops[i - 1].label != r->label;
-      fprintf(f, "%-28s %-22s %12.1f %8.1f%%\n",
+      char rate[32] = ""; /* matmuls: GFLOP/s per worker */
+      if (r->flops && r->ns)
+        snprintf(rate, sizeof rate, " %9.1f", (double)r->flops / r->ns);
+      fprintf(f, "%-28s %-22s %12.1f %8.1f%%%s\n",
               first ? label_name(t, r->label) : "",
               r->op < t->n_ops ? t->ops[r->op] : "(executor)", US(r->ns),
-              pct(r->ns, total));
+              pct(r->ns, total), rate);
     }
   }
 
@@ -210,11 +213,13 @@ json_t *tr_report_json(const tr_trace *t, const tr_analysis *a) {
   json_object_set_new(o, "per_label", ls);
   for (uint32_t i = 0; i < a->n_label_ops; i++) {
     const tr_label_op *r = &a->label_ops[i];
-    json_array_append_new(
-        lo, json_pack("{s:s, s:s, s:f}", "label", t->labels[r->label],
-                      "instruction",
-                      r->op < t->n_ops ? t->ops[r->op] : "(executor)",
-                      "time_us", US(r->ns)));
+    json_t *row = json_pack(
+        "{s:s, s:s, s:f}", "label", t->labels[r->label], "instruction",
+        r->op < t->n_ops ? t->ops[r->op] : "(executor)", "time_us", US(r->ns));
+    json_object_set_new(row, "gflops",
+                        r->flops && r->ns ? json_real((double)r->flops / r->ns)
+                                          : json_null());
+    json_array_append_new(lo, row);
   }
   json_object_set_new(o, "per_label_instruction", lo);
   for (uint32_t i = 0; i < a->n_path; i++)
