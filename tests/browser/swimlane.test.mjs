@@ -100,6 +100,14 @@ test('the page of a real run draws every task, highlights exactly the dependenci
   assert.match(tip, new RegExp('task ' + first + '\\b'));
   assert.match(tip, /time per instruction/);
   assert.match(tip, /tiles \(global windows/);
+  // a score task's matmul shows its rate: the trace's flops over its ns
+  const mm = events.find((e) => e.args.flops && e.args.flops.TMATMUL_RELU_WSUM_G);
+  assert.ok(mm, 'a score task with its flops in the trace');
+  await page.evaluate((k) => ptoViewer.focus(k), mm.args.task);
+  pt = await page.evaluate((k) => ptoViewer.taskPoint(k), mm.args.task);
+  await page.mouse.move(pt.x, pt.y);
+  const rate = mm.args.flops.TMATMUL_RELU_WSUM_G / mm.args.ops.TMATMUL_RELU_WSUM_G;
+  assert.match(await page.locator('#tip').innerText(), new RegExp(rate.toFixed(1) + ' GFLOP/s'));
 
   // click every task (zoomed onto it): exactly its producers and consumers
   for (const e of events) {
