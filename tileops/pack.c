@@ -99,8 +99,9 @@ static void copy_panels(float *restrict d, size_t panel, const void *restrict s,
  * a time over every lane, so the panel is written in order, whole lines
  * (k outside, lanes inside: with the lanes outside, each group of four
  * lanes wrote 16 bytes into every line of a panel larger than L1, and all
- * of them came back from L2 for the next group: 31 against 9 us for
- * attention's Q^T, 576 x 128, on a Xeon); f32 through 4x4 transposes, the
+ * of them came back from L2 for the next group: attention's Q^T, 576 x
+ * 128, took 31 us against 14.5 from L2, 40 against 23-28 from L3, on a
+ * Xeon, best of 200); f32 through 4x4 transposes, the
  * source rows' lines used over four steps, each row prefetched a few lines
  * ahead every 16 k. */
 static void transpose_panel(float *restrict d, const void *restrict s,
