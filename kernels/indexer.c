@@ -120,6 +120,15 @@ pto_tile_shape pto_indexer_qk_tile(const pto_machine *m,
    * they loaded (the dst, queries x keys, is small beside them) */
   int64_t keys = (int64_t)(l0a / ((size_t)d->d * 4)) / nr * nr;
   keys = keys < nr ? nr : keys > d->s2 ? d->s2 : keys;
+  /* at least two tiles per cube worker: the keys per tile halved (whole
+   * panels, at least four) while there are fewer. A short case was one
+   * tile, one task on one of two workers (smoke: 16 queries of 1024 keys,
+   * 2.0-2.2 ms; in four tiles 1.4-1.7 ms, in eight alike) */
+  const int64_t blocks = (d->b > 1 ? d->b : 1) *
+                         (((d->s1 > 1 ? d->s1 : 1) + queries - 1) / queries),
+                want = 2 * (m ? (int64_t)m->workers[PTO_CORE_CUBE] : 1);
+  while (keys >= 8 * (int64_t)nr && blocks * ((d->s2 + keys - 1) / keys) < want)
+    keys = keys / 2 / nr * nr;
   t.cube_m = (uint32_t)(queries * d->h);
   t.cube_n = (uint32_t)keys;
   return t;
