@@ -258,6 +258,51 @@ Test(tools, compare_reports_ratios_labels_and_config_keys) {
   r = tool("compare", a, ix, "--force", NULL);
   cr_expect_eq(r.status, 0, "%s", r.err);
   spawned_free(&r);
+  /* two runs of the indexer: the score's rate on each side is its report's
+   * (a softmax has no matmul: no rates) */
+  char ix2[256], ra[2][64];
+  snprintf(ix2, sizeof ix2, "%s/ix2.json", dir);
+  traced_run("indexer", ix2, NULL);
+  cr_expect_eq(json_array_size(json_object_get(
+                   c = parse((r = tool("compare", a, b, "--json", NULL)).out),
+                   "matmul_rates")),
+               0);
+  json_decref(c);
+  spawned_free(&r);
+  double g[2] = {0, 0};
+  const char *paths[2] = {ix, ix2};
+  for (int s = 0; s < 2; s++) {
+    r = tool("report", paths[s], "--json", NULL, NULL);
+    c = parse(r.out);
+    json_array_foreach(json_object_get(c, "per_label_instruction"), i, x) {
+      if (json_is_real(json_object_get(x, "gflops")))
+        g[s] = json_real_value(json_object_get(x, "gflops"));
+    }
+    snprintf(ra[s], sizeof ra[s], "%.1f", g[s]);
+    json_decref(c);
+    spawned_free(&r);
+  }
+  r = tool("compare", ix, ix2, "--json", NULL);
+  c = parse(r.out);
+  json_t *rates = json_object_get(c, "matmul_rates");
+  cr_assert_eq(json_array_size(rates), 1, "%s", r.out);
+  x = json_array_get(rates, 0);
+  cr_expect_str_eq(json_string_value(json_object_get(x, "instruction")),
+                   "TMATMUL_RELU_WSUM_G");
+  cr_expect(fabs(json_real_value(json_object_get(x, "gflops_a")) - g[0]) <
+                    1e-9 * g[0] &&
+                fabs(json_real_value(json_object_get(x, "gflops_b")) - g[1]) <
+                    1e-9 * g[1] &&
+                fabs(json_real_value(json_object_get(x, "ratio")) -
+                     g[1] / g[0]) < 1e-9,
+            "%s", r.out);
+  json_decref(c);
+  spawned_free(&r);
+  r = tool("compare", ix, ix2, NULL, NULL);
+  cr_expect(strstr(r.out, "GFLOP/s A") && strstr(r.out, ra[0]) &&
+                strstr(r.out, ra[1]),
+            "%s", r.out);
+  spawned_free(&r);
 }
 
 Test(tools, bad_input_is_named_for_what_it_is) {

@@ -1,6 +1,7 @@
 /* `pto-trace compare A B`: two traces of one workload, before and after a
  * change: makespan ratio, per-label time and task counts, busy fractions,
- * and the configuration keys that differ. */
+ * the matmul instructions' rates, and the configuration keys that
+ * differ. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,6 +117,23 @@ static double busy_of(const tr_analysis *a, const char *group) {
   return 0;
 }
 
+/* The rate of label's matmul instruction op in trace T (GFLOP/s per
+ * worker: its flops over its ns), or 0 when T has none. */
+static double rate_of(const tr_trace *T, const tr_analysis *x,
+                      const char *label, const char *op) {
+  for (uint32_t i = 0; i < x->n_label_ops; i++) {
+    const tr_label_op *r = &x->label_ops[i];
+    if (r->op < T->n_ops && r->flops && r->ns &&
+        !strcmp(T->labels[r->label], label) && !strcmp(T->ops[r->op], op))
+      return (double)r->flops / (double)r->ns;
+  }
+  return 0;
+}
+
+static json_t *real_or_null(double v) {
+  return v > 0 ? json_real(v) : json_null();
+}
+
 int tr_compare(const tr_trace *A, const tr_trace *B, int json, FILE *f) {
   tr_analysis a, b;
   if (tr_analyse(A, &a, 0))
@@ -128,7 +146,7 @@ int tr_compare(const tr_trace *A, const tr_trace *B, int json, FILE *f) {
   config_keys(A, &ka);
   config_keys(B, &kb);
   json_t *o = json_object(), *labels = json_array(), *cfg = json_array(),
-         *busy = json_array();
+         *busy = json_array(), *rates = json_array();
   json_object_set_new(o, "a", json_string(A->path));
   json_object_set_new(o, "b", json_string(B->path));
   json_object_set(o, "workload", json_object_get(A->pto, "workload"));
@@ -184,6 +202,27 @@ int tr_compare(const tr_trace *A, const tr_trace *B, int json, FILE *f) {
     }
   }
   json_object_set_new(o, "labels", labels);
+  /* the matmuls' rates per label and instruction: A's, then B's only */
+  for (int side = 0; side < 2; side++) {
+    const tr_trace *T = side ? B : A;
+    const tr_analysis *x = side ? &b : &a;
+    for (uint32_t k = 0; k < x->n_label_ops; k++) {
+      const tr_label_op *r = &x->label_ops[k];
+      if (r->op >= T->n_ops || !r->flops || !r->ns)
+        continue;
+      const char *l = T->labels[r->label], *op = T->ops[r->op];
+      const double ga = rate_of(A, &a, l, op), gb = rate_of(B, &b, l, op);
+      if (side && ga > 0)
+        continue;
+      json_t *row = json_pack("{s:s, s:s}", "label", l, "instruction", op);
+      json_object_set_new(row, "gflops_a", real_or_null(ga));
+      json_object_set_new(row, "gflops_b", real_or_null(gb));
+      json_object_set_new(row, "ratio",
+                          real_or_null(ga > 0 && gb > 0 ? gb / ga : 0));
+      json_array_append_new(rates, row);
+    }
+  }
+  json_object_set_new(o, "matmul_rates", rates);
   /* configuration keys that differ (or that one side lacks) */
   size_t i = 0, j = 0;
   while (i < ka.n || j < kb.n) {
@@ -246,6 +285,24 @@ int tr_compare(const tr_trace *A, const tr_trace *B, int json, FILE *f) {
               json_real_value(json_object_get(x, "time_a_us")),
               json_real_value(json_object_get(x, "time_b_us")),
               json_real_value(json_object_get(x, "ratio")));
+    }
+    if (json_array_size(rates))
+      fprintf(f, "\n%-28s %-22s %10s %10s %8s\n", "label", "matmul",
+              "GFLOP/s A", "GFLOP/s B", "B/A");
+    json_array_foreach(rates, k, x) {
+      char cell[3][32];
+      const char *keys[3] = {"gflops_a", "gflops_b", "ratio"};
+      for (int c = 0; c < 3; c++) {
+        json_t *v = json_object_get(x, keys[c]);
+        snprintf(cell[c], sizeof cell[c], c < 2 ? "%.1f" : "%.3f",
+                 json_real_value(v));
+        if (json_is_null(v))
+          strcpy(cell[c], "-");
+      }
+      const char *l = json_string_value(json_object_get(x, "label"));
+      fprintf(f, "%-28s %-22s %10s %10s %8s\n", *l ? l : "(none)",
+              json_string_value(json_object_get(x, "instruction")), cell[0],
+              cell[1], cell[2]);
     }
     fprintf(f, "\nconfiguration keys that differ");
     if (!json_array_size(cfg))
