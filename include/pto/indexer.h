@@ -79,7 +79,8 @@ PTO_API pto_program *pto_indexer_program(const pto_indexer_dims *d,
 
 /* The score's cube tile for machine m (NULL: the host): whole queries'
  * heads by as many keys as its L0A and L0B hold (pto_matmul_relu_wsum's
- * tile: m rows of q, n keys). */
+ * tile: m rows of q, n keys), fewer keys (down to four panels) when the
+ * case would otherwise have under two tiles per cube worker. */
 PTO_API pto_tile_shape pto_indexer_qk_tile(const pto_machine *m,
                                            const pto_indexer_dims *d);
 
