@@ -123,9 +123,9 @@ static double rate_of(const tr_trace *T, const tr_analysis *x,
                       const char *label, const char *op) {
   for (uint32_t i = 0; i < x->n_label_ops; i++) {
     const tr_label_op *r = &x->label_ops[i];
-    if (r->op < T->n_ops && r->flops && r->ns &&
+    if (r->op < T->n_ops && tr_rate(r) > 0 &&
         !strcmp(T->labels[r->label], label) && !strcmp(T->ops[r->op], op))
-      return (double)r->flops / (double)r->ns;
+      return tr_rate(r);
   }
   return 0;
 }
@@ -208,7 +208,7 @@ int tr_compare(const tr_trace *A, const tr_trace *B, int json, FILE *f) {
     const tr_analysis *x = side ? &b : &a;
     for (uint32_t k = 0; k < x->n_label_ops; k++) {
       const tr_label_op *r = &x->label_ops[k];
-      if (r->op >= T->n_ops || !r->flops || !r->ns)
+      if (r->op >= T->n_ops || tr_rate(r) == 0)
         continue;
       const char *l = T->labels[r->label], *op = T->ops[r->op];
       const double ga = rate_of(A, &a, l, op), gb = rate_of(B, &b, l, op);

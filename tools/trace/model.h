@@ -61,6 +61,12 @@ typedef struct tr_label_op {
   uint64_t ns, flops;
 } tr_label_op;
 
+/* A row's rate, GFLOP/s per worker (its flops over its ns), or 0 when it
+ * has none (not a matmul). */
+static inline double tr_rate(const tr_label_op *r) {
+  return r->flops && r->ns ? (double)r->flops / (double)r->ns : 0;
+}
+
 typedef struct tr_analysis {
   uint64_t makespan, busy_total;
   uint64_t *busy;  /* per worker */

@@ -112,8 +112,8 @@ int tr_report(const tr_trace *t, const tr_analysis *a, int json, FILE *f) {
           total += a->label_ops[j].ns;
       int first = i == 0 || a->label_ops[i - 1].label != r->label;
       char rate[32] = ""; /* matmuls: GFLOP/s per worker */
-      if (r->flops && r->ns)
-        snprintf(rate, sizeof rate, " %9.1f", (double)r->flops / r->ns);
+      if (tr_rate(r) > 0)
+        snprintf(rate, sizeof rate, " %9.1f", tr_rate(r));
       fprintf(f, "%-28s %-22s %12.1f %8.1f%%%s\n",
               first ? label_name(t, r->label) : "",
               r->op < t->n_ops ? t->ops[r->op] : "(executor)", US(r->ns),
@@ -217,8 +217,7 @@ json_t *tr_report_json(const tr_trace *t, const tr_analysis *a) {
         "{s:s, s:s, s:f}", "label", t->labels[r->label], "instruction",
         r->op < t->n_ops ? t->ops[r->op] : "(executor)", "time_us", US(r->ns));
     json_object_set_new(row, "gflops",
-                        r->flops && r->ns ? json_real((double)r->flops / r->ns)
-                                          : json_null());
+                        tr_rate(r) > 0 ? json_real(tr_rate(r)) : json_null());
     json_array_append_new(lo, row);
   }
   json_object_set_new(o, "per_label_instruction", lo);
