@@ -96,6 +96,12 @@ static pto_status check_inputs(pto_program *p, pto_tensor *q, pto_tensor *k,
   return PTO_OK;
 }
 
+/* The score's query blocks: B times S1 in tiles of `queries` queries. */
+static int64_t query_blocks(const pto_indexer_dims *d, int64_t queries) {
+  return (d->b > 1 ? d->b : 1) *
+         (((d->s1 > 1 ? d->s1 : 1) + queries - 1) / queries);
+}
+
 pto_tile_shape pto_indexer_qk_tile(const pto_machine *m,
                                    const pto_indexer_dims *d) {
   pto_tile_shape t = {0, 0, 0, 0, 0};
@@ -124,8 +130,7 @@ pto_tile_shape pto_indexer_qk_tile(const pto_machine *m,
    * panels, at least four) while there are fewer. A short case was one
    * tile, one task on one of two workers (smoke: 16 queries of 1024 keys,
    * 2.0-2.2 ms; in four tiles 1.4-1.7 ms, in eight alike) */
-  const int64_t blocks = (d->b > 1 ? d->b : 1) *
-                         (((d->s1 > 1 ? d->s1 : 1) + queries - 1) / queries),
+  const int64_t blocks = query_blocks(d, queries),
                 want = 2 * (m ? (int64_t)m->workers[PTO_CORE_CUBE] : 1);
   while (keys >= 8 * (int64_t)nr && blocks * ((d->s2 + keys - 1) / keys) < want)
     keys = keys / 2 / nr * nr;
@@ -178,7 +183,7 @@ static int64_t qk_reuse(const pto_indexer_dims *d, const pto_tile_shape *qk) {
   const int64_t per_tile = qk->cube_m / d->h > 0 ? qk->cube_m / d->h : 1;
   const int64_t key_tiles =
       qk->cube_n ? (d->s2 + qk->cube_n - 1) / qk->cube_n : 1;
-  const int64_t blocks = d->b * ((d->s1 + per_tile - 1) / per_tile);
+  const int64_t blocks = query_blocks(d, per_tile);
   int64_t runs = (16 * workers + blocks - 1) / blocks; /* per block */
   runs = runs < 1 ? 1 : runs > key_tiles ? key_tiles : runs;
   const int64_t r = (key_tiles + runs - 1) / runs; /* equal runs */
