@@ -531,18 +531,28 @@ static uint32_t *prog_subgraph_counts(const pto_executable *e) {
   return c;
 }
 
+/* What both subgraph writers read: the subgraphs' units and edges (m) and
+ * each program's subgraph count (*per_prog); both freed by the caller. */
+static pto_status subgraph_maps(const pto_executable *e, sgmap *m,
+                                uint32_t **per_prog) {
+  pto_status st = sgmap_init(m, e);
+  if (st)
+    return st;
+  if (!(*per_prog = prog_subgraph_counts(e))) {
+    sgmap_free(m);
+    return PTO_ENOMEM;
+  }
+  return PTO_OK;
+}
+
 pto_status pto__dump_subgraph_json(const pto_executable *e, FILE *f) {
   const pto_tgraph *tg = &e->tg;
   const pto_program *p = tg->prog;
   sgmap m;
-  pto_status st = sgmap_init(&m, e);
+  uint32_t *per_prog;
+  pto_status st = subgraph_maps(e, &m, &per_prog);
   if (st)
     return st;
-  uint32_t *per_prog = prog_subgraph_counts(e);
-  if (!per_prog) {
-    sgmap_free(&m);
-    return PTO_ENOMEM;
-  }
   jout w;
   jout_begin(&w, f, e, PTO_STAGE_SUBGRAPH);
   jout_value(
@@ -600,14 +610,10 @@ pto_status pto__dump_subgraph_dot(const pto_executable *e, FILE *f) {
   const pto_tgraph *tg = &e->tg;
   const pto_program *p = tg->prog;
   sgmap m;
-  pto_status st = sgmap_init(&m, e);
+  uint32_t *per_prog;
+  pto_status st = subgraph_maps(e, &m, &per_prog);
   if (st)
     return st;
-  uint32_t *per_prog = prog_subgraph_counts(e);
-  if (!per_prog) {
-    sgmap_free(&m);
-    return PTO_ENOMEM;
-  }
   char cap[1024];
   snprintf(cap, sizeof cap,
            "%s: %u subgraphs of %u programs (one cluster per program)",
