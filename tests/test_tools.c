@@ -322,6 +322,9 @@ Test(tools, bad_input_is_named_for_what_it_is) {
       {"chrome.json", "{\"traceEvents\": []}", "not one PTO wrote"},
       {"truncated.json", NULL, "truncated"},
       {"edited.json", NULL, "task events, but the run had"},
+      {"flops.json", NULL, "\"flops\" of TLOAD that are not a count"},
+      {"flops-op.json", NULL, "\"flops\" of TFOO that are not a count"},
+      {"flops-type.json", NULL, "\"flops\" that are not an object"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, cases[i].name);
@@ -331,10 +334,25 @@ Test(tools, bad_input_is_named_for_what_it_is) {
       char *cut = strndup(text, len / 2);
       write_file(path, cut);
       free(cut);
-    } else { /* one task event fewer: the declared count no longer holds */
+    } else if (!strcmp(cases[i].name, "edited.json")) {
+      /* one task event fewer: the declared count no longer holds */
       json_t *j = json_loads(text, 0, NULL);
       json_t *evs = json_object_get(j, "traceEvents");
       json_array_remove(evs, json_array_size(evs) - 1);
+      json_dump_file(j, path, 0);
+      json_decref(j);
+    } else { /* the last task's flops: negative, of an instruction it has
+              * no time for, not an object */
+      json_t *j = json_loads(text, 0, NULL);
+      json_t *evs = json_object_get(j, "traceEvents");
+      json_t *args = json_object_get(
+          json_array_get(evs, json_array_size(evs) - 1), "args");
+      json_object_set_new(args, "flops",
+                          !strcmp(cases[i].name, "flops.json")
+                              ? json_pack("{s:i}", "TLOAD", -5)
+                          : !strcmp(cases[i].name, "flops-op.json")
+                              ? json_pack("{s:i}", "TFOO", 10)
+                              : json_string("many"));
       json_dump_file(j, path, 0);
       json_decref(j);
     }

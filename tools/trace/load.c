@@ -233,8 +233,24 @@ static int load_events(tr_trace *t, const char *path) {
     }
     t->op_off[k] = o;
     const char *op;
-    json_t *flops = json_object_get(t->args[k], "flops"); /* version 2 */
-    json_object_foreach(json_object_get(t->args[k], "ops"), op, v) {
+    /* version 2: the matmuls' floating-point operations, a count for an
+     * instruction the task has time for */
+    json_t *flops = json_object_get(t->args[k], "flops"),
+           *ops = json_object_get(t->args[k], "ops");
+    if (flops && !json_is_object(flops))
+      return fail(path,
+                  "not a valid PTO trace: task %u has \"flops\" that "
+                  "are not an object",
+                  k);
+    json_object_foreach(flops, op, v) {
+      if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+          !json_object_get(ops, op))
+        return fail(path,
+                    "not a valid PTO trace: task %u has \"flops\" of %s that "
+                    "are not a count of an instruction it has time for",
+                    k, op);
+    }
+    json_object_foreach(ops, op, v) {
       t->op_id[o] = intern(t->ops, &t->n_ops, op);
       t->op_flops[o] = (uint64_t)json_integer_value(json_object_get(flops, op));
       t->op_ns[o++] = (uint64_t)json_integer_value(v);
