@@ -18,8 +18,10 @@
  * TMATMUL_GB, TMATMUL_RELU_WSUM_G): MM_V (a vector of VW f32), MM_LOAD,
  * MM_STORE (unaligned), MM_BCAST (one f32 from memory to every lane),
  * MM_FMA(a, b, c) = a * b + c, MM_MUL, MM_ZERO, MM_SET1, MM_RELU
- * (x < 0: 0, else x, -0 and NaN kept), MM_HSUM (the sum of the lanes). So
- * the loops compile with that file's ISA flags.
+ * (x < 0: 0, else x, -0 and NaN kept), MM_HSUM (the sum of the lanes);
+ * optionally GB_PACK 1: TMATMUL_GB copies V's slices into L1 before its
+ * kernel reads them, rather than reading them where they lie. So the
+ * loops compile with that file's ISA flags.
  *
  * The loop order is BLIS's: per KC slice of k, each NR panel of B stays in
  * L1 while the MR panels of A stream from L2 past it. */
@@ -593,21 +595,21 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
 }
 
 /* C[i][0..NR) (i < rows) = f_i C[i] (acc; f_i = 1 without scale) + sum_k
- * Ap[k * MR + i] * v[k][0..NR) over K steps: one row slice of V per step,
- * at its own address; with next, the slice at next[k] (NR f32 from
- * there) prefetched at step k meanwhile; without, the slice GB_AHEAD
- * steps on, into L1: the slices of all K steps (64 KiB at 512 slots of
- * 32 f32) do not stay in L1 from one panel of A to the next, and no
- * hardware prefetcher follows them. Measured on a Xeon (one block of
- * attention medium, its rows in L2 as after TMATMUL_GA, in turns with
- * the kernel without it, 150 pairs): 2-3% faster when the machine is
- * quiet (best 415 against 425 us), 4-11% when a neighbour slows L2
- * (the median pair); 8 to 32 steps ahead alike. */
+ * Ap[k * MR + i] * V[k][0..NR) over K steps, V packed (Bp: V[k] at Bp + k
+ * NR, in L1) or each row slice V[k] = v[k] at its own address. Read in
+ * place, the slice at next[k] (NR f32 from there) is prefetched at step k
+ * when next is given, else the slice GB_AHEAD steps on, into L1: the slices of all K steps
+ * (64 KiB at 512 slots of 32 f32) do not stay in L1 from one panel of A
+ * to the next, and no hardware prefetcher follows them. Measured on a
+ * Xeon (one block of attention medium, its rows in L2 as after
+ * TMATMUL_GA, in turns with the kernel without it, 150 pairs): 2-3%
+ * faster when the machine is quiet (best 415 against 425 us), 4-11% when
+ * a neighbour slows L2 (the median pair); 8 to 32 steps ahead alike. */
 #define GB_AHEAD 8
 static void kernel_gb(uint32_t K, const float *restrict Ap,
-                      const float *const *v, float *C, size_t ldc,
-                      uint32_t rows, int acc, const float *scale,
-                      const unsigned char *const *next) {
+                      const float *restrict Bp, const float *const *v,
+                      float *C, size_t ldc, uint32_t rows, int acc,
+                      const float *scale, const unsigned char *const *next) {
   MM_V c[MR][NR / VW];
   MM_UNROLL for (int i = 0; i < MR; i++) {
     const MM_V f = MM_SET1(scale ? scale[i] : 1.0f);
@@ -620,91 +622,119 @@ static void kernel_gb(uint32_t K, const float *restrict Ap,
       }
     }
   }
-  _Pragma("GCC unroll 4") for (uint32_t k = 0; k < K; k++) {
-    const float *vk = v[k];
-    if (next) {
-      _mm_prefetch((const char *)next[k], _MM_HINT_T0);
-      if (NR * sizeof(float) > 64)
-        _mm_prefetch((const char *)next[k] + 64, _MM_HINT_T0);
-    } else if (k + GB_AHEAD < K) {
-      _mm_prefetch((const char *)v[k + GB_AHEAD], _MM_HINT_T0);
-      if (NR * sizeof(float) > 64)
-        _mm_prefetch((const char *)v[k + GB_AHEAD] + 64, _MM_HINT_T0);
-    }
-    MM_V b[NR / VW];
-    MM_UNROLL for (int q = 0; q < NR / VW; q++) b[q] = MM_LOAD(vk + q * VW);
-    MM_UNROLL for (int i = 0; i < MR; i++) {
-      const MM_V ai = MM_BCAST(Ap + (size_t)k * MR + i);
-      MM_UNROLL for (int q = 0; q < NR / VW; q++) c[i][q] =
-          MM_FMA(ai, b[q], c[i][q]);
+  /* step k with V's slice at vk */
+#define GB_STEP(vk)                                                            \
+  do {                                                                         \
+    MM_V b[NR / VW];                                                           \
+    MM_UNROLL for (int q = 0; q < NR / VW; q++) b[q] = MM_LOAD((vk) + q * VW); \
+    MM_UNROLL for (int i = 0; i < MR; i++) {                                   \
+      const MM_V ai = MM_BCAST(Ap + (size_t)k * MR + i);                       \
+      MM_UNROLL for (int q = 0; q < NR / VW; q++) c[i][q] =                    \
+          MM_FMA(ai, b[q], c[i][q]);                                           \
+    }                                                                          \
+  } while (0)
+  if (Bp) {
+    _Pragma("GCC unroll 4") for (uint32_t k = 0; k < K; k++)
+        GB_STEP(Bp + (size_t)k * NR);
+  } else {
+    _Pragma("GCC unroll 4") for (uint32_t k = 0; k < K; k++) {
+      if (next) {
+        _mm_prefetch((const char *)next[k], _MM_HINT_T0);
+        if (NR * sizeof(float) > 64)
+          _mm_prefetch((const char *)next[k] + 64, _MM_HINT_T0);
+      } else if (k + GB_AHEAD < K) {
+        _mm_prefetch((const char *)v[k + GB_AHEAD], _MM_HINT_T0);
+        if (NR * sizeof(float) > 64)
+          _mm_prefetch((const char *)v[k + GB_AHEAD] + 64, _MM_HINT_T0);
+      }
+      GB_STEP(v[k]);
     }
   }
+#undef GB_STEP
   MM_UNROLL for (int i = 0; i < MR; i++) if ((uint32_t)i < rows)
       MM_UNROLL for (int q = 0; q < NR / VW; q++)
           MM_STORE(C + (size_t)i * ldc + q * VW, c[i][q]);
 }
 
+#ifndef GB_PACK
+#define GB_PACK 0
+#endif
 #define GB_SLOTS_MAX 2048 /* the K of a TMATMUL_GB run here (more: reference) */
+#define GB_KC 256 /* slots per pass over a panel of packed slices */
 
-/* TMATMUL_GB, A packed in MR panels: per NR columns of V (each selected
- * row's slice, a line or two, read from L1 or L2 by every panel of A; from
- * a bf16 table the slices are widened into a buffer first), per MR panel
- * of A. While the first panel of A runs, the next NR columns' slices are
- * prefetched, one row per step: the rows are random, no hardware
- * prefetcher follows them, and once out of L2 (the QK product's sweep over
- * the same rows and the other operands push them out) each slice waited on
- * L3. Measured on one block of attention medium on a Xeon (128 heads x 512
- * slots x 512 columns, the rows L2-cold, best of 40): 162 against 136
- * GFLOP/s; with the rows in L2, 163 against 161. A partial last NR
- * columns runs the reference's sums. */
+/* TMATMUL_GB, A packed in MR panels: per NR columns of V, per MR panel of
+ * A, the product over the slots, V's slices taken one of two ways:
+ *  - in place (f32 tables where the file does not set GB_PACK): each
+ *    selected row's slice, a line or two, read from L1 or L2 by every
+ *    panel of A. While the first panel of A runs, the next NR columns'
+ *    slices are prefetched, one row per step: the rows are random, no
+ *    hardware prefetcher follows them, and once out of L2 (the QK
+ *    product's sweep over the same rows and the other operands push them
+ *    out) each slice waited on L3. Measured on one block of attention
+ *    medium on a Xeon (128 heads x 512 slots x 512 columns, the rows
+ *    L2-cold, best of 40): 162 against 136 GFLOP/s; with the rows in L2,
+ *    163 against 161.
+ *  - packed (bf16 tables, widened on the way, and every table where the
+ *    file sets GB_PACK), GB_KC slots at a time: the slices copied one
+ *    after the other into a buffer in L1 first, as GEMM packs B.
+ * A partial last NR columns runs the reference's sums. */
 static int mm_TMATMUL_GB(int op, const pto_targs *a) {
   pto_tile *d = a->dst[0];
   const pto_tile *A = a->src[0], *idx = a->src[1];
   const pto_gview *g = &a->g;
   const uint32_t n = A->valid_cols, M = d->valid_rows, N = d->valid_cols;
-  const int bf = g->dtype == PTO_BF16;
-  float *wide = NULL; /* a bf16 table: the slots' slices as f32 */
+  const int bf = g->dtype == PTO_BF16, pack = GB_PACK || bf;
   if (!(a->flags & PTO_TF_PACK_A) || a->imm[0] != MR ||
-      A->dtype != PTO_F32 || !table_fast(g) || n > GB_SLOTS_MAX ||
-      (bf && !(wide = malloc((size_t)n * NR * sizeof(float) + 1))))
+      A->dtype != PTO_F32 || !table_fast(g) || n > GB_SLOTS_MAX)
     return pto__isa_scalar.fn[op](op, a);
   const int acc = (a->flags & PTO_TF_ACC) != 0,
             scaled = acc && (a->flags & PTO_TF_ROWSCALE);
   const size_t ldc = d->stride, a_panel = (size_t)MR * A->stride;
   static const float zeros[NR] __attribute__((aligned(64)));
+  _Alignas(64) float slices[GB_KC * NR]; /* packed: a pass's slices */
   const unsigned char *row[GB_SLOTS_MAX], *next[GB_SLOTS_MAX];
   const float *v[GB_SLOTS_MAX];
   for (uint32_t t = 0; t < n; t++)
     row[t] = pto__table_row(idx, g, t);
   float *Cd = d->data;
-  const uint32_t full = N / NR * NR;
+  const uint32_t full = N / NR * NR, kc = pack ? GB_KC : n;
   const size_t es = pto_dtype_size(g->dtype);
   for (uint32_t n0 = 0; n0 < full; n0 += NR) {
-    const int more = n0 + NR < full;
-    for (uint32_t t = 0; t < n; t++) {
-      if (more)
-        next[t] = row[t] ? row[t] + es * (n0 + NR)
-                         : (const unsigned char *)zeros;
-      if (!row[t]) {
-        v[t] = zeros;
-      } else if (bf) {
-        pto__widen_bf16(wide + (size_t)t * NR, row[t] + 2 * (size_t)n0, NR);
-        v[t] = wide + (size_t)t * NR;
-      } else {
-        v[t] = (const float *)(const void *)row[t] + n0;
+    const int more = !pack && n0 + NR < full;
+    for (uint32_t k0 = 0; k0 < n; k0 += kc) {
+      const uint32_t k1 = n - k0 < kc ? n : k0 + kc;
+      for (uint32_t t = k0; t < k1; t++) {
+        float *s = slices + (size_t)(t - k0) * NR;
+        if (more)
+          next[t] = row[t] ? row[t] + es * (n0 + NR)
+                           : (const unsigned char *)zeros;
+        if (!pack)
+          v[t] = row[t] ? (const float *)(const void *)row[t] + n0 : zeros;
+        else if (!row[t])
+          MM_UNROLL for (int q = 0; q < NR / VW; q++)
+              MM_STORE(s + q * VW, MM_ZERO());
+        else if (bf)
+          pto__widen_bf16(s, row[t] + 2 * (size_t)n0, NR);
+        else
+          MM_UNROLL for (int q = 0; q < NR / VW; q++) MM_STORE(
+              s + q * VW,
+              MM_LOAD((const float *)(const void *)row[t] + n0 + q * VW));
       }
-    }
-    for (uint32_t m0 = 0; m0 < M; m0 += MR) {
-      const uint32_t rows = M - m0 < MR ? M - m0 : MR;
-      float f[MR];
-      for (uint32_t i = 0; i < MR; i++)
-        f[i] = scaled && i < rows
-                   ? ((const float *)a->src[2]->data)[(size_t)(m0 + i) *
-                                                      a->src[2]->stride]
-                   : 1.0f;
-      kernel_gb(n, (const float *)A->data + (size_t)(m0 / MR) * a_panel, v,
-                Cd + (size_t)m0 * ldc + n0, ldc, rows, acc, scaled ? f : NULL,
-                more && m0 == 0 ? next : NULL);
+      for (uint32_t m0 = 0; m0 < M; m0 += MR) {
+        const uint32_t rows = M - m0 < MR ? M - m0 : MR;
+        float f[MR];
+        for (uint32_t i = 0; i < MR; i++)
+          f[i] = scaled && i < rows
+                     ? ((const float *)a->src[2]->data)[(size_t)(m0 + i) *
+                                                        a->src[2]->stride]
+                     : 1.0f;
+        kernel_gb(k1 - k0,
+                  (const float *)A->data + (size_t)(m0 / MR) * a_panel +
+                      (size_t)k0 * MR,
+                  pack ? slices : NULL, v + k0, Cd + (size_t)m0 * ldc + n0,
+                  ldc, rows, acc || k0 > 0, scaled && k0 == 0 ? f : NULL,
+                  more && m0 == 0 ? next : NULL);
+      }
     }
   }
   for (uint32_t m = 0; m < M && full < N; m++) { /* the last columns */
@@ -724,7 +754,6 @@ static int mm_TMATMUL_GB(int op, const pto_targs *a) {
       *o = sum;
     }
   }
-  free(wide);
   return PTO_OK;
 }
 
