@@ -83,6 +83,13 @@ static inline float mm_hsum_avx2(__m256 v) {
  * slows the caches, 66-74 packed; 69 against 79-85 when quiet. In a
  * traced medium run: 48 to 70 GFLOP/s per worker */
 #define GB_PACK 1
+/* 4 k steps unrolled, not 16: with 16 GCC spilled three of the 12
+ * accumulators once a line (16 ymm registers hold 12 accumulators, two B
+ * vectors and a broadcast), and the spills' store-to-load forwarding sat
+ * in 8% of TMATMUL_GA's samples (perf, attention medium on Zen 3). Both
+ * in turns, best of 40: TMATMUL_GA 78 against 77 GFLOP/s, the indexer's
+ * TMATMUL_RELU_WSUM_G 83 against 81 */
+#define GA_UNROLL "GCC unroll 4"
 #include "tileops/mm_loops.h"
 
 /* C[0..rows)[0..cols) = (acc ? C : 0) + Ap x Bp over K steps (layout as in

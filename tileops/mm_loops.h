@@ -20,8 +20,10 @@
  * MM_FMA(a, b, c) = a * b + c, MM_MUL, MM_ZERO, MM_SET1, MM_RELU
  * (x < 0: 0, else x, -0 and NaN kept), MM_HSUM (the sum of the lanes);
  * optionally GB_PACK 1: TMATMUL_GB copies V's slices into L1 before its
- * kernel reads them, rather than reading them where they lie. So the
- * loops compile with that file's ISA flags.
+ * kernel reads them, rather than reading them where they lie, and
+ * GA_UNROLL, the pragma that unrolls the row-reading kernel's k steps
+ * ("GCC unroll 16": a line of each row). So the loops compile with that
+ * file's ISA flags.
  *
  * The loop order is BLIS's: per KC slice of k, each NR panel of B stays in
  * L1 while the MR panels of A stream from L2 past it. */
@@ -369,6 +371,9 @@ static int mm_TMATMUL_RELU_WSUM(int op, const pto_targs *a) {
  * MR and NR / VW vectors per row as arrays the compiler keeps in
  * registers. */
 #define MM_UNROLL _Pragma("GCC unroll 16")
+#ifndef GA_UNROLL
+#define GA_UNROLL "GCC unroll 16"
+#endif
 
 /* Whether a table's rows are read in place by the kernels below: f32, or
  * bf16 widened a few rows at a time, with contiguous rows. */
@@ -405,13 +410,14 @@ static void kernel_ga(uint32_t K, const float *const *a,
           MM_FMA(ai, b[q], c[i][q]);                                           \
     }                                                                          \
   } while (0)
-  /* whole lines of 16 f32 per row, unrolled, then the tail */
+  /* whole lines of 16 f32 per row, unrolled GA_UNROLL steps at a time,
+   * then the tail */
   uint32_t k0 = 0;
   for (; k0 + 16 <= K; k0 += 16) {
     if (next)
       MM_UNROLL for (int i = 0; i < MR; i++)
           _mm_prefetch((const char *)(next[i] + 4 * (size_t)k0), _MM_HINT_T0);
-    MM_UNROLL for (int j = 0; j < 16; j++) GA_STEP(j);
+    _Pragma(GA_UNROLL) for (int j = 0; j < 16; j++) GA_STEP(j);
     MM_UNROLL for (int i = 0; i < MR; i++) ar[i] += 16;
     bp += 16 * NR;
   }
