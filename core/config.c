@@ -213,7 +213,12 @@ static void host_detect_hwloc(void) {
     if (share && (!l2 || share < l2))
       l2 = share;
   }
-  if (!l2)
+  /* at least 1 MiB (none found: 1 MiB too). With Zen 3's 512 KiB the
+   * tiles were too small for what they pack: GEMM 1024 and 2048, PTO /
+   * OpenBLAS in the same runs, 0.79-0.91 with 512 KiB of scratchpads,
+   * 0.86-0.97 with 1 MiB, 0.89-0.99 with 2 MiB. A C tile, or an operand
+   * panel read one block at a time, does not have to fit the L2 */
+  if (l2 < MIB)
     l2 = MIB;
   machine_from_l2(&host_machine, "host", (uint32_t)workers, l2);
   host_status = PTO_OK;
