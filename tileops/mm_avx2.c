@@ -83,6 +83,13 @@ static inline float mm_hsum_avx2(__m256 v) {
  * slows the caches, 66-74 packed; 69 against 79-85 when quiet. In a
  * traced medium run: 48 to 70 GFLOP/s per worker */
 #define GB_PACK 1
+/* No prefetching of the next loads during the packed matmul's last
+ * quarter (ahead_plan): on Zen 3 (512 KiB of L2) the next slices do not
+ * fit beside the current ones and push them out. pto-bench gemm, PTO /
+ * OpenBLAS with and without, in turns, 1024 and 2048 on 1 and 2 threads:
+ * 0.88-0.96 against 0.93-1.07, better in 19 of 20 pairs; 512 and
+ * 128x8192x576 better in 11 of 12 */
+#define MM_AHEAD 0
 /* 4 k steps unrolled, not 16: with 16 GCC spilled three of the 12
  * accumulators once a line (16 ymm registers hold 12 accumulators, two B
  * vectors and a broadcast), and the spills' store-to-load forwarding sat

@@ -19,7 +19,9 @@
  * MM_STORE (unaligned), MM_BCAST (one f32 from memory to every lane),
  * MM_FMA(a, b, c) = a * b + c, MM_MUL, MM_ZERO, MM_SET1, MM_RELU
  * (x < 0: 0, else x, -0 and NaN kept), MM_HSUM (the sum of the lanes);
- * optionally GB_PACK 1: TMATMUL_GB copies V's slices into L1 before its
+ * optionally MM_AHEAD 0: the packed matmuls do not prefetch the windows
+ * the task loads next (ahead_plan below); GB_PACK 1: TMATMUL_GB copies
+ * V's slices into L1 before its
  * kernel reads them, rather than reading them where they lie, and
  * GA_UNROLL, the pragma that unrolls the row-reading kernel's k steps
  * ("GCC unroll 16": a line of each row). So the loops compile with that
@@ -38,12 +40,18 @@
 #include "core/prefetch.h"
 #include "tileops/tileops.h"
 
+#ifndef MM_AHEAD
+#define MM_AHEAD 1
+#endif
+
 /* The windows the task loads next (pto_targs.ahead) as a prefetch plan
  * (core/prefetch.h), so the packer that follows reads them from L2 instead
  * of waiting on L3 or DRAM: run by run along whichever axis is contiguous
  * (other windows are skipped). */
 static void ahead_plan(pto_pf *pf, const pto_gview *g, uint32_t n) {
   pto__pf_clear(pf);
+  if (!MM_AHEAD)
+    return;
   for (uint32_t i = 0; i < n; i++) {
     const int64_t es = (int64_t)pto_dtype_size(g[i].dtype);
     if (g[i].rows < 1 || g[i].cols < 1)
