@@ -506,8 +506,9 @@ pto_tile *operand_tile(const pto_isa_table *T, rng *r, pto_dtype gdt,
 }
 
 static void packed_matmul(int op) {
-  static const uint32_t dims[][3] = {
-      {13, 37, 29}, {1, 1, 1}, {24, 64, 1}, {25, 70, 130}, {12, 32, 300}};
+  /* M N K; K = 64 ends A's panels on a whole step of AVX2's 8-k packer */
+  static const uint32_t dims[][3] = {{13, 37, 29}, {1, 1, 1},   {24, 64, 1},
+                                     {25, 70, 130}, {12, 32, 300}, {20, 24, 64}};
   static const pto_dtype types[][2] = {/* global, tile */
                                        {PTO_F32, PTO_F32},
                                        {PTO_BF16, PTO_F32},
@@ -521,7 +522,7 @@ static void packed_matmul(int op) {
                 T->mm_mr, T->mm_nr);
     const uint32_t widths[][2] = {{T->mm_mr, T->mm_nr}, {5, 7}};
     for (int wi = 0; wi < 2; wi++)
-      for (int di = 0; di < 5; di++)
+      for (int di = 0; di < 6; di++)
         for (int ty = 0; ty < 4; ty++)
           for (int fl = 0; fl < 16; fl++) {
             /* pack A, pack B, A transposed, B transposed: a packed operand

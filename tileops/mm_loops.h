@@ -19,7 +19,10 @@
  * MM_STORE (unaligned), MM_BCAST (one f32 from memory to every lane),
  * MM_FMA(a, b, c) = a * b + c, MM_MUL, MM_ZERO, MM_SET1, MM_RELU
  * (x < 0: 0, else x, -0 and NaN kept), MM_HSUM (the sum of the lanes);
- * optionally MM_AHEAD 0: the packed matmuls do not prefetch the windows
+ * optionally PACK_A_ROWS (a): TLOAD packing A panels of MR rows from an f32
+ * window with contiguous rows, 1 when it did (defined by the file after
+ * the include; 0 leaves it to the shared packer); MM_AHEAD 0: the packed
+ * matmuls do not prefetch the windows
  * the task loads next (ahead_plan below); GB_PACK 1: TMATMUL_GB copies
  * V's slices into L1 before its
  * kernel reads them, rather than reading them where they lie, and
@@ -155,6 +158,9 @@ static void KERNEL_WSUM(uint32_t K, const float *restrict Ap,
                         const float *restrict Bp, const float *w, size_t ws,
                         uint32_t rows, uint32_t split, float *restrict sums,
                         pto_pf *pf, uint32_t npf);
+#endif
+#ifdef PACK_A_ROWS
+static int PACK_A_ROWS(const pto_targs *a);
 #endif
 
 /* Packed f32 operands with panels MR x NR: loops around the kernel. The
@@ -815,6 +821,10 @@ static int mm_TLOAD(int op, const pto_targs *a) {
     return tload_unpacked(op, a);
   if (pack_b_rows(a))
     return PTO_OK;
+#ifdef PACK_A_ROWS
+  if (PACK_A_ROWS(a))
+    return PTO_OK;
+#endif
   return pto__tload_pack(op, a);
 }
 
