@@ -18,14 +18,13 @@
  * TMATMUL_GB, TMATMUL_RELU_WSUM_G): MM_V (a vector of VW f32), MM_LOAD,
  * MM_STORE (unaligned), MM_BCAST (one f32 from memory to every lane),
  * MM_FMA(a, b, c) = a * b + c, MM_MUL, MM_ZERO, MM_SET1, MM_RELU
- * (x < 0: 0, else x, -0 and NaN kept), MM_HSUM (the sum of the lanes);
- * optionally PACK_A_ROWS (a): TLOAD packing A panels of MR rows from an f32
- * window with contiguous rows, 1 when it did (defined by the file after
- * the include; 0 leaves it to the shared packer); MM_AHEAD 0: the packed
- * matmuls do not prefetch the windows
- * the task loads next (ahead_plan below); GB_PACK 1: TMATMUL_GB copies
- * V's slices into L1 before its
- * kernel reads them, rather than reading them where they lie, and
+ * (x < 0: 0, else x, -0 and NaN kept), MM_HSUM (the sum of the lanes).
+ * Optionally: PACK_A_ROWS (a), TLOAD packing A panels of MR rows from an
+ * f32 window with contiguous rows, 1 when it did (defined by the file
+ * after the include; 0 leaves it to the shared packer); MM_AHEAD 0, the
+ * packed matmuls do not prefetch the windows the task loads next
+ * (ahead_plan below); GB_PACK 1, TMATMUL_GB copies V's slices into L1
+ * before its kernel reads them rather than reading them where they lie;
  * GA_UNROLL, the pragma that unrolls the row-reading kernel's k steps
  * ("GCC unroll 16": a line of each row). So the loops compile with that
  * file's ISA flags.
@@ -615,16 +614,17 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
 }
 
 /* C[i][0..NR) (i < rows) = f_i C[i] (acc; f_i = 1 without scale) + sum_k
- * Ap[k * MR + i] * V[k][0..NR) over K steps, V packed (Bp: V[k] at Bp + k
- * NR, in L1) or each row slice V[k] = v[k] at its own address. Read in
- * place, the slice at next[k] (NR f32 from there) is prefetched at step k
- * when next is given, else the slice GB_AHEAD steps on, into L1: the slices of all K steps
- * (64 KiB at 512 slots of 32 f32) do not stay in L1 from one panel of A
- * to the next, and no hardware prefetcher follows them. Measured on a
- * Xeon (one block of attention medium, its rows in L2 as after
- * TMATMUL_GA, in turns with the kernel without it, 150 pairs): 2-3%
- * faster when the machine is quiet (best 415 against 425 us), 4-11% when
- * a neighbour slows L2 (the median pair); 8 to 32 steps ahead alike. */
+ * Ap[k * MR + i] * V[k][0..NR) over K steps, V packed (Bp: V[k] at Bp +
+ * k NR, in L1) or each row slice V[k] = v[k] at its own address. Read in
+ * place, the slice at next[k] (NR f32 from there) is prefetched at step
+ * k when next is given, else the slice GB_AHEAD steps on, into L1: the
+ * slices of all K steps (64 KiB at 512 slots of 32 f32) do not stay in L1
+ * from one panel of A to the next, and no hardware prefetcher follows
+ * them. Measured on a Xeon (one block of attention medium, its rows in L2
+ * as after TMATMUL_GA, in turns with the kernel without it, 150 pairs):
+ * 2-3% faster when the machine is quiet (best 415 against 425 us), 4-11%
+ * when a neighbour slows L2 (the median pair); 8 to 32 steps ahead
+ * alike. */
 #define GB_AHEAD 8
 static void kernel_gb(uint32_t K, const float *restrict Ap,
                       const float *restrict Bp, const float *const *v,
