@@ -507,8 +507,9 @@ pto_tile *operand_tile(const pto_isa_table *T, rng *r, pto_dtype gdt,
 
 static void packed_matmul(int op) {
   /* M N K; K = 64 ends A's panels on a whole step of AVX2's 8-k packer */
-  static const uint32_t dims[][3] = {{13, 37, 29}, {1, 1, 1},   {24, 64, 1},
-                                     {25, 70, 130}, {12, 32, 300}, {20, 24, 64}};
+  static const uint32_t dims[][3] = {{13, 37, 29},  {1, 1, 1},
+                                     {24, 64, 1},   {25, 70, 130},
+                                     {12, 32, 300}, {20, 24, 64}};
   static const pto_dtype types[][2] = {/* global, tile */
                                        {PTO_F32, PTO_F32},
                                        {PTO_BF16, PTO_F32},
