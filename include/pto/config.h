@@ -44,10 +44,10 @@ typedef struct pto_machine {
  * the allowed cpuset, e.g. a cgroup's), serving both core types,
  * scratchpads sized from the per-core L2 (L1 = UB = L0A = L0B = L2/2,
  * L0C = L2: the C tile streams through L2 and L3 a register block at a
- * time; L2 defaults to 1 MiB). Read once per process, on the first call,
- * and cached. PTO_THREADS=N in the environment gives it N workers instead
- * (1..1024); a bad value makes this PTO_ECONFIG. PTO_EIO when hwloc
- * fails. */
+ * time; an L2 under 1 MiB, or none found, counts as 1 MiB). Read once per
+ * process, on the first call, and cached. PTO_THREADS=N in the environment
+ * gives it N workers instead (1..1024); a bad value makes this
+ * PTO_ECONFIG. PTO_EIO when hwloc fails. */
 PTO_API pto_status pto_machine_host(pto_machine *m);
 /* An Ascend-like NPU: 24 cube + 48 vector cores, L1 512 KiB, L0A/L0B
  * 64 KiB, L0C 128 KiB, UB 192 KiB. For planning hardware that is not here. */
