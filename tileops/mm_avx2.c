@@ -64,7 +64,7 @@ static inline float mm_hsum_avx2(__m256 v) {
 #define KERNEL kernel_6x16
 #define KERNEL_WSUM kernel_6x16_wsum
 #define PACK_A_ROWS pack_a_rows
-/* the vector primitives of mm_loops.h's gathered-row kernels */
+/* the vector primitives of mm_gather.h's gathered-row kernels */
 #define MM_V __m256
 #define MM_LOAD(p) _mm256_loadu_ps(p)
 #define MM_BCAST(p) _mm256_broadcast_ss(p)
@@ -77,7 +77,7 @@ static inline float mm_hsum_avx2(__m256 v) {
  * when either is NaN or both are zero) */
 #define MM_RELU(x) _mm256_max_ps(_mm256_setzero_ps(), x)
 #define MM_HSUM(x) mm_hsum_avx2(x) /* the sum of the lanes */
-/* TMATMUL_GB packs V's slices (mm_loops.h). On Zen 3 (32 KiB L1, 512
+/* TMATMUL_GB packs V's slices (mm_gather.h). On Zen 3 (32 KiB L1, 512
  * KiB L2), one block of attention medium (64 heads x 112 slots x 512
  * columns, right after TMATMUL_GA on the same rows, in-place and packed
  * in turns, best of 20): 31-46 GFLOP/s read in place when a neighbour

@@ -25,7 +25,7 @@
 #define VW 16 /* f32 lanes of a vector */
 #define MM_ENGINE "avx512-f32"
 #define KERNEL kernel_12x32
-/* the vector primitives of mm_loops.h's gathered-row kernels */
+/* the vector primitives of mm_gather.h's gathered-row kernels */
 #define MM_V __m512
 #define MM_LOAD(p) _mm512_loadu_ps(p)
 #define MM_BCAST(p) _mm512_set1_ps(*(p))

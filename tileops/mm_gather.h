@@ -1,0 +1,428 @@
+/* tileops/mm_gather.h (internal): the matmuls that read one operand's
+ * rows from a table where they lie, for the attention and indexer
+ * operators (TMATMUL_GA, TMATMUL_GB, TMATMUL_RELU_WSUM_G; core/isa.def),
+ * and their kernels. Included only by tileops/mm_loops.h, whose
+ * mm_install() installs them, so it is compiled with each
+ * tileops/mm_<isa>.c's ISA flags. It takes from that file MR, NR and VW
+ * (as mm_loops.h describes them) and the vector primitives of its kernels:
+ * MM_V (a vector of VW f32), MM_LOAD, MM_STORE (unaligned), MM_BCAST (one
+ * f32 from memory to every lane), MM_FMA(a, b, c) = a * b + c, MM_MUL,
+ * MM_ZERO, MM_SET1, MM_RELU (x < 0: 0, else x, -0 and NaN kept), MM_HSUM
+ * (the sum of the lanes). Optionally: GB_PACK 1, TMATMUL_GB copies V's
+ * slices into L1 before its kernel reads them rather than reading them
+ * where they lie; GA_UNROLL, the pragma that unrolls the row-reading
+ * kernel's k steps ("GCC unroll 16": a line of each row). */
+#ifndef PTO_TILEOPS_MM_GATHER_H
+#define PTO_TILEOPS_MM_GATHER_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "core/convert.h"
+#include "tileops/tileops.h"
+
+/* ---- matmuls with one operand's rows read where they lie ------------------
+ * TMATMUL_GA and TMATMUL_GB (core/isa.def) on an f32 table with contiguous
+ * rows: the selected rows are never copied (from a bf16 table, a group's
+ * rows or a panel's slices are widened into a small buffer on the way,
+ * exactly: the same kernels then read them). The kernels keep an MR x NR
+ * block in registers as KERNEL does, through the file's vector primitives
+ * (MM_V, MM_LOAD, MM_BCAST, MM_FMA, MM_ZERO, MM_STORE, MM_MUL, MM_SET1),
+ * MR and NR / VW vectors per row as arrays the compiler keeps in
+ * registers. */
+#define MM_UNROLL _Pragma("GCC unroll 16")
+#ifndef GA_UNROLL
+#define GA_UNROLL "GCC unroll 16"
+#endif
+
+/* Whether a table's rows are read in place by the kernels below: f32, or
+ * bf16 widened a few rows at a time, with contiguous rows. */
+static inline int table_fast(const pto_gview *g) {
+  return (g->dtype == PTO_F32 || g->dtype == PTO_BF16) && g->col_stride == 1;
+}
+
+/* C[i][0..NR) (i < rows, row stride ldc) = sum_k a[i][k] * Bp[k * NR + j]
+ * over K steps: a broadcast from each of the MR rows per step; with next,
+ * the same K values of the MR rows next[i] prefetched meanwhile. With w
+ * (NR weights), the block is folded on its way out of the registers
+ * instead: C[i * VW + l] += sum over the row's lanes j = l (mod VW) of
+ * w[j] * ReLU(block[i][j]) (TMATMUL_RELU_WSUM_G). */
+static void kernel_ga(uint32_t K, const float *const *a,
+                      const float *restrict Bp, float *C, size_t ldc,
+                      uint32_t rows, const unsigned char *const *next,
+                      const float *w) {
+  MM_V c[MR][NR / VW];
+  MM_UNROLL for (int i = 0; i < MR; i++)
+      MM_UNROLL for (int q = 0; q < NR / VW; q++) c[i][q] = MM_ZERO();
+  /* pointers that advance a line at a time, so every step's loads are at
+   * constant offsets from them (indexing by k cost an address computation
+   * per load, 4% of TMATMUL_RELU_WSUM_G) */
+  const float *ar[MR], *bp = Bp;
+  MM_UNROLL for (int i = 0; i < MR; i++) ar[i] = a[i];
+#define GA_STEP(j)                                                             \
+  do {                                                                         \
+    MM_V b[NR / VW];                                                           \
+    MM_UNROLL for (int q = 0; q < NR / VW; q++) b[q] =                         \
+        MM_LOAD(bp + (size_t)(j)*NR + q * VW);                                 \
+    MM_UNROLL for (int i = 0; i < MR; i++) {                                   \
+      const MM_V ai = MM_BCAST(ar[i] + (j));                                   \
+      MM_UNROLL for (int q = 0; q < NR / VW; q++) c[i][q] =                    \
+          MM_FMA(ai, b[q], c[i][q]);                                           \
+    }                                                                          \
+  } while (0)
+  /* whole lines of 16 f32 per row, unrolled GA_UNROLL steps at a time,
+   * then the tail */
+  uint32_t k0 = 0;
+  for (; k0 + 16 <= K; k0 += 16) {
+    if (next)
+      MM_UNROLL for (int i = 0; i < MR; i++)
+          _mm_prefetch((const char *)(next[i] + 4 * (size_t)k0), _MM_HINT_T0);
+    _Pragma(GA_UNROLL) for (int j = 0; j < 16; j++) GA_STEP(j);
+    MM_UNROLL for (int i = 0; i < MR; i++) ar[i] += 16;
+    bp += 16 * NR;
+  }
+  if (next && k0 < K)
+    MM_UNROLL for (int i = 0; i < MR; i++)
+        _mm_prefetch((const char *)(next[i] + 4 * (size_t)k0), _MM_HINT_T0);
+  for (uint32_t j = 0; j < K - k0; j++)
+    GA_STEP(j);
+#undef GA_STEP
+  if (w) {
+    MM_V wq[NR / VW];
+    MM_UNROLL for (int q = 0; q < NR / VW; q++) wq[q] = MM_LOAD(w + q * VW);
+    MM_UNROLL for (int i = 0; i < MR; i++) if ((uint32_t)i < rows) {
+      MM_V t = MM_LOAD(C + (size_t)i * VW);
+      MM_UNROLL for (int q = 0; q < NR / VW; q++) t =
+          MM_FMA(wq[q], MM_RELU(c[i][q]), t);
+      MM_STORE(C + (size_t)i * VW, t);
+    }
+    return;
+  }
+  MM_UNROLL for (int i = 0; i < MR; i++) if ((uint32_t)i < rows)
+      MM_UNROLL for (int q = 0; q < NR / VW; q++)
+          MM_STORE(C + (size_t)i * ldc + q * VW, c[i][q]);
+}
+
+/* TMATMUL_GA, B packed in NR panels: per MR selected rows (in L1 once
+ * read), every panel of B over all of K (from L1 and L2); while the first
+ * panel runs, the next MR rows are prefetched a line per 16 steps, as no
+ * hardware prefetcher knows where they are. Measured on one block of
+ * attention medium (128 rows x 576 into 64 heads, min of 300): 406 us,
+ * against 428 without the prefetch and 506 with the panels outside (each
+ * row then read from L2 or L3 once per panel); slicing K so a panel stays
+ * in L1, as matmul_packed does, was no faster. An invalid index's row is
+ * computed from a valid row and zeroed after; a partial panel goes
+ * through a block whose padding columns are dropped. */
+static int mm_TMATMUL_GA(int op, const pto_targs *a) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *idx = a->src[0], *B = a->src[1];
+  const pto_gview *g = &a->g;
+  const uint32_t n = d->valid_rows, N = d->valid_cols, K = B->valid_rows;
+  const int bf = g->dtype == PTO_BF16;
+  float *wide = NULL; /* a bf16 table: the MR rows of a group as f32 */
+  if (!(a->flags & PTO_TF_PACK_B) || a->imm[1] != NR ||
+      B->dtype != PTO_F32 || !table_fast(g) ||
+      (bf && !(wide = malloc((size_t)MR * K * sizeof(float)))))
+    return pto__isa_scalar.fn[op](op, a);
+  const size_t ldc = d->stride, b_panel = (size_t)NR * B->rows;
+  const size_t row_bytes = (size_t)K * pto_dtype_size(g->dtype);
+  float *Cd = d->data;
+  const unsigned char *any = NULL;
+  for (uint32_t t = 0; t < n && !any; t++)
+    any = pto__table_row(idx, g, t);
+  _Alignas(64) float blk[MR * NR];
+  const unsigned char *cur[MR], *nx[MR];
+  const float *r[MR];
+  for (uint32_t i = 0; any && i < MR; i++) {
+    nx[i] = i < n ? pto__table_row(idx, g, i) : NULL;
+    nx[i] = nx[i] ? nx[i] : any;
+  }
+  for (uint32_t m0 = 0; any && m0 < n; m0 += MR) {
+    const uint32_t rows = n - m0 < MR ? n - m0 : MR;
+    for (uint32_t i = 0; i < MR; i++) {
+      cur[i] = nx[i];
+      nx[i] = m0 + MR + i < n ? pto__table_row(idx, g, m0 + MR + i) : NULL;
+      nx[i] = nx[i] ? nx[i] : any;
+      r[i] = (const float *)(const void *)cur[i];
+    }
+    const int more = m0 + MR < n;
+    if (bf) { /* widen this group, fetch the next one's rows meanwhile */
+      for (uint32_t i = 0; i < MR; i++) {
+        pto__widen_bf16(wide + (size_t)i * K, cur[i], K);
+        r[i] = wide + (size_t)i * K;
+        for (size_t b = 0; more && b < row_bytes; b += 64)
+          _mm_prefetch((const char *)nx[i] + b, _MM_HINT_T0);
+      }
+    }
+    for (uint32_t n0 = 0; n0 < N; n0 += NR) {
+      const float *Bp = (const float *)B->data + (size_t)(n0 / NR) * b_panel;
+      const uint32_t cols = N - n0 < NR ? N - n0 : NR;
+      const unsigned char *const *pf = !bf && n0 == 0 && more ? nx : NULL;
+      float *C = Cd + (size_t)m0 * ldc + n0;
+      if (cols == NR) {
+        kernel_ga(K, r, Bp, C, ldc, rows, pf, NULL);
+        continue;
+      }
+      kernel_ga(K, r, Bp, blk, NR, rows, pf, NULL);
+      for (uint32_t i = 0; i < rows; i++)
+        for (uint32_t j2 = 0; j2 < cols; j2++)
+          C[(size_t)i * ldc + j2] = blk[i * NR + j2];
+    }
+  }
+  for (uint32_t t = 0; t < n; t++) /* invalid indices: zero rows */
+    if (!pto__table_row(idx, g, t))
+      for (uint32_t j2 = 0; j2 < N; j2++)
+        Cd[(size_t)t * ldc + j2] = 0.0f;
+  free(wide);
+  return PTO_OK;
+}
+
+#define WSG_WEIGHTS 1024 /* weights on the stack: queries per pass */
+#define WSG_K_MAX 512    /* K of a bf16 window widened here (more: reference) */
+
+/* TMATMUL_RELU_WSUM_G, Q^T packed in NR panels, each query's G heads whole
+ * panels (G a multiple of NR; else the reference runs): per pass over as
+ * many queries as WSG_WEIGHTS weights cover (every query at the indexer's
+ * 7 x 64), per MR keys (their rows read in place, in L1 once read; from a
+ * bf16 window widened into a small buffer first), per query, per panel of
+ * its heads, the MR x NR block over all of K folded through ReLU and the
+ * weights into VW lanes per key, whose sum is the key's score. While the
+ * first block of a group runs, the next MR rows are prefetched. Q^T (224
+ * KiB for 7 queries of 64 heads at K = 128) streams from L2 once per
+ * group. Measured against packing k^T and TMATMUL_RELU_WSUM on the same
+ * tiles (7 x 64 queries, 16 tiles of 512 keys, two threads at once, median
+ * of 40): 95.1 against 93.2 GFLOP/s, the pack included. */
+static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *Qt = a->src[0], *W = a->src[1];
+  const pto_gview *g = &a->g;
+  const uint32_t K = Qt->valid_rows, M = Qt->valid_cols, R = d->valid_rows,
+                 N = d->valid_cols, G = M / R;
+  const int bf = g->dtype == PTO_BF16;
+  if (!(a->flags & PTO_TF_PACK_B) || a->imm[1] != NR ||
+      Qt->dtype != PTO_F32 || !table_fast(g) || G % NR || G > WSG_WEIGHTS ||
+      (bf && K > WSG_K_MAX) || N < 1)
+    return pto__isa_scalar.fn[op](op, a);
+  _Alignas(64) float wv[WSG_WEIGHTS]; /* a pass's weights, contiguous */
+  _Alignas(64) float wide[MR * WSG_K_MAX]; /* a bf16 group as f32 */
+  _Alignas(64) float sums[MR * VW];
+  const size_t ldd = d->stride, b_panel = (size_t)NR * Qt->rows,
+               es = pto_dtype_size(g->dtype),
+               row_step = (size_t)g->row_stride * es,
+               row_bytes = (size_t)K * es;
+  const unsigned char *base = g->base;
+  float *Dd = d->data;
+  const unsigned char *nx[MR];
+  const float *r[MR];
+  const uint32_t per_pass = WSG_WEIGHTS / G;
+  for (uint32_t q0 = 0; q0 < R; q0 += per_pass) {
+    const uint32_t q1 = R - q0 < per_pass ? R : q0 + per_pass;
+    for (uint32_t m = q0 * G; m < q1 * G; m++)
+      wv[m - q0 * G] = ((const float *)W->data)[(size_t)m * W->stride];
+    for (uint32_t n0 = 0; n0 < N; n0 += MR) {
+      const uint32_t rows = N - n0 < MR ? N - n0 : MR;
+      const int more = n0 + MR < N;
+      for (uint32_t i = 0; i < MR; i++) { /* short groups repeat a row */
+        const unsigned char *cur =
+            base + (size_t)(n0 + (i < rows ? i : 0)) * row_step;
+        nx[i] = base + (size_t)(more && n0 + MR + i < N ? n0 + MR + i : n0) *
+                           row_step;
+        r[i] = (const float *)(const void *)cur;
+        if (bf) { /* widen this group, fetch the next one's rows meanwhile */
+          pto__widen_bf16(wide + (size_t)i * K, cur, K);
+          r[i] = wide + (size_t)i * K;
+          for (size_t b = 0; more && b < row_bytes; b += 64)
+            _mm_prefetch((const char *)nx[i] + b, _MM_HINT_T0);
+        }
+      }
+      for (uint32_t q = q0; q < q1; q++) {
+        MM_UNROLL for (int i = 0; i < MR; i++) MM_STORE(sums + i * VW,
+                                                        MM_ZERO());
+        for (uint32_t m0 = q * G; m0 < (q + 1) * G; m0 += NR) {
+          const float *Bp =
+              (const float *)Qt->data + (size_t)(m0 / NR) * b_panel;
+          const unsigned char *const *pf =
+              !bf && more && q == q0 && m0 == q * G ? nx : NULL;
+          kernel_ga(K, r, Bp, sums, 0, rows, pf, wv + (m0 - q0 * G));
+        }
+        for (uint32_t i = 0; i < rows; i++)
+          Dd[(size_t)q * ldd + n0 + i] = MM_HSUM(MM_LOAD(sums + i * VW));
+      }
+    }
+  }
+  if (a->flags & PTO_TF_CAUSAL) /* -inf where n > r + s */
+    for (uint32_t q = 0; q < R; q++) {
+      const double first = (double)q + a->s + 1;
+      for (uint32_t j2 = first < 0 ? 0 : first > N ? N : (uint32_t)first;
+           j2 < N; j2++)
+        Dd[(size_t)q * ldd + j2] = -INFINITY;
+    }
+  return PTO_OK;
+}
+
+/* C[i][0..NR) (i < rows) = f_i C[i] (acc; f_i = 1 without scale) + sum_k
+ * Ap[k * MR + i] * V[k][0..NR) over K steps, V packed (Bp: V[k] at Bp +
+ * k NR, in L1) or each row slice V[k] = v[k] at its own address. Read in
+ * place, the slice at next[k] (NR f32 from there) is prefetched at step
+ * k when next is given, else the slice GB_AHEAD steps on, into L1: the
+ * slices of all K steps (64 KiB at 512 slots of 32 f32) do not stay in L1
+ * from one panel of A to the next, and no hardware prefetcher follows
+ * them. Measured on a Xeon (one block of attention medium, its rows in L2
+ * as after TMATMUL_GA, in turns with the kernel without it, 150 pairs):
+ * 2-3% faster when the machine is quiet (best 415 against 425 us), 4-11%
+ * when a neighbour slows L2 (the median pair); 8 to 32 steps ahead
+ * alike. */
+#define GB_AHEAD 8
+static void kernel_gb(uint32_t K, const float *restrict Ap,
+                      const float *restrict Bp, const float *const *v,
+                      float *C, size_t ldc, uint32_t rows, int acc,
+                      const float *scale, const unsigned char *const *next) {
+  MM_V c[MR][NR / VW];
+  MM_UNROLL for (int i = 0; i < MR; i++) {
+    const MM_V f = MM_SET1(scale ? scale[i] : 1.0f);
+    MM_UNROLL for (int q = 0; q < NR / VW; q++) {
+      c[i][q] = MM_ZERO();
+      if (acc && (uint32_t)i < rows) {
+        c[i][q] = MM_LOAD(C + (size_t)i * ldc + q * VW);
+        if (scale)
+          c[i][q] = MM_MUL(c[i][q], f);
+      }
+    }
+  }
+  /* step k with V's slice at vk */
+#define GB_STEP(vk)                                                            \
+  do {                                                                         \
+    MM_V b[NR / VW];                                                           \
+    MM_UNROLL for (int q = 0; q < NR / VW; q++) b[q] = MM_LOAD((vk) + q * VW); \
+    MM_UNROLL for (int i = 0; i < MR; i++) {                                   \
+      const MM_V ai = MM_BCAST(Ap + (size_t)k * MR + i);                       \
+      MM_UNROLL for (int q = 0; q < NR / VW; q++) c[i][q] =                    \
+          MM_FMA(ai, b[q], c[i][q]);                                           \
+    }                                                                          \
+  } while (0)
+  if (Bp) {
+    _Pragma("GCC unroll 4") for (uint32_t k = 0; k < K; k++)
+        GB_STEP(Bp + (size_t)k * NR);
+  } else {
+    _Pragma("GCC unroll 4") for (uint32_t k = 0; k < K; k++) {
+      if (next) {
+        _mm_prefetch((const char *)next[k], _MM_HINT_T0);
+        if (NR * sizeof(float) > 64)
+          _mm_prefetch((const char *)next[k] + 64, _MM_HINT_T0);
+      } else if (k + GB_AHEAD < K) {
+        _mm_prefetch((const char *)v[k + GB_AHEAD], _MM_HINT_T0);
+        if (NR * sizeof(float) > 64)
+          _mm_prefetch((const char *)v[k + GB_AHEAD] + 64, _MM_HINT_T0);
+      }
+      GB_STEP(v[k]);
+    }
+  }
+#undef GB_STEP
+  MM_UNROLL for (int i = 0; i < MR; i++) if ((uint32_t)i < rows)
+      MM_UNROLL for (int q = 0; q < NR / VW; q++)
+          MM_STORE(C + (size_t)i * ldc + q * VW, c[i][q]);
+}
+
+#ifndef GB_PACK
+#define GB_PACK 0
+#endif
+#define GB_SLOTS_MAX 2048 /* the K of a TMATMUL_GB run here (more: reference) */
+#define GB_KC 256 /* slots per pass over a panel of packed slices */
+
+/* TMATMUL_GB, A packed in MR panels: per NR columns of V, per MR panel of
+ * A, the product over the slots, V's slices taken one of two ways:
+ *  - in place (f32 tables where the file does not set GB_PACK): each
+ *    selected row's slice, a line or two, read from L1 or L2 by every
+ *    panel of A. While the first panel of A runs, the next NR columns'
+ *    slices are prefetched, one row per step: the rows are random, no
+ *    hardware prefetcher follows them, and once out of L2 (the QK
+ *    product's sweep over the same rows and the other operands push them
+ *    out) each slice waited on L3. Measured on one block of attention
+ *    medium on a Xeon (128 heads x 512 slots x 512 columns, the rows
+ *    L2-cold, best of 40): 162 against 136 GFLOP/s; with the rows in L2,
+ *    163 against 161.
+ *  - packed (bf16 tables, widened on the way, and every table where the
+ *    file sets GB_PACK), GB_KC slots at a time: the slices copied one
+ *    after the other into a buffer in L1 first, as GEMM packs B.
+ * A partial last NR columns runs the reference's sums. */
+static int mm_TMATMUL_GB(int op, const pto_targs *a) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *A = a->src[0], *idx = a->src[1];
+  const pto_gview *g = &a->g;
+  const uint32_t n = A->valid_cols, M = d->valid_rows, N = d->valid_cols;
+  const int bf = g->dtype == PTO_BF16, pack = GB_PACK || bf;
+  if (!(a->flags & PTO_TF_PACK_A) || a->imm[0] != MR ||
+      A->dtype != PTO_F32 || !table_fast(g) || n > GB_SLOTS_MAX)
+    return pto__isa_scalar.fn[op](op, a);
+  const int acc = (a->flags & PTO_TF_ACC) != 0,
+            scaled = acc && (a->flags & PTO_TF_ROWSCALE);
+  const size_t ldc = d->stride, a_panel = (size_t)MR * A->stride;
+  static const float zeros[NR] __attribute__((aligned(64)));
+  _Alignas(64) float slices[GB_KC * NR]; /* packed: a pass's slices */
+  const unsigned char *row[GB_SLOTS_MAX], *next[GB_SLOTS_MAX];
+  const float *v[GB_SLOTS_MAX];
+  for (uint32_t t = 0; t < n; t++)
+    row[t] = pto__table_row(idx, g, t);
+  float *Cd = d->data;
+  const uint32_t full = N / NR * NR, kc = pack ? GB_KC : n;
+  const size_t es = pto_dtype_size(g->dtype);
+  for (uint32_t n0 = 0; n0 < full; n0 += NR) {
+    const int more = !pack && n0 + NR < full;
+    for (uint32_t k0 = 0; k0 < n; k0 += kc) {
+      const uint32_t k1 = n - k0 < kc ? n : k0 + kc;
+      for (uint32_t t = k0; t < k1; t++) {
+        float *s = slices + (size_t)(t - k0) * NR;
+        if (more)
+          next[t] = row[t] ? row[t] + es * (n0 + NR)
+                           : (const unsigned char *)zeros;
+        if (!pack)
+          v[t] = row[t] ? (const float *)(const void *)row[t] + n0 : zeros;
+        else if (!row[t])
+          MM_UNROLL for (int q = 0; q < NR / VW; q++)
+              MM_STORE(s + q * VW, MM_ZERO());
+        else if (bf)
+          pto__widen_bf16(s, row[t] + 2 * (size_t)n0, NR);
+        else
+          MM_UNROLL for (int q = 0; q < NR / VW; q++) MM_STORE(
+              s + q * VW,
+              MM_LOAD((const float *)(const void *)row[t] + n0 + q * VW));
+      }
+      for (uint32_t m0 = 0; m0 < M; m0 += MR) {
+        const uint32_t rows = M - m0 < MR ? M - m0 : MR;
+        float f[MR];
+        for (uint32_t i = 0; i < MR; i++)
+          f[i] = scaled && i < rows
+                     ? ((const float *)a->src[2]->data)[(size_t)(m0 + i) *
+                                                        a->src[2]->stride]
+                     : 1.0f;
+        kernel_gb(k1 - k0,
+                  (const float *)A->data + (size_t)(m0 / MR) * a_panel +
+                      (size_t)k0 * MR,
+                  pack ? slices : NULL, v + k0, Cd + (size_t)m0 * ldc + n0,
+                  ldc, rows, acc || k0 > 0, scaled && k0 == 0 ? f : NULL,
+                  more && m0 == 0 ? next : NULL);
+      }
+    }
+  }
+  for (uint32_t m = 0; m < M && full < N; m++) { /* the last columns */
+    const float *Am = (const float *)A->data + (size_t)(m / MR) * a_panel +
+                      m % MR;
+    const float f = scaled ? ((const float *)a->src[2]->data)[(size_t)m *
+                                                             a->src[2]->stride]
+                           : 1.0f;
+    for (uint32_t c = full; c < N; c++) {
+      float *o = Cd + (size_t)m * ldc + c, sum = acc ? *o * f : 0.0f;
+      for (uint32_t t = 0; t < n; t++) {
+        const unsigned char *x =
+            row[t] ? row[t] + c * pto_dtype_size(g->dtype) : NULL;
+        const float p = Am[(size_t)t * MR] * (x ? pto__to_f32(g->dtype, x) : 0);
+        sum += p;
+      }
+      *o = sum;
+    }
+  }
+  return PTO_OK;
+}
+
+#endif /* PTO_TILEOPS_MM_GATHER_H */
