@@ -171,7 +171,7 @@ static void pf_init(pto_pf *pf, const pto_cprog *pr, const pto_targ *args,
       continue;
     const pto_targ *g = &args[pi->slot];
     /* an instruction that fetches each row after the first itself
-     * (TLOADEXPDIFSUM, TLOADSOFTMAXSTORE; tileops/vec_kernels.h): only
+     * (TLOADEXPDIFSUM, TLOADSOFTMAXSTORE; tileops/softmax_kernels.h): only
      * its first row here */
     const int64_t rows =
         pto__insn_info(pi->op)->flags & PTO_IF_ROW_AHEAD ? 1 : sl->rows;

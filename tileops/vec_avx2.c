@@ -252,7 +252,7 @@ static inline unsigned vb_bits(vb m) {
   return (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m));
 }
 
-/* ---- 64-bit sort keys (TSORT32 and TMRGSORT in vec_kernels.h) ----------
+/* ---- 64-bit sort keys (TSORT32 and TMRGSORT in sort_kernels.h) ---------
  * AVX2 compares 64-bit lanes as signed only: flipping the top bit of both
  * sides makes that the unsigned order. */
 
@@ -333,11 +333,15 @@ static inline vp vp_rev(vp p) {
 #define vp_swap(p, D) _mm_shuffle_epi32(p, (D) == 2 ? 0x4e : 0xb1)
 
 #include "tileops/vec_kernels.h"
+#include "tileops/sort_kernels.h"
+#include "tileops/softmax_kernels.h"
 #include "tileops/attn_kernels.h"
 #include "tileops/topk_kernels.h"
 
 void pto__vec_avx2(pto_isa_table *t) {
   vec_install(t);
+  sort_install(t);
+  softmax_install(t);
   attn_install(t);
   topk_install(t);
 }

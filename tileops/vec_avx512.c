@@ -224,7 +224,7 @@ static inline unsigned vb_bits(vb m) {
   return (unsigned)m;
 }
 
-/* ---- 64-bit sort keys (TSORT32 and TMRGSORT in vec_kernels.h) ---------- */
+/* ---- 64-bit sort keys (TSORT32 and TMRGSORT in sort_kernels.h) --------- */
 
 typedef __m512i vk;  /* KL unsigned 64-bit keys */
 typedef __m256i vp;  /* KL 32-bit payloads, lane i beside key lane i */
@@ -302,11 +302,15 @@ static inline vp vp_rev(vp p) {
               : _mm256_shuffle_epi32(p, 0xb1))
 
 #include "tileops/vec_kernels.h"
+#include "tileops/sort_kernels.h"
+#include "tileops/softmax_kernels.h"
 #include "tileops/attn_kernels.h"
 #include "tileops/topk_kernels.h"
 
 void pto__vec_avx512(pto_isa_table *t) {
   vec_install(t);
+  sort_install(t);
+  softmax_install(t);
   attn_install(t);
   topk_install(t);
 }
