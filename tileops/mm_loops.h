@@ -374,7 +374,26 @@ static int mm_TMATMUL_RELU_WSUM(int op, const pto_targs *a) {
  * contiguous (the common right operand): each source row k goes whole to
  * row k of every panel, full panel rows as fixed-size copies the compiler
  * turns into this file's widest vectors; pto__tload_pack's layout and
- * zero padding (core/isa.def). 0 when the window is not of that kind. */
+ * zero padding (core/isa.def). 0 when the window is not of that kind.
+ * The including file may set PACK_B_GROUP, the source rows copied to a
+ * panel before the next panel (their slices are consecutive there), and
+ * PACK_B_AHEAD, how many rows ahead the packer fetches line by line (0:
+ * none, the hardware prefetchers follow the rows). */
+#ifndef PACK_B_GROUP
+#define PACK_B_GROUP 1
+#endif
+#ifndef PACK_B_AHEAD
+#define PACK_B_AHEAD 4
+#endif
+
+/* n consecutive slices of a panel (NR f32 each, at d) from n rows ks
+ * apart (from s). */
+static inline __attribute__((always_inline)) void
+b_slices(float *restrict d, const float *restrict s, int64_t ks, uint32_t n) {
+  for (uint32_t r = 0; r < n; r++)
+    __builtin_memcpy(d + (size_t)r * NR, s + r * ks, NR * sizeof(float));
+}
+
 static int pack_b_rows(const pto_targs *a) {
   pto_tile *d = a->dst[0];
   const pto_gview *g = &a->g;
@@ -384,18 +403,27 @@ static int pack_b_rows(const pto_targs *a) {
   const uint32_t K = d->valid_rows, P = d->valid_cols, full = P / NR * NR;
   const size_t panel = (size_t)NR * d->rows;
   const int64_t ks = g->row_stride;
+  const float *base = g->base;
   float *dd = d->data;
-  for (uint32_t k = 0; k < K; k++) {
-    const float *sk = (const float *)g->base + k * ks;
-    if (k + 4 < K) /* rows are far apart: fetch a few ahead, line by line */
+  for (uint32_t k0 = 0; k0 < K; k0 += PACK_B_GROUP) {
+    const uint32_t n = K - k0 < PACK_B_GROUP ? K - k0 : PACK_B_GROUP;
+    const float *s0 = base + k0 * ks;
+    for (uint32_t k = k0 + PACK_B_AHEAD; PACK_B_AHEAD && k < K &&
+                                         k < k0 + PACK_B_AHEAD + n;
+         k++) /* rows are far apart: fetch a few ahead, line by line */
       for (uint32_t b = 0; b < P; b += 16)
-        _mm_prefetch((const char *)(sk + 4 * ks + b), _MM_HINT_T0);
-    float *dk = dd + (size_t)k * NR;
-    for (uint32_t p0 = 0; p0 < full; p0 += NR)
-      __builtin_memcpy(dk + (size_t)(p0 / NR) * panel, sk + p0,
-                       NR * sizeof(float));
-    if (full < P) {
-      float *dp = dk + (size_t)(full / NR) * panel;
+        _mm_prefetch((const char *)(base + k * ks + b), _MM_HINT_T0);
+    float *d0 = dd + (size_t)k0 * NR;
+    for (uint32_t p0 = 0; p0 < full; p0 += NR) {
+      float *dp = d0 + (size_t)(p0 / NR) * panel;
+      if (n == PACK_B_GROUP)
+        b_slices(dp, s0 + p0, ks, PACK_B_GROUP);
+      else
+        b_slices(dp, s0 + p0, ks, n);
+    }
+    for (uint32_t r = 0; full < P && r < n; r++) { /* the partial panel */
+      const float *sk = s0 + r * ks;
+      float *dp = d0 + (size_t)r * NR + (size_t)(full / NR) * panel;
       uint32_t i = 0;
       for (; i < P - full; i++)
         dp[i] = sk[full + i];
