@@ -63,7 +63,7 @@ static inline float mm_hsum_avx2(__m256 v) {
 #define MM_ENGINE "avx2-f32"
 #define KERNEL kernel_6x16
 #define KERNEL_WSUM kernel_6x16_wsum
-#define PACK_A_ROWS pack_a_rows
+#define PACK_LANES pack_lanes
 /* the vector primitives of mm_gather.h's gathered-row kernels */
 #define MM_V __m256
 #define MM_LOAD(p) _mm256_loadu_ps(p)
@@ -216,53 +216,87 @@ static inline void transpose8(__m256 r[8]) {
   }
 }
 
-/* TLOAD packing A in panels of MR = 6 rows from an f32 window whose rows
- * are contiguous (pto__tload_pack's layout: d_p[k * 6 + i] = row p * 6 +
- * i at k, zeros for the rows past the valid ones): 8 k of the panel's 6
- * rows (and two zero rows) at a time through an 8 x 8 transpose, each k's
- * 6 values stored as a vector of 8 whose last two the next k overwrites
- * (the last k stores exactly 6). The shared packer's 4 x 4 transposes
- * leave rows 4 and 5 to scalar code: 342 x 256 of a 1024-wide A, best of
- * 200 on Zen 3, 16-18 us (20-22 GB/s) against 46-48 (7.4 GB/s); GEMM
- * 1024 and 2048 on 1 and 2 threads, PTO / OpenBLAS in turns with and
- * without it: 0.997 against 0.969 on average over 20 pairs */
-static int pack_a_rows(const pto_targs *a) {
-  pto_tile *d = a->dst[0];
-  const pto_gview *g = &a->g;
-  if (!(a->flags & PTO_TF_PACK_A) || a->imm[0] != MR || d->dtype != PTO_F32 ||
-      g->dtype != PTO_F32 || g->col_stride != 1)
-    return 0;
-  const uint32_t P = d->valid_rows, K = d->valid_cols;
-  const size_t panel = (size_t)MR * d->stride;
-  const int64_t rs = g->row_stride;
+/* A panel of w lanes that are source rows contiguous along k: d[k * w +
+ * i] = s[i * is + k] for k < K, i < n, and 0 for n <= i < w
+ * (pto__tload_pack's layout), 8 lanes and 8 k at a time through an 8 x 8
+ * transpose. With w < 8 (A's 6 rows) each k's w values are stored as a
+ * vector of 8 whose last 8 - w the next k overwrites; the panel's last k
+ * stores exactly w. Against the shared packer's 4 x 4 transposes, on
+ * Zen 3: an A panel's rows 4 and 5 were left to scalar code there (342 x
+ * 256 of a 1024-wide A, best of 200: 16-18 us against 46-48; GEMM 1024
+ * and 2048 on 1 and 2 threads, PTO / OpenBLAS in turns with and without:
+ * 0.997 against 0.969 on average over 20 pairs); B's panels of 16 from a
+ * transposed view (attention's Q^T, 576 x 128, and the indexer's, 128 x
+ * 448), in turns, median of 1000 with the sources in L2 or L3: 9.5-13.3
+ * against 18-24 us. A 6-row-only version of this packer was 2-5% faster
+ * on A's panels than this one; one packer for both kept */
+#define LANES_MAX 16 /* the widest panel packed here */
+static inline __attribute__((always_inline)) void
+lanes_panel(float *restrict d, const float *restrict s, int64_t is,
+            uint32_t K, uint32_t n, uint32_t w) {
   const __m256 z = _mm256_setzero_ps();
-  for (uint32_t p0 = 0; p0 < P; p0 += MR) {
-    const uint32_t n = P - p0 < MR ? P - p0 : MR;
-    const float *src[MR];
-    for (uint32_t i = 0; i < MR; i++)
-      src[i] = (const float *)g->base + (int64_t)(p0 + (i < n ? i : 0)) * rs;
-    float *dp = (float *)d->data + (size_t)(p0 / MR) * panel;
-    uint32_t k = 0;
-    for (; k + 8 <= K; k += 8) {
+  const float *src[LANES_MAX];
+  for (uint32_t i = 0; i < w; i++)
+    src[i] = s + (int64_t)(i < n ? i : 0) * is;
+  uint32_t k = 0;
+  for (; k + 8 <= K; k += 8) {
+    float *dk = d + (size_t)k * w;
+    for (uint32_t l0 = 0; l0 < w; l0 += 8) {
       __m256 r[8];
-      for (uint32_t i = 0; i < MR; i++)
-        r[i] = i < n ? _mm256_loadu_ps(src[i] + k) : z;
-      r[6] = r[7] = z;
+      for (uint32_t i = 0; i < 8; i++)
+        r[i] = l0 + i < w && l0 + i < n ? _mm256_loadu_ps(src[l0 + i] + k)
+                                        : z;
       transpose8(r);
-      float *dk = dp + (size_t)k * MR;
-      for (int j = 0; j < 7; j++)
-        _mm256_storeu_ps(dk + j * MR, r[j]);
+      if (w >= 8) {
+        for (uint32_t j = 0; j < 8; j++)
+          _mm256_storeu_ps(dk + j * w + l0, r[j]);
+        continue;
+      }
+      for (uint32_t j = 0; j < 7; j++)
+        _mm256_storeu_ps(dk + j * w, r[j]);
       if (k + 8 < K) {
-        _mm256_storeu_ps(dk + 7 * MR, r[7]);
-      } else { /* the panel's last k: nothing past its 6 values */
-        _mm_storeu_ps(dk + 7 * MR, _mm256_castps256_ps128(r[7]));
-        _mm_storel_pi((__m64 *)(void *)(dk + 7 * MR + 4),
-                      _mm256_extractf128_ps(r[7], 1));
+        _mm256_storeu_ps(dk + 7 * w, r[7]);
+      } else { /* the panel's last k: nothing past its w values */
+        _Alignas(32) float last[8];
+        _mm256_store_ps(last, r[7]);
+        for (uint32_t i = 0; i < w; i++)
+          dk[7 * w + i] = last[i];
       }
     }
-    for (; k < K; k++)
-      for (uint32_t i = 0; i < MR; i++)
-        dp[(size_t)k * MR + i] = i < n ? src[i][k] : 0.0f;
+  }
+  for (; k < K; k++)
+    for (uint32_t i = 0; i < w; i++)
+      d[(size_t)k * w + i] = i < n ? s[i * is + k] : 0.0f;
+}
+
+/* TLOAD packing an f32 window in panels whose lanes are its rows
+ * contiguous along k (A's rows from a row-major window, B's columns from
+ * a transposed view: a matmul by k^T), w < 8 or a multiple of 8 lanes:
+ * lanes_panel per panel. 0 for any other window or width (the shared
+ * packer's). */
+static int pack_lanes(const pto_targs *a) {
+  pto_tile *d = a->dst[0];
+  const pto_gview *g = &a->g;
+  const int pa = (a->flags & PTO_TF_PACK_A) != 0;
+  const uint32_t w = (uint32_t)a->imm[0];
+  if (!(a->flags & (PTO_TF_PACK_A | PTO_TF_PACK_B)) || d->dtype != PTO_F32 ||
+      g->dtype != PTO_F32 || (pa ? g->col_stride : g->row_stride) != 1 ||
+      w < 1 || (w > 8 && w % 8) || w > LANES_MAX)
+    return 0;
+  const uint32_t P = pa ? d->valid_rows : d->valid_cols,
+                 K = pa ? d->valid_cols : d->valid_rows;
+  const int64_t is = pa ? g->row_stride : g->col_stride;
+  const size_t panel = (size_t)w * (pa ? d->stride : d->rows);
+  for (uint32_t p0 = 0; p0 < P; p0 += w) {
+    float *dp = (float *)d->data + (size_t)(p0 / w) * panel;
+    const float *sp = (const float *)g->base + (int64_t)p0 * is;
+    const uint32_t n = P - p0 < w ? P - p0 : w;
+    if (w == MR) /* the micro-kernel's widths as constants */
+      lanes_panel(dp, sp, is, K, n, MR);
+    else if (w == NR)
+      lanes_panel(dp, sp, is, K, n, NR);
+    else
+      lanes_panel(dp, sp, is, K, n, w);
   }
   return 1;
 }

@@ -16,9 +16,10 @@
  * more; MM_ENGINE, the engine's name ("avx2-f32"); and the vector
  * primitives (MM_V, MM_LOAD...) of the kernels that read a table's rows in
  * place, which tileops/mm_gather.h (included below) lists.
- * Optionally: PACK_A_ROWS (a), TLOAD packing A panels of MR rows from an
- * f32 window with contiguous rows, 1 when it did (defined by the file
- * after the include; 0 leaves it to the shared packer); MM_AHEAD 0, the
+ * Optionally: PACK_LANES (a), TLOAD packing an f32 window whose rows
+ * are the panels' lanes, contiguous along k (A's rows, or B's columns
+ * from a transposed view), 1 when it did (defined by the file after the
+ * include; 0 leaves it to the shared packer); MM_AHEAD 0, the
  * packed matmuls do not prefetch the windows the task loads next
  * (ahead_plan below); mm_gather.h's GB_PACK and GA_UNROLL. So the loops
  * compile with that file's ISA flags.
@@ -150,8 +151,8 @@ static void KERNEL_WSUM(uint32_t K, const float *restrict Ap,
                         uint32_t rows, uint32_t split, float *restrict sums,
                         pto_pf *pf, uint32_t npf);
 #endif
-#ifdef PACK_A_ROWS
-static int PACK_A_ROWS(const pto_targs *a);
+#ifdef PACK_LANES
+static int PACK_LANES(const pto_targs *a);
 #endif
 
 /* Packed f32 operands with panels MR x NR: loops around the kernel. The
@@ -442,8 +443,8 @@ static int mm_TLOAD(int op, const pto_targs *a) {
     return tload_unpacked(op, a);
   if (pack_b_rows(a))
     return PTO_OK;
-#ifdef PACK_A_ROWS
-  if (PACK_A_ROWS(a))
+#ifdef PACK_LANES
+  if (PACK_LANES(a))
     return PTO_OK;
 #endif
   return pto__tload_pack(op, a);
