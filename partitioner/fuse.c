@@ -588,20 +588,26 @@ int pto__fuse_split_for_parallelism(part *s) {
   uint32_t *seen = malloc((nu + 1) * sizeof *seen); /* per subgraph */
   uint32_t *uf = malloc((nu + 1) * sizeof *uf);     /* per unit */
   uint8_t *core = calloc(nn + 1, 1);                /* per cluster root */
+  uint8_t *cube = calloc(nn + 1, 1);                /* per node */
   fwd *f = NULL;
   unsigned cap_f = 0, n_f = 0;
   int rc = -1;
-  if (!units || !most || !n_sg || !nodes || !seen || !uf || !core)
+  if (!units || !most || !n_sg || !nodes || !seen || !uf || !core || !cube)
     goto out;
   for (uint32_t u = 0; u < nu; u++) {
     seen[u] = PTO_NONE;
     uf[u] = u;
-    if (tg->units[u].node != PTO_NONE)
+    if (tg->units[u].node != PTO_NONE) {
       units[tg->units[u].node]++;
+      cube[tg->units[u].node] |= tg->units[u].core == PTO_CORE_CUBE;
+    }
   }
   for (uint32_t v = 0; v < nn; v++) {
     uint32_t c = uf_find(s->cluster, v);
-    uint32_t alone = (units[v] + s->reuse[v] - 1) / s->reuse[v];
+    /* l1_reuse joins cube units only (reuse_l1): a vector op keeps its
+     * tasks whatever the knob says */
+    uint32_t r = cube[v] ? s->reuse[v] : 1;
+    uint32_t alone = (units[v] + r - 1) / r;
     nodes[c] += units[v] > 0;
     if (alone > most[c])
       most[c] = alone;
@@ -718,6 +724,7 @@ out:
   free(seen);
   free(uf);
   free(core);
+  free(cube);
   free(f);
   return rc;
 }

@@ -703,6 +703,65 @@ Test(partitioner, a_norm_chain_splits_where_it_fans_in_and_out) {
   pto_program_free(p);
 }
 
+/* l1_reuse joins cube units only, so it must not count against a vector
+ * op's tasks in the parallelism rule. A column sum of a column fans out
+ * to the row tiles of (s - m1) / (m4 + 0.25) - m7 on 4 workers: 4 tasks
+ * per vector op alone, and 5 fused (the sum, then 4 at once). With
+ * l1_reuse 32 the rule took every op for one task alone and let the
+ * cluster collapse into a single task (fuzz_diff seed 7406893). */
+Test(partitioner, l1_reuse_does_not_collapse_vector_ops) {
+  pto_program *p = pto_program_new("reuse");
+  pto_program_set_vec_tile(p, 32, 128); /* 4 row tiles on any machine */
+  pto_tensor *m1 = pto_input(p, "m1", PTO_F32, 2, (const int64_t[]){127, 1});
+  pto_tensor *m4 =
+      pto_input(p, "m4", PTO_F32, 2, (const int64_t[]){127, 127});
+  pto_tensor *m7 =
+      pto_input(p, "m7", PTO_F32, 2, (const int64_t[]){127, 127});
+  pto_tensor *d = pto_div(p, pto_sub(p, pto_colsum(p, m1), m1),
+                          pto_adds(p, m4, 0.25));
+  pto_output(p, pto_sub(p, d, m7), "y");
+  pto_config *c = pto_config_new();
+  pto_machine m;
+  cr_assert_eq(pto_machine_host(&m), PTO_OK);
+  m.shared = 1;
+  m.workers[PTO_CORE_CUBE] = m.workers[PTO_CORE_VECTOR] = 4;
+  cr_assert_eq(pto_config_set_machine(c, &m), PTO_OK);
+  cr_assert_eq(pto_config_set_knob(c, NULL, PTO_KNOB_L1_REUSE, 32), PTO_OK);
+  pto_executable *e = compile_ok(p, c);
+  pto_config_free(c);
+  pto_exe_stats st;
+  pto_executable_stats(e, &st);
+  uint32_t widest = 0;
+  for (uint32_t t = 0; t < st.tasks; t++) {
+    const uint32_t *succ;
+    uint32_t k = pto_executable_task_succ(e, t, &succ);
+    widest = k > widest ? k : widest;
+  }
+  cr_expect_eq(st.tasks, 5, "tasks %u", st.tasks);
+  cr_expect_eq(widest, 4, "the sum feeds %u tasks, not the 4 row tiles",
+               widest);
+  static float M1[127], M4[127 * 127], M7[127 * 127], Y[127 * 127],
+      R[127 * 127];
+  srand(7);
+  for (int i = 0; i < 127 * 127; i++) {
+    M4[i] = (float)rand() / (float)RAND_MAX;
+    M7[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+    if (i < 127)
+      M1[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+  }
+  const void *in[] = {M1, M4, M7};
+  void *out[] = {Y}, *ref[] = {R};
+  cr_assert_eq(pto_executable_run_serial(e, in, out), PTO_OK, "%s",
+               pto_executable_error(e));
+  parallel_equals_serial(e, in, Y, sizeof Y);
+  cr_assert_eq(pto_program_eval(p, in, ref), PTO_OK);
+  for (int i = 0; i < 127 * 127; i++)
+    cr_assert(fabsf(Y[i] - R[i]) <= 1e-5f * (1 + fabsf(R[i])), "y[%d] %g vs %g",
+              i, Y[i], R[i]);
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
 /* exp(x - rowmax) and its row sum become one TROWEXPANDEXPDIFSUM pass,
  * that with the load and the max one TLOADEXPDIFSUM, and that with the
  * quotients and the scaled store one TLOADSOFTMAXSTORE (parity_softmax
