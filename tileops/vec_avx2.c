@@ -333,6 +333,7 @@ static inline vp vp_rev(vp p) {
 #define vp_swap(p, D) _mm_shuffle_epi32(p, (D) == 2 ? 0x4e : 0xb1)
 
 #include "tileops/vec_kernels.h"
+#include "tileops/cvt_kernels.h"
 #include "tileops/sort_kernels.h"
 #include "tileops/softmax_kernels.h"
 #include "tileops/attn_kernels.h"
@@ -340,6 +341,7 @@ static inline vp vp_rev(vp p) {
 
 void pto__vec_avx2(pto_isa_table *t) {
   vec_install(t);
+  cvt_install(t);
   sort_install(t);
   softmax_install(t);
   attn_install(t);

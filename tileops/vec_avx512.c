@@ -302,6 +302,7 @@ static inline vp vp_rev(vp p) {
               : _mm256_shuffle_epi32(p, 0xb1))
 
 #include "tileops/vec_kernels.h"
+#include "tileops/cvt_kernels.h"
 #include "tileops/sort_kernels.h"
 #include "tileops/softmax_kernels.h"
 #include "tileops/attn_kernels.h"
@@ -309,6 +310,7 @@ static inline vp vp_rev(vp p) {
 
 void pto__vec_avx512(pto_isa_table *t) {
   vec_install(t);
+  cvt_install(t);
   sort_install(t);
   softmax_install(t);
   attn_install(t);

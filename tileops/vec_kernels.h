@@ -3,10 +3,11 @@
  * tileops/vec_avx2.c and tileops/vec_avx512.c, after each defines the
  * primitives for its ISA, so it is compiled only with that file's ISA flags;
  * nothing here names an intrinsic. Defines vec_install(), which overrides the
- * entries of a table derived from the scalar reference. The sorts, the fused
- * softmax rows, the online softmax and top-k have headers of their own
- * (tileops/sort_kernels.h, softmax_kernels.h, attn_kernels.h,
- * topk_kernels.h), over these primitives and included after this one.
+ * entries of a table derived from the scalar reference. The conversions with
+ * the memory instructions, the sorts, the fused softmax rows, the online
+ * softmax and top-k have headers of their own (tileops/cvt_kernels.h,
+ * sort_kernels.h, softmax_kernels.h, attn_kernels.h, topk_kernels.h), over
+ * these primitives and included after this one.
  *
  * The primitives (all static inline or macros, per ISA):
  *   VL                         32-bit lanes per vector
@@ -451,239 +452,6 @@ static int vec_TSEL(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
-/* ---- conversions ------------------------------------------------------------
- * Rows of n elements between any two dtypes (core/convert.h): the same dtype
- * copies bits, i32 -> i32 stays integer, everything else goes through f32;
- * with relu, maximum(x, +0) on the way (in i32 for i32 -> i32). */
-
-/* f32 -> bf16 bits, nearest even; NaN: quiet, sign and top payload kept. */
-ALWAYS_INLINE vi f32_to_bf16(vf v) {
-  const vi u = vf_bits(v);
-  const vi lsb = vi_and(vi_srli(u, 16), vi_set(1));
-  const vi rounded = vi_srli(vi_add(vi_add(u, vi_set(0x7fff)), lsb), 16);
-  const vi quiet = vi_or(vi_srli(u, 16), vi_set(0x40));
-  return vi_blend(vf_cmp(v, v, _CMP_UNORD_Q), rounded, quiet);
-}
-
-ALWAYS_INLINE vf load_f32(const int dt, const void *p, uint32_t n) {
-  switch (dt) {
-  case PTO_F32:
-    return ldf(p, n);
-  case PTO_I32:
-    return vi_to_f(ldi(p, n));
-  case PTO_BF16:
-    return vi_bits(vi_slli(vi_ld16n(p, n), 16));
-  default:
-    return vf_ldhn(p, n);
-  }
-}
-
-ALWAYS_INLINE void store_f32(const int dt, void *p, vf v, uint32_t n) {
-  switch (dt) {
-  case PTO_F32:
-    stf(p, v, n);
-    break;
-  case PTO_I32:
-    sti(p, vf_to_i(v), n);
-    break;
-  case PTO_BF16:
-    vi_st16n(p, f32_to_bf16(v), n);
-    break;
-  default:
-    vf_sthn(p, v, n);
-    break;
-  }
-}
-
-ALWAYS_INLINE size_t dt_size(const int dt) {
-  return dt == PTO_BF16 || dt == PTO_F16 ? 2 : 4;
-}
-
-typedef void (*row_fn)(void *d, const void *s, uint32_t n);
-
-ALWAYS_INLINE void cvt_row(void *dv, const void *sv, uint32_t vc, const int from,
-                           const int to, const int relu) {
-  unsigned char *restrict d = dv;
-  const unsigned char *restrict s = sv;
-  const size_t ds = dt_size(to), ss = dt_size(from);
-  if (from == to && !relu && ds == 2) {
-#define STEP(c, n)                                                             \
-  vi_st16n((uint16_t *)(void *)d + c,                                          \
-           vi_ld16n((const uint16_t *)(const void *)s + c, n), n)
-    FOR_COLS(vc, STEP);
-#undef STEP
-  } else if (from == to && !relu) {
-#define STEP(c, n)                                                             \
-  sti((int32_t *)(void *)d + c, ldi((const int32_t *)(const void *)s + c, n), n)
-    FOR_COLS(vc, STEP);
-#undef STEP
-  } else if (from == PTO_I32 && to == PTO_I32) { /* relu */
-#define STEP(c, n)                                                             \
-  sti((int32_t *)(void *)d + c,                                                \
-      vi_max(ldi((const int32_t *)(const void *)s + c, n), vi_set(0)), n)
-    FOR_COLS(vc, STEP);
-#undef STEP
-  } else {
-#define STEP(c, n)                                                             \
-  do {                                                                         \
-    vf v_ = load_f32(from, s + (c) * ss, n);                                   \
-    store_f32(to, d + (c) * ds, relu ? vf_max(v_, vf_set(0.0f)) : v_, n);      \
-  } while (0)
-    FOR_COLS(vc, STEP);
-#undef STEP
-  }
-}
-
-/* g[c] += s[c] (TSTORE with PTO_TF_ACC): i32 + i32 wraps, else in f32. */
-ALWAYS_INLINE void acc_row(void *gv, const void *sv, uint32_t vc, const int sdt,
-                           const int gdt) {
-  unsigned char *restrict g = gv;
-  const unsigned char *restrict s = sv;
-  const size_t gs = dt_size(gdt), ss = dt_size(sdt);
-  if (gdt == PTO_I32 && sdt == PTO_I32) {
-#define STEP(c, n)                                                             \
-  sti((int32_t *)(void *)g + c,                                                \
-      vi_add(ldi((const int32_t *)(const void *)g + c, n),                     \
-             ldi((const int32_t *)(const void *)s + c, n)),                    \
-      n)
-    FOR_COLS(vc, STEP);
-#undef STEP
-  } else {
-#define STEP(c, n)                                                             \
-  store_f32(gdt, g + (c) * gs,                                                 \
-            vf_add(load_f32(gdt, g + (c) * gs, n),                             \
-                   load_f32(sdt, s + (c) * ss, n)),                            \
-            n)
-    FOR_COLS(vc, STEP);
-#undef STEP
-  }
-}
-
-/* One function per (from, to, relu) and per (tile, global) accumulation. */
-#define DT_PAIRS(X)                                                            \
-  X(F32, F32) X(F32, I32) X(F32, BF16) X(F32, F16) X(I32, F32) X(I32, I32)     \
-  X(I32, BF16) X(I32, F16) X(BF16, F32) X(BF16, I32) X(BF16, BF16)             \
-  X(BF16, F16) X(F16, F32) X(F16, I32) X(F16, BF16) X(F16, F16)
-
-#define DEF_ROW_FNS(F, T)                                                      \
-  static void cvt_##F##_##T(void *d, const void *s, uint32_t n) {              \
-    cvt_row(d, s, n, PTO_##F, PTO_##T, 0);                                     \
-  }                                                                            \
-  static void relu_##F##_##T(void *d, const void *s, uint32_t n) {             \
-    cvt_row(d, s, n, PTO_##F, PTO_##T, 1);                                     \
-  }                                                                            \
-  static void acc_##F##_##T(void *g, const void *s, uint32_t n) {              \
-    acc_row(g, s, n, PTO_##F, PTO_##T);                                        \
-  }
-DT_PAIRS(DEF_ROW_FNS)
-#undef DEF_ROW_FNS
-
-/* [from][to]; acc: [tile dtype][global dtype]. */
-#define CVT_ENTRY(F, T) [PTO_##F][PTO_##T] = cvt_##F##_##T,
-#define RELU_ENTRY(F, T) [PTO_##F][PTO_##T] = relu_##F##_##T,
-#define ACC_ENTRY(F, T) [PTO_##F][PTO_##T] = acc_##F##_##T,
-static const row_fn cvt_fns[4][4] = {DT_PAIRS(CVT_ENTRY)};
-static const row_fn relu_fns[4][4] = {DT_PAIRS(RELU_ENTRY)};
-static const row_fn acc_fns[4][4] = {DT_PAIRS(ACC_ENTRY)};
-#undef CVT_ENTRY
-#undef RELU_ENTRY
-#undef ACC_ENTRY
-
-/* TCVT, TMOV: row by row, through the (from, to, relu) function. */
-static int convert_tile(const pto_targs *a, int relu) {
-  pto_tile *d = a->dst[0];
-  const pto_tile *s = a->src[0];
-  row_fn f = (relu ? relu_fns : cvt_fns)[s->dtype][d->dtype];
-  for (uint32_t r = 0; r < d->valid_rows; r++)
-    f(row_of(d, r), row_of(s, r), d->valid_cols);
-  return PTO_OK;
-}
-
-static int vec_TCVT(int op, const pto_targs *a) {
-  (void)op;
-  return convert_tile(a, 0);
-}
-
-static int vec_TMOV(int op, const pto_targs *a) {
-  (void)op;
-  return convert_tile(a, (a->flags & PTO_TF_RELU) != 0);
-}
-
-/* ---- memory -------------------------------------------------------------
- * Global views whose columns are not contiguous (transposed views) go to
- * the scalar reference: element-at-a-time either way. */
-
-static int vec_TLOAD(int op, const pto_targs *a) {
-  const pto_gview *g = &a->g;
-  if (g->col_stride != 1)
-    return pto__isa_scalar.fn[PTO_OP_TLOAD](op, a);
-  pto_tile *d = a->dst[0];
-  row_fn f = cvt_fns[g->dtype][d->dtype];
-  for (uint32_t r = 0; r < d->valid_rows; r++)
-    f(row_of(d, r), grow(g, r), d->valid_cols);
-  return PTO_OK;
-}
-
-/* A 32-bit row copied with streaming (non-temporal) stores where the
- * destination is vector-aligned: plain stores up to the first aligned
- * element and for the tail. */
-static void stream_row(void *dv, const void *sv, uint32_t vc) {
-  int32_t *restrict d = dv;
-  const int32_t *restrict s = sv;
-  uint32_t c = (uint32_t)(((0u - (uintptr_t)d) % (VL * 4)) / 4);
-  if (c > vc || ((uintptr_t)d & 3))
-    c = vc;
-  if (c)
-    cvt_fns[PTO_I32][PTO_I32](d, s, c);
-  for (; c + VL <= vc; c += VL) /* one vector per step, aligned stores */
-    vi_stream(d + c, vi_ld(s + c));
-  if (c < vc)
-    cvt_fns[PTO_I32][PTO_I32](d + c, s + c, vc - c);
-}
-
-static int vec_TSTORE(int op, const pto_targs *a) {
-  const pto_gview *g = &a->g;
-  if (g->col_stride != 1)
-    return pto__isa_scalar.fn[PTO_OP_TSTORE](op, a);
-  const pto_tile *s = a->src[0];
-  row_fn f = a->flags & PTO_TF_ACC ? acc_fns[s->dtype][g->dtype]
-                                   : cvt_fns[s->dtype][g->dtype];
-  const int stream = (a->flags & (PTO_TF_STREAM | PTO_TF_ACC)) ==
-                         PTO_TF_STREAM &&
-                     s->dtype == g->dtype && dt_size(s->dtype) == 4;
-  if (stream)
-    f = stream_row;
-  for (uint32_t r = 0; r < s->valid_rows; r++)
-    f(grow(g, r), row_of(s, r), s->valid_cols);
-  if (stream) /* order the streaming stores before the task ends */
-    store_fence();
-  return PTO_OK;
-}
-
-static int vec_TGATHER(int op, const pto_targs *a) {
-  const pto_gview *g = &a->g;
-  if (g->col_stride != 1)
-    return pto__isa_scalar.fn[PTO_OP_TGATHER](op, a);
-  pto_tile *d = a->dst[0];
-  const pto_tile *ix = a->src[0];
-  const uint32_t vr = d->valid_rows, ivc = ix->valid_cols;
-  if (a->flags & PTO_TF_STRICT) /* every index before any write */
-    for (uint32_t r = 0; r < vr; r++) {
-      int32_t i = ((const int32_t *)row_of(ix, r / ivc))[r % ivc];
-      if (i < 0 || i >= g->rows)
-        return PTO_ERANGE;
-    }
-  row_fn f = cvt_fns[g->dtype][d->dtype];
-  for (uint32_t r = 0; r < vr; r++) {
-    int32_t i = ((const int32_t *)row_of(ix, r / ivc))[r % ivc];
-    if (i < 0 || i >= g->rows) /* a zero row: all-zero bits in every dtype */
-      memset(row_of(d, r), 0, (size_t)d->valid_cols * dt_size(d->dtype));
-    else
-      f(row_of(d, r), grow(g, i), d->valid_cols);
-  }
-  return PTO_OK;
-}
-
 /* ---- fills ----------------------------------------------------------------- */
 
 static int vec_TEXPANDS(int op, const pto_targs *a) {
@@ -939,14 +707,13 @@ REDUCE_OP(TCOLMIN, col_reduce, B_MIN)
 /* Everything this header implements; the rest stays the reference's. */
 // clang-format off
 #define VEC_OPS(X)                                                             \
-  X(TLOAD) X(TSTORE) X(TGATHER) X(TADD) X(TSUB) X(TMUL) X(TDIV) X(TMAX)        \
-  X(TMIN) X(TEXP) X(TLOG) X(TSQRT) X(TRSQRT) X(TRECIP) X(TRELU) X(TABS)        \
-  X(TNEG) X(TCMP) X(TSEL) X(TCVT) X(TADDS) X(TSUBS) X(TMULS) X(TDIVS)          \
-  X(TMAXS) X(TMINS) X(TEXPANDS) X(TROWSUM) X(TROWMAX) X(TROWMIN) X(TCOLSUM)    \
-  X(TCOLMAX) X(TCOLMIN) X(TROWEXPAND) X(TROWEXPANDADD) X(TROWEXPANDSUB)       \
-  X(TROWEXPANDMUL) X(TROWEXPANDDIV) X(TROWEXPANDMAX) X(TROWEXPANDEXPDIF)       \
-  X(TCOLEXPAND) X(TCOLEXPANDADD) X(TCOLEXPANDSUB) X(TCOLEXPANDMUL)             \
-  X(TCOLEXPANDDIV) X(TMOV)
+  X(TADD) X(TSUB) X(TMUL) X(TDIV) X(TMAX) X(TMIN) X(TEXP) X(TLOG) X(TSQRT)     \
+  X(TRSQRT) X(TRECIP) X(TRELU) X(TABS) X(TNEG) X(TCMP) X(TSEL) X(TADDS)        \
+  X(TSUBS) X(TMULS) X(TDIVS) X(TMAXS) X(TMINS) X(TEXPANDS) X(TROWSUM)          \
+  X(TROWMAX) X(TROWMIN) X(TCOLSUM) X(TCOLMAX) X(TCOLMIN) X(TROWEXPAND)         \
+  X(TROWEXPANDADD) X(TROWEXPANDSUB) X(TROWEXPANDMUL) X(TROWEXPANDDIV)          \
+  X(TROWEXPANDMAX) X(TROWEXPANDEXPDIF) X(TCOLEXPAND) X(TCOLEXPANDADD)          \
+  X(TCOLEXPANDSUB) X(TCOLEXPANDMUL) X(TCOLEXPANDDIV)
 // clang-format on
 
 static void vec_install(pto_isa_table *t) {
