@@ -45,6 +45,34 @@ static void parallel_equals_serial(pto_executable *e, const void *const *in,
   free(got);
 }
 
+/* The host machine with n shared workers, as a config. */
+static pto_config *host_config(uint32_t n) {
+  pto_config *c = pto_config_new();
+  cr_assert_not_null(c);
+  pto_machine m;
+  cr_assert_eq(pto_machine_host(&m), PTO_OK);
+  m.shared = 1;
+  m.workers[PTO_CORE_CUBE] = m.workers[PTO_CORE_VECTOR] = n;
+  cr_assert_eq(pto_config_set_machine(c, &m), PTO_OK);
+  return c;
+}
+
+/* Runs e serially into got (n f32, its one output), requires the parallel
+ * runs to write the same bytes and every value to be within tol * (1 +
+ * |ref|) of p's reference evaluation (into ref). */
+static void serial_parallel_and_eval_agree(pto_executable *e, pto_program *p,
+                                           const void *const *in, float *got,
+                                           float *ref, size_t n, float tol) {
+  void *out[] = {got}, *refs[] = {ref};
+  cr_assert_eq(pto_executable_run_serial(e, in, out), PTO_OK, "%s",
+               pto_executable_error(e));
+  parallel_equals_serial(e, in, got, n * sizeof *got);
+  cr_assert_eq(pto_program_eval(p, in, refs), PTO_OK);
+  for (size_t i = 0; i < n; i++)
+    cr_assert(fabsf(got[i] - ref[i]) <= tol * (1 + fabsf(ref[i])),
+              "out[%zu] %g vs %g", i, got[i], ref[i]);
+}
+
 static pto_program *pypto_example(void) {
   pto_program *p = pto_program_new("pypto-example");
   const int64_t ab[2] = {64, 64}, w[2] = {64, 32};
@@ -111,14 +139,7 @@ Test(partitioner, golden_pypto_example_is_3_programs_7_tasks) {
   for (int i = 0; i < 64 * 32; i++)
     W[i] = (float)rand() / (float)RAND_MAX - 0.5f;
   const void *in[] = {A, B, W};
-  void *out[] = {C}, *ref[] = {R};
-  cr_assert_eq(pto_executable_run_serial(e, in, out), PTO_OK, "%s",
-               pto_executable_error(e));
-  parallel_equals_serial(e, in, C, sizeof C);
-  cr_assert_eq(pto_program_eval(p, in, ref), PTO_OK);
-  for (int i = 0; i < 64; i++)
-    cr_expect(fabsf(C[i] - R[i]) <= 1e-4f * (1 + fabsf(R[i])), "C[%d] %g vs %g",
-              i, C[i], R[i]);
+  serial_parallel_and_eval_agree(e, p, in, C, R, 64, 1e-4f);
   pto_executable_free(e);
   pto_config_free(c);
   pto_program_free(p);
@@ -665,12 +686,7 @@ Test(partitioner, a_norm_chain_splits_where_it_fans_in_and_out) {
   pto_tensor *ms = pto_muls(p, pto_rowsum(p, pto_mul(p, x, x)), 1.0 / 4096);
   pto_tensor *r = pto_rsqrt(p, pto_adds(p, ms, 1e-6));
   pto_output(p, pto_mul(p, x, r), "y");
-  pto_config *c = pto_config_new();
-  pto_machine m;
-  cr_assert_eq(pto_machine_host(&m), PTO_OK);
-  m.shared = 1;
-  m.workers[PTO_CORE_CUBE] = m.workers[PTO_CORE_VECTOR] = 2;
-  cr_assert_eq(pto_config_set_machine(c, &m), PTO_OK);
+  pto_config *c = host_config(2);
   pto_executable *e = compile_ok(p, c);
   pto_config_free(c);
   pto_exe_stats st;
@@ -691,14 +707,7 @@ Test(partitioner, a_norm_chain_splits_where_it_fans_in_and_out) {
   for (int i = 0; i < 4 * 4096; i++)
     X[i] = (float)rand() / (float)RAND_MAX - 0.5f;
   const void *in[] = {X};
-  void *out[] = {Y}, *ref[] = {R};
-  cr_assert_eq(pto_executable_run_serial(e, in, out), PTO_OK, "%s",
-               pto_executable_error(e));
-  parallel_equals_serial(e, in, Y, sizeof Y);
-  cr_assert_eq(pto_program_eval(p, in, ref), PTO_OK);
-  for (int i = 0; i < 4 * 4096; i++)
-    cr_assert(fabsf(Y[i] - R[i]) <= 1e-5f * (1 + fabsf(R[i])), "y[%d] %g vs %g",
-              i, Y[i], R[i]);
+  serial_parallel_and_eval_agree(e, p, in, Y, R, 4 * 4096, 1e-5f);
   pto_executable_free(e);
   pto_program_free(p);
 }
@@ -720,12 +729,7 @@ Test(partitioner, l1_reuse_does_not_collapse_vector_ops) {
   pto_tensor *d = pto_div(p, pto_sub(p, pto_colsum(p, m1), m1),
                           pto_adds(p, m4, 0.25));
   pto_output(p, pto_sub(p, d, m7), "y");
-  pto_config *c = pto_config_new();
-  pto_machine m;
-  cr_assert_eq(pto_machine_host(&m), PTO_OK);
-  m.shared = 1;
-  m.workers[PTO_CORE_CUBE] = m.workers[PTO_CORE_VECTOR] = 4;
-  cr_assert_eq(pto_config_set_machine(c, &m), PTO_OK);
+  pto_config *c = host_config(4);
   cr_assert_eq(pto_config_set_knob(c, NULL, PTO_KNOB_L1_REUSE, 32), PTO_OK);
   pto_executable *e = compile_ok(p, c);
   pto_config_free(c);
@@ -750,14 +754,7 @@ Test(partitioner, l1_reuse_does_not_collapse_vector_ops) {
       M1[i] = (float)rand() / (float)RAND_MAX - 0.5f;
   }
   const void *in[] = {M1, M4, M7};
-  void *out[] = {Y}, *ref[] = {R};
-  cr_assert_eq(pto_executable_run_serial(e, in, out), PTO_OK, "%s",
-               pto_executable_error(e));
-  parallel_equals_serial(e, in, Y, sizeof Y);
-  cr_assert_eq(pto_program_eval(p, in, ref), PTO_OK);
-  for (int i = 0; i < 127 * 127; i++)
-    cr_assert(fabsf(Y[i] - R[i]) <= 1e-5f * (1 + fabsf(R[i])), "y[%d] %g vs %g",
-              i, Y[i], R[i]);
+  serial_parallel_and_eval_agree(e, p, in, Y, R, 127 * 127, 1e-5f);
   pto_executable_free(e);
   pto_program_free(p);
 }
