@@ -1,8 +1,13 @@
-/* The scalar reference of every tile instruction in core/isa.def: one
- * function per instruction, written to be obviously right, not fast. It is
- * the oracle the SIMD tables are checked against. Semantics: core/isa.def,
- * plus the details fixed in tileops/tileops.h. Operands have passed
- * pto__tileop_check. Compiled with -ffp-contract=off (no FMA contraction).
+/* The scalar reference of the tile instructions of core/isa.def, one
+ * function per instruction, written to be obviously right, not fast, and
+ * pto__isa_scalar, the table of them all: the oracle the SIMD tables are
+ * checked against. This file holds the element-wise, tile-scalar, axis,
+ * matmul and move instructions; tileops/ref_mem.c the memory and complex
+ * ones, tileops/topk_ref.c TTOPK and TMRGTOPK, tileops/ref_attn.c
+ * attention's; tileops/ref.h what ref.c and ref_mem.c share. Semantics:
+ * core/isa.def, plus the details fixed in tileops/tileops.h. Operands have
+ * passed pto__tileop_check. Compiled with -ffp-contract=off (no FMA
+ * contraction).
  *
  * In-place use: where tileops.h allows dst to be a source, every element is
  * read before the element at the same position is written, and copies use
@@ -12,150 +17,8 @@
 #include <string.h>
 
 #include "core/convert.h"
+#include "tileops/ref.h"
 #include "tileops/tileops.h"
-
-/* ---- element access ----------------------------------------------------- */
-
-static size_t at(const pto_tile *t, uint32_t r, uint32_t c) {
-  return (size_t)r * t->stride + c;
-}
-
-static float ldf(const pto_tile *t, uint32_t r, uint32_t c) {
-  return ((const float *)t->data)[at(t, r, c)];
-}
-static void stf(pto_tile *t, uint32_t r, uint32_t c, float v) {
-  ((float *)t->data)[at(t, r, c)] = v;
-}
-static int32_t ldi(const pto_tile *t, uint32_t r, uint32_t c) {
-  return ((const int32_t *)t->data)[at(t, r, c)];
-}
-static void sti(pto_tile *t, uint32_t r, uint32_t c, int32_t v) {
-  ((int32_t *)t->data)[at(t, r, c)] = v;
-}
-
-/* Address of element (r, c) of a tile of any dtype. */
-static void *elem(const pto_tile *t, uint32_t r, uint32_t c) {
-  return (unsigned char *)t->data + at(t, r, c) * pto_dtype_size(t->dtype);
-}
-
-/* Copies element (sr, sc) of s to (dr, dc) of d; same dtype. */
-static void copy_elem(pto_tile *d, uint32_t dr, uint32_t dc, const pto_tile *s,
-                      uint32_t sr, uint32_t sc) {
-  memmove(elem(d, dr, dc), elem(s, sr, sc), pto_dtype_size(d->dtype));
-}
-
-/* Element (r, c) of a global view. */
-static void *gelem(const pto_gview *g, uint32_t r, uint32_t c) {
-  int64_t off = (int64_t)r * g->row_stride + (int64_t)c * g->col_stride;
-  return (unsigned char *)g->base + off * (int64_t)pto_dtype_size(g->dtype);
-}
-
-/* ---- scalar semantics --------------------------------------------------- */
-
-/* i32 arithmetic is done on uint32_t (mod 2^32) and read back as i32. */
-static int32_t wrap(uint32_t u) {
-  int32_t v;
-  memcpy(&v, &u, sizeof v);
-  return v;
-}
-
-static float f_add(float x, float y) {
-  return x + y;
-}
-static float f_sub(float x, float y) {
-  return x - y;
-}
-static float f_mul(float x, float y) {
-  return x * y;
-}
-static float f_div(float x, float y) {
-  return x / y;
-}
-/* IEEE 754-2019 maximum/minimum: NaN propagates, +0 > -0. */
-static float f_max(float x, float y) {
-  if (isnan(x))
-    return x;
-  if (isnan(y))
-    return y;
-  if (x == y) /* equal, or +0 and -0 */
-    return signbit(x) ? y : x;
-  return x > y ? x : y;
-}
-static float f_min(float x, float y) {
-  if (isnan(x))
-    return x;
-  if (isnan(y))
-    return y;
-  if (x == y)
-    return signbit(x) ? x : y;
-  return x < y ? x : y;
-}
-static float f_expdif(float x, float y) {
-  return expf(x - y);
-}
-
-static int32_t i_add(int32_t x, int32_t y) {
-  return wrap((uint32_t)x + (uint32_t)y);
-}
-static int32_t i_sub(int32_t x, int32_t y) {
-  return wrap((uint32_t)x - (uint32_t)y);
-}
-static int32_t i_mul(int32_t x, int32_t y) {
-  return wrap((uint32_t)x * (uint32_t)y);
-}
-static int32_t i_div(int32_t x, int32_t y) {
-  if (y == 0)
-    return 0;
-  if (x == INT32_MIN && y == -1) /* 2^31 wraps to INT32_MIN */
-    return INT32_MIN;
-  return x / y; /* truncates */
-}
-static int32_t i_max(int32_t x, int32_t y) {
-  return x > y ? x : y;
-}
-static int32_t i_min(int32_t x, int32_t y) {
-  return x < y ? x : y;
-}
-
-static float f_exp(float x) {
-  return expf(x);
-}
-static float f_log(float x) {
-  return logf(x);
-}
-static float f_sqrt(float x) {
-  return sqrtf(x);
-}
-static float f_rsqrt(float x) {
-  return 1.0f / sqrtf(x);
-}
-static float f_recip(float x) {
-  return 1.0f / x;
-}
-static float f_relu(float x) {
-  return f_max(x, 0.0f);
-}
-static float f_abs(float x) {
-  return fabsf(x);
-}
-static float f_neg(float x) {
-  return -x;
-}
-
-static int32_t i_relu(int32_t x) {
-  return x > 0 ? x : 0;
-}
-static int32_t i_abs(int32_t x) {
-  return x < 0 ? wrap(0u - (uint32_t)x) : x;
-}
-static int32_t i_neg(int32_t x) {
-  return wrap(0u - (uint32_t)x);
-}
-
-typedef float (*f_binop)(float, float);
-typedef int32_t (*i_binop)(int32_t, int32_t);
-typedef float (*f_unop)(float);
-typedef int32_t (*i_unop)(int32_t);
 
 /* ---- element-wise ------------------------------------------------------- */
 
@@ -431,7 +294,7 @@ static int ref_TROWSUM(int op, const pto_targs *a) {
   (void)op;
   return row_reduce(a, f_add, i_add);
 }
-static int ref_TROWMAX(int op, const pto_targs *a) {
+int pto__ref_TROWMAX(int op, const pto_targs *a) {
   (void)op;
   return row_reduce(a, f_max, i_max);
 }
@@ -525,7 +388,7 @@ static int ref_TROWEXPANDEXPDIF(int op, const pto_targs *a) {
 /* dst0 = exp(src0 - src1[r]) and dst1[r] = its row sum, folded left to
  * right as TROWSUM folds. src1[r] is read before row r is written, so dst1
  * may be src1's buffer. */
-static int ref_TROWEXPANDEXPDIFSUM(int op, const pto_targs *a) {
+int pto__ref_TROWEXPANDEXPDIFSUM(int op, const pto_targs *a) {
   (void)op;
   pto_tile *d = a->dst[0], *s = a->dst[1];
   const pto_tile *x = a->src[0], *v = a->src[1];
@@ -699,177 +562,7 @@ static int ref_TFILLPAD(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
-/* ---- memory ------------------------------------------------------------- */
-
-/* TLOAD packed for TMATMUL (layout: core/isa.def): every valid element at
- * its packed position, then zeros over the padding of the last panel. */
-static int load_packed(const pto_targs *a) {
-  pto_tile *d = a->dst[0];
-  int pack_a = (a->flags & PTO_TF_PACK_A) != 0;
-  uint32_t w = (uint32_t)a->imm[0], vr = d->valid_rows, vc = d->valid_cols;
-  size_t es = pto_dtype_size(d->dtype);
-  unsigned char *data = d->data;
-  /* padded extent: rows for PACK_A, cols for PACK_B */
-  uint32_t rows = pack_a ? (vr + w - 1) / w * w : vr;
-  uint32_t cols = pack_a ? vc : (vc + w - 1) / w * w;
-  for (uint32_t r = 0; r < rows; r++)
-    for (uint32_t c = 0; c < cols; c++) {
-      size_t i = pack_a ? pto__pack_a_index(d, w, r, c)
-                        : pto__pack_b_index(d, w, r, c);
-      if (r < vr && c < vc)
-        pto__convert(d->dtype, data + i * es, a->g.dtype, gelem(&a->g, r, c));
-      else
-        memset(data + i * es, 0, es); /* zero in every dtype */
-    }
-  return PTO_OK;
-}
-
-static int ref_TLOAD(int op, const pto_targs *a) {
-  (void)op;
-  pto_tile *d = a->dst[0];
-  if (a->flags & (PTO_TF_PACK_A | PTO_TF_PACK_B))
-    return load_packed(a);
-  for (uint32_t r = 0; r < d->valid_rows; r++)
-    for (uint32_t c = 0; c < d->valid_cols; c++)
-      pto__convert(d->dtype, elem(d, r, c), a->g.dtype, gelem(&a->g, r, c));
-  return PTO_OK;
-}
-
-static int ref_TSTORE(int op, const pto_targs *a) {
-  (void)op;
-  const pto_tile *s = a->src[0];
-  const pto_gview *g = &a->g;
-  for (uint32_t r = 0; r < s->valid_rows; r++)
-    for (uint32_t c = 0; c < s->valid_cols; c++) {
-      void *ge = gelem(g, r, c);
-      if (!(a->flags & PTO_TF_ACC)) {
-        pto__convert(g->dtype, ge, s->dtype, elem(s, r, c));
-      } else if (g->dtype == PTO_I32 && s->dtype == PTO_I32) {
-        int32_t x;
-        memcpy(&x, ge, sizeof x);
-        x = i_add(x, ldi(s, r, c));
-        memcpy(ge, &x, sizeof x);
-      } else {
-        float sum =
-            pto__to_f32(g->dtype, ge) + pto__to_f32(s->dtype, elem(s, r, c));
-        pto__from_f32(g->dtype, ge, sum);
-      }
-    }
-  return PTO_OK;
-}
-
-/* g[r][c] = src0[r][c] * src1[r][0], all f32: TROWEXPANDMUL's products
- * written to global instead of a tile. */
-static int ref_TROWEXPANDMULSTORE(int op, const pto_targs *a) {
-  (void)op;
-  const pto_tile *x = a->src[0], *v = a->src[1];
-  for (uint32_t r = 0; r < x->valid_rows; r++)
-    for (uint32_t c = 0; c < x->valid_cols; c++) {
-      const float y = f_mul(ldf(x, r, c), ldf(v, r, 0));
-      memcpy(gelem(&a->g, r, c), &y, sizeof y);
-    }
-  return PTO_OK;
-}
-
-/* Index r of the gather: element r of src0's valid region, row-major. */
-static int32_t gather_index(const pto_tile *idx, uint32_t r) {
-  return ldi(idx, r / idx->valid_cols, r % idx->valid_cols);
-}
-
-static int ref_TGATHER(int op, const pto_targs *a) {
-  (void)op;
-  pto_tile *d = a->dst[0];
-  const pto_tile *idx = a->src[0];
-  const pto_gview *g = &a->g;
-  if (a->flags & PTO_TF_STRICT)
-    for (uint32_t r = 0; r < d->valid_rows; r++) {
-      int32_t i = gather_index(idx, r);
-      if (i < 0 || i >= g->rows)
-        return PTO_ERANGE;
-    }
-  for (uint32_t r = 0; r < d->valid_rows; r++) {
-    int32_t i = gather_index(idx, r);
-    for (uint32_t c = 0; c < d->valid_cols; c++)
-      if (i < 0 || i >= g->rows) /* a zero row: all-zero bits in every dtype */
-        memset(elem(d, r, c), 0, pto_dtype_size(d->dtype));
-      else
-        pto__convert(d->dtype, elem(d, r, c), g->dtype,
-                     gelem(g, (uint32_t)i, c));
-  }
-  return PTO_OK;
-}
-
-/* ---- complex ------------------------------------------------------------ */
-
-static int ref_TSORT32(int op, const pto_targs *a) {
-  (void)op;
-  const pto_tile *sv = a->src[0], *si = a->src[1];
-  pto_tile *dv = a->dst[0], *di = a->dst[1];
-  for (uint32_t r = 0; r < dv->valid_rows; r++)
-    for (uint32_t b = 0; b < dv->valid_cols; b += 32) {
-      uint32_t n = dv->valid_cols - b < 32 ? dv->valid_cols - b : 32;
-      float v[32];
-      int32_t ix[32];
-      for (uint32_t k = 0; k < n; k++) { /* read the block before writing */
-        v[k] = ldf(sv, r, b + k);
-        ix[k] = ldi(si, r, b + k);
-      }
-      for (uint32_t k = 1; k < n; k++) { /* insertion sort: stable */
-        float kv = v[k];
-        int32_t ki = ix[k];
-        uint32_t j = k;
-        for (; j > 0 && pto__sorts_before(kv, ki, v[j - 1], ix[j - 1]); j--) {
-          v[j] = v[j - 1];
-          ix[j] = ix[j - 1];
-        }
-        v[j] = kv;
-        ix[j] = ki;
-      }
-      for (uint32_t k = 0; k < n; k++) {
-        stf(dv, r, b + k, v[k]);
-        sti(di, r, b + k, ix[k]);
-      }
-    }
-  return PTO_OK;
-}
-
-static int ref_TMRGSORT(int op, const pto_targs *a) {
-  (void)op;
-  const pto_tile *sv = a->src[0], *si = a->src[1];
-  pto_tile *dv = a->dst[0], *di = a->dst[1];
-  uint64_t run = (uint64_t)a->imm[0], ways = (uint64_t)a->imm[1];
-  uint64_t vc = dv->valid_cols;
-  for (uint32_t r = 0; r < dv->valid_rows; r++)
-    for (uint64_t g0 = 0; g0 < vc; g0 += run * ways) {
-      /* The runs of this group: [head[k], end[k]), possibly short or empty. */
-      uint64_t head[4], end[4];
-      for (uint64_t k = 0; k < ways; k++) {
-        uint64_t lo = g0 + k * run, hi = lo + run;
-        head[k] = lo < vc ? lo : vc;
-        end[k] = hi < vc ? hi : vc;
-      }
-      uint64_t out = g0;
-      for (;;) { /* take the best head; on a tie the earlier run */
-        int best = -1;
-        for (uint64_t k = 0; k < ways; k++) {
-          if (head[k] == end[k])
-            continue;
-          if (best < 0 || pto__sorts_before(ldf(sv, r, (uint32_t)head[k]),
-                                       ldi(si, r, (uint32_t)head[k]),
-                                       ldf(sv, r, (uint32_t)head[best]),
-                                       ldi(si, r, (uint32_t)head[best])))
-            best = (int)k;
-        }
-        if (best < 0)
-          break;
-        stf(dv, r, (uint32_t)out, ldf(sv, r, (uint32_t)head[best]));
-        sti(di, r, (uint32_t)out, ldi(si, r, (uint32_t)head[best]));
-        out++;
-        head[best]++;
-      }
-    }
-  return PTO_OK;
-}
+/* ---- the table ---------------------------------------------------------- */
 
 /* TTOPK and TMRGTOPK: tileops/topk_ref.c. */
 static int ref_TTOPK(int op, const pto_targs *a) {
@@ -879,81 +572,6 @@ static int ref_TMRGTOPK(int op, const pto_targs *a) {
   return pto__ref_tmrgtopk(op, a);
 }
 
-static int ref_TCI(int op, const pto_targs *a) {
-  (void)op;
-  pto_tile *d = a->dst[0];
-  for (uint32_t r = 0; r < d->valid_rows; r++)
-    for (uint32_t c = 0; c < d->valid_cols; c++) {
-      int64_t v = (int64_t)a->imm[0] + c;
-      if (d->dtype == PTO_I32)
-        sti(d, r, c, wrap((uint32_t)v));
-      else
-        stf(d, r, c, (float)v);
-    }
-  return PTO_OK;
-}
-
-static int ref_TTRI(int op, const pto_targs *a) {
-  (void)op;
-  pto_tile *d = a->dst[0];
-  for (uint32_t r = 0; r < d->valid_rows; r++)
-    for (uint32_t c = 0; c < d->valid_cols; c++) {
-      int one = (int64_t)c <= (int64_t)r + a->imm[0];
-      if (d->dtype == PTO_I32)
-        sti(d, r, c, one);
-      else
-        stf(d, r, c, (float)one);
-    }
-  return PTO_OK;
-}
-
-/* TLOAD into dst0, then TROWMAX of dst0 into dst1. */
-static int ref_TLOADROWMAX(int op, const pto_targs *a) {
-  (void)op;
-  int st = ref_TLOAD(PTO_OP_TLOAD, a);
-  if (st)
-    return st;
-  pto_targs m = *a;
-  m.src[0] = a->dst[0];
-  m.dst[0] = a->dst[1];
-  m.dst[1] = NULL;
-  return ref_TROWMAX(PTO_OP_TROWMAX, &m);
-}
-
-/* TLOADROWMAX into dst0 and dst1 (the loaded rows and their maxima), then
- * TROWEXPANDEXPDIFSUM of them in place, which reads each element and each
- * row's max before writing over them. */
-static int ref_TLOADEXPDIFSUM(int op, const pto_targs *a) {
-  (void)op;
-  int st = ref_TLOADROWMAX(PTO_OP_TLOADROWMAX, a);
-  if (st)
-    return st;
-  pto_targs e = *a;
-  e.src[0] = a->dst[0];
-  e.src[1] = a->dst[1];
-  return ref_TROWEXPANDEXPDIFSUM(PTO_OP_TROWEXPANDEXPDIFSUM, &e);
-}
-
-/* TLOADEXPDIFSUM into dst0 and dst1, then each row's TRECIP quotient of its
- * sum and the TROWEXPANDMULSTORE products into g2. */
-static int ref_TLOADSOFTMAXSTORE(int op, const pto_targs *a) {
-  (void)op;
-  int st = ref_TLOADEXPDIFSUM(PTO_OP_TLOADEXPDIFSUM, a);
-  if (st)
-    return st;
-  const pto_tile *u = a->dst[0], *s = a->dst[1];
-  for (uint32_t r = 0; r < u->valid_rows; r++) {
-    const float inv = f_recip(ldf(s, r, 0));
-    for (uint32_t c = 0; c < u->valid_cols; c++) {
-      const float y = f_mul(ldf(u, r, c), inv);
-      memcpy(gelem(&a->g2, r, c), &y, sizeof y);
-    }
-  }
-  return PTO_OK;
-}
-
-/* ---- the table ---------------------------------------------------------- */
-
 /* the instructions reading global rows in place, and attention's softmax,
  * live in tileops/ref_attn.c */
 #define ref_TGATHERPACK pto__ref_TGATHERPACK
@@ -962,6 +580,8 @@ static int ref_TLOADSOFTMAXSTORE(int op, const pto_targs *a) {
 #define ref_TMATMUL_GA pto__ref_TMATMUL_GA
 #define ref_TMATMUL_GB pto__ref_TMATMUL_GB
 #define ref_TMATMUL_RELU_WSUM_G pto__ref_TMATMUL_RELU_WSUM_G
+/* the memory instructions, the sorts, TCI, TTRI and the fused loads live in
+ * tileops/ref_mem.c, under their ref_<NAME> names (tileops/ref.h) */
 
 /* Generated from the instruction list: an instruction without a ref_<NAME>
  * function does not compile. */
