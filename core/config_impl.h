@@ -1,6 +1,7 @@
-/* core/config_impl.h (internal to core/config*.c): the config object's
- * layout and the helpers its JSON loader and writer (core/config_json.c)
- * share with the object's own functions (core/config.c). */
+/* core/config_impl.h (internal to core/config*.c and core/machine.c): the
+ * config object's layout and the helpers its JSON loader and writer
+ * (core/config_json.c) share with the object's own functions
+ * (core/config.c) and with the machines (core/machine.c). */
 #ifndef PTO_CORE_CONFIG_IMPL_H
 #define PTO_CORE_CONFIG_IMPL_H
 
@@ -40,7 +41,7 @@ const char *pto__knob_not_per_label(pto_knob k);
 const char *const *pto__knob_value_names(pto_knob k);
 
 /* The detected host machine, or a one-worker fallback when detection
- * failed (its reason in pto__host_error). */
+ * failed (its reason in pto__host_error); core/machine.c. */
 void pto__host_or_fallback(pto_machine *m);
 
 /* Moves src's contents into dst (freeing dst's), leaving src empty. */
