@@ -147,6 +147,43 @@ Test(e2e, regress_slow_split_plan, .timeout = 120) {
   pto_program_free(p);
 }
 
+/* Fuzz seed 7882854, cut down: under a label's 2 x 1 vector tile, a
+ * [9,13,9,13] op and a 64 x 64 matmul's vector consumers put ~2,000 live
+ * tiles in one program; first fit passed over every live tile until
+ * nothing moved and planned for 25 s. It now keeps them sorted by offset:
+ * 69 ms. */
+Test(e2e, regress_plan_many_live_tiles, .timeout = 120) {
+  pto_program *p = pto_program_new("plan_many_live_tiles");
+  pto_tensor *h = pto_input(p, "h", PTO_F16, 1, (const int64_t[]){1});
+  pto_tensor *x =
+      pto_input(p, "x", PTO_F16, 4, (const int64_t[]){9, 13, 9, 13});
+  pto_tensor *s = pto_input(p, "s", PTO_F32, 1, (const int64_t[]){1});
+  pto_tensor *x1 = pto_subs(p, x, -1), *h1 = pto_mins(p, h, 0.25);
+  pto_select(p, pto_cmp(p, h1, x, PTO_CMP_EQ), x, x1); /* dead */
+  pto_tensor *s1 = pto_add(p, s, h1);
+  pto_program_push_label(p, "x");
+  pto_tensor *y = pto_mins(p, x1, 1000);
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, (const int64_t[]){64, 64});
+  pto_tensor *m = pto_matmul(p, a, a, 0), *n = pto_neg(p, a);
+  pto_matmul_acc(p, n, m, a, 0); /* dead */
+  pto_output(p,
+             pto_select(p, pto_cmp(p, m, m, PTO_CMP_GT), pto_mul(p, n, m), s1),
+             "z");
+  pto_output(p, y, "y");
+  pto_config *c = pto_config_new();
+  cr_assert_eq(pto_config_set_tile(c, "x", &(pto_tile_shape){2, 1, 13, 0, 8}),
+               PTO_OK);
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, c, &e), PTO_OK, "%s", pto_program_error(p));
+  pto_exe_stats st;
+  cr_assert_eq(pto_executable_stats(e, &st), PTO_OK);
+  cr_expect_lt(st.ms_plan, 2000, "planned in %.0f ms for %u tile instructions",
+               st.ms_plan, st.tile_instructions);
+  pto_executable_free(e);
+  pto_config_free(c);
+  pto_program_free(p);
+}
+
 /* Known bug 3 without any overflow: on the host, a matmul split into
  * K slices of 1 under l1_reuse 2 never finishes compiling (slices of 2,
  * or l1_reuse 1, compile in milliseconds). Seed 6004630. */
