@@ -180,12 +180,13 @@ void drive_wsum(int op, const oracle_case *oc) {
  * table's panel width (with an f32 operand and an f32 row-major table: its
  * fast path) and at an odd width; tables f32, bf16 or f16, row-major with
  * rows padded past their cols (row_stride > cols) or a column-major view;
- * index tiles 1 x n or 2-D (read row-major), slot 0 invalid or not, or all
- * invalid; K past a SIMD table's k slice (KC = 256) and past the SIMD
- * TMATMUL_GB's 2048 slots. Whatever the instruction must not read is NaN: the
- * table's buffer outside its window and its columns from K (GA) or N (GB) on, a
- * plain operand's padding, a packed operand's elements past its K extent;
- * an index tile's padding holds 0, a valid row. */
+ * index tiles 1 x n or 2-D (read row-major), slot 0 invalid or not, all
+ * invalid or an invalid tail; GB's A NaN in an invalid slot's column; K past a
+ * SIMD table's k slice (KC = 256) and past the SIMD TMATMUL_GB's 2048 slots.
+ * Whatever the instruction must not read is NaN: the table's buffer outside its
+ * window and its columns from K (GA) or N (GB) on, a plain operand's padding, a
+ * packed operand's elements past its K extent; an index tile's padding holds 0,
+ * a valid row. */
 
 static uint32_t round_up(uint32_t v, uint32_t w) {
   return (v + w - 1) / w * w;
@@ -198,7 +199,8 @@ static int32_t slot_index(const pto_tile *ix, uint32_t t) {
 
 /* vr x vc indices into a table of `rows` rows (valid ones random, repeats
  * included), in a tile with a spare row and spare cols holding 0. Slot t is
- * invalid where (t + phase) % 4 == 0, every slot when phase < 0, through
+ * invalid where (t + phase) % 4 == 0, every slot when phase is -1, the
+ * last third when it is -2 (the padding the indexer leaves), through
  * INT32_MIN, -1, rows, INT32_MAX, rows + 1000 and -rows in turn. */
 static pto_tile *gm_indices(rng *r, uint32_t vr, uint32_t vc, int32_t rows,
                             int phase) {
@@ -207,7 +209,8 @@ static pto_tile *gm_indices(rng *r, uint32_t vr, uint32_t vc, int32_t rows,
   uint32_t nbad = 0;
   for (uint32_t s = 0; s < vr * vc; s++) {
     int32_t v = (int32_t)below(r, (uint32_t)rows);
-    if (phase < 0 || (s + (uint32_t)phase) % 4 == 0)
+    if (phase == -1 || (phase == -2 && 3 * s >= 2 * vr * vc) ||
+        (phase >= 0 && (s + (uint32_t)phase) % 4 == 0))
       v = bad[nbad++ % 6];
     seti(t, s / vc, s % vc, v);
   }
@@ -279,12 +282,12 @@ static const struct gm_types {
 void drive_matmul_ga(int op, const oracle_case *oc) {
   (void)oc;
   /* index tile valid vr x vc (n = vr * vc rows of dst), K, N, table rows,
-   * invalid phase (-1: every index) */
+   * invalid phase (-1: every index, -2: the last third) */
   static const int32_t dims[][6] = {
-      {1, 13, 29, 37, 50, 0}, {4, 4, 32, 48, 20, 1},  {1, 1, 1, 1, 1, 2},
-      {2, 3, 64, 16, 100, 3}, {5, 5, 130, 70, 9, 0},  {7, 1, 16, 20, 30, -1},
-      {1, 1, 5, 3, 4, -1},    {3, 7, 8, 33, 1000, 2}, {1, 13, 300, 37, 60, 1},
-      {2, 4, 520, 16, 33, 0}};
+      {1, 13, 29, 37, 50, 0}, {4, 4, 32, 48, 20, 1},   {1, 1, 1, 1, 1, 2},
+      {2, 3, 64, 16, 100, 3}, {5, 5, 130, 70, 9, 0},   {7, 1, 16, 20, 30, -1},
+      {1, 1, 5, 3, 4, -1},    {3, 7, 8, 33, 1000, 2},  {1, 13, 300, 37, 60, 1},
+      {2, 4, 520, 16, 33, 0}, {1, 40, 24, 32, 90, -2}, {3, 5, 17, 48, 25, -2}};
   const pto_isa_table *T = pto__isa_active();
   const uint32_t widths[] = {0, T->mm_nr, 7};
   for (int ti = 0; ti < (int)N_GM_TYPES; ti++)
@@ -301,7 +304,10 @@ void drive_matmul_ga(int op, const oracle_case *oc) {
                  "N=%u %s%.0u",
                  pto__insn_name(op), T->name, pto_dtype_name(ty->g),
                  ty->colmajor ? " col-major" : "", rows, K + (di & 1 ? 0 : 3),
-                 D[0], D[1], D[5] < 0 ? " (all invalid)" : "",
+                 D[0], D[1],
+                 D[5] == -1   ? " (all invalid)"
+                 : D[5] == -2 ? " (invalid tail)"
+                              : "",
                  pto_dtype_name(ty->op), K, N,
                  pk ? "packed in panels of " : "plain", w);
         rng r = rng_seed(seed_of(op, ti, di, pk));
@@ -345,12 +351,12 @@ void drive_matmul_ga(int op, const oracle_case *oc) {
 void drive_matmul_gb(int op, const oracle_case *oc) {
   (void)oc;
   /* M, index tile valid vr x vc (n = vr * vc = A's K), N, table rows,
-   * invalid phase (-1: every index) */
+   * invalid phase (-1: every index, -2: the last third) */
   static const int32_t dims[][6] = {
-      {13, 1, 29, 37, 50, 0},  {12, 4, 6, 48, 20, 1},  {1, 1, 1, 1, 1, 2},
-      {6, 1, 40, 16, 100, 3},  {25, 10, 13, 70, 9, 0}, {5, 1, 17, 15, 30, 2},
-      {8, 3, 11, 64, 40, -1},  {7, 1, 3, 33, 1000, 0}, {9, 20, 15, 40, 70, 3},
-      {3, 3, 700, 20, 2500, 1}};
+      {13, 1, 29, 37, 50, 0},   {12, 4, 6, 48, 20, 1},   {1, 1, 1, 1, 1, 2},
+      {6, 1, 40, 16, 100, 3},   {25, 10, 13, 70, 9, 0},  {5, 1, 17, 15, 30, 2},
+      {8, 3, 11, 64, 40, -1},   {7, 1, 3, 33, 1000, 0},  {9, 20, 15, 40, 70, 3},
+      {3, 3, 700, 20, 2500, 1}, {14, 1, 40, 32, 90, -2}, {6, 2, 9, 48, 25, -2}};
   const pto_isa_table *T = pto__isa_active();
   const uint32_t widths[] = {0, T->mm_mr, 5};
   static const char *const how[] = {"", " acc", " acc rowscale"};
@@ -370,7 +376,10 @@ void drive_matmul_gb(int op, const oracle_case *oc) {
                    "N=%u%s %s%.0u",
                    pto__insn_name(op), T->name, pto_dtype_name(ty->g),
                    ty->colmajor ? " col-major" : "", rows, N + (di & 1 ? 0 : 3),
-                   D[1], D[2], D[5] < 0 ? " (all invalid)" : "",
+                   D[1], D[2],
+                   D[5] == -1   ? " (all invalid)"
+                   : D[5] == -2 ? " (invalid tail)"
+                                : "",
                    pto_dtype_name(ty->op), M, N, how[fl],
                    pk ? "packed in panels of " : "plain", w);
           rng r = rng_seed(seed_of(op, ti, di, pk * 3 + fl));
@@ -381,6 +390,16 @@ void drive_matmul_gb(int op, const oracle_case *oc) {
               gm_indices(&r, (uint32_t)D[1], (uint32_t)D[2], rows, D[5]);
           double *av;
           pto_tile *A = gm_operand(&r, ty->op, M, n, pk ? 'A' : 0, w, &av);
+          for (uint32_t t = 0; t < n; t++) { /* never read: NaN */
+            const int32_t x = slot_index(ix, t);
+            for (uint32_t i = 0; (x < 0 || x >= rows) && i < M; i++)
+              store_value(ty->op,
+                          (unsigned char *)A->data +
+                              (pk ? pto__pack_a_index(A, w, i, t)
+                                  : (size_t)i * A->stride + t) *
+                                  dsize(ty->op),
+                          NAN);
+          }
           /* row scales in column 0 of a rowvec, or of an (alpha, m, l)
            * state as TSOFTMAXONLINE leaves it; some 0 */
           pto_tile *f = src_new(&r, PTO_F32, M + 1, 4, M, di & 1 ? 1 : 3, G_MM);

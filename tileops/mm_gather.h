@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/convert.h"
 #include "tileops/tileops.h"
@@ -111,42 +112,51 @@ static void kernel_ga(uint32_t K, const float *const *a,
  * attention medium (128 rows x 576 into 64 heads, min of 300): 406 us,
  * against 428 without the prefetch and 506 with the panels outside (each
  * row then read from L2 or L3 once per panel); slicing K so a panel stays
- * in L1, as matmul_packed does, was no faster. An invalid index's row is
- * computed from a valid row and zeroed after; a partial panel goes
- * through a block whose padding columns are dropped. */
+ * in L1, as matmul_packed does, was no faster. Only valid indices' rows
+ * are computed, MR at a time: a group of consecutive slots writes its
+ * block in place, any other (or a partial panel) goes through a block
+ * whose rows are then copied to their slots; invalid slots' rows are
+ * zeroed. A group short of MR rows repeats its first. */
+#define GA_SLOTS_STACK 2048 /* valid slots listed on the stack; more: heap */
 static int mm_TMATMUL_GA(int op, const pto_targs *a) {
   pto_tile *d = a->dst[0];
   const pto_tile *idx = a->src[0], *B = a->src[1];
   const pto_gview *g = &a->g;
   const uint32_t n = d->valid_rows, N = d->valid_cols, K = B->valid_rows;
   const int bf = g->dtype == PTO_BF16;
-  float *wide = NULL; /* a bf16 table: the MR rows of a group as f32 */
-  if (!(a->flags & PTO_TF_PACK_B) || a->imm[1] != NR ||
-      B->dtype != PTO_F32 || !table_fast(g) ||
-      (bf && !(wide = malloc((size_t)MR * K * sizeof(float)))))
+  if (!(a->flags & PTO_TF_PACK_B) || a->imm[1] != NR || B->dtype != PTO_F32 ||
+      !table_fast(g))
     return pto__isa_scalar.fn[op](op, a);
+  uint32_t vt_stack[GA_SLOTS_STACK], *vt = vt_stack;
+  float *wide = NULL; /* a bf16 table: the MR rows of a group as f32 */
+  if ((n > GA_SLOTS_STACK && !(vt = malloc((size_t)n * sizeof *vt))) ||
+      (bf && !(wide = malloc((size_t)MR * K * sizeof(float))))) {
+    if (vt != vt_stack)
+      free(vt);
+    return pto__isa_scalar.fn[op](op, a);
+  }
+  uint32_t nv = 0; /* the valid slots, in order */
+  for (uint32_t t = 0; t < n; t++)
+    if (pto__table_row(idx, g, t))
+      vt[nv++] = t;
   const size_t ldc = d->stride, b_panel = (size_t)NR * B->rows;
   const size_t row_bytes = (size_t)K * pto_dtype_size(g->dtype);
   float *Cd = d->data;
-  const unsigned char *any = NULL;
-  for (uint32_t t = 0; t < n && !any; t++)
-    any = pto__table_row(idx, g, t);
   _Alignas(64) float blk[MR * NR];
   const unsigned char *cur[MR], *nx[MR];
   const float *r[MR];
-  for (uint32_t i = 0; any && i < MR; i++) {
-    nx[i] = i < n ? pto__table_row(idx, g, i) : NULL;
-    nx[i] = nx[i] ? nx[i] : any;
-  }
-  for (uint32_t m0 = 0; any && m0 < n; m0 += MR) {
-    const uint32_t rows = n - m0 < MR ? n - m0 : MR;
+  for (uint32_t i = 0; nv && i < MR; i++)
+    nx[i] = pto__table_row(idx, g, vt[i < nv ? i : 0]);
+  for (uint32_t j0 = 0; j0 < nv; j0 += MR) {
+    const uint32_t rows = nv - j0 < MR ? nv - j0 : MR;
+    const int more = j0 + MR < nv;
     for (uint32_t i = 0; i < MR; i++) {
       cur[i] = nx[i];
-      nx[i] = m0 + MR + i < n ? pto__table_row(idx, g, m0 + MR + i) : NULL;
-      nx[i] = nx[i] ? nx[i] : any;
+      if (more)
+        nx[i] =
+            pto__table_row(idx, g, vt[j0 + MR + (j0 + MR + i < nv ? i : 0)]);
       r[i] = (const float *)(const void *)cur[i];
     }
-    const int more = m0 + MR < n;
     if (bf) { /* widen this group, fetch the next one's rows meanwhile */
       for (uint32_t i = 0; i < MR; i++) {
         pto__widen_bf16(wide + (size_t)i * K, cur[i], K);
@@ -155,25 +165,32 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
           _mm_prefetch((const char *)nx[i] + b, _MM_HINT_T0);
       }
     }
+    /* the group's slots are consecutive: its rows of dst are one block */
+    const int direct = vt[j0 + rows - 1] - vt[j0] == rows - 1;
     for (uint32_t n0 = 0; n0 < N; n0 += NR) {
       const float *Bp = (const float *)B->data + (size_t)(n0 / NR) * b_panel;
       const uint32_t cols = N - n0 < NR ? N - n0 : NR;
       const unsigned char *const *pf = !bf && n0 == 0 && more ? nx : NULL;
-      float *C = Cd + (size_t)m0 * ldc + n0;
-      if (cols == NR) {
-        kernel_ga(K, r, Bp, C, ldc, rows, pf, NULL);
+      if (direct && cols == NR) {
+        kernel_ga(K, r, Bp, Cd + (size_t)vt[j0] * ldc + n0, ldc, rows, pf,
+                  NULL);
         continue;
       }
       kernel_ga(K, r, Bp, blk, NR, rows, pf, NULL);
       for (uint32_t i = 0; i < rows; i++)
-        for (uint32_t j2 = 0; j2 < cols; j2++)
-          C[(size_t)i * ldc + j2] = blk[i * NR + j2];
+        memcpy(Cd + (size_t)vt[j0 + i] * ldc + n0, blk + i * NR,
+               cols * sizeof(float));
     }
   }
-  for (uint32_t t = 0; t < n; t++) /* invalid indices: zero rows */
-    if (!pto__table_row(idx, g, t))
-      for (uint32_t j2 = 0; j2 < N; j2++)
-        Cd[(size_t)t * ldc + j2] = 0.0f;
+  for (uint32_t t = 0, j = 0; nv < n && t < n; t++) { /* invalid: zero rows */
+    if (j < nv && vt[j] == t) {
+      j++;
+      continue;
+    }
+    memset(Cd + (size_t)t * ldc, 0, N * sizeof(float));
+  }
+  if (vt != vt_stack)
+    free(vt);
   free(wide);
   return PTO_OK;
 }
@@ -330,6 +347,11 @@ static void kernel_gb(uint32_t K, const float *restrict Ap,
 #define GB_SLOTS_MAX 2048 /* the K of a TMATMUL_GB run here (more: reference) */
 #define GB_KC 256 /* slots per pass over a panel of packed slices */
 
+/* TMATMUL_GB's row scale of dst row m (PTO_TF_ROWSCALE): src2[m][0]. */
+static inline float row_scale(const pto_targs *a, uint32_t m) {
+  return ((const float *)a->src[2]->data)[(size_t)m * a->src[2]->stride];
+}
+
 /* TMATMUL_GB, A packed in MR panels: per NR columns of V, per MR panel of
  * A, the product over the slots, V's slices taken one of two ways:
  *  - in place (f32 tables where the file does not set GB_PACK): each
@@ -345,26 +367,52 @@ static void kernel_gb(uint32_t K, const float *restrict Ap,
  *  - packed (bf16 tables, widened on the way, and every table where the
  *    file sets GB_PACK), GB_KC slots at a time: the slices copied one
  *    after the other into a buffer in L1 first, as GEMM packs B.
+ * Invalid slots are left out: their columns of A are copied out first
+ * (the valid ones, packed alike, into a buffer) unless they all trail the
+ * valid ones, and with none valid dst is only scaled, or zeroed.
  * A partial last NR columns runs the reference's sums. */
 static int mm_TMATMUL_GB(int op, const pto_targs *a) {
   pto_tile *d = a->dst[0];
   const pto_tile *A = a->src[0], *idx = a->src[1];
   const pto_gview *g = &a->g;
-  const uint32_t n = A->valid_cols, M = d->valid_rows, N = d->valid_cols;
+  const uint32_t nA = A->valid_cols, M = d->valid_rows, N = d->valid_cols;
   const int bf = g->dtype == PTO_BF16, pack = GB_PACK || bf;
-  if (!(a->flags & PTO_TF_PACK_A) || a->imm[0] != MR ||
-      A->dtype != PTO_F32 || !table_fast(g) || n > GB_SLOTS_MAX)
+  if (!(a->flags & PTO_TF_PACK_A) || a->imm[0] != MR || A->dtype != PTO_F32 ||
+      !table_fast(g) || nA > GB_SLOTS_MAX)
     return pto__isa_scalar.fn[op](op, a);
   const int acc = (a->flags & PTO_TF_ACC) != 0,
             scaled = acc && (a->flags & PTO_TF_ROWSCALE);
-  const size_t ldc = d->stride, a_panel = (size_t)MR * A->stride;
-  static const float zeros[NR] __attribute__((aligned(64)));
+  const size_t ldc = d->stride;
+  size_t a_panel = (size_t)MR * A->stride;
   _Alignas(64) float slices[GB_KC * NR]; /* packed: a pass's slices */
   const unsigned char *row[GB_SLOTS_MAX], *next[GB_SLOTS_MAX];
   const float *v[GB_SLOTS_MAX];
-  for (uint32_t t = 0; t < n; t++)
-    row[t] = pto__table_row(idx, g, t);
+  uint32_t vt[GB_SLOTS_MAX], n = 0; /* the valid slots, in order */
+  for (uint32_t t = 0; t < nA; t++)
+    if ((row[n] = pto__table_row(idx, g, t)))
+      vt[n++] = t;
   float *Cd = d->data;
+  if (!n) { /* dst = dst * src2 (ROWSCALE), dst (ACC) or 0 */
+    for (uint32_t m = 0; m < M && !(acc && !scaled); m++) {
+      const float f = scaled ? row_scale(a, m) : 0.0f;
+      for (uint32_t c = 0; c < N; c++)
+        Cd[(size_t)m * ldc + c] = scaled ? Cd[(size_t)m * ldc + c] * f : 0.0f;
+    }
+    return PTO_OK;
+  }
+  const float *Ad = A->data; /* A's panels, a_panel apart */
+  float *ac = NULL;          /* the valid slots' columns of A */
+  if (vt[n - 1] != n - 1) {
+    if (!(ac = malloc((M + MR - 1) / MR * (size_t)MR * n * sizeof(float))))
+      return pto__isa_scalar.fn[op](op, a);
+    for (uint32_t p = 0; p < (M + MR - 1) / MR; p++)
+      for (uint32_t k = 0; k < n; k++)
+        memcpy(ac + ((size_t)p * n + k) * MR,
+               Ad + (size_t)p * a_panel + (size_t)vt[k] * MR,
+               MR * sizeof(float));
+    Ad = ac;
+    a_panel = (size_t)MR * n;
+  }
   const uint32_t full = N / NR * NR, kc = pack ? GB_KC : n;
   const size_t es = pto_dtype_size(g->dtype);
   for (uint32_t n0 = 0; n0 < full; n0 += NR) {
@@ -374,54 +422,42 @@ static int mm_TMATMUL_GB(int op, const pto_targs *a) {
       for (uint32_t t = k0; t < k1; t++) {
         float *s = slices + (size_t)(t - k0) * NR;
         if (more)
-          next[t] = row[t] ? row[t] + es * (n0 + NR)
-                           : (const unsigned char *)zeros;
+          next[t] = row[t] + es * (n0 + NR);
         if (!pack)
-          v[t] = row[t] ? (const float *)(const void *)row[t] + n0 : zeros;
-        else if (!row[t])
-          MM_UNROLL for (int q = 0; q < NR / VW; q++)
-              MM_STORE(s + q * VW, MM_ZERO());
+          v[t] = (const float *)(const void *)row[t] + n0;
         else if (bf)
           pto__widen_bf16(s, row[t] + 2 * (size_t)n0, NR);
         else
-          MM_UNROLL for (int q = 0; q < NR / VW; q++) MM_STORE(
-              s + q * VW,
-              MM_LOAD((const float *)(const void *)row[t] + n0 + q * VW));
+          MM_UNROLL for (int q = 0; q < NR / VW; q++)
+              MM_STORE(s + q * VW, MM_LOAD((const float *)(const void *)row[t] +
+                                           n0 + q * VW));
       }
       for (uint32_t m0 = 0; m0 < M; m0 += MR) {
         const uint32_t rows = M - m0 < MR ? M - m0 : MR;
         float f[MR];
         for (uint32_t i = 0; i < MR; i++)
-          f[i] = scaled && i < rows
-                     ? ((const float *)a->src[2]->data)[(size_t)(m0 + i) *
-                                                        a->src[2]->stride]
-                     : 1.0f;
-        kernel_gb(k1 - k0,
-                  (const float *)A->data + (size_t)(m0 / MR) * a_panel +
-                      (size_t)k0 * MR,
-                  pack ? slices : NULL, v + k0, Cd + (size_t)m0 * ldc + n0,
-                  ldc, rows, acc || k0 > 0, scaled && k0 == 0 ? f : NULL,
+          f[i] = scaled && i < rows ? row_scale(a, m0 + i) : 1.0f;
+        kernel_gb(k1 - k0, Ad + (size_t)(m0 / MR) * a_panel + (size_t)k0 * MR,
+                  pack ? slices : NULL, v + k0, Cd + (size_t)m0 * ldc + n0, ldc,
+                  rows, acc || k0 > 0, scaled && k0 == 0 ? f : NULL,
                   more && m0 == 0 ? next : NULL);
       }
     }
   }
   for (uint32_t m = 0; m < M && full < N; m++) { /* the last columns */
-    const float *Am = (const float *)A->data + (size_t)(m / MR) * a_panel +
-                      m % MR;
-    const float f = scaled ? ((const float *)a->src[2]->data)[(size_t)m *
-                                                             a->src[2]->stride]
-                           : 1.0f;
+    const float *Am = Ad + (size_t)(m / MR) * a_panel + m % MR;
+    const float f = scaled ? row_scale(a, m) : 1.0f;
     for (uint32_t c = full; c < N; c++) {
       float *o = Cd + (size_t)m * ldc + c, sum = acc ? *o * f : 0.0f;
       for (uint32_t t = 0; t < n; t++) {
-        const unsigned char *x =
-            row[t] ? row[t] + c * pto_dtype_size(g->dtype) : NULL;
-        const float p = Am[(size_t)t * MR] * (x ? pto__to_f32(g->dtype, x) : 0);
+        const float p =
+            Am[(size_t)t * MR] * pto__to_f32(g->dtype, row[t] + c * es);
         sum += p;
       }
       *o = sum;
     }
   }
+  free(ac);
   return PTO_OK;
 }
 

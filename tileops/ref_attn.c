@@ -84,9 +84,10 @@ int pto__ref_TMATMUL_GA(int op, const pto_targs *a) {
   const uint32_t w = (uint32_t)a->imm[1], K = B->valid_rows;
   for (uint32_t t = 0; t < d->valid_rows; t++) {
     const int32_t i = pto__index_at(idx, t);
+    const int valid = i >= 0 && i < a->g.rows;
     for (uint32_t n = 0; n < d->valid_cols; n++) {
       float sum = 0.0f;
-      for (uint32_t k = 0; k < K; k++) {
+      for (uint32_t k = 0; valid && k < K; k++) {
         const float p = table_at(&a->g, i, k) * operand_at(B, 0, pb, w, k, n);
         sum += p;
       }
@@ -96,9 +97,9 @@ int pto__ref_TMATMUL_GA(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
-/* dst[m][c] = c0 + sum_t A[m][t] * g[idx_t][c] in f32, t in order, each
- * product rounded; c0 = 0, dst[m][c] with PTO_TF_ACC, times src2[m][0]
- * with PTO_TF_ROWSCALE too. */
+/* dst[m][c] = c0 + sum_t A[m][t] * g[idx_t][c] in f32 over the valid
+ * slots t, in order, each product rounded; c0 = 0, dst[m][c] with
+ * PTO_TF_ACC, times src2[m][0] with PTO_TF_ROWSCALE too. */
 int pto__ref_TMATMUL_GB(int op, const pto_targs *a) {
   (void)op;
   pto_tile *d = a->dst[0];
@@ -113,8 +114,10 @@ int pto__ref_TMATMUL_GB(int op, const pto_targs *a) {
       float *o = f32_at(d, (size_t)m * d->stride + c);
       float sum = acc ? (scaled ? *o * f : *o) : 0.0f;
       for (uint32_t t = 0; t < n; t++) {
-        const float p = operand_at(A, pa, 0, w, m, t) *
-                        table_at(&a->g, pto__index_at(idx, t), c);
+        const int32_t i = pto__index_at(idx, t);
+        if (i < 0 || i >= a->g.rows) /* an invalid slot: nothing */
+          continue;
+        const float p = operand_at(A, pa, 0, w, m, t) * table_at(&a->g, i, c);
         sum += p;
       }
       *o = sum;

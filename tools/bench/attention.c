@@ -112,11 +112,12 @@ static void usage(FILE *f) {
         "(--invalid, and the -1 padding of causal queries that see fewer\n"
         "than topk keys); median ms of R timed runs after a warm-up,\n"
         "[min-max] beside it; ratio = PyTorch / PTO (above 1: PTO is\n"
-        "faster); GF/s = 2 x B x S1 x H x topk x (D + dv) (every slot,\n"
-        "pto_attention_gflop) / PTO's median; %pk = that over the FMA peak\n"
-        "measured in this run on the same threads (the best of a probe\n"
-        "before the cases and one after each); compile = pto_compile\n"
-        "alone, ms.\n"
+        "faster); GF/s = 2 x H x (D + dv) x the valid slots (invalid ones\n"
+        "are left out, not computed; with none, pto_attention_gflop's\n"
+        "2 x B x S1 x H x topk x (D + dv)) / PTO's median; %pk = that over\n"
+        "the FMA peak measured in this run on the same threads (the best\n"
+        "of a probe before the cases and one after each); compile =\n"
+        "pto_compile alone, ms.\n"
         "JSON fields (one object per case): workload, preset, b, s1, s2, h,\n"
         "d, dv, topk, scale, causal, invalid_pct, valid_slots,\n"
         "invalid_slots, dtype, engine (pto_matmul_engine), threads, seed,\n"
@@ -193,6 +194,15 @@ static int case_init(const bench_case_opts *o, int k, bench_case *bc) {
   return 0;
 }
 
+/* The work of the valid slots, GFLOP: a slot whose index is invalid (or
+ * -1 padding) is left out by PTO, so it is no work done. Every slot when
+ * slots holds no count. */
+static double work_gflop(const pto_attention_dims *d,
+                         const bench_indices_count *slots) {
+  const int64_t all = slots->valid + slots->padding + slots->invalid;
+  return pto_attention_gflop(d) * (all ? (double)slots->valid / all : 1.0);
+}
+
 /* Random q and kv, the indices as the indexer hands them over
  * (bench_workload.fill). */
 static int case_fill(const bench_case_opts *o, bench_case *bc) {
@@ -202,6 +212,7 @@ static int case_fill(const bench_case_opts *o, bench_case *bc) {
   if (bench_sparse_indices(bc->in_data[2], d->b, d->s1, d->s2, d->topk,
                            c->prm.causal, x->invalid, o->h.seed, 3, &c->slots))
     return -1;
+  bc->gflop = work_gflop(d, &c->slots);
   for (size_t i = 0; i < 2; i++) /* q, kv: streams 1, 2 */
     bench_case_fill_uniform(bc, i, o->h.seed, i + 1, -1.0f, 1.0f);
   return 0;
@@ -333,7 +344,7 @@ static json_t *report(const bench_case_opts *o, int k, const bench_case *bc,
           nm, (long long)d.b, (long long)d.s1, (long long)d.s2, (long long)d.h,
           (long long)d.d, (long long)d.dv, (long long)d.topk, scale,
           prm.causal ? "yes" : "no", inv);
-  *gflop = pto_attention_gflop(&d);
+  *gflop = work_gflop(&d, slots);
   json_t *j = json_pack(
       "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:b, s:f, s:i, "
       "s:I}",

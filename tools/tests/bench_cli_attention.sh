@@ -57,6 +57,10 @@ run)
   expect_saved q kv indices out lse
   expect_meta 'm["workload"]=="attention" and m["scale"]==0.135234 and m["causal"] is True and m["seed"]==7 and m["invalid_pct"]==25 and m["s2"]==256 and m["topk"]==32 and m["dv"]==512 and m["invalid_slots"]==32'
 
+  # GF/s counts the valid slots' work: invalid ones are not computed
+  expect 0 "" -- --quick --json attention "${tiny[@]}" --invalid 25 --no-peer
+  expect_json "gflop of the valid slots" 'r[0]["invalid_slots"] == 32 and r[0]["valid_slots"] == 96 and abs(r[0]["gflop"] / (2 * 16 * 96 * 1088e-9) - 1) < 1e-5'
+
   # two presets: one file and directory per preset
   expect_per_preset lse attention --s1 2 --s2 128 --h 8 --topk 16
 
