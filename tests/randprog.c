@@ -5,10 +5,10 @@
  *
  * This file: the switches, the case, and the generator's core (choices,
  * state, picking tensors, inputs, scopes, outputs, config and runs). The
- * ops are in randprog_ops.c, randprog_matmul.c and randprog_movement.c,
- * building and printing in randprog_print.c, running and checking in
- * randprog_run.c, the supervisor and the minimizer in randprog_supervise.c;
- * what they share is in randprog_impl.h. */
+ * ops are in randprog_ops.c, randprog_matmul.c, randprog_movement.c and
+ * randprog_attention.c, building and printing in randprog_print.c, running
+ * and checking in randprog_run.c, the supervisor and the minimizer in
+ * randprog_supervise.c; what they share is in randprog_impl.h. */
 #include "tests/randprog_impl.h"
 
 #include <math.h>
@@ -270,7 +270,7 @@ int pick_val(gen *g, val_pred ok, const void *ctx) {
   int cand[MAX_VALS], n = 0;
   for (int i = 0; i < g->c->n_vals; i++) {
     const rp_val *v = V(g, i);
-    if (v->lvl != L_NOUSE && (!ok || ok(g, v, ctx)))
+    if (v->lvl != L_NOUSE && !v->posinf && (!ok || ok(g, v, ctx)))
       cand[n++] = i;
   }
   if (!n)
@@ -656,31 +656,33 @@ static void gen_case(gen *g) {
     int k = (int)pick(g->r, 100);
     if (k < 9)
       gen_scope(g);
-    else if (k < 28)
+    else if (k < 27)
       gen_binary(g);
-    else if (k < 36)
+    else if (k < 35)
       gen_scalar_op(g);
-    else if (k < 46)
+    else if (k < 44)
       gen_unary(g);
-    else if (k < 50)
+    else if (k < 47)
+      gen_attention(g);
+    else if (k < 51)
       gen_cast(g);
-    else if (k < 55)
+    else if (k < 56)
       gen_cmp_select(g);
-    else if (k < 63)
+    else if (k < 64)
       gen_reduce(g);
-    else if (k < 70)
+    else if (k < 71)
       gen_matmul(g, 0);
-    else if (k < 74)
+    else if (k < 75)
       gen_matmul(g, 1);
-    else if (k < 76)
+    else if (k < 77)
       gen_softmax(g);
-    else if (k < 79)
+    else if (k < 80)
       gen_topk(g);
-    else if (k < 82)
+    else if (k < 83)
       gen_gather(g);
-    else if (k < 85)
+    else if (k < 86)
       gen_concat(g);
-    else if (k < 87)
+    else if (k < 88)
       gen_fill(g);
     else if (k < 97)
       gen_view(g);

@@ -32,6 +32,7 @@ typedef struct rp_val {
   int special;                      /* may hold NaN, inf: bit-exact only */
   int zsign;                        /* a zero's sign is not specified */
   int mm;                           /* on roots: 1 matmul operand, 2 acc */
+  int posinf;                       /* +inf too (an lse): output only */
   int live;
 } rp_val;
 
@@ -62,6 +63,7 @@ enum { /* steps */
                               X(SOFTMAX, "softmax") X(TOPK, "topk")            \
                                   X(GATHER, "gather") X(CONCAT, "concat")      \
                                       X(FULL, "full") X(IOTA, "iota")          \
+                                          X(ATTENTION, "sparse_attention")     \
                                           X(SLICE, "slice")                    \
                                               X(RESHAPE, "reshape")            \
                                                   X(TRANSPOSE, "transpose")
@@ -220,8 +222,13 @@ int gen_topk(gen *g);
 int gen_gather(gen *g);
 int gen_concat(gen *g);
 int gen_fill(gen *g);
+int view_slice(gen *g, int t, int axis, int64_t b0, int64_t e0);
 int view_transpose(gen *g, int t, int a0, int a1);
 int gen_view(gen *g);
+
+/* ---- sparse attention (randprog_attention.c) ----------------------------- */
+
+int gen_attention(gen *g);
 
 /* ---- liveness (randprog.c) and pruning (randprog_supervise.c) ------------ */
 

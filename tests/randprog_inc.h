@@ -68,8 +68,52 @@ static float rp_f16_to_f32(uint16_t h) {
  * dtype and in every sum the test lets them reach; FINE: any f32 in
  * [lo, hi]; INT: integers in [lo, hi]; WILD: any i32 bit pattern; SPECIAL:
  * GRID values mixed with NaN, infinities, signed zeros, subnormals and
- * huge values. */
-enum { RP_FILL_GRID, RP_FILL_FINE, RP_FILL_INT, RP_FILL_WILD, RP_FILL_SPECIAL };
+ * huge values; INDEX: i32 rows of lo slots for sparse attention over hi
+ * keys, in pattern q (rp_fill_index). */
+enum {
+  RP_FILL_GRID,
+  RP_FILL_FINE,
+  RP_FILL_INT,
+  RP_FILL_WILD,
+  RP_FILL_SPECIAL,
+  RP_FILL_INDEX
+};
+
+/* Rows of T slots of keys below S2, the valid keys distinct within a row
+ * (pto_sparse_attention's precondition), mixed with invalid ones by
+ * pattern: 0 none (but -1 past S2 slots: a row holds at most S2 keys), 1
+ * scattered (INT32_MIN, -1, S2, S2 + 5, INT32_MAX), 2 a tail of -1 (as the
+ * indexer pads), 3 all invalid, 4 each row one of those at random. */
+static void rp_fill_index(int32_t *ix, int64_t n, uint64_t seed, int pattern,
+                          int64_t T, int64_t S2) {
+  uint64_t s = seed;
+  const int32_t bad[5] = {INT32_MIN, -1, (int32_t)S2, (int32_t)(S2 + 5),
+                          INT32_MAX};
+  for (int64_t r0 = 0; r0 < n; r0 += T) {
+    const int pat = pattern < 4 ? pattern : (int)(rp_next(&s) % 4);
+    const int64_t tail = T - (int64_t)(rp_next(&s) % (uint64_t)(T + 1));
+    int64_t nv = 0;
+    for (int64_t t = 0; t < T && r0 + t < n; t++) {
+      const uint64_t r = rp_next(&s);
+      if (pat == 3 || (pat == 1 && r % 4 == 0) || (pat == 2 && t >= tail) ||
+          nv == S2) {
+        ix[r0 + t] = pat == 0 || pat == 2 ? -1 : bad[(r >> 8) % 5];
+        continue;
+      }
+      /* a key not in the row yet: the first free one from a random start */
+      int64_t j = (int64_t)((r >> 16) % (uint64_t)S2);
+      for (int used = 1; used;) {
+        used = 0;
+        for (int64_t u = 0; u < t && !used; u++)
+          used = ix[r0 + u] == j;
+        if (used)
+          j = (j + 1) % S2;
+      }
+      ix[r0 + t] = (int32_t)j;
+      nv++;
+    }
+  }
+}
 
 static float rp_special(uint64_t r) {
   static const uint32_t bits[] = {
@@ -81,6 +125,10 @@ static float rp_special(uint64_t r) {
 
 static void rp_fill(void *buf, pto_dtype dt, int64_t n, uint64_t seed, int kind,
                     int q, double lo, double hi) {
+  if (kind == RP_FILL_INDEX) {
+    rp_fill_index((int32_t *)buf, n, seed, q, (int64_t)lo, (int64_t)hi);
+    return;
+  }
   uint64_t s = seed;
   double scale = ldexp(1.0, q);
   int64_t klo = (int64_t)ceil(lo * scale), khi = (int64_t)floor(hi * scale);

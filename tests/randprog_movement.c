@@ -121,8 +121,6 @@ int gen_gather(gen *g) {
   return 1;
 }
 
-static int view_slice(gen *g, int t, int axis, int64_t b0, int64_t e0);
-
 typedef struct cat_ctx {
   const rp_val *a;
   int ax;
@@ -260,7 +258,7 @@ static int view_of(gen *g, int t, int op) {
   return out;
 }
 
-static int view_slice(gen *g, int t, int axis, int64_t b0, int64_t e0) {
+int view_slice(gen *g, int t, int axis, int64_t b0, int64_t e0) {
   rp_val tv = *V(g, t);
   int out = view_of(g, t, O_SLICE);
   if (out < 0)

@@ -108,6 +108,11 @@ void emit_program(const rp_case *c, pto_program *p, pto_tensor **T, FILE *o) {
       if (!v->special)
         fprintf(o, " in [%.6g, %.6g]", v->lo, v->hi);
       fprintf(o, " */\n");
+      if (op == O_ATTENTION) {
+        const rp_val *l = &c->vals[s->out2];
+        fprintf(o, "  /* lse %s +-%.3g in [%.6g, %.6g]%s */\n", lv[l->lvl],
+                l->err, l->lo, l->hi, l->posinf ? " or +inf" : "");
+      }
     }
     if (o)
       fprintf(o, "  t[%d] = ", s->out);
@@ -203,6 +208,16 @@ void emit_program(const rp_case *c, pto_program *p, pto_tensor **T, FILE *o) {
                 s->out2);
       else
         r = pto_topk(p, T[in[0]], s->ival, &T[s->out2]);
+      break;
+    case O_ATTENTION:
+      if (o)
+        fprintf(o,
+                "pto_sparse_attention(p, t[%d], t[%d], t[%d], %" PRId64
+                ", %.17g, &t[%d]);\n",
+                in[0], in[1], in[2], s->ival, s->scalar, s->out2);
+      else
+        r = pto_sparse_attention(p, T[in[0]], T[in[1]], T[in[2]], s->ival,
+                                 s->scalar, &T[s->out2]);
       break;
     case O_GATHER:
       if (o)
