@@ -40,8 +40,9 @@ static const char *describe(const json_t *v, char *buf, size_t n) {
   switch (json_typeof(v)) {
   case JSON_OBJECT:
     return "an object";
-  case JSON_ARRAY:
-    return "an array";
+  case JSON_ARRAY: /* its length: a tile of the wrong rank says so */
+    snprintf(buf, n, "an array of %zu", json_array_size(v));
+    return buf;
   case JSON_STRING:
     snprintf(buf, n, "\"%.40s%s\"", json_string_value(v),
              json_string_length(v) > 40 ? "..." : "");

@@ -519,7 +519,7 @@ Test(core, config_type_errors) {
   expect_load_error("{\"knobs\": {\"policy\": null}}", PTO_ECONFIG,
                     "knobs.policy: expected", "got null", NULL);
   expect_load_error("{\"knobs\": []}", PTO_ECONFIG,
-                    "knobs: expected an object, got an array", NULL);
+                    "knobs: expected an object, got an array of 0", NULL);
   expect_load_error("{\"machine\": {\"shared\": 1}}", PTO_ECONFIG,
                     "machine.shared: expected a boolean", NULL);
   expect_load_error("{\"labels\": []}", PTO_ECONFIG,
@@ -529,7 +529,13 @@ Test(core, config_type_errors) {
   expect_load_error("{\"labels\": {\"\": {\"fuse\": 0}}}", PTO_ECONFIG,
                     "empty label", NULL);
   expect_load_error("{\"labels\": {\"a\": {\"vec_tile\": [1]}}}", PTO_ECONFIG,
-                    "labels.a.vec_tile: expected [rows, cols]", NULL);
+                    "labels.a.vec_tile: expected [rows, cols], got an array "
+                    "of 1",
+                    NULL);
+  expect_load_error("{\"labels\": {\"a\": {\"cube_tile\": [128, 0]}}}",
+                    PTO_ECONFIG,
+                    "labels.a.cube_tile: expected [m, n, k], got an array of 2",
+                    NULL);
   expect_load_error("{\"labels\": {\"a\": {\"cube_tile\": [1, 2, -3]}}}",
                     PTO_ECONFIG, "labels.a.cube_tile", "element 2 is -3", NULL);
   expect_load_error("{\"labels\": {\"a\": {\"cube_tile\": \"64x64\"}}}",
