@@ -4,7 +4,8 @@
  * and their kernels. Included only by tileops/mm_loops.h, whose
  * mm_install() installs them, so it is compiled with each
  * tileops/mm_<isa>.c's ISA flags. It takes from that file MR, NR and VW
- * (as mm_loops.h describes them) and the vector primitives of its kernels:
+ * (as mm_loops.h describes them), from mm_loops.h row_scale and
+ * scale_rows, and the vector primitives of its kernels:
  * MM_V (a vector of VW f32), MM_LOAD, MM_STORE (unaligned), MM_BCAST (one
  * f32 from memory to every lane), MM_FMA(a, b, c) = a * b + c, MM_MUL,
  * MM_ZERO, MM_SET1, MM_RELU (x < 0: 0, else x, -0 and NaN kept), MM_HSUM
@@ -105,6 +106,24 @@ static void kernel_ga(uint32_t K, const float *const *a,
           MM_STORE(C + (size_t)i * ldc + q * VW, c[i][q]);
 }
 
+/* Lists the valid ones of the n slots of idx (their indices within the
+ * table g) in vt, in order, and their rows in row when given; returns how
+ * many. */
+static uint32_t valid_slots(const pto_tile *idx, const pto_gview *g,
+                            uint32_t n, uint32_t *vt,
+                            const unsigned char **row) {
+  uint32_t nv = 0;
+  for (uint32_t t = 0; t < n; t++) {
+    const unsigned char *x = pto__table_row(idx, g, t);
+    if (!x)
+      continue;
+    if (row)
+      row[nv] = x;
+    vt[nv++] = t;
+  }
+  return nv;
+}
+
 /* TMATMUL_GA, B packed in NR panels: per MR selected rows (in L1 once
  * read), every panel of B over all of K (from L1 and L2); while the first
  * panel runs, the next MR rows are prefetched a line per 16 steps, as no
@@ -135,10 +154,7 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
       free(vt);
     return pto__isa_scalar.fn[op](op, a);
   }
-  uint32_t nv = 0; /* the valid slots, in order */
-  for (uint32_t t = 0; t < n; t++)
-    if (pto__table_row(idx, g, t))
-      vt[nv++] = t;
+  const uint32_t nv = valid_slots(idx, g, n, vt, NULL);
   const size_t ldc = d->stride, b_panel = (size_t)NR * B->rows;
   const size_t row_bytes = (size_t)K * pto_dtype_size(g->dtype);
   float *Cd = d->data;
@@ -182,13 +198,9 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
                cols * sizeof(float));
     }
   }
-  for (uint32_t t = 0, j = 0; nv < n && t < n; t++) { /* invalid: zero rows */
-    if (j < nv && vt[j] == t) {
-      j++;
-      continue;
-    }
-    memset(Cd + (size_t)t * ldc, 0, N * sizeof(float));
-  }
+  for (uint32_t t = 0; nv < n && t < n; t++) /* invalid indices: zero rows */
+    if (!pto__table_row(idx, g, t))
+      memset(Cd + (size_t)t * ldc, 0, N * sizeof(float));
   if (vt != vt_stack)
     free(vt);
   free(wide);
@@ -347,11 +359,6 @@ static void kernel_gb(uint32_t K, const float *restrict Ap,
 #define GB_SLOTS_MAX 2048 /* the K of a TMATMUL_GB run here (more: reference) */
 #define GB_KC 256 /* slots per pass over a panel of packed slices */
 
-/* TMATMUL_GB's row scale of dst row m (PTO_TF_ROWSCALE): src2[m][0]. */
-static inline float row_scale(const pto_targs *a, uint32_t m) {
-  return ((const float *)a->src[2]->data)[(size_t)m * a->src[2]->stride];
-}
-
 /* TMATMUL_GB, A packed in MR panels: per NR columns of V, per MR panel of
  * A, the product over the slots, V's slices taken one of two ways:
  *  - in place (f32 tables where the file does not set GB_PACK): each
@@ -387,17 +394,14 @@ static int mm_TMATMUL_GB(int op, const pto_targs *a) {
   _Alignas(64) float slices[GB_KC * NR]; /* packed: a pass's slices */
   const unsigned char *row[GB_SLOTS_MAX], *next[GB_SLOTS_MAX];
   const float *v[GB_SLOTS_MAX];
-  uint32_t vt[GB_SLOTS_MAX], n = 0; /* the valid slots, in order */
-  for (uint32_t t = 0; t < nA; t++)
-    if ((row[n] = pto__table_row(idx, g, t)))
-      vt[n++] = t;
+  uint32_t vt[GB_SLOTS_MAX]; /* the valid slots, in order; row[] theirs */
+  const uint32_t n = valid_slots(idx, g, nA, vt, row);
   float *Cd = d->data;
   if (!n) { /* dst = dst * src2 (ROWSCALE), dst (ACC) or 0 */
-    for (uint32_t m = 0; m < M && !(acc && !scaled); m++) {
-      const float f = scaled ? row_scale(a, m) : 0.0f;
-      for (uint32_t c = 0; c < N; c++)
-        Cd[(size_t)m * ldc + c] = scaled ? Cd[(size_t)m * ldc + c] * f : 0.0f;
-    }
+    if (scaled)
+      scale_rows(a);
+    for (uint32_t m = 0; !acc && m < M; m++)
+      memset(Cd + (size_t)m * ldc, 0, N * sizeof(float));
     return PTO_OK;
   }
   const float *Ad = A->data; /* A's panels, a_panel apart */

@@ -238,19 +238,28 @@ static int mm_TMATMUL(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
+/* The row scale of dst row m (PTO_TF_ROWSCALE): src2[m][0]. */
+static inline float row_scale(const pto_targs *a, uint32_t m) {
+  return ((const float *)a->src[2]->data)[(size_t)m * a->src[2]->stride];
+}
+
+/* dst's rows by their row scales (TMATMUL_ACC's and TMATMUL_GB's
+ * PTO_TF_ROWSCALE before the product is added). */
+static void scale_rows(const pto_targs *a) {
+  pto_tile *d = a->dst[0];
+  for (uint32_t r = 0; r < d->valid_rows; r++) {
+    const float s = row_scale(a, r);
+    float *row = (float *)d->data + (size_t)r * d->stride;
+    for (uint32_t c = 0; c < d->valid_cols; c++)
+      row[c] *= s;
+  }
+}
+
 static int mm_TMATMUL_ACC(int op, const pto_targs *a) {
   if (!fast_path(a))
     return pto__isa_scalar.fn[op](op, a);
-  if (a->flags & PTO_TF_ROWSCALE) { /* dst's rows by src2's column 0 */
-    pto_tile *d = a->dst[0];
-    const pto_tile *f = a->src[2];
-    for (uint32_t r = 0; r < d->valid_rows; r++) {
-      const float s = ((const float *)f->data)[(size_t)r * f->stride];
-      float *row = (float *)d->data + (size_t)r * d->stride;
-      for (uint32_t c = 0; c < d->valid_cols; c++)
-        row[c] *= s;
-    }
-  }
+  if (a->flags & PTO_TF_ROWSCALE)
+    scale_rows(a);
   matmul_packed(a, 1);
   return PTO_OK;
 }
