@@ -142,23 +142,18 @@ static uint32_t copy_shared_accumulators(pto_cprog *pr, interval *iv) {
   return n_copies;
 }
 
-/* Orders live tiles by level, then offset, then id. */
-static int live_before(const interval *iv, uint32_t a, uint32_t b) {
-  if (iv[a].level != iv[b].level)
-    return iv[a].level < iv[b].level;
-  if (iv[a].off != iv[b].off)
-    return iv[a].off < iv[b].off;
-  return a < b;
-}
-
-/* The position of tile t in live[0..n), sorted by live_before, or where it
- * would go. */
+/* The first position in live[0..n), sorted by level, then offset, then
+ * tile id, whose tile does not come before (level, off, id): tile id's
+ * own place, or with off and id 0 the level's first tile. */
 static uint32_t live_find(const interval *iv, const uint32_t *live, uint32_t n,
-                          uint32_t t) {
+                          uint8_t level, uint64_t off, uint32_t id) {
   uint32_t lo = 0, hi = n;
   while (lo < hi) {
     const uint32_t mid = lo + (hi - lo) / 2;
-    if (live_before(iv, live[mid], t))
+    const interval *m = &iv[live[mid]];
+    if (m->level != level ? m->level < level
+        : m->off != off   ? m->off < off
+                          : live[mid] < id)
       lo = mid + 1;
     else
       hi = mid;
@@ -184,7 +179,7 @@ static void place_tiles(pto_cprog *pr, interval *iv, const uint32_t *acc_of,
   for (uint32_t k = 0; k < pr->n_insts; k++) {
     const pto_pinst *pi = &pr->insts[k];
     for (uint32_t t = k ? head[k - 1] : PTO_NONE; t != PTO_NONE; t = next[t]) {
-      const uint32_t j = live_find(iv, live, n_live, t);
+      const uint32_t j = live_find(iv, live, n_live, iv[t].level, iv[t].off, t);
       memmove(live + j, live + j + 1, (n_live - j - 1) * sizeof *live);
       n_live--;
     }
@@ -202,16 +197,9 @@ static void place_tiles(pto_cprog *pr, interval *iv, const uint32_t *acc_of,
         if (iv[t].end < iv[acc].end)
           iv[t].end = iv[acc].end;
       } else {
-        uint32_t j = 0, hi = n_live; /* j: the level's first live tile */
-        while (j < hi) {
-          const uint32_t mid = j + (hi - j) / 2;
-          if (iv[live[mid]].level < iv[t].level)
-            j = mid + 1;
-          else
-            hi = mid;
-        }
         uint64_t off = 0;
-        for (; j < n_live && iv[live[j]].level == iv[t].level; j++) {
+        for (uint32_t j = live_find(iv, live, n_live, iv[t].level, 0, 0);
+             j < n_live && iv[live[j]].level == iv[t].level; j++) {
           const interval *o = &iv[live[j]];
           if (o->off >= off + iv[t].size)
             break; /* it and every later one start past the fit */
@@ -224,7 +212,7 @@ static void place_tiles(pto_cprog *pr, interval *iv, const uint32_t *acc_of,
         if (top > pr->mem[iv[t].level])
           pr->mem[iv[t].level] = top;
       }
-      const uint32_t j = live_find(iv, live, n_live, t);
+      const uint32_t j = live_find(iv, live, n_live, iv[t].level, iv[t].off, t);
       memmove(live + j + 1, live + j, (n_live - j) * sizeof *live);
       live[j] = t;
       n_live++;
