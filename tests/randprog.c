@@ -422,19 +422,32 @@ static void rand_cube(gen *g, uint32_t *t) {
 
 static const char *const label_words[] = {"a", "b", "mm", "sm", "x"};
 
+int push_label(gen *g, const char *name) {
+  if (g->n_labels >= 3)
+    return 0;
+  rp_step *s = add_step(g, S_PUSH_LABEL);
+  if (g->failed)
+    return 0;
+  snprintf(s->name, sizeof s->name, "%s", name);
+  snprintf(g->labels[g->n_labels], sizeof g->labels[0], "%.60s%s%s",
+           g->n_labels ? g->labels[g->n_labels - 1] : "",
+           g->n_labels ? "." : "", name);
+  g->n_labels++;
+  return 1;
+}
+
+void pop_label(gen *g) {
+  add_step(g, S_POP_LABEL);
+  g->n_labels--;
+}
+
 static void gen_scope(gen *g) {
   int k = (int)pick(g->r, 6);
-  if (k == 0 && g->n_labels < 3) {
-    rp_step *s = add_step(g, S_PUSH_LABEL);
-    snprintf(s->name, sizeof s->name, "%s", PICK_OF(g->r, label_words));
-    snprintf(g->labels[g->n_labels], sizeof g->labels[0], "%s%s%s",
-             g->n_labels ? g->labels[g->n_labels - 1] : "",
-             g->n_labels ? "." : "", s->name);
-    g->n_labels++;
-  } else if (k == 1 && g->n_labels) {
-    add_step(g, S_POP_LABEL);
-    g->n_labels--;
-  } else if (k == 2 && g->n_tiles < 4) {
+  if (k == 0 && g->n_labels < 3)
+    push_label(g, PICK_OF(g->r, label_words));
+  else if (k == 1 && g->n_labels)
+    pop_label(g);
+  else if (k == 2 && g->n_tiles < 4) {
     rp_step *s = add_step(g, S_PUSH_TILE);
     s->has_tile = chance(g->r, 50);
     if (s->has_tile) {

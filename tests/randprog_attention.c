@@ -35,25 +35,6 @@ static int pred_att_kv(gen *g, const rp_val *v, const void *ctx) {
          v->shape[0] == a->B && v->shape[2] == a->D && v->shape[1] <= 128;
 }
 
-static int push_label(gen *g, const char *name) {
-  if (g->n_labels >= 3)
-    return 0;
-  rp_step *s = add_step(g, S_PUSH_LABEL);
-  if (g->failed)
-    return 0;
-  snprintf(s->name, sizeof s->name, "%s", name);
-  snprintf(g->labels[g->n_labels], sizeof g->labels[0], "%.60s%s%s",
-           g->n_labels ? g->labels[g->n_labels - 1] : "",
-           g->n_labels ? "." : "", name);
-  g->n_labels++;
-  return 1;
-}
-
-static void pop_label(gen *g) {
-  add_step(g, S_POP_LABEL);
-  g->n_labels--;
-}
-
 /* The step that made input id (the last one added). */
 static rp_step *input_step(gen *g) {
   return &g->c->steps[g->c->n_steps - 1];

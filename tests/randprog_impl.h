@@ -173,6 +173,10 @@ typedef struct gen {
 static const double U = 0x1p-22; /* two f32 roundings, with margin */
 
 rp_step *add_step(gen *g, int kind);
+/* A label scope (at most 3 deep): pushes name, 0 when it cannot; pops the
+ * innermost. */
+int push_label(gen *g, const char *name);
+void pop_label(gen *g);
 int64_t numel_of(int nd, const int64_t *shape);
 rp_val *V(gen *g, int id);
 double mag(const rp_val *v);
