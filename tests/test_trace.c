@@ -1,7 +1,8 @@
 /* scheduler: what a traced run of an executable records (the task graph's
- * traces are tested in test_runtime.c): the time of every instruction of
- * every task, the summary's time per label and instruction, and the
- * metadata pto-trace reads (workload, config, tile shapes, windows). */
+ * traces are tested in test_runtime_pinning.c): the time of every
+ * instruction of every task, the summary's time per label and instruction,
+ * and the metadata pto-trace reads (workload, config, tile shapes,
+ * windows). */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>

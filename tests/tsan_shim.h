@@ -1,9 +1,10 @@
 /* tests/tsan_shim.h: the subset of Criterion's API the scheduler suite uses,
  * for its ThreadSanitizer run only. Criterion itself cannot start under
  * TSan: its process arena must be mapped at an address TSan's shadow memory
- * reserves (Snaipe/Criterion#274), so under -fsanitize=thread
- * tests/test_runtime.c includes this instead and runs every test in one
- * process, in order, each under its .timeout (SIGALRM ends the run). */
+ * reserves (Snaipe/Criterion#274), so under -fsanitize=thread the
+ * suite's files (tests/test_runtime*.c, test_trace.c, test_stage_runs.c)
+ * include this instead and run every test in one process, in order, each
+ * under its .timeout (SIGALRM ends the run). */
 #ifndef PTO_TESTS_TSAN_SHIM_H
 #define PTO_TESTS_TSAN_SHIM_H
 
