@@ -44,30 +44,64 @@ static inline int table_fast(const pto_gview *g) {
   return (g->dtype == PTO_F32 || g->dtype == PTO_BF16) && g->col_stride == 1;
 }
 
-/* C[i][0..NR) (i < rows, row stride ldc) = sum_k a[i][k] * Bp[k * NR + j]
- * over K steps: a broadcast from each of the MR rows per step; with next,
+/* The kernels below compute only a block's R rows, R a constant (1..MR)
+ * in each copy: a group's or a panel's short tail (such as the last 2 of
+ * 224 slots or of 128 heads) no longer costs a whole MR-row block. The
+ * copies are made by MM_ROWS_SWITCH(rows): MM_ROWS_CALL(R) for R = rows
+ * (1..MR; MR for anything else), MM_ROWS_CALL defined around it. */
+/* clang-format off */
+#define MM_ROWS_CASE(r)                                                        \
+  case r:                                                                      \
+    MM_ROWS_CALL((r) < MR ? (r) : MR);                                         \
+    break;
+#define MM_ROWS_SWITCH(rows)                                                   \
+  switch ((rows) < MR ? (rows) : MR) {                                         \
+    MM_ROWS_CASE(1) MM_ROWS_CASE(2) MM_ROWS_CASE(3) MM_ROWS_CASE(4)            \
+    MM_ROWS_CASE(5) MM_ROWS_CASE(6) MM_ROWS_CASE(7) MM_ROWS_CASE(8)            \
+    MM_ROWS_CASE(9) MM_ROWS_CASE(10) MM_ROWS_CASE(11) MM_ROWS_CASE(12)         \
+    MM_ROWS_CASE(13) MM_ROWS_CASE(14) MM_ROWS_CASE(15)                         \
+  default:                                                                     \
+    MM_ROWS_CALL(MR);                                                          \
+  }
+/* clang-format on */
+_Static_assert(MR <= 16, "MM_ROWS_SWITCH lists 1..15 rows, and MR");
+
+/* How many of the n - j0 rows left from j0 the next group takes: MR,
+ * except that a tail of 1..MR/2 rows is not left alone: the last two
+ * groups share MR + tail evenly (4 + 4 instead of 6 + 2 at MR 6). A
+ * block of fewer than MR/2 rows keeps too few accumulators to hide the
+ * FMA's latency; blocks of MR/2 rows or more run at the full rate. */
+static inline uint32_t group_rows(uint32_t j0, uint32_t n) {
+  const uint32_t left = n - j0;
+  if (left <= MR)
+    return left;
+  return left < 2 * MR && left - MR <= MR / 2 ? (left + 1) / 2 : MR;
+}
+
+/* C[i][0..NR) (i < R, row stride ldc) = sum_k a[i][k] * Bp[k * NR + j]
+ * over K steps: a broadcast from each of the R rows per step; with next,
  * the same K values of the MR rows next[i] prefetched meanwhile. With w
  * (NR weights), the block is folded on its way out of the registers
  * instead: C[i * VW + l] += sum over the row's lanes j = l (mod VW) of
  * w[j] * ReLU(block[i][j]) (TMATMUL_RELU_WSUM_G). */
-static void kernel_ga(uint32_t K, const float *const *a,
-                      const float *restrict Bp, float *C, size_t ldc,
-                      uint32_t rows, const unsigned char *const *next,
-                      const float *w) {
+static inline __attribute__((always_inline)) void
+ga_rows(const int R, uint32_t K, const float *const *a,
+        const float *restrict Bp, float *C, size_t ldc,
+        const unsigned char *const *next, const float *w) {
   MM_V c[MR][NR / VW];
-  MM_UNROLL for (int i = 0; i < MR; i++)
+  MM_UNROLL for (int i = 0; i < R; i++)
       MM_UNROLL for (int q = 0; q < NR / VW; q++) c[i][q] = MM_ZERO();
   /* pointers that advance a line at a time, so every step's loads are at
    * constant offsets from them (indexing by k cost an address computation
    * per load, 4% of TMATMUL_RELU_WSUM_G) */
   const float *ar[MR], *bp = Bp;
-  MM_UNROLL for (int i = 0; i < MR; i++) ar[i] = a[i];
+  MM_UNROLL for (int i = 0; i < R; i++) ar[i] = a[i];
 #define GA_STEP(j)                                                             \
   do {                                                                         \
     MM_V b[NR / VW];                                                           \
     MM_UNROLL for (int q = 0; q < NR / VW; q++) b[q] =                         \
         MM_LOAD(bp + (size_t)(j)*NR + q * VW);                                 \
-    MM_UNROLL for (int i = 0; i < MR; i++) {                                   \
+    MM_UNROLL for (int i = 0; i < R; i++) {                                    \
       const MM_V ai = MM_BCAST(ar[i] + (j));                                   \
       MM_UNROLL for (int q = 0; q < NR / VW; q++) c[i][q] =                    \
           MM_FMA(ai, b[q], c[i][q]);                                           \
@@ -81,7 +115,7 @@ static void kernel_ga(uint32_t K, const float *const *a,
       MM_UNROLL for (int i = 0; i < MR; i++)
           _mm_prefetch((const char *)(next[i] + 4 * (size_t)k0), _MM_HINT_T0);
     _Pragma(GA_UNROLL) for (int j = 0; j < 16; j++) GA_STEP(j);
-    MM_UNROLL for (int i = 0; i < MR; i++) ar[i] += 16;
+    MM_UNROLL for (int i = 0; i < R; i++) ar[i] += 16;
     bp += 16 * NR;
   }
   if (next && k0 < K)
@@ -93,7 +127,7 @@ static void kernel_ga(uint32_t K, const float *const *a,
   if (w) {
     MM_V wq[NR / VW];
     MM_UNROLL for (int q = 0; q < NR / VW; q++) wq[q] = MM_LOAD(w + q * VW);
-    MM_UNROLL for (int i = 0; i < MR; i++) if ((uint32_t)i < rows) {
+    MM_UNROLL for (int i = 0; i < R; i++) {
       MM_V t = MM_LOAD(C + (size_t)i * VW);
       MM_UNROLL for (int q = 0; q < NR / VW; q++) t =
           MM_FMA(wq[q], MM_RELU(c[i][q]), t);
@@ -101,9 +135,19 @@ static void kernel_ga(uint32_t K, const float *const *a,
     }
     return;
   }
-  MM_UNROLL for (int i = 0; i < MR; i++) if ((uint32_t)i < rows)
+  MM_UNROLL for (int i = 0; i < R; i++)
       MM_UNROLL for (int q = 0; q < NR / VW; q++)
           MM_STORE(C + (size_t)i * ldc + q * VW, c[i][q]);
+}
+
+/* ga_rows for the first `rows` (1..MR) of the MR rows a. */
+static void kernel_ga(uint32_t K, const float *const *a,
+                      const float *restrict Bp, float *C, size_t ldc,
+                      uint32_t rows, const unsigned char *const *next,
+                      const float *w) {
+#define MM_ROWS_CALL(R) ga_rows(R, K, a, Bp, C, ldc, next, w)
+  MM_ROWS_SWITCH(rows)
+#undef MM_ROWS_CALL
 }
 
 /* Lists the valid ones of the n slots of idx (their indices within the
@@ -135,7 +179,8 @@ static uint32_t valid_slots(const pto_tile *idx, const pto_gview *g,
  * are computed, MR at a time: a group of consecutive slots writes its
  * block in place, any other (or a partial panel) goes through a block
  * whose rows are then copied to their slots; invalid slots' rows are
- * zeroed. A group short of MR rows repeats its first. */
+ * zeroed. Groups are group_rows long: MR, the last two shorter when the
+ * tail would be short. */
 #define GA_SLOTS_STACK 2048 /* valid slots listed on the stack; more: heap */
 static int mm_TMATMUL_GA(int op, const pto_targs *a) {
   pto_tile *d = a->dst[0];
@@ -161,21 +206,25 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
   _Alignas(64) float blk[MR * NR];
   const unsigned char *cur[MR], *nx[MR];
   const float *r[MR];
+  /* group_rows slots per group, each group's rows the previous one's nx */
+  uint32_t rows = 0, next_rows = nv ? group_rows(0, nv) : 0;
   for (uint32_t i = 0; nv && i < MR; i++)
-    nx[i] = pto__table_row(idx, g, vt[i < nv ? i : 0]);
-  for (uint32_t j0 = 0; j0 < nv; j0 += MR) {
-    const uint32_t rows = nv - j0 < MR ? nv - j0 : MR;
-    const int more = j0 + MR < nv;
+    nx[i] = pto__table_row(idx, g, vt[i < next_rows ? i : 0]);
+  for (uint32_t j0 = 0; j0 < nv; j0 += rows) {
+    rows = next_rows;
+    const uint32_t j1 = j0 + rows; /* the next group's first slot */
+    const int more = j1 < nv;
+    next_rows = more ? group_rows(j1, nv) : 0;
     for (uint32_t i = 0; i < MR; i++) {
       cur[i] = nx[i];
       if (more)
-        nx[i] =
-            pto__table_row(idx, g, vt[j0 + MR + (j0 + MR + i < nv ? i : 0)]);
+        nx[i] = pto__table_row(idx, g, vt[j1 + (i < next_rows ? i : 0)]);
       r[i] = (const float *)(const void *)cur[i];
     }
     if (bf) { /* widen this group, fetch the next one's rows meanwhile */
       for (uint32_t i = 0; i < MR; i++) {
-        pto__widen_bf16(wide + (size_t)i * K, cur[i], K);
+        if (i < rows)
+          pto__widen_bf16(wide + (size_t)i * K, cur[i], K);
         r[i] = wide + (size_t)i * K;
         for (size_t b = 0; more && b < row_bytes; b += 64)
           _mm_prefetch((const char *)nx[i] + b, _MM_HINT_T0);
@@ -213,8 +262,9 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
 /* TMATMUL_RELU_WSUM_G, Q^T packed in NR panels, each query's G heads whole
  * panels (G a multiple of NR; else the reference runs): per pass over as
  * many queries as WSG_WEIGHTS weights cover (every query at the indexer's
- * 7 x 64), per MR keys (their rows read in place, in L1 once read; from a
- * bf16 window widened into a small buffer first), per query, per panel of
+ * 7 x 64), per group of MR keys (group_rows; their rows read in place,
+ * in L1 once read; from a bf16 window widened into a small buffer first),
+ * per query, per panel of
  * its heads, the MR x NR block over all of K folded through ReLU and the
  * weights into VW lanes per key, whose sum is the key's score. While the
  * first block of a group runs, the next MR rows are prefetched. Q^T (224
@@ -249,17 +299,18 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
     const uint32_t q1 = R - q0 < per_pass ? R : q0 + per_pass;
     for (uint32_t m = q0 * G; m < q1 * G; m++)
       wv[m - q0 * G] = ((const float *)W->data)[(size_t)m * W->stride];
-    for (uint32_t n0 = 0; n0 < N; n0 += MR) {
-      const uint32_t rows = N - n0 < MR ? N - n0 : MR;
-      const int more = n0 + MR < N;
+    for (uint32_t n0 = 0, rows; n0 < N; n0 += rows) {
+      rows = group_rows(n0, N);
+      const uint32_t n1 = n0 + rows; /* the next group's first key */
+      const int more = n1 < N;
       for (uint32_t i = 0; i < MR; i++) { /* short groups repeat a row */
         const unsigned char *cur =
             base + (size_t)(n0 + (i < rows ? i : 0)) * row_step;
-        nx[i] = base + (size_t)(more && n0 + MR + i < N ? n0 + MR + i : n0) *
-                           row_step;
+        nx[i] = base + (size_t)(more && n1 + i < N ? n1 + i : n0) * row_step;
         r[i] = (const float *)(const void *)cur;
         if (bf) { /* widen this group, fetch the next one's rows meanwhile */
-          pto__widen_bf16(wide + (size_t)i * K, cur, K);
+          if (i < rows)
+            pto__widen_bf16(wide + (size_t)i * K, cur, K);
           r[i] = wide + (size_t)i * K;
           for (size_t b = 0; more && b < row_bytes; b += 64)
             _mm_prefetch((const char *)nx[i] + b, _MM_HINT_T0);
@@ -290,7 +341,7 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
-/* C[i][0..NR) (i < rows) = f_i C[i] (acc; f_i = 1 without scale) + sum_k
+/* C[i][0..NR) (i < R) = f_i C[i] (acc; f_i = 1 without scale) + sum_k
  * Ap[k * MR + i] * V[k][0..NR) over K steps, V packed (Bp: V[k] at Bp +
  * k NR, in L1) or each row slice V[k] = v[k] at its own address. Read in
  * place, the slice at next[k] (NR f32 from there) is prefetched at step
@@ -303,16 +354,16 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
  * when a neighbour slows L2 (the median pair); 8 to 32 steps ahead
  * alike. */
 #define GB_AHEAD 8
-static void kernel_gb(uint32_t K, const float *restrict Ap,
-                      const float *restrict Bp, const float *const *v,
-                      float *C, size_t ldc, uint32_t rows, int acc,
-                      const float *scale, const unsigned char *const *next) {
+static inline __attribute__((always_inline)) void
+gb_rows(const int R, uint32_t K, const float *restrict Ap,
+        const float *restrict Bp, const float *const *v, float *C, size_t ldc,
+        int acc, const float *scale, const unsigned char *const *next) {
   MM_V c[MR][NR / VW];
-  MM_UNROLL for (int i = 0; i < MR; i++) {
+  MM_UNROLL for (int i = 0; i < R; i++) {
     const MM_V f = MM_SET1(scale ? scale[i] : 1.0f);
     MM_UNROLL for (int q = 0; q < NR / VW; q++) {
       c[i][q] = MM_ZERO();
-      if (acc && (uint32_t)i < rows) {
+      if (acc) {
         c[i][q] = MM_LOAD(C + (size_t)i * ldc + q * VW);
         if (scale)
           c[i][q] = MM_MUL(c[i][q], f);
@@ -324,7 +375,7 @@ static void kernel_gb(uint32_t K, const float *restrict Ap,
   do {                                                                         \
     MM_V b[NR / VW];                                                           \
     MM_UNROLL for (int q = 0; q < NR / VW; q++) b[q] = MM_LOAD((vk) + q * VW); \
-    MM_UNROLL for (int i = 0; i < MR; i++) {                                   \
+    MM_UNROLL for (int i = 0; i < R; i++) {                                    \
       const MM_V ai = MM_BCAST(Ap + (size_t)k * MR + i);                       \
       MM_UNROLL for (int q = 0; q < NR / VW; q++) c[i][q] =                    \
           MM_FMA(ai, b[q], c[i][q]);                                           \
@@ -348,9 +399,19 @@ static void kernel_gb(uint32_t K, const float *restrict Ap,
     }
   }
 #undef GB_STEP
-  MM_UNROLL for (int i = 0; i < MR; i++) if ((uint32_t)i < rows)
+  MM_UNROLL for (int i = 0; i < R; i++)
       MM_UNROLL for (int q = 0; q < NR / VW; q++)
           MM_STORE(C + (size_t)i * ldc + q * VW, c[i][q]);
+}
+
+/* gb_rows for the first `rows` (1..MR) rows of the panel Ap. */
+static void kernel_gb(uint32_t K, const float *restrict Ap,
+                      const float *restrict Bp, const float *const *v, float *C,
+                      size_t ldc, uint32_t rows, int acc, const float *scale,
+                      const unsigned char *const *next) {
+#define MM_ROWS_CALL(R) gb_rows(R, K, Ap, Bp, v, C, ldc, acc, scale, next)
+  MM_ROWS_SWITCH(rows)
+#undef MM_ROWS_CALL
 }
 
 #ifndef GB_PACK
