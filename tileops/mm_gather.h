@@ -343,9 +343,11 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
 
 /* C[i][0..NR) (i < R) = f_i C[i] (acc; f_i = 1 without scale) + sum_k
  * Ap[k * MR + i] * V[k][0..NR) over K steps, V packed (Bp: V[k] at Bp +
- * k NR, in L1) or each row slice V[k] = v[k] at its own address. Read in
- * place, the slice at next[k] (NR f32 from there) is prefetched at step
- * k when next is given, else the slice GB_AHEAD steps on, into L1: the
+ * k NR, in L1) or each row slice V[k] = v[k] at its own address. Packed,
+ * the slice at next[k] is prefetched into L2 at step k when next is given
+ * (for the copy of the next NR columns). Read in place, the slice at
+ * next[k] (NR f32 from there) is prefetched at step k when next is given,
+ * else the slice GB_AHEAD steps on, into L1: the
  * slices of all K steps (64 KiB at 512 slots of 32 f32) do not stay in L1
  * from one panel of A to the next, and no hardware prefetcher follows
  * them. Measured on a Xeon (one block of attention medium, its rows in L2
@@ -381,23 +383,31 @@ gb_rows(const int R, uint32_t K, const float *restrict Ap,
           MM_FMA(ai, b[q], c[i][q]);                                           \
     }                                                                          \
   } while (0)
-  if (Bp) {
+  /* the lines of a slice of NR f32 at p */
+#define GB_FETCH(p, hint)                                                      \
+  do {                                                                         \
+    _mm_prefetch((const char *)(p), hint);                                     \
+    if (NR * sizeof(float) > 64)                                               \
+      _mm_prefetch((const char *)(p) + 64, hint);                              \
+  } while (0)
+  if (Bp && next) {
+    _Pragma("GCC unroll 4") for (uint32_t k = 0; k < K; k++) {
+      GB_FETCH(next[k], _MM_HINT_T1);
+      GB_STEP(Bp + (size_t)k * NR);
+    }
+  } else if (Bp) {
     _Pragma("GCC unroll 4") for (uint32_t k = 0; k < K; k++)
         GB_STEP(Bp + (size_t)k * NR);
   } else {
     _Pragma("GCC unroll 4") for (uint32_t k = 0; k < K; k++) {
-      if (next) {
-        _mm_prefetch((const char *)next[k], _MM_HINT_T0);
-        if (NR * sizeof(float) > 64)
-          _mm_prefetch((const char *)next[k] + 64, _MM_HINT_T0);
-      } else if (k + GB_AHEAD < K) {
-        _mm_prefetch((const char *)v[k + GB_AHEAD], _MM_HINT_T0);
-        if (NR * sizeof(float) > 64)
-          _mm_prefetch((const char *)v[k + GB_AHEAD] + 64, _MM_HINT_T0);
-      }
+      if (next)
+        GB_FETCH(next[k], _MM_HINT_T0);
+      else if (k + GB_AHEAD < K)
+        GB_FETCH(v[k + GB_AHEAD], _MM_HINT_T0);
       GB_STEP(v[k]);
     }
   }
+#undef GB_FETCH
 #undef GB_STEP
   MM_UNROLL for (int i = 0; i < R; i++)
       MM_UNROLL for (int q = 0; q < NR / VW; q++)
@@ -434,7 +444,15 @@ static void kernel_gb(uint32_t K, const float *restrict Ap,
  *    163 against 161.
  *  - packed (bf16 tables, widened on the way, and every table where the
  *    file sets GB_PACK), GB_KC slots at a time: the slices copied one
- *    after the other into a buffer in L1 first, as GEMM packs B.
+ *    after the other into a buffer in L1 first, as GEMM packs B. While
+ *    the first panel of A runs, the next NR columns' slices are
+ *    prefetched into L2, one row per step, so the next copy does not wait
+ *    on L3 or DRAM a row at a time. On Zen 3 (one block of 128 heads x
+ *    224 slots x 512 columns right after TMATMUL_GA on the same rows, two
+ *    threads, in turns with the copy without it, both built alike,
+ *    medians of 100-150 over 12 runs): 1.4% faster on average (-2 to
+ *    +7%), the rows in L3 or DRAM alike; into L1, or during the second
+ *    panel, no better.
  * Invalid slots are left out: their columns of A are copied out first
  * (the valid ones, packed alike, into a buffer) unless they all trail the
  * valid ones, and with none valid dst is only scaled, or zeroed.
@@ -481,7 +499,7 @@ static int mm_TMATMUL_GB(int op, const pto_targs *a) {
   const uint32_t full = N / NR * NR, kc = pack ? GB_KC : n;
   const size_t es = pto_dtype_size(g->dtype);
   for (uint32_t n0 = 0; n0 < full; n0 += NR) {
-    const int more = !pack && n0 + NR < full;
+    const int more = n0 + NR < full;
     for (uint32_t k0 = 0; k0 < n; k0 += kc) {
       const uint32_t k1 = n - k0 < kc ? n : k0 + kc;
       for (uint32_t t = k0; t < k1; t++) {
@@ -505,7 +523,7 @@ static int mm_TMATMUL_GB(int op, const pto_targs *a) {
         kernel_gb(k1 - k0, Ad + (size_t)(m0 / MR) * a_panel + (size_t)k0 * MR,
                   pack ? slices : NULL, v + k0, Cd + (size_t)m0 * ldc + n0, ldc,
                   rows, acc || k0 > 0, scaled && k0 == 0 ? f : NULL,
-                  more && m0 == 0 ? next : NULL);
+                  more && m0 == 0 ? next + k0 : NULL);
       }
     }
   }
