@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "pto/pto.h"
+#include "tests/program_test.h"
 
 static inline uint64_t rng_next(uint64_t *s) { /* splitmix64 */
   uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
@@ -45,12 +46,6 @@ static inline void fill_i32(int32_t *x, int n, uint64_t seed, int32_t lo,
     x[i] = lo + (int32_t)(rng_next(&seed) % (uint64_t)(hi - lo + 1));
 }
 
-static inline pto_tensor *in2(pto_program *p, const char *name, pto_dtype dt,
-                              int64_t r, int64_t c) {
-  int64_t s[2] = {r, c};
-  return pto_input(p, name, dt, 2, s);
-}
-
 #define BUILD_OK(p)                                                            \
   cr_assert_eq(pto_program_status(p), PTO_OK, "build: %s", pto_program_error(p))
 #define EVAL_OK(p, ins, outs)                                                  \
@@ -59,9 +54,6 @@ static inline pto_tensor *in2(pto_program *p, const char *name, pto_dtype dt,
     cr_assert_eq(pto_program_eval((p), (ins), (outs)), PTO_OK, "eval: %s",     \
                  pto_program_error(p));                                        \
   } while (0)
-#define EXPECT_MSG_HAS(p, s)                                                   \
-  cr_expect(strstr(pto_program_error(p), (s)) != NULL,                         \
-            "message \"%s\" lacks \"%s\"", pto_program_error(p), (s))
 
 /* Bit-exact f32 comparison that treats all NaNs as equal. */
 static inline int same_f32(float a, float b) {

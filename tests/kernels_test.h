@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pto/pto.h"
+#include "tests/program_test.h"
 #include "tests/runtime_test.h"
 
 /* n values uniform in [-2, 2], fixed by seed; free() them. */

@@ -220,10 +220,6 @@ Test(kernels, attention_chosen_tile_fits_every_topk, .timeout = 240) {
   check_attention("128 heads, 64 slots", &d, &prm, 9, -1);
 }
 
-#define EXPECT_MSG_HAS(p, s)                                                   \
-  cr_expect(strstr(pto_program_error(p), (s)) != NULL,                         \
-            "message \"%s\" lacks \"%s\"", pto_program_error(p), (s))
-
 Test(kernels, attention_bad_input_names_the_tensors_and_sizes,
      .timeout = 30) {
   struct {

@@ -450,10 +450,6 @@ Test(kernels, dsa_check_tokens_covers_its_range_only, .timeout = 120) {
   case_free(&c);
 }
 
-#define EXPECT_MSG_HAS(p, s)                                                   \
-  cr_expect(strstr(pto_program_error(p), (s)) != NULL,                         \
-            "message \"%s\" lacks \"%s\"", pto_program_error(p), (s))
-
 /* Inputs declared as the step needs, but for input `bad` with shape sh and
  * dtype dt instead. */
 static pto_program *program_with(const dsa_case *c, int bad, pto_dtype dt,

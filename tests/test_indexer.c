@@ -273,10 +273,6 @@ Test(kernels, indexer_ties_at_the_threshold, .timeout = 60) {
   inputs_free(&in);
 }
 
-#define EXPECT_MSG_HAS(p, s)                                                   \
-  cr_expect(strstr(pto_program_error(p), (s)) != NULL,                         \
-            "message \"%s\" lacks \"%s\"", pto_program_error(p), (s))
-
 Test(kernels, indexer_bad_input_names_the_tensor_and_sizes, .timeout = 30) {
   struct {
     int qn;
