@@ -10,7 +10,6 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "core/convert.h"
@@ -134,15 +133,10 @@ static inline int64_t bcast_off(const pto_tensor *t, int nd,
 __attribute__((format(printf, 5, 6))) static inline pto_status
 run_fail(pto_program *p, const char *op, const char *label, pto_status st,
          const char *fmt, ...) {
-  char msg[PTO_ERROR_MSG];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  pto__error_op(&p->run_err, 0, st, op, label, fmt, ap);
   va_end(ap);
-  if (label && label[0])
-    pto__error_set(&p->run_err, st, "%s '%s': %s", op, label, msg);
-  else
-    pto__error_set(&p->run_err, st, "%s: %s", op, msg);
   return st;
 }
 

@@ -99,18 +99,24 @@ static const char *cur_label(const pto_program *p) {
   return p->n_labels ? p->labels[p->n_labels - 1] : "";
 }
 
+pto_status pto__error_op(pto_error *e, int first, pto_status st,
+                         const char *op, const char *label, const char *fmt,
+                         va_list ap) {
+  char msg[PTO_ERROR_MSG];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  if (label && label[0])
+    return first ? pto__error_first(e, st, "%s '%s': %s", op, label, msg)
+                 : pto__error_set(e, st, "%s '%s': %s", op, label, msg);
+  return first ? pto__error_first(e, st, "%s: %s", op, msg)
+               : pto__error_set(e, st, "%s: %s", op, msg);
+}
+
 pto_tensor *pto__fail(pto_program *p, const char *op, pto_status st,
                       const char *fmt, ...) {
-  char msg[PTO_ERROR_MSG];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  pto__error_op(&p->err, 1, st, op, cur_label(p), fmt, ap);
   va_end(ap);
-  const char *label = cur_label(p);
-  if (label[0])
-    pto__error_first(&p->err, st, "%s '%s': %s", op, label, msg);
-  else
-    pto__error_first(&p->err, st, "%s: %s", op, msg);
   return NULL;
 }
 

@@ -2,6 +2,7 @@
 #ifndef PTO_CORE_PROGRAM_H
 #define PTO_CORE_PROGRAM_H
 
+#include <stdarg.h>
 #include <stdint.h>
 
 #include "core/arena.h"
@@ -121,5 +122,11 @@ int pto__tensor_is_contiguous(const pto_tensor *t);
 uint8_t *pto__live_nodes(const pto_program *p);
 /* "f32[64,32]" into buf (size >= 64). */
 const char *pto__tensor_desc(const pto_tensor *t, char *buf, size_t size);
+/* Records "<op>[ '<label>']: <message>" in e, the message from fmt and ap:
+ * over any earlier error, or with first only when none is recorded (the
+ * build's sticky error, pto__fail, and eval's run-time one share it). */
+pto_status pto__error_op(pto_error *e, int first, pto_status st,
+                         const char *op, const char *label, const char *fmt,
+                         va_list ap) __attribute__((format(printf, 6, 0)));
 
 #endif /* PTO_CORE_PROGRAM_H */
