@@ -247,8 +247,10 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
                cols * sizeof(float));
     }
   }
-  for (uint32_t t = 0; nv < n && t < n; t++) /* invalid indices: zero rows */
-    if (!pto__table_row(idx, g, t))
+  for (uint32_t t = 0, j = 0; nv < n && t < n; t++) /* the rest: zero rows */
+    if (j < nv && vt[j] == t)
+      j++;
+    else
       memset(Cd + (size_t)t * ldc, 0, N * sizeof(float));
   if (vt != vt_stack)
     free(vt);
@@ -303,7 +305,9 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
       rows = group_rows(n0, N);
       const uint32_t n1 = n0 + rows; /* the next group's first key */
       const int more = n1 < N;
-      for (uint32_t i = 0; i < MR; i++) { /* short groups repeat a row */
+      /* past a short group's rows: its first (the kernels read only its
+       * rows) */
+      for (uint32_t i = 0; i < MR; i++) {
         const unsigned char *cur =
             base + (size_t)(n0 + (i < rows ? i : 0)) * row_step;
         nx[i] = base + (size_t)(more && n1 + i < N ? n1 + i : n0) * row_step;
