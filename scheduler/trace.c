@@ -313,8 +313,12 @@ static pto_status label_ops(const pto_trace *t, FILE *f) {
          k++)
       total += rows[k].ns;
     char rate[32] = "";
-    if (rows[j].flops && rows[j].ns)
-      snprintf(rate, sizeof rate, " %9.1f", (double)rows[j].flops / rows[j].ns);
+    if (rows[j].flops && rows[j].ns) {
+      /* a slow rate (a sanitizer build, a preempted worker) keeps its
+       * digits instead of rounding to 0.0 */
+      double r = (double)rows[j].flops / rows[j].ns;
+      snprintf(rate, sizeof rate, r >= 0.1 ? " %9.1f" : " %9.2g", r);
+    }
     fprintf(f, "%-28s %-22s %12.1f %5.1f%%%s\n",
             j == first ? (rows[j].label[0] ? rows[j].label : "(none)") : "",
             rows[j].op ? rows[j].op : "(executor)", rows[j].ns / 1e3,
