@@ -160,7 +160,12 @@ static void host_detect_hwloc(void) {
    * tiles were too small for what they pack: GEMM 1024 and 2048, PTO /
    * OpenBLAS in the same runs, 0.79-0.91 with 512 KiB of scratchpads,
    * 0.86-0.97 with 1 MiB, 0.89-0.99 with 2 MiB. A C tile, or an operand
-   * panel read one block at a time, does not have to fit the L2 */
+   * panel read one block at a time, does not have to fit the L2. A 2 MiB
+   * floor, tried again on Zen 3 with today's kernels (tiles in turns in one
+   * process): at 2048 it picks 684 x 688 x 256, +3% on one thread but
+   * 0.95-1.00 on two (the A panel spills the L2); 516 x 688 x 240, which
+   * it does not pick, +2-4%; at 1024 within 1%; the indexer's Q^T grows to
+   * 28 queries, no faster. Kept at 1 MiB */
   if (l2 < MIB)
     l2 = MIB;
   machine_from_l2(&host_machine, "host", (uint32_t)workers, l2);
