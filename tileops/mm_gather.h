@@ -78,6 +78,24 @@ static inline uint32_t group_rows(uint32_t j0, uint32_t n) {
   return left < 2 * MR && left - MR <= MR / 2 ? (left + 1) / 2 : MR;
 }
 
+/* A bf16 group's rows, cur[i] for i < rows, widened into wide (K f32
+ * each, exactly) and r[i] = wide + i K for all MR (the kernels read only
+ * the first rows); the next group's rows nx[i] (row_bytes each) fetched
+ * meanwhile when more. TMATMUL_GA and TMATMUL_RELU_WSUM_G on a bf16
+ * table. */
+static void widen_group(float *wide, uint32_t K,
+                        const unsigned char *const *cur, uint32_t rows,
+                        const unsigned char *const *nx, int more,
+                        size_t row_bytes, const float **r) {
+  for (uint32_t i = 0; i < MR; i++) {
+    if (i < rows)
+      pto__widen_bf16(wide + (size_t)i * K, cur[i], K);
+    r[i] = wide + (size_t)i * K;
+    for (size_t b = 0; more && b < row_bytes; b += 64)
+      _mm_prefetch((const char *)nx[i] + b, _MM_HINT_T0);
+  }
+}
+
 /* C[i][0..NR) (i < R, row stride ldc) = sum_k a[i][k] * Bp[k * NR + j]
  * over K steps: a broadcast from each of the R rows per step; with next,
  * the same K values of the MR rows next[i] prefetched meanwhile. With w
@@ -221,15 +239,8 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
         nx[i] = pto__table_row(idx, g, vt[j1 + (i < next_rows ? i : 0)]);
       r[i] = (const float *)(const void *)cur[i];
     }
-    if (bf) { /* widen this group, fetch the next one's rows meanwhile */
-      for (uint32_t i = 0; i < MR; i++) {
-        if (i < rows)
-          pto__widen_bf16(wide + (size_t)i * K, cur[i], K);
-        r[i] = wide + (size_t)i * K;
-        for (size_t b = 0; more && b < row_bytes; b += 64)
-          _mm_prefetch((const char *)nx[i] + b, _MM_HINT_T0);
-      }
-    }
+    if (bf)
+      widen_group(wide, K, cur, rows, nx, more, row_bytes, r);
     /* the group's slots are consecutive: its rows of dst are one block */
     const int direct = vt[j0 + rows - 1] - vt[j0] == rows - 1;
     for (uint32_t n0 = 0; n0 < N; n0 += NR) {
@@ -294,7 +305,7 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
                row_bytes = (size_t)K * es;
   const unsigned char *base = g->base;
   float *Dd = d->data;
-  const unsigned char *nx[MR];
+  const unsigned char *cur[MR], *nx[MR];
   const float *r[MR];
   const uint32_t per_pass = WSG_WEIGHTS / G;
   for (uint32_t q0 = 0; q0 < R; q0 += per_pass) {
@@ -308,18 +319,12 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
       /* past a short group's rows: its first (the kernels read only its
        * rows) */
       for (uint32_t i = 0; i < MR; i++) {
-        const unsigned char *cur =
-            base + (size_t)(n0 + (i < rows ? i : 0)) * row_step;
+        cur[i] = base + (size_t)(n0 + (i < rows ? i : 0)) * row_step;
         nx[i] = base + (size_t)(more && n1 + i < N ? n1 + i : n0) * row_step;
-        r[i] = (const float *)(const void *)cur;
-        if (bf) { /* widen this group, fetch the next one's rows meanwhile */
-          if (i < rows)
-            pto__widen_bf16(wide + (size_t)i * K, cur, K);
-          r[i] = wide + (size_t)i * K;
-          for (size_t b = 0; more && b < row_bytes; b += 64)
-            _mm_prefetch((const char *)nx[i] + b, _MM_HINT_T0);
-        }
+        r[i] = (const float *)(const void *)cur[i];
       }
+      if (bf)
+        widen_group(wide, K, cur, rows, nx, more, row_bytes, r);
       for (uint32_t q = q0; q < q1; q++) {
         MM_UNROLL for (int i = 0; i < MR; i++) MM_STORE(sums + i * VW,
                                                         MM_ZERO());
