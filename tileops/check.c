@@ -23,7 +23,7 @@ static const char *dst_name(int n_dst, int i) {
 }
 
 static size_t esize(const pto_tile *t) {
-  return pto_dtype_size(t->dtype);
+  return pto__dtype_bytes(t->dtype);
 }
 
 /* Geometry of one tile; need_valid: its valid region is an operand. */
@@ -98,7 +98,7 @@ static int check_gview(const chk *k, const pto_gview *g, const char *gn,
 /* Bytes [lo, hi) that a rows x cols window of g spans (rows, cols > 0). */
 static void gview_span(const pto_gview *g, int64_t rows, int64_t cols,
                        uintptr_t *lo, uintptr_t *hi) {
-  const int64_t es = (int64_t)pto_dtype_size(g->dtype);
+  const int64_t es = (int64_t)pto__dtype_bytes(g->dtype);
   const int64_t r = (rows - 1) * g->row_stride, c = (cols - 1) * g->col_stride;
   const int64_t first = (r < 0 ? r : 0) + (c < 0 ? c : 0);
   const int64_t last = (r > 0 ? r : 0) + (c > 0 ? c : 0);

@@ -219,7 +219,7 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
   }
   const uint32_t nv = valid_slots(idx, g, n, vt, NULL);
   const size_t ldc = d->stride, b_panel = (size_t)NR * B->rows;
-  const size_t row_bytes = (size_t)K * pto_dtype_size(g->dtype);
+  const size_t row_bytes = (size_t)K * pto__dtype_bytes(g->dtype);
   float *Cd = d->data;
   _Alignas(64) float blk[MR * NR];
   const unsigned char *cur[MR], *nx[MR];
@@ -300,7 +300,7 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
   _Alignas(64) float wide[MR * WSG_K_MAX]; /* a bf16 group as f32 */
   _Alignas(64) float sums[MR * VW];
   const size_t ldd = d->stride, b_panel = (size_t)NR * Qt->rows,
-               es = pto_dtype_size(g->dtype),
+               es = pto__dtype_bytes(g->dtype),
                row_step = (size_t)g->row_stride * es,
                row_bytes = (size_t)K * es;
   const unsigned char *base = g->base;
@@ -506,7 +506,7 @@ static int mm_TMATMUL_GB(int op, const pto_targs *a) {
     a_panel = (size_t)MR * n;
   }
   const uint32_t full = N / NR * NR, kc = pack ? GB_KC : n;
-  const size_t es = pto_dtype_size(g->dtype);
+  const size_t es = pto__dtype_bytes(g->dtype);
   for (uint32_t n0 = 0; n0 < full; n0 += NR) {
     const int more = n0 + NR < full;
     for (uint32_t k0 = 0; k0 < n; k0 += kc) {

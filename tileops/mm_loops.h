@@ -48,7 +48,7 @@ static void ahead_plan(pto_pf *pf, const pto_gview *g, uint32_t n) {
   if (!MM_AHEAD)
     return;
   for (uint32_t i = 0; i < n; i++) {
-    const int64_t es = (int64_t)pto_dtype_size(g[i].dtype);
+    const int64_t es = (int64_t)pto__dtype_bytes(g[i].dtype);
     if (g[i].rows < 1 || g[i].cols < 1)
       continue;
     if (g[i].col_stride == 1)

@@ -153,7 +153,7 @@ int pto__tload_pack(int op, const pto_targs *a) {
   if (d->dtype != PTO_F32 || (g->dtype != PTO_F32 && g->dtype != PTO_BF16))
     return pto__isa_scalar.fn[PTO_OP_TLOAD](op, a);
   src_kind kind = g->dtype == PTO_F32 ? SRC_F32 : SRC_BF16;
-  size_t es = pto_dtype_size(g->dtype);
+  size_t es = pto__dtype_bytes(g->dtype);
   int pack_a = (a->flags & PTO_TF_PACK_A) != 0;
   uint32_t w = (uint32_t)a->imm[0];
   /* the panel axis (A: rows, B: cols) and the k axis, in the source */
@@ -214,7 +214,7 @@ int pto__tgatherpack(int op, const pto_targs *a) {
       gt->dtype != PTO_F32 || v->dtype != PTO_F32)
     return pto__isa_scalar.fn[PTO_OP_TGATHERPACK](op, a);
   const src_kind kind = g->dtype == PTO_F32 ? SRC_F32 : SRC_BF16;
-  const size_t es = pto_dtype_size(g->dtype);
+  const size_t es = pto__dtype_bytes(g->dtype);
   const uint32_t w = (uint32_t)a->imm[0], n = gt->valid_cols,
                  D = gt->valid_rows, dv = v->valid_cols;
   const uint32_t dv_pad = (dv + w - 1) / w * w;

@@ -246,7 +246,7 @@ static int ref_TEXPANDS(int op, const pto_targs *a) {
   scalar_as(d->dtype, a->s, v);
   for (uint32_t r = 0; r < d->valid_rows; r++)
     for (uint32_t c = 0; c < d->valid_cols; c++)
-      memcpy(elem(d, r, c), v, pto_dtype_size(d->dtype));
+      memcpy(elem(d, r, c), v, pto__dtype_bytes(d->dtype));
   return PTO_OK;
 }
 
@@ -432,7 +432,7 @@ static const void *operand(const pto_tile *t, int packed_a, int packed_b,
              : packed_b ? pto__pack_b_index(t, w, r, c)
              : trans    ? at(t, c, r)
                         : at(t, r, c);
-  return (const unsigned char *)t->data + i * pto_dtype_size(t->dtype);
+  return (const unsigned char *)t->data + i * pto__dtype_bytes(t->dtype);
 }
 
 /* (acc + sum_k A[m][k] * B[k][n]) in f32, k in order, each product
@@ -556,7 +556,7 @@ static int ref_TFILLPAD(int op, const pto_targs *a) {
       if (r < vr && c < vc)
         copy_elem(d, r, c, s, r, c);
       else
-        memcpy(elem(d, r, c), pad, pto_dtype_size(d->dtype));
+        memcpy(elem(d, r, c), pad, pto__dtype_bytes(d->dtype));
   d->valid_rows = d->rows;
   d->valid_cols = d->cols;
   return PTO_OK;

@@ -33,19 +33,19 @@ static inline void sti(pto_tile *t, uint32_t r, uint32_t c, int32_t v) {
 
 /* Address of element (r, c) of a tile of any dtype. */
 static inline void *elem(const pto_tile *t, uint32_t r, uint32_t c) {
-  return (unsigned char *)t->data + at(t, r, c) * pto_dtype_size(t->dtype);
+  return (unsigned char *)t->data + at(t, r, c) * pto__dtype_bytes(t->dtype);
 }
 
 /* Copies element (sr, sc) of s to (dr, dc) of d; same dtype. */
 static inline void copy_elem(pto_tile *d, uint32_t dr, uint32_t dc,
                              const pto_tile *s, uint32_t sr, uint32_t sc) {
-  memmove(elem(d, dr, dc), elem(s, sr, sc), pto_dtype_size(d->dtype));
+  memmove(elem(d, dr, dc), elem(s, sr, sc), pto__dtype_bytes(d->dtype));
 }
 
 /* Element (r, c) of a global view. */
 static inline void *gelem(const pto_gview *g, uint32_t r, uint32_t c) {
   int64_t off = (int64_t)r * g->row_stride + (int64_t)c * g->col_stride;
-  return (unsigned char *)g->base + off * (int64_t)pto_dtype_size(g->dtype);
+  return (unsigned char *)g->base + off * (int64_t)pto__dtype_bytes(g->dtype);
 }
 
 /* ---- scalar semantics --------------------------------------------------- */

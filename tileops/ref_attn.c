@@ -34,7 +34,7 @@ int pto__ref_TGATHERPACK(int op, const pto_targs *a) {
   const pto_tile *idx = a->src[0];
   const pto_gview *g = &a->g;
   const uint32_t w = (uint32_t)a->imm[0], n = gt->valid_cols;
-  const size_t es = pto_dtype_size(g->dtype);
+  const size_t es = pto__dtype_bytes(g->dtype);
   zero_panels_b(gt, w);
   zero_panels_b(v, w);
   for (uint32_t t = 0; t < n; t++) {
@@ -61,14 +61,14 @@ static float operand_at(const pto_tile *t, int pack_a, int pack_b, uint32_t w,
                    : pack_b ? pto__pack_b_index(t, w, r, c)
                             : (size_t)r * t->stride + c;
   return pto__to_f32(t->dtype, (const unsigned char *)t->data +
-                                   i * pto_dtype_size(t->dtype));
+                                   i * pto__dtype_bytes(t->dtype));
 }
 
 /* Element c of the table's row i as f32, 0 when i is outside the table. */
 static float table_at(const pto_gview *g, int32_t i, uint32_t c) {
   if (i < 0 || i >= g->rows)
     return 0.0f;
-  const int64_t es = (int64_t)pto_dtype_size(g->dtype);
+  const int64_t es = (int64_t)pto__dtype_bytes(g->dtype);
   return pto__to_f32(g->dtype, (const unsigned char *)g->base +
                                    ((int64_t)i * g->row_stride +
                                     (int64_t)c * g->col_stride) * es);

@@ -24,7 +24,7 @@ static int load_packed(const pto_targs *a) {
   pto_tile *d = a->dst[0];
   int pack_a = (a->flags & PTO_TF_PACK_A) != 0;
   uint32_t w = (uint32_t)a->imm[0], vr = d->valid_rows, vc = d->valid_cols;
-  size_t es = pto_dtype_size(d->dtype);
+  size_t es = pto__dtype_bytes(d->dtype);
   unsigned char *data = d->data;
   /* padded extent: rows for PACK_A, cols for PACK_B */
   uint32_t rows = pack_a ? (vr + w - 1) / w * w : vr;
@@ -108,7 +108,7 @@ int pto__ref_TGATHER(int op, const pto_targs *a) {
     int32_t i = gather_index(idx, r);
     for (uint32_t c = 0; c < d->valid_cols; c++)
       if (i < 0 || i >= g->rows) /* a zero row: all-zero bits in every dtype */
-        memset(elem(d, r, c), 0, pto_dtype_size(d->dtype));
+        memset(elem(d, r, c), 0, pto__dtype_bytes(d->dtype));
       else
         pto__convert(d->dtype, elem(d, r, c), g->dtype,
                      gelem(g, (uint32_t)i, c));

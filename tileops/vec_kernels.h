@@ -59,13 +59,13 @@
 
 static inline void *row_of(const pto_tile *t, uint32_t r) {
   return (unsigned char *)t->data +
-         (size_t)r * t->stride * pto_dtype_size(t->dtype);
+         (size_t)r * t->stride * pto__dtype_bytes(t->dtype);
 }
 
 /* Element (r, 0) of a global view whose columns are contiguous. */
 static inline void *grow(const pto_gview *g, int64_t r) {
   return (unsigned char *)g->base +
-         r * g->row_stride * (int64_t)pto_dtype_size(g->dtype);
+         r * g->row_stride * (int64_t)pto__dtype_bytes(g->dtype);
 }
 
 /* STEP(c, n) for vectors at columns c < vc: n == VL over the interior, two
