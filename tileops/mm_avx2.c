@@ -107,6 +107,7 @@ static inline float mm_hsum_avx2(__m256 v) {
  * faster than with it */
 #define PACK_B_GROUP 8
 #define PACK_B_AHEAD 0
+#define WSUM_KEY_PANELS wsum_key_panels
 #include "tileops/mm_loops.h"
 
 /* C[0..rows)[0..cols) = (acc ? C : 0) + Ap x Bp over K steps (layout as in
@@ -297,6 +298,169 @@ static int pack_lanes(const pto_targs *a) {
       lanes_panel(dp, sp, is, K, n, NR);
     else
       lanes_panel(dp, sp, is, K, n, w);
+  }
+  return 1;
+}
+
+/* ---- TMATMUL_RELU_WSUM_G on packed panels of keys ----------------------
+ * mm_gather.h's kernel broadcasts MR keys' values against Q^T's panels
+ * of NR heads: 8 loads per 12 FMAs, and every query's Q^T (32 KiB at the
+ * indexer's 64 heads of 128) streams from L2 once per 6 keys. Here the
+ * keys are packed instead, WSK_KEYS at a time (12 KiB at K = 128, in L1
+ * until every query is done with them), and 4 heads' values broadcast
+ * from Q^T's panel against 3 vectors of keys: 7 loads per 12 FMAs, and a
+ * panel of Q^T (8 KiB) read from L2 once per 24 keys, then from L1 for
+ * its other 3 groups of heads. Each head's ReLU times its weight is added
+ * to the key's score as the block leaves the registers, in the order of
+ * the heads. The next panel's key rows are prefetched, a few lines per
+ * block. The last panel of a window whose keys are not a multiple of 24
+ * runs 16 keys against 4 heads, or 8 against 8. Measured on Zen 3 (7
+ * queries of 64 heads x 16 windows of 528 keys at K = 128, in turns with
+ * mm_gather.h's kernel, one thread, median of 40): 85-90 against 77-86
+ * GFLOP/s, two threads at once alike; pto-bench indexer medium, the two
+ * builds in turns (6 pairs): 94-107 against 101-118 ms, 77-86% of the FMA
+ * peak against 68-78%. */
+#define WSK_KEYS 24   /* keys per packed panel: three vectors */
+#define WSK_K_MAX 512 /* K of a panel on the stack (48 KiB) */
+/* Fewest queries a panel of keys is packed for. Against mm_gather.h's
+ * kernel on the same bench (512 keys a window, in turns): with one query
+ * (the decode case: 16 blocks per panel) it was 0-7% faster; with two
+ * 4-6% slower, with three 3-6% slower */
+#define WSK_QUERIES_MIN 2
+
+/* Eight values k..k+7 of a key row at p, f32 or bf16 (widened exactly). */
+static inline __m256 key8(const unsigned char *p, uint32_t k, int bf) {
+  if (!bf)
+    return _mm256_loadu_ps((const float *)(const void *)p + k);
+  const __m128i h =
+      _mm_loadu_si128((const __m128i *)(const void *)(p + 2 * (size_t)k));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+static inline float key1(const unsigned char *p, uint32_t k, int bf) {
+  if (!bf)
+    return ((const float *)(const void *)p)[k];
+  uint16_t h;
+  memcpy(&h, p + 2 * (size_t)k, sizeof h);
+  return pto__bf16_to_f32(h);
+}
+
+/* kp[k * WSK_KEYS + j] = value k of key j (its row at row0 + j row_step)
+ * for j < n, 0 for n <= j < n rounded up to 8; 8 keys and 8 k at a time
+ * through an 8 x 8 transpose. Reads nothing of a row past its K values. */
+static void pack_keys(float *restrict kp, const unsigned char *row0,
+                      size_t row_step, int bf, uint32_t K, uint32_t n) {
+  const uint32_t K8 = K / 8 * 8;
+  for (uint32_t j0 = 0; j0 < n; j0 += 8) {
+    const unsigned char *src[8];
+    for (uint32_t i = 0; i < 8; i++)
+      src[i] = row0 + (size_t)(j0 + (j0 + i < n ? i : 0)) * row_step;
+    for (uint32_t k = 0; k < K8; k += 8) {
+      __m256 r[8];
+      for (uint32_t i = 0; i < 8; i++)
+        r[i] = j0 + i < n ? key8(src[i], k, bf) : _mm256_setzero_ps();
+      transpose8(r);
+      for (uint32_t j = 0; j < 8; j++)
+        _mm256_store_ps(kp + (size_t)(k + j) * WSK_KEYS + j0, r[j]);
+    }
+    for (uint32_t k = K8; k < K; k++)
+      for (uint32_t i = 0; i < 8; i++)
+        kp[(size_t)k * WSK_KEYS + j0 + i] =
+            j0 + i < n ? key1(src[i], k, bf) : 0.0f;
+  }
+}
+
+/* s[0..KV * 8) += sum over heads i < HR of w[i ws] * ReLU(sum_k A[k NR +
+ * i] kp[k WSK_KEYS + ...]): HR x KV accumulators over K steps, then folded
+ * head by head. */
+static inline __attribute__((always_inline)) void
+wsk_block(const int HR, const int KV, uint32_t K, const float *A,
+          const float *restrict kp, const float *w, size_t ws,
+          float *restrict s) {
+  __m256 c[8][3];
+  MM_UNROLL for (int i = 0; i < HR; i++) MM_UNROLL for (int v = 0; v < KV; v++)
+      c[i][v] = _mm256_setzero_ps();
+  _Pragma("GCC unroll 4") for (uint32_t k = 0; k < K; k++) {
+    __m256 b[3];
+    MM_UNROLL for (int v = 0; v < KV; v++) b[v] = _mm256_load_ps(kp + 8 * v);
+    MM_UNROLL for (int i = 0; i < HR; i++) {
+      const __m256 ai = _mm256_broadcast_ss(A + i);
+      MM_UNROLL for (int v = 0; v < KV; v++) c[i][v] =
+          _mm256_fmadd_ps(ai, b[v], c[i][v]);
+    }
+    A += NR;
+    kp += WSK_KEYS;
+  }
+  __m256 t[3];
+  MM_UNROLL for (int v = 0; v < KV; v++) t[v] = _mm256_load_ps(s + 8 * v);
+  MM_UNROLL for (int i = 0; i < HR; i++) {
+    const __m256 wi = _mm256_broadcast_ss(w + (size_t)i * ws);
+    MM_UNROLL for (int v = 0; v < KV; v++) t[v] =
+        _mm256_fmadd_ps(wi, MM_RELU(c[i][v]), t[v]);
+  }
+  MM_UNROLL for (int v = 0; v < KV; v++) _mm256_store_ps(s + 8 * v, t[v]);
+}
+
+/* wsk_block for a panel of cols keys: 4 heads against 3 vectors of keys,
+ * 2 for 16 or fewer, 8 heads against one for 8 or fewer. Not inlined: in
+ * the caller's frame GCC spilled one of the 12 accumulators. */
+static __attribute__((noinline)) void
+wsk_kernel(uint32_t cols, uint32_t K, const float *A, const float *restrict kp,
+           const float *w, size_t ws, float *restrict s) {
+  if (cols > 16)
+    wsk_block(4, 3, K, A, kp, w, ws, s);
+  else if (cols > 8)
+    wsk_block(4, 2, K, A, kp, w, ws, s);
+  else
+    wsk_block(8, 1, K, A, kp, w, ws, s);
+}
+
+/* TMATMUL_RELU_WSUM_G's scores on mm_gather.h's fast path (Q^T packed in
+ * NR panels, G a multiple of NR, an f32 or bf16 window with contiguous
+ * rows), per panel of WSK_KEYS keys, per query, per group of heads (see
+ * above); 0 when K > WSK_K_MAX or for fewer than WSK_QUERIES_MIN queries.
+ * The causal fill is the caller's. */
+static int wsum_key_panels(const pto_targs *a) {
+  pto_tile *d = a->dst[0];
+  const pto_tile *Qt = a->src[0], *W = a->src[1];
+  const pto_gview *g = &a->g;
+  const uint32_t K = Qt->valid_rows, R = d->valid_rows, N = d->valid_cols,
+                 G = Qt->valid_cols / R;
+  if (K > WSK_K_MAX || R < WSK_QUERIES_MIN)
+    return 0;
+  _Alignas(64) float kp[WSK_K_MAX * WSK_KEYS];
+  _Alignas(64) float s[WSK_KEYS];
+  const int bf = g->dtype == PTO_BF16;
+  const size_t es = pto__dtype_bytes(g->dtype),
+               row_step = (size_t)g->row_stride * es,
+               lines = ((size_t)K * es + 63) / 64,
+               b_panel = (size_t)NR * Qt->rows;
+  const unsigned char *base = g->base;
+  const float *Q = Qt->data, *Wd = W->data;
+  for (uint32_t n0 = 0; n0 < N; n0 += WSK_KEYS) {
+    const uint32_t cols = N - n0 < WSK_KEYS ? N - n0 : WSK_KEYS, n1 = n0 + cols,
+                   next = N - n1 < WSK_KEYS ? N - n1 : WSK_KEYS,
+                   hr = cols > 8 ? 4 : 8; /* heads per block */
+    pack_keys(kp, base + (size_t)n0 * row_step, row_step, bf, K, cols);
+    /* the next panel's lines, spread over this panel's blocks */
+    const size_t npf = (size_t)next * lines, blocks = (size_t)R * (G / hr),
+                 per = (npf + blocks - 1) / blocks;
+    size_t pfi = 0;
+    for (uint32_t q = 0; q < R; q++) {
+      memset(s, 0, sizeof s);
+      for (uint32_t m0 = q * G; m0 < (q + 1) * G; m0 += hr) {
+        for (size_t t = 0; t < per && pfi < npf; t++, pfi++)
+          _mm_prefetch((const char *)base +
+                           (size_t)(n1 + pfi / lines) * row_step +
+                           64 * (pfi % lines),
+                       _MM_HINT_T0);
+        const float *A = Q + (size_t)(m0 / NR) * b_panel + m0 % NR,
+                    *w = Wd + (size_t)m0 * W->stride;
+        wsk_kernel(cols, K, A, kp, w, W->stride, s);
+      }
+      memcpy((float *)d->data + (size_t)q * d->stride + n0, s,
+             cols * sizeof(float));
+    }
   }
   return 1;
 }

@@ -272,6 +272,23 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
 #define WSG_WEIGHTS 1024 /* weights on the stack: queries per pass */
 #define WSG_K_MAX 512    /* K of a bf16 window widened here (more: reference) */
 
+/* TMATMUL_RELU_WSUM_G's scores past the causal diagonal, when the flag is
+ * set: -inf where n > r + s. */
+static int wsg_causal(const pto_targs *a) {
+  pto_tile *d = a->dst[0];
+  const uint32_t R = d->valid_rows, N = d->valid_cols;
+  if (a->flags & PTO_TF_CAUSAL)
+    for (uint32_t q = 0; q < R; q++) {
+      const double first = (double)q + a->s + 1;
+      for (uint32_t j2 = first < 0   ? 0
+                         : first > N ? N
+                                     : (uint32_t)first;
+           j2 < N; j2++)
+        ((float *)d->data)[(size_t)q * d->stride + j2] = -INFINITY;
+    }
+  return PTO_OK;
+}
+
 /* TMATMUL_RELU_WSUM_G, Q^T packed in NR panels, each query's G heads whole
  * panels (G a multiple of NR; else the reference runs): per pass over as
  * many queries as WSG_WEIGHTS weights cover (every query at the indexer's
@@ -284,7 +301,9 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
  * KiB for 7 queries of 64 heads at K = 128) streams from L2 once per
  * group. Measured against packing k^T and TMATMUL_RELU_WSUM on the same
  * tiles (7 x 64 queries, 16 tiles of 512 keys, two threads at once, median
- * of 40): 95.1 against 93.2 GFLOP/s, the pack included. */
+ * of 40): 95.1 against 93.2 GFLOP/s, the pack included. A file that
+ * defines WSUM_KEY_PANELS may take the fast path's scores instead
+ * (tileops/mm_avx2.c packs the keys). */
 static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
   pto_tile *d = a->dst[0];
   const pto_tile *Qt = a->src[0], *W = a->src[1];
@@ -296,6 +315,10 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
       Qt->dtype != PTO_F32 || !table_fast(g) || G % NR || G > WSG_WEIGHTS ||
       (bf && K > WSG_K_MAX) || N < 1)
     return pto__isa_scalar.fn[op](op, a);
+#ifdef WSUM_KEY_PANELS
+  if (WSUM_KEY_PANELS(a))
+    return wsg_causal(a);
+#endif
   _Alignas(64) float wv[WSG_WEIGHTS]; /* a pass's weights, contiguous */
   _Alignas(64) float wide[MR * WSG_K_MAX]; /* a bf16 group as f32 */
   _Alignas(64) float sums[MR * VW];
@@ -340,14 +363,7 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
       }
     }
   }
-  if (a->flags & PTO_TF_CAUSAL) /* -inf where n > r + s */
-    for (uint32_t q = 0; q < R; q++) {
-      const double first = (double)q + a->s + 1;
-      for (uint32_t j2 = first < 0 ? 0 : first > N ? N : (uint32_t)first;
-           j2 < N; j2++)
-        Dd[(size_t)q * ldd + j2] = -INFINITY;
-    }
-  return PTO_OK;
+  return wsg_causal(a);
 }
 
 /* C[i][0..NR) (i < R) = f_i C[i] (acc; f_i = 1 without scale) + sum_k

@@ -19,7 +19,10 @@
  * Optionally: PACK_LANES (a), TLOAD packing an f32 window whose rows
  * are the panels' lanes, contiguous along k (A's rows, or B's columns
  * from a transposed view), 1 when it did (defined by the file after the
- * include; 0 leaves it to the shared packer); MM_AHEAD 0, the
+ * include; 0 leaves it to the shared packer); WSUM_KEY_PANELS (a),
+ * TMATMUL_RELU_WSUM_G's scores on its fast path computed another way, 1
+ * when it did (mm_gather.h; defined by the file after the include, 0
+ * leaves them to mm_gather.h's kernel); MM_AHEAD 0, the
  * packed matmuls do not prefetch the windows the task loads next
  * (ahead_plan below); mm_gather.h's GB_PACK and GA_UNROLL. So the loops
  * compile with that file's ISA flags.
@@ -153,6 +156,9 @@ static void KERNEL_WSUM(uint32_t K, const float *restrict Ap,
 #endif
 #ifdef PACK_LANES
 static int PACK_LANES(const pto_targs *a);
+#endif
+#ifdef WSUM_KEY_PANELS
+static int WSUM_KEY_PANELS(const pto_targs *a);
 #endif
 
 /* Packed f32 operands with panels MR x NR: loops around the kernel. The
