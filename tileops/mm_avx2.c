@@ -316,9 +316,9 @@ static int pack_lanes(const pto_targs *a) {
  * block. The last panel of a window whose keys are not a multiple of 24
  * runs 16 keys against 4 heads, or 8 against 8. Measured on Zen 3 (7
  * queries of 64 heads x 16 windows of 528 keys at K = 128, in turns with
- * mm_gather.h's kernel, one thread, median of 40): 85-90 against 77-86
+ * mm_gather.h's kernel, one thread, median of 40): 87-91 against 79-87
  * GFLOP/s, two threads at once alike; pto-bench indexer medium, the two
- * builds in turns (6 pairs): 94-107 against 101-118 ms, 77-86% of the FMA
+ * builds in turns (6 pairs): 98-115 against 107-126 ms, 77-86% of the FMA
  * peak against 68-78%. */
 #define WSK_KEYS 24   /* keys per packed panel: three vectors */
 #define WSK_K_MAX 512 /* K of a panel on the stack (48 KiB) */
