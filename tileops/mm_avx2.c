@@ -217,26 +217,36 @@ static inline void transpose8(__m256 r[8]) {
   }
 }
 
-/* A panel of w lanes that are source rows contiguous along k: d[k * w +
- * i] = s[i * is + k] for k < K, i < n, and 0 for n <= i < w
- * (pto__tload_pack's layout), 8 lanes and 8 k at a time through an 8 x 8
- * transpose. With w < 8 (A's 6 rows) each k's w values are stored as a
- * vector of 8 whose last 8 - w the next k overwrites; the panel's last k
- * stores exactly w. Against the shared packer's 4 x 4 transposes, on
- * Zen 3: an A panel's rows 4 and 5 were left to scalar code there (342 x
- * 256 of a 1024-wide A, best of 200: 16-18 us against 46-48; GEMM 1024
- * and 2048 on 1 and 2 threads, PTO / OpenBLAS in turns with and without:
- * 0.997 against 0.969 on average over 20 pairs); B's panels of 16 from a
- * transposed view (attention's Q^T, 576 x 128, and the indexer's, 128 x
- * 448), in turns, median of 1000 with the sources in L2 or L3: 9.5-13.3
- * against 18-24 us. A 6-row-only version of this packer was 2-5% faster
- * on A's panels than this one; one packer for both kept */
-#define LANES_MAX 16 /* the widest panel packed here */
+/* Eight values k..k+7 of a row at p, f32 or bf16 (bf; widened exactly). */
+static inline __m256 row8(const unsigned char *p, uint32_t k, int bf) {
+  if (!bf)
+    return _mm256_loadu_ps((const float *)(const void *)p + k);
+  const __m128i h =
+      _mm_loadu_si128((const __m128i *)(const void *)(p + 2 * (size_t)k));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* A panel of w lanes that are source rows contiguous along k, row i at s + i is
+ * (bytes), f32 or bf16 (bf; widened exactly): d[k * w + i] = row i's value k
+ * for k < K, i < n, and 0 for n <= i < w (pto__tload_pack's layout), 8 lanes
+ * and 8 k at a time through an 8 x 8 transpose; nothing of a row past its K
+ * values is read. With w < 8 (A's 6 rows) each k's w values are stored as a
+ * vector of 8 whose last 8 - w the next k overwrites; the panel's last k stores
+ * exactly w. Against the shared packer's 4 x 4 transposes, on Zen 3: an A
+ * panel's rows 4 and 5 were left to scalar code there (342 x 256 of a 1024-wide
+ * A, best of 200: 16-18 us against 46-48; GEMM 1024 and 2048 on 1 and 2
+ * threads, PTO / OpenBLAS in turns with and without: 0.997 against 0.969 on
+ * average over 20 pairs); B's panels of 16 from a transposed view (attention's
+ * Q^T, 576 x 128, and the indexer's, 128 x 448), in turns, median of 1000 with
+ * the sources in L2 or L3: 9.5-13.3 against 18-24 us. A 6-row-only version of
+ * this packer was 2-5% faster on A's panels than this one; one packer for both
+ * kept */
+#define LANES_MAX 24 /* the widest panel packed here (24 keys: below) */
 static inline __attribute__((always_inline)) void
-lanes_panel(float *restrict d, const float *restrict s, int64_t is,
+lanes_panel(float *restrict d, const unsigned char *s, int64_t is, int bf,
             uint32_t K, uint32_t n, uint32_t w) {
   const __m256 z = _mm256_setzero_ps();
-  const float *src[LANES_MAX];
+  const unsigned char *src[LANES_MAX];
   for (uint32_t i = 0; i < w; i++)
     src[i] = s + (int64_t)(i < n ? i : 0) * is;
   uint32_t k = 0;
@@ -245,8 +255,7 @@ lanes_panel(float *restrict d, const float *restrict s, int64_t is,
     for (uint32_t l0 = 0; l0 < w; l0 += 8) {
       __m256 r[8];
       for (uint32_t i = 0; i < 8; i++)
-        r[i] = l0 + i < w && l0 + i < n ? _mm256_loadu_ps(src[l0 + i] + k)
-                                        : z;
+        r[i] = l0 + i < w && l0 + i < n ? row8(src[l0 + i], k, bf) : z;
       transpose8(r);
       if (w >= 8) {
         for (uint32_t j = 0; j < 8; j++)
@@ -267,7 +276,10 @@ lanes_panel(float *restrict d, const float *restrict s, int64_t is,
   }
   for (; k < K; k++)
     for (uint32_t i = 0; i < w; i++)
-      d[(size_t)k * w + i] = i < n ? s[i * is + k] : 0.0f;
+      d[(size_t)k * w + i] =
+          i < n ? pto__to_f32(bf ? PTO_BF16 : PTO_F32,
+                              src[i] + k * (bf ? 2 : sizeof(float)))
+                : 0.0f;
 }
 
 /* TLOAD packing an f32 window in panels whose lanes are its rows
@@ -290,36 +302,37 @@ static int pack_lanes(const pto_targs *a) {
   const size_t panel = (size_t)w * (pa ? d->stride : d->rows);
   for (uint32_t p0 = 0; p0 < P; p0 += w) {
     float *dp = (float *)d->data + (size_t)(p0 / w) * panel;
-    const float *sp = (const float *)g->base + (int64_t)p0 * is;
+    const unsigned char *sp =
+        (const unsigned char *)g->base + p0 * is * (int64_t)sizeof(float);
+    const int64_t ib = is * (int64_t)sizeof(float);
     const uint32_t n = P - p0 < w ? P - p0 : w;
     if (w == MR) /* the micro-kernel's widths as constants */
-      lanes_panel(dp, sp, is, K, n, MR);
+      lanes_panel(dp, sp, ib, 0, K, n, MR);
     else if (w == NR)
-      lanes_panel(dp, sp, is, K, n, NR);
+      lanes_panel(dp, sp, ib, 0, K, n, NR);
     else
-      lanes_panel(dp, sp, is, K, n, w);
+      lanes_panel(dp, sp, ib, 0, K, n, w);
   }
   return 1;
 }
 
 /* ---- TMATMUL_RELU_WSUM_G on packed panels of keys ----------------------
- * mm_gather.h's kernel broadcasts MR keys' values against Q^T's panels
- * of NR heads: 8 loads per 12 FMAs, and every query's Q^T (32 KiB at the
- * indexer's 64 heads of 128) streams from L2 once per 6 keys. Here the
- * keys are packed instead, WSK_KEYS at a time (12 KiB at K = 128, in L1
- * until every query is done with them), and 4 heads' values broadcast
- * from Q^T's panel against 3 vectors of keys: 7 loads per 12 FMAs, and a
- * panel of Q^T (8 KiB) read from L2 once per 24 keys, then from L1 for
- * its other 3 groups of heads. Each head's ReLU times its weight is added
- * to the key's score as the block leaves the registers, in the order of
- * the heads. The next panel's key rows are prefetched, a few lines per
- * block. The last panel of a window whose keys are not a multiple of 24
- * runs 16 keys against 4 heads, or 8 against 8. Measured on Zen 3 (7
- * queries of 64 heads x 16 windows of 528 keys at K = 128, in turns with
- * mm_gather.h's kernel, one thread, median of 40): 87-91 against 79-87
- * GFLOP/s, two threads at once alike; pto-bench indexer medium, the two
- * builds in turns (6 pairs): 98-115 against 107-126 ms, 77-86% of the FMA
- * peak against 68-78%. */
+ * mm_gather.h's kernel broadcasts MR keys' values against Q^T's panels of NR
+ * heads: 8 loads per 12 FMAs, and every query's Q^T (32 KiB at the indexer's 64
+ * heads of 128) streams from L2 once per 6 keys. Here the keys are packed
+ * instead by lanes_panel, WSK_KEYS at a time (12 KiB at K = 128, in L1 until
+ * every query is done with them), and 4 heads' values broadcast from Q^T's
+ * panel against 3 vectors of keys: 7 loads per 12 FMAs, and a panel of Q^T (8
+ * KiB) read from L2 once per 24 keys, then from L1 for its other 3 groups of
+ * heads. Each head's ReLU times its weight is added to the key's score as the
+ * block leaves the registers, in the order of the heads. The next panel's key
+ * rows are prefetched, a few lines per block. The last panel of a window whose
+ * keys are not a multiple of 24 runs 16 keys against 4 heads, or 8 against 8.
+ * Measured on Zen 3 (7 queries of 64 heads x 16 windows of 528 keys at K = 128,
+ * in turns with mm_gather.h's kernel, one thread, median of 40): 87-91 against
+ * 79-87 GFLOP/s, two threads at once alike; pto-bench indexer medium, the two
+ * builds in turns (6 pairs): 98-115 against 107-126 ms, 77-86% of the FMA peak
+ * against 68-78%. */
 #define WSK_KEYS 24   /* keys per packed panel: three vectors */
 #define WSK_K_MAX 512 /* K of a panel on the stack (48 KiB) */
 /* Fewest queries a panel of keys is packed for. Against mm_gather.h's
@@ -327,48 +340,6 @@ static int pack_lanes(const pto_targs *a) {
  * (the decode case: 16 blocks per panel) it was 0-7% faster; with two
  * 4-6% slower, with three 3-6% slower */
 #define WSK_QUERIES_MIN 2
-
-/* Eight values k..k+7 of a key row at p, f32 or bf16 (widened exactly). */
-static inline __m256 key8(const unsigned char *p, uint32_t k, int bf) {
-  if (!bf)
-    return _mm256_loadu_ps((const float *)(const void *)p + k);
-  const __m128i h =
-      _mm_loadu_si128((const __m128i *)(const void *)(p + 2 * (size_t)k));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
-static inline float key1(const unsigned char *p, uint32_t k, int bf) {
-  if (!bf)
-    return ((const float *)(const void *)p)[k];
-  uint16_t h;
-  memcpy(&h, p + 2 * (size_t)k, sizeof h);
-  return pto__bf16_to_f32(h);
-}
-
-/* kp[k * WSK_KEYS + j] = value k of key j (its row at row0 + j row_step)
- * for j < n, 0 for n <= j < n rounded up to 8; 8 keys and 8 k at a time
- * through an 8 x 8 transpose. Reads nothing of a row past its K values. */
-static void pack_keys(float *restrict kp, const unsigned char *row0,
-                      size_t row_step, int bf, uint32_t K, uint32_t n) {
-  const uint32_t K8 = K / 8 * 8;
-  for (uint32_t j0 = 0; j0 < n; j0 += 8) {
-    const unsigned char *src[8];
-    for (uint32_t i = 0; i < 8; i++)
-      src[i] = row0 + (size_t)(j0 + (j0 + i < n ? i : 0)) * row_step;
-    for (uint32_t k = 0; k < K8; k += 8) {
-      __m256 r[8];
-      for (uint32_t i = 0; i < 8; i++)
-        r[i] = j0 + i < n ? key8(src[i], k, bf) : _mm256_setzero_ps();
-      transpose8(r);
-      for (uint32_t j = 0; j < 8; j++)
-        _mm256_store_ps(kp + (size_t)(k + j) * WSK_KEYS + j0, r[j]);
-    }
-    for (uint32_t k = K8; k < K; k++)
-      for (uint32_t i = 0; i < 8; i++)
-        kp[(size_t)k * WSK_KEYS + j0 + i] =
-            j0 + i < n ? key1(src[i], k, bf) : 0.0f;
-  }
-}
 
 /* s[0..KV * 8) += sum over heads i < HR of w[i ws] * ReLU(sum_k A[k NR +
  * i] kp[k WSK_KEYS + ...]): HR x KV accumulators over K steps, then folded
@@ -441,7 +412,8 @@ static int wsum_key_panels(const pto_targs *a) {
     const uint32_t cols = N - n0 < WSK_KEYS ? N - n0 : WSK_KEYS, n1 = n0 + cols,
                    next = N - n1 < WSK_KEYS ? N - n1 : WSK_KEYS,
                    hr = cols > 8 ? 4 : 8; /* heads per block */
-    pack_keys(kp, base + (size_t)n0 * row_step, row_step, bf, K, cols);
+    lanes_panel(kp, base + (size_t)n0 * row_step, (int64_t)row_step, bf, K,
+                cols, WSK_KEYS);
     /* the next panel's lines, spread over this panel's blocks */
     const size_t npf = (size_t)next * lines, blocks = (size_t)R * (G / hr),
                  per = (npf + blocks - 1) / blocks;
