@@ -240,18 +240,31 @@ static inline __m256 row8(const unsigned char *p, uint32_t k, int bf) {
  * Q^T, 576 x 128, and the indexer's, 128 x 448), in turns, median of 1000 with
  * the sources in L2 or L3: 9.5-13.3 against 18-24 us. A 6-row-only version of
  * this packer was 2-5% faster on A's panels than this one; one packer for both
- * kept */
+ * kept. With nx, the nn rows of the next panel (at nx, is apart) are fetched
+ * a line per row every 64 bytes of k, so they arrive while this panel is
+ * transposed: their rows are pages apart and too short for the hardware
+ * prefetcher. On Zen 3, in turns with the packer without it (median of
+ * 1000, the sources cycling through 64 windows, L3 or DRAM): GEMM's A
+ * windows 342 x 256 and 414 x 256 40-41 against 50-51 us, the indexer's
+ * Q^T 448 x 128 19 against 32, attention's 128 x 576 19 against 23; from
+ * L2, alike but for the last (11 against 9). In traced runs of the indexer
+ * medium, TLOAD 1.8-2.2 against 2.7-2.9 ms of worker time */
 #define LANES_MAX 24 /* the widest panel packed here (24 keys: below) */
 static inline __attribute__((always_inline)) void
 lanes_panel(float *restrict d, const unsigned char *s, int64_t is, int bf,
-            uint32_t K, uint32_t n, uint32_t w) {
+            uint32_t K, uint32_t n, uint32_t w, const unsigned char *nx,
+            uint32_t nn) {
   const __m256 z = _mm256_setzero_ps();
+  const size_t es = bf ? 2 : sizeof(float);
   const unsigned char *src[LANES_MAX];
   for (uint32_t i = 0; i < w; i++)
     src[i] = s + (int64_t)(i < n ? i : 0) * is;
   uint32_t k = 0;
   for (; k + 8 <= K; k += 8) {
     float *dk = d + (size_t)k * w;
+    if (nx && (k * es) % 64 == 0)
+      for (uint32_t i = 0; i < nn; i++)
+        _mm_prefetch((const char *)nx + i * is + k * es, _MM_HINT_T0);
     for (uint32_t l0 = 0; l0 < w; l0 += 8) {
       __m256 r[8];
       for (uint32_t i = 0; i < 8; i++)
@@ -305,13 +318,15 @@ static int pack_lanes(const pto_targs *a) {
     const unsigned char *sp =
         (const unsigned char *)g->base + p0 * is * (int64_t)sizeof(float);
     const int64_t ib = is * (int64_t)sizeof(float);
-    const uint32_t n = P - p0 < w ? P - p0 : w;
+    const uint32_t n = P - p0 < w ? P - p0 : w,
+                   nn = P - p0 - n < w ? P - p0 - n : w;
+    const unsigned char *nx = nn ? sp + w * ib : NULL;
     if (w == MR) /* the micro-kernel's widths as constants */
-      lanes_panel(dp, sp, ib, 0, K, n, MR);
+      lanes_panel(dp, sp, ib, 0, K, n, MR, nx, nn);
     else if (w == NR)
-      lanes_panel(dp, sp, ib, 0, K, n, NR);
+      lanes_panel(dp, sp, ib, 0, K, n, NR, nx, nn);
     else
-      lanes_panel(dp, sp, ib, 0, K, n, w);
+      lanes_panel(dp, sp, ib, 0, K, n, w, nx, nn);
   }
   return 1;
 }
@@ -413,7 +428,7 @@ static int wsum_key_panels(const pto_targs *a) {
                    next = N - n1 < WSK_KEYS ? N - n1 : WSK_KEYS,
                    hr = cols > 8 ? 4 : 8; /* heads per block */
     lanes_panel(kp, base + (size_t)n0 * row_step, (int64_t)row_step, bf, K,
-                cols, WSK_KEYS);
+                cols, WSK_KEYS, NULL, 0);
     /* the next panel's lines, spread over this panel's blocks */
     const size_t npf = (size_t)next * lines, blocks = (size_t)R * (G / hr),
                  per = (npf + blocks - 1) / blocks;
