@@ -343,6 +343,8 @@ static int pack_lanes(const pto_targs *a) {
  * block leaves the registers, in the order of the heads. The next panel's key
  * rows are prefetched, a few lines per block. The last panel of a window whose
  * keys are not a multiple of 24 runs 16 keys against 4 heads, or 8 against 8.
+ * Under the causal flag a query skips the panels that start past its diagonal
+ * (wsg_causal fills them with -inf), and a panel no query sees ends the tile.
  * Measured on Zen 3 (7 queries of 64 heads x 16 windows of 528 keys at K = 128,
  * in turns with mm_gather.h's kernel, one thread, median of 40): 87-91 against
  * 79-87 GFLOP/s, two threads at once alike; pto-bench indexer medium, the two
@@ -423,17 +425,25 @@ static int wsum_key_panels(const pto_targs *a) {
                b_panel = (size_t)NR * Qt->rows;
   const unsigned char *base = g->base;
   const float *Q = Qt->data, *Wd = W->data;
+  const int causal = (a->flags & PTO_TF_CAUSAL) != 0;
   for (uint32_t n0 = 0; n0 < N; n0 += WSK_KEYS) {
+    /* causal: the first query that sees key n0 (n0 <= q + s); none, and
+     * none sees the panels after it either */
+    const double first = causal ? ceil((double)n0 - a->s) : 0.0;
+    const uint32_t q0 = first > 0 ? (first < R ? (uint32_t)first : R) : 0;
+    if (q0 == R)
+      break;
     const uint32_t cols = N - n0 < WSK_KEYS ? N - n0 : WSK_KEYS, n1 = n0 + cols,
                    next = N - n1 < WSK_KEYS ? N - n1 : WSK_KEYS,
                    hr = cols > 8 ? 4 : 8; /* heads per block */
     lanes_panel(kp, base + (size_t)n0 * row_step, (int64_t)row_step, bf, K,
                 cols, WSK_KEYS, NULL, 0);
     /* the next panel's lines, spread over this panel's blocks */
-    const size_t npf = (size_t)next * lines, blocks = (size_t)R * (G / hr),
+    const size_t npf = (size_t)next * lines,
+                 blocks = (size_t)(R - q0) * (G / hr),
                  per = (npf + blocks - 1) / blocks;
     size_t pfi = 0;
-    for (uint32_t q = 0; q < R; q++) {
+    for (uint32_t q = q0; q < R; q++) {
       memset(s, 0, sizeof s);
       for (uint32_t m0 = q * G; m0 < (q + 1) * G; m0 += hr) {
         for (size_t t = 0; t < per && pfi < npf; t++, pfi++)
