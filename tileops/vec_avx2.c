@@ -252,6 +252,18 @@ static inline unsigned vb_bits(vb m) {
   return (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m));
 }
 
+/* The lanes of x whose bits are set in `bits` (as vb_bits gives them),
+ * moved down in order to the first lanes; the others undefined
+ * (tileops/topk_kernels.h collects its candidates with no branch per
+ * lane). A permutation per 8 bits: byte j of compress_perm[bits] is the
+ * lane of its j-th set bit, filled in by pto__vec_avx2. */
+#define VI_COMPRESS 1
+static uint64_t compress_perm[256];
+static inline vi vi_compress(vi x, unsigned bits) {
+  const __m128i lanes = _mm_cvtsi64_si128((long long)compress_perm[bits]);
+  return _mm256_permutevar8x32_epi32(x, _mm256_cvtepu8_epi32(lanes));
+}
+
 /* ---- 64-bit sort keys (TSORT32 and TMRGSORT in sort_kernels.h) ---------
  * AVX2 compares 64-bit lanes as signed only: flipping the top bit of both
  * sides makes that the unsigned order. */
@@ -340,6 +352,13 @@ static inline vp vp_rev(vp p) {
 #include "tileops/topk_kernels.h"
 
 void pto__vec_avx2(pto_isa_table *t) {
+  for (unsigned bits = 0; bits < 256; bits++) {
+    uint64_t p = 0;
+    for (unsigned l = 0, j = 0; l < 8; l++)
+      if (bits >> l & 1)
+        p |= (uint64_t)l << (8 * j++);
+    compress_perm[bits] = p;
+  }
   vec_install(t);
   cvt_install(t);
   sort_install(t);
