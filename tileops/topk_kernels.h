@@ -130,10 +130,10 @@ static inline float topk_key_value(int32_t k) {
  * down together (on Zen 3, the indexer's score rows of 8192 with ~1100
  * hits: 4 against 7-12 us a row, the loop over the hits' bits having
  * mispredicted its exit about once a vector); else a set bit of the hits
- * at a time. More than cap: stops, returning cap + 1. *n_valid, when not NULL, gets the entries not excluded. When
- * ts is a number's key, a vector's hits are one compare of its values
- * (x >= the value of ts: -0 == +0 and NaN fails, as the keys rank), and
- * only hits get a key. */
+ * at a time. More than cap: stops, returning cap + 1. *n_valid, when not
+ * NULL, gets the entries not excluded. When ts is a number's key, a
+ * vector's hits are one compare of its values (x >= the value of ts: -0
+ * == +0 and NaN fails, as the keys rank), and only hits get a key. */
 static uint32_t topk_collect(const float *xp, uint32_t vc, int masked,
                              int32_t ts, uint32_t need, uint32_t cap,
                              uint32_t *K, int32_t *C, uint32_t *n_valid) {
@@ -164,8 +164,7 @@ static uint32_t topk_collect(const float *xp, uint32_t vc, int masked,
       hit = vb_bits(vb_or(vi_gt(k, t), vi_eq(k, t))) & lanes;
       if (n_valid)
         nv += (uint32_t)__builtin_popcount(vb_bits(vi_gt(k, excl)) & lanes);
-      if (hit)
-        vi_st(kk, k);
+      vi_st(kk, k);
     }
     if (need == UINT32_MAX) { /* every hit kept: no key tested */
       const uint32_t nh = (uint32_t)__builtin_popcount(hit);

@@ -256,9 +256,29 @@ static inline unsigned vb_bits(vb m) {
  * moved down in order to the first lanes; the others undefined
  * (tileops/topk_kernels.h collects its candidates with no branch per
  * lane). A permutation per 8 bits: byte j of compress_perm[bits] is the
- * lane of its j-th set bit, filled in by pto__vec_avx2. */
+ * lane of its j-th set bit (CP(b), a constant expression: lane l of b,
+ * when set, goes to byte "set bits of b below l"). */
 #define VI_COMPRESS 1
-static uint64_t compress_perm[256];
+#define CP_POP(x)                                                              \
+  (((x)&1) + ((x) >> 1 & 1) + ((x) >> 2 & 1) + ((x) >> 3 & 1) +                \
+   ((x) >> 4 & 1) + ((x) >> 5 & 1) + ((x) >> 6 & 1) + ((x) >> 7 & 1))
+#define CP_LANE(b, l)                                                          \
+  ((uint64_t)((b) >> (l)&1) *                                                  \
+   ((uint64_t)(l) << 8 * CP_POP((b) & ((1u << (l)) - 1))))
+#define CP(b)                                                                  \
+  (CP_LANE(b, 0) | CP_LANE(b, 1) | CP_LANE(b, 2) | CP_LANE(b, 3) |             \
+   CP_LANE(b, 4) | CP_LANE(b, 5) | CP_LANE(b, 6) | CP_LANE(b, 7))
+#define CP4(b) CP(b), CP((b) + 1), CP((b) + 2), CP((b) + 3)
+#define CP16(b) CP4(b), CP4((b) + 4), CP4((b) + 8), CP4((b) + 12)
+#define CP64(b) CP16(b), CP16((b) + 16), CP16((b) + 32), CP16((b) + 48)
+static const uint64_t compress_perm[256] = {CP64(0u), CP64(64u), CP64(128u),
+                                            CP64(192u)};
+#undef CP64
+#undef CP16
+#undef CP4
+#undef CP
+#undef CP_LANE
+#undef CP_POP
 static inline vi vi_compress(vi x, unsigned bits) {
   const __m128i lanes = _mm_cvtsi64_si128((long long)compress_perm[bits]);
   return _mm256_permutevar8x32_epi32(x, _mm256_cvtepu8_epi32(lanes));
@@ -352,13 +372,6 @@ static inline vp vp_rev(vp p) {
 #include "tileops/topk_kernels.h"
 
 void pto__vec_avx2(pto_isa_table *t) {
-  for (unsigned bits = 0; bits < 256; bits++) {
-    uint64_t p = 0;
-    for (unsigned l = 0, j = 0; l < 8; l++)
-      if (bits >> l & 1)
-        p |= (uint64_t)l << (8 * j++);
-    compress_perm[bits] = p;
-  }
   vec_install(t);
   cvt_install(t);
   sort_install(t);
