@@ -371,9 +371,9 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
  * added last, its lines fetched at the start: loaded first, the block
  * (O's rows, out of L1 since the last panel of V) held every FMA of the
  * K loop until it came (Zen 3, a block of attention medium, 128 heads x
- * 176 slots, two threads, in turns with the kernel loading C first,
- * medians of 200-400: 0.3-2.6% faster). V packed (Bp: V[k] at Bp +
- * k NR, in L1) or each row slice V[k] = v[k] at its own address. Packed,
+ * 176 slots, one and two threads, in turns with the kernel loading C
+ * first, 15 medians of 200-400: 0.1-2.6% faster). V packed (Bp: V[k] at
+ * Bp + k NR, in L1) or each row slice V[k] = v[k] at its own address. Packed,
  * the slice at next[k] is prefetched into L2 at step k when next is given
  * (for the copy of the next NR columns). Read in place, the slice at
  * next[k] (NR f32 from there) is prefetched at step k when next is given,
