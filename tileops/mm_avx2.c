@@ -290,9 +290,7 @@ lanes_panel(float *restrict d, const unsigned char *s, int64_t is, int bf,
   for (; k < K; k++)
     for (uint32_t i = 0; i < w; i++)
       d[(size_t)k * w + i] =
-          i < n ? pto__to_f32(bf ? PTO_BF16 : PTO_F32,
-                              src[i] + k * (bf ? 2 : sizeof(float)))
-                : 0.0f;
+          i < n ? pto__to_f32(bf ? PTO_BF16 : PTO_F32, src[i] + k * es) : 0.0f;
 }
 
 /* TLOAD packing an f32 window in panels whose lanes are its rows

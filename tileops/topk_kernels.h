@@ -113,6 +113,10 @@ static uint32_t topk_digit(const uint32_t hist[256], uint32_t *rem) {
 static inline uint32_t topk_sk(int32_t k) {
   return ~((uint32_t)k ^ 0x80000000u);
 }
+/* topk_sk of each lane of k. */
+ALWAYS_INLINE vi topk_skv(vi k) {
+  return vi_xor_(k, vi_set(0x7fffffff));
+}
 static inline int32_t topk_sk_key(uint32_t sk) {
   return (int32_t)(~sk ^ 0x80000000u);
 }
@@ -170,8 +174,7 @@ static uint32_t topk_collect(const float *xp, uint32_t vc, int masked,
       const uint32_t nh = (uint32_t)__builtin_popcount(hit);
       if (m + nh > cap)
         return cap + 1;
-      const vi k = by_value ? topk_keyv(x, masked) : vi_ld(kk),
-               sk = vi_xor_(k, vi_set(0x7fffffff)); /* topk_sk of each */
+      const vi sk = topk_skv(by_value ? topk_keyv(x, masked) : vi_ld(kk));
 #ifdef VI_COMPRESS
       /* with room for a whole vector: no branch on the hits' lanes (a
        * mispredicted loop exit per vector was most of the pass) */
@@ -285,7 +288,7 @@ static int32_t topk_sample(const float *xp, uint32_t vc, uint32_t kk,
   for (uint32_t v = 0; v < ns; v++) {
     const vi k =
         topk_keyv(vf_ld(xp + (size_t)((uint64_t)v * nvec / ns) * VL), masked);
-    vi_st((int32_t *)(sk + v * VL), vi_xor_(k, vi_set(0x7fffffff)));
+    vi_st((int32_t *)(sk + v * VL), topk_skv(k));
   }
   uint32_t eq;
   const uint32_t t = topk_kth(sk, S, (uint32_t)j, tmp, &eq);
