@@ -170,10 +170,11 @@ Test(kernels, indexer_bad_dtype_mixes, .timeout = 30) {
 }
 
 Test(kernels, indexer_both_masks_batches_and_tiles, .timeout = 120) {
-  const pto_indexer_dims dims[] = {
-      {1, 8, 100, 4, 16},  /* S2 not a multiple of any tile */
-      {2, 5, 67, 7, 9},    /* B > 1, odd heads and dim */
-      {1, 16, 12, 3, 8}},  /* S1 > S2: the first queries see no key */
+  const pto_indexer_dims dims[] =
+      {{1, 8, 100, 4, 16},   /* S2 not a multiple of any tile */
+       {2, 5, 67, 7, 9},     /* B > 1, odd heads and dim */
+       {1, 16, 12, 3, 8},    /* S1 > S2: the first queries see no key */
+       {1, 9, 300, 24, 40}}, /* panels of Q^T shared by two queries */
       *d;
   const pto_tile_shape qk[] = {{0, 0, 0, 0, 0},     /* chosen for the host */
                                {0, 0, 8, 16, 0},    /* 2 queries x 16 keys */

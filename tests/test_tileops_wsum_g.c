@@ -6,20 +6,20 @@
  * key_n[k]), -inf past the causal diagonal.
  *
  * The driver covers the SIMD tables' fast path (Q^T f32 packed at the
- * table's panel width NR, G a multiple of NR, an f32 or bf16 window with
- * contiguous rows) and every way out of it, which the reference must take:
- * G not a multiple of NR, an odd panel width, Q^T plain or bf16/f16, an f16
- * or column-major window. Whatever the instruction must not read is NaN:
- * Q^T's padding (a plain tile's outside its valid region; a packed one's
- * rows past K and the buffer past its panels, the last panel's padding
- * being zero as TLOAD leaves it), the weights' padding (src_new's poison),
- * and the window's buffer outside its N x K: its row padding when the row
- * stride is larger than K, two rows past N, and a column-major view's two
- * columns past K and rows past N; or, in every other run, nothing past the
- * window's last element but an unreadable page, so that a read beyond it
- * (whose value a kernel might drop) crashes. In half of the runs the keys
- * are positive and most heads' Q^T columns negative (every head of query
- * 0), so most dot products are negative: ReLU must zero them, and query 0
+ * table's panel width NR, an f32 or bf16 window with contiguous rows; G a
+ * multiple of NR or not, when panels of Q^T hold two queries' heads) and
+ * every way out of it, which the reference must take: an odd panel width,
+ * Q^T plain or bf16/f16, an f16 or column-major window. Whatever the
+ * instruction must not read is NaN: Q^T's padding (a plain tile's outside its
+ * valid region; a packed one's rows past K and the buffer past its panels, the
+ * last panel's padding being zero as TLOAD leaves it), the weights' padding
+ * (src_new's poison), and the window's buffer outside its N x K: its row
+ * padding when the row stride is larger than K, two rows past N, and a
+ * column-major view's two columns past K and rows past N; or, in every other
+ * run, nothing past the window's last element but an unreadable page, so that a
+ * read beyond it (whose value a kernel might drop) crashes. In half of the runs
+ * the keys are positive and most heads' Q^T columns negative (every head of
+ * query 0), so most dot products are negative: ReLU must zero them, and query 0
  * scores exactly 0. */
 #include <inttypes.h>
 #include <sys/mman.h>
@@ -165,15 +165,19 @@ static void wg_oracle(const pto_tile *d, uint32_t G, uint32_t K,
 
 void drive_wsum_g(int op, const oracle_case *oc) {
   (void)oc;
-  /* R G N K: G a multiple of the SIMD tables' NR (16, 32) or not; N with
-   * tails of both SIMD row groups (MR = 6, 12) and of AVX2's panels of 24
-   * keys (up to 8, 16 and 23 keys); K of one step, with a tail of the
-   * kernels' 16 steps, the indexer's 128, past it, past the 512 of a panel
-   * of keys on AVX2's stack; one query (AVX2 packs no keys for it) */
+  /* R G N K: G a multiple of the SIMD tables' NR (16, 32) or not (a
+   * query's heads starting and ending inside panels of Q^T; AVX2's blocks
+   * of up to 4 or 8 heads cut short there); N with tails of both SIMD row
+   * groups (MR = 6, 12) and of AVX2's panels of 24 keys (up to 8, 16 and
+   * 23 keys); K of one step, with a tail of the kernels' 16 steps, the
+   * indexer's 128, past it, past the 512 of a panel of keys on AVX2's
+   * stack; one query (AVX2 packs no keys for it) */
   static const uint32_t dims[][4] = {
-      {1, 16, 1, 1},   {3, 16, 37, 29}, {7, 64, 13, 128}, {2, 32, 70, 130},
-      {4, 32, 5, 300}, {6, 16, 7, 130}, {1, 64, 37, 300}, {5, 5, 6, 300},
-      {7, 5, 70, 29},  {2, 1, 13, 1},   {2, 16, 30, 520}};
+      {1, 16, 1, 1},   {3, 16, 37, 29},  {7, 64, 13, 128}, {2, 32, 70, 130},
+      {4, 32, 5, 300}, {6, 16, 7, 130},  {1, 64, 37, 300}, {5, 5, 6, 300},
+      {7, 5, 70, 29},  {2, 1, 13, 1},    {2, 16, 30, 520}, {3, 24, 30, 128},
+      {4, 60, 32, 64}, {1, 40, 30, 130}, {2, 24, 30, 520}, {3, 20, 13, 16},
+      {2, 36, 50, 33}};
   /* keys' dtype, Q^T's, window column-major, row stride past K */
   static const struct {
     pto_dtype key, q;
@@ -237,12 +241,15 @@ void drive_wsum_g(int op, const oracle_case *oc) {
  * widened into an f32 tile, at the table's panel width (its fast path) and
  * at an odd one; the keys an f32 or bf16 window (contiguous rows, or a
  * stride past K). Shapes of the lightning indexer: 7 queries of 64 heads
- * of 128 over a block of 512 keys, a short block, one query; causal or
- * not. */
+ * of 128 over a block of 512 keys, a short block, one query; and of 24 or
+ * 40 heads; causal or not. */
 Test(tileops, packed_TMATMUL_RELU_WSUM_G, .fini = free_all) {
-  /* R G N K */
-  static const uint32_t dims[][4] = {
-      {7, 64, 512, 128}, {7, 64, 13, 128}, {1, 64, 70, 128}};
+  /* R G N K; 24 and 40 heads (panels holding two queries' heads) */
+  static const uint32_t dims[][4] = {{7, 64, 512, 128},
+                                     {7, 64, 13, 128},
+                                     {1, 64, 70, 128},
+                                     {5, 24, 70, 128},
+                                     {1, 40, 13, 128}};
   static const struct {
     pto_dtype dt;
     uint32_t pad;
@@ -253,7 +260,7 @@ Test(tileops, packed_TMATMUL_RELU_WSUM_G, .fini = free_all) {
     const pto_isa_table *T = tables.t[ti];
     const uint32_t widths[] = {T->mm_nr, 5};
     for (int wi = 0; wi < 2; wi++)
-      for (int di = 0; di < 3; di++)
+      for (int di = 0; di < (int)(sizeof dims / sizeof dims[0]); di++)
         for (int ty = 0; ty < 4; ty++)
           for (int ci = 0; ci < 2; ci++) {
             if (wi == 1 && di == 0 && ty > 1)
@@ -299,5 +306,51 @@ Test(tileops, packed_TMATMUL_RELU_WSUM_G, .fini = free_all) {
             free_all();
             wg_release();
           }
+  }
+}
+
+/* A panel of Q^T that holds two queries' heads (24 per query, panels of
+ * 16) is computed once per query: the other query's heads must add
+ * nothing, not even when one of them is +inf (a weight of zero times its
+ * ReLU would be NaN). Query 0's head 20, in the panel it shares with query
+ * 1, is made +inf for every k; query 1's scores must be those of the run
+ * without it, bit for bit. K of a panel of keys and past it (AVX2's two
+ * paths), one and two threads' worth of keys. */
+Test(tileops, TMATMUL_RELU_WSUM_G_shared_panel, .fini = free_all) {
+  static const uint32_t dims[][2] = {{30, 128}, {30, 520}, {70, 64}};
+  const pto_isa_table *T = pto__isa_active();
+  const int op = PTO_OP_TMATMUL_RELU_WSUM_G;
+  const uint32_t R = 2, G = 24, M = R * G, w = T->mm_nr;
+  for (int di = 0; di < 3; di++) {
+    const uint32_t N = dims[di][0], K = dims[di][1];
+    char ctx[160];
+    snprintf(ctx, sizeof ctx, "%s on %s: R=%u G=%u N=%u K=%u, +inf in head 20",
+             pto__insn_name(op), T->name, R, G, N, K);
+    rng r = rng_seed(seed_of(op, 77, di, 0));
+    pto_gview keys = wg_window(&r, PTO_F32, N, K, 0, 0, 0, 0);
+    double *qv;
+    pto_tile *Qt = wg_qt(&r, PTO_F32, K, M, G, w, 0, &qv);
+    pto_tile *W = src_new(&r, PTO_F32, M + 3, 1, M, 1, G_MM);
+    pto_tile *d0 = dst_new(PTO_F32, R, N, R, N), *d1 = tile_clone(d0);
+    pto_targs a = {0};
+    a.dst[0] = d0;
+    a.src[0] = Qt;
+    a.src[1] = W;
+    a.g = keys;
+    a.flags = PTO_TF_PACK_B;
+    a.imm[1] = (int32_t)w;
+    run_ok(op, &a, ctx);
+    for (uint32_t k = 0; k < K; k++)
+      ((float *)Qt->data)[pto__pack_b_index(Qt, w, k, 20)] = INFINITY;
+    a.dst[0] = d1;
+    run_ok(op, &a, ctx);
+    for (uint32_t n = 0; n < N; n++) {
+      const float x = ((const float *)d0->data)[d0->stride + n],
+                  y = ((const float *)d1->data)[d1->stride + n];
+      cr_expect(memcmp(&x, &y, sizeof x) == 0,
+                "%s: query 1's score %u is %.9g, %.9g without the inf", ctx, n,
+                (double)y, (double)x);
+    }
+    free_all();
   }
 }

@@ -76,6 +76,7 @@ static inline float mm_hsum_avx2(__m256 v) {
 /* x < 0: 0, else x (-0 and NaN stay: max returns its second operand
  * when either is NaN or both are zero) */
 #define MM_RELU(x) _mm256_max_ps(_mm256_setzero_ps(), x)
+#define MM_AND(a, b) _mm256_and_ps(a, b)
 #define MM_HSUM(x) mm_hsum_avx2(x) /* the sum of the lanes */
 /* TMATMUL_GB packs V's slices (mm_gather.h). On Zen 3 (32 KiB L1, 512
  * KiB L2), one block of attention medium (64 heads x 112 slots x 512
@@ -387,25 +388,43 @@ wsk_block(const int HR, const int KV, uint32_t K, const float *A,
   MM_UNROLL for (int v = 0; v < KV; v++) _mm256_store_ps(s + 8 * v, t[v]);
 }
 
-/* wsk_block for a panel of cols keys: 4 heads against 3 vectors of keys,
- * 2 for 16 or fewer, 8 heads against one for 8 or fewer. Not inlined: in
- * the caller's frame GCC spilled one of the 12 accumulators. */
-static __attribute__((noinline)) void
-wsk_kernel(uint32_t cols, uint32_t K, const float *A, const float *restrict kp,
-           const float *w, size_t ws, float *restrict s) {
-  if (cols > 16)
+/* wsk_block for a panel of cols keys and hr heads: up to 4 heads against 3
+ * vectors of keys, 2 for 16 or fewer, up to 8 heads against one for 8 or
+ * fewer (fewer heads where a query's heads, or a panel of Q^T, end). Not
+ * inlined: in the caller's frame GCC spilled one of the 12 accumulators. */
+static __attribute__((noinline)) void wsk_kernel(uint32_t cols, uint32_t hr,
+                                                 uint32_t K, const float *A,
+                                                 const float *restrict kp,
+                                                 const float *w, size_t ws,
+                                                 float *restrict s) {
+  /* the block for h heads against kv vectors */
+#define WSK_CASE(h, kv)                                                        \
+  case h:                                                                      \
+    wsk_block(h, kv, K, A, kp, w, ws, s);                                      \
+    return;
+  if (cols > 16 && hr == 4) { /* nearly every block */
     wsk_block(4, 3, K, A, kp, w, ws, s);
+    return;
+  }
+  /* clang-format off */
+  if (cols > 16)
+    switch (hr) { WSK_CASE(1, 3) WSK_CASE(2, 3) WSK_CASE(3, 3) WSK_CASE(4, 3) }
   else if (cols > 8)
-    wsk_block(4, 2, K, A, kp, w, ws, s);
+    switch (hr) { WSK_CASE(1, 2) WSK_CASE(2, 2) WSK_CASE(3, 2) WSK_CASE(4, 2) }
   else
-    wsk_block(8, 1, K, A, kp, w, ws, s);
+    switch (hr) {
+      WSK_CASE(1, 1) WSK_CASE(2, 1) WSK_CASE(3, 1) WSK_CASE(4, 1)
+      WSK_CASE(5, 1) WSK_CASE(6, 1) WSK_CASE(7, 1) WSK_CASE(8, 1)
+    }
+    /* clang-format on */
+#undef WSK_CASE
 }
 
 /* TMATMUL_RELU_WSUM_G's scores on mm_gather.h's fast path (Q^T packed in
- * NR panels, G a multiple of NR, an f32 or bf16 window with contiguous
- * rows), per panel of WSK_KEYS keys, per query, per group of heads (see
- * above); 0 when K > WSK_K_MAX or for fewer than WSK_QUERIES_MIN queries.
- * The causal fill is the caller's. */
+ * NR panels, any G, an f32 or bf16 window with contiguous rows), per panel of
+ * WSK_KEYS keys, per query, per group of heads (see above); 0 when K >
+ * WSK_K_MAX or for fewer than WSK_QUERIES_MIN queries. The causal fill is the
+ * caller's. */
 static int wsum_key_panels(const pto_targs *a) {
   pto_tile *d = a->dst[0];
   const pto_tile *Qt = a->src[0], *W = a->src[1];
@@ -433,17 +452,24 @@ static int wsum_key_panels(const pto_targs *a) {
       break;
     const uint32_t cols = N - n0 < WSK_KEYS ? N - n0 : WSK_KEYS, n1 = n0 + cols,
                    next = N - n1 < WSK_KEYS ? N - n1 : WSK_KEYS,
-                   hr = cols > 8 ? 4 : 8; /* heads per block */
+                   hr = cols > 8 ? 4 : 8; /* heads per block, at most */
     lanes_panel(kp, base + (size_t)n0 * row_step, (int64_t)row_step, bf, K,
                 cols, WSK_KEYS, NULL, 0);
     /* the next panel's lines, spread over this panel's blocks */
     const size_t npf = (size_t)next * lines,
-                 blocks = (size_t)(R - q0) * (G / hr),
+                 blocks = (size_t)(R - q0) * ((G + hr - 1) / hr),
                  per = (npf + blocks - 1) / blocks;
     size_t pfi = 0;
     for (uint32_t q = q0; q < R; q++) {
       memset(s, 0, sizeof s);
-      for (uint32_t m0 = q * G; m0 < (q + 1) * G; m0 += hr) {
+      /* blocks of hr heads, shorter where the query's heads or a panel of
+       * Q^T end (G not a multiple of 4 or of NR) */
+      for (uint32_t m0 = q * G, h; m0 < (q + 1) * G; m0 += h) {
+        h = hr;
+        if (h > (q + 1) * G - m0)
+          h = (q + 1) * G - m0;
+        if (h > NR - m0 % NR)
+          h = NR - m0 % NR;
         for (size_t t = 0; t < per && pfi < npf; t++, pfi++)
           _mm_prefetch((const char *)base +
                            (size_t)(n1 + pfi / lines) * row_step +
@@ -451,7 +477,7 @@ static int wsum_key_panels(const pto_targs *a) {
                        _MM_HINT_T0);
         const float *A = Q + (size_t)(m0 / NR) * b_panel + m0 % NR,
                     *w = Wd + (size_t)m0 * W->stride;
-        wsk_kernel(cols, K, A, kp, w, W->stride, s);
+        wsk_kernel(cols, h, K, A, kp, w, W->stride, s);
       }
       memcpy((float *)d->data + (size_t)q * d->stride + n0, s,
              cols * sizeof(float));

@@ -37,6 +37,7 @@
 /* x < 0: 0, else x (-0 and NaN stay: max returns its second operand
  * when either is NaN or both are zero) */
 #define MM_RELU(x) _mm512_max_ps(_mm512_setzero_ps(), x)
+#define MM_AND(a, b) _mm512_and_ps(a, b)
 #define MM_HSUM(x) _mm512_reduce_add_ps(x) /* the sum of the lanes */
 #include "tileops/mm_loops.h"
 

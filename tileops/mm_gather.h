@@ -101,11 +101,14 @@ static void widen_group(float *wide, uint32_t K,
  * the same K values of the MR rows next[i] prefetched meanwhile. With w
  * (NR weights), the block is folded on its way out of the registers
  * instead: C[i * VW + l] += sum over the row's lanes j = l (mod VW) of
- * w[j] * ReLU(block[i][j]) (TMATMUL_RELU_WSUM_G). */
+ * w[j] * ReLU(block[i][j]) (TMATMUL_RELU_WSUM_G), over the lanes whose
+ * bits in wm (NR masks, all ones or zero) are set when wm is given: a
+ * panel shared by two queries' heads, where a weight of zero would still
+ * let another query's inf or NaN through. */
 static inline __attribute__((always_inline)) void
 ga_rows(const int R, uint32_t K, const float *const *a,
         const float *restrict Bp, float *C, size_t ldc,
-        const unsigned char *const *next, const float *w) {
+        const unsigned char *const *next, const float *w, const float *wm) {
   MM_V c[MR][NR / VW];
   MM_UNROLL for (int i = 0; i < R; i++)
       MM_UNROLL for (int q = 0; q < NR / VW; q++) c[i][q] = MM_ZERO();
@@ -143,12 +146,19 @@ ga_rows(const int R, uint32_t K, const float *const *a,
     GA_STEP(j);
 #undef GA_STEP
   if (w) {
-    MM_V wq[NR / VW];
-    MM_UNROLL for (int q = 0; q < NR / VW; q++) wq[q] = MM_LOAD(w + q * VW);
+    MM_V wq[NR / VW], mq[NR / VW];
+    MM_UNROLL for (int q = 0; q < NR / VW; q++) {
+      wq[q] = MM_LOAD(w + q * VW);
+      mq[q] = wm ? MM_LOAD(wm + q * VW) : MM_ZERO();
+    }
     MM_UNROLL for (int i = 0; i < R; i++) {
       MM_V t = MM_LOAD(C + (size_t)i * VW);
-      MM_UNROLL for (int q = 0; q < NR / VW; q++) t =
-          MM_FMA(wq[q], MM_RELU(c[i][q]), t);
+      MM_UNROLL for (int q = 0; q < NR / VW; q++) {
+        MM_V x = MM_RELU(c[i][q]);
+        if (wm)
+          x = MM_AND(mq[q], x);
+        t = MM_FMA(wq[q], x, t);
+      }
       MM_STORE(C + (size_t)i * VW, t);
     }
     return;
@@ -158,12 +168,20 @@ ga_rows(const int R, uint32_t K, const float *const *a,
           MM_STORE(C + (size_t)i * ldc + q * VW, c[i][q]);
 }
 
-/* ga_rows for the first `rows` (1..MR) of the MR rows a. */
+/* ga_rows for the first `rows` (1..MR) of the MR rows a; its copies
+ * without the lane masks test none (TMATMUL_RELU_WSUM_G with one query ran
+ * 1% slower with the test in each) */
 static void kernel_ga(uint32_t K, const float *const *a,
                       const float *restrict Bp, float *C, size_t ldc,
                       uint32_t rows, const unsigned char *const *next,
-                      const float *w) {
-#define MM_ROWS_CALL(R) ga_rows(R, K, a, Bp, C, ldc, next, w)
+                      const float *w, const float *wm) {
+  if (wm) {
+#define MM_ROWS_CALL(R) ga_rows(R, K, a, Bp, C, ldc, next, w, wm)
+    MM_ROWS_SWITCH(rows)
+#undef MM_ROWS_CALL
+    return;
+  }
+#define MM_ROWS_CALL(R) ga_rows(R, K, a, Bp, C, ldc, next, w, NULL)
   MM_ROWS_SWITCH(rows)
 #undef MM_ROWS_CALL
 }
@@ -248,11 +266,11 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
       const uint32_t cols = N - n0 < NR ? N - n0 : NR;
       const unsigned char *const *pf = !bf && n0 == 0 && more ? nx : NULL;
       if (direct && cols == NR) {
-        kernel_ga(K, r, Bp, Cd + (size_t)vt[j0] * ldc + n0, ldc, rows, pf,
+        kernel_ga(K, r, Bp, Cd + (size_t)vt[j0] * ldc + n0, ldc, rows, pf, NULL,
                   NULL);
         continue;
       }
-      kernel_ga(K, r, Bp, blk, NR, rows, pf, NULL);
+      kernel_ga(K, r, Bp, blk, NR, rows, pf, NULL, NULL);
       for (uint32_t i = 0; i < rows; i++)
         memcpy(Cd + (size_t)vt[j0 + i] * ldc + n0, blk + i * NR,
                cols * sizeof(float));
@@ -289,14 +307,17 @@ static int wsg_causal(const pto_targs *a) {
   return PTO_OK;
 }
 
-/* TMATMUL_RELU_WSUM_G, Q^T packed in NR panels, each query's G heads whole
- * panels (G a multiple of NR; else the reference runs): per pass over as
+/* TMATMUL_RELU_WSUM_G, Q^T packed in NR panels: per pass over as
  * many queries as WSG_WEIGHTS weights cover (every query at the indexer's
  * 7 x 64), per group of MR keys (group_rows; their rows read in place,
  * in L1 once read; from a bf16 window widened into a small buffer first),
  * per query, per panel of
  * its heads, the MR x NR block over all of K folded through ReLU and the
- * weights into VW lanes per key, whose sum is the key's score. While the
+ * weights into VW lanes per key, whose sum is the key's score. When G is
+ * not a multiple of NR, a panel that also holds another query's heads (or
+ * the padding past M) runs once for each query, folding only the query's
+ * lanes (the reference ran instead: pto-bench indexer, S1 = 16, S2 =
+ * 2048, 24 heads, 170 against 1.5 ms; 60 heads, 666 against 3.3). While the
  * first block of a group runs, the next MR rows are prefetched. Q^T (224
  * KiB for 7 queries of 64 heads at K = 128) streams from L2 once per
  * group. Measured against packing k^T and TMATMUL_RELU_WSUM on the same
@@ -311,9 +332,9 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
   const uint32_t K = Qt->valid_rows, M = Qt->valid_cols, R = d->valid_rows,
                  N = d->valid_cols, G = M / R;
   const int bf = g->dtype == PTO_BF16;
-  if (!(a->flags & PTO_TF_PACK_B) || a->imm[1] != NR ||
-      Qt->dtype != PTO_F32 || !table_fast(g) || G % NR || G > WSG_WEIGHTS ||
-      (bf && K > WSG_K_MAX) || N < 1)
+  if (!(a->flags & PTO_TF_PACK_B) || a->imm[1] != NR || Qt->dtype != PTO_F32 ||
+      !table_fast(g) || G < 1 || G > WSG_WEIGHTS || (bf && K > WSG_K_MAX) ||
+      N < 1)
     return pto__isa_scalar.fn[op](op, a);
 #ifdef WSUM_KEY_PANELS
   if (WSUM_KEY_PANELS(a))
@@ -322,6 +343,8 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
   _Alignas(64) float wv[WSG_WEIGHTS]; /* a pass's weights, contiguous */
   _Alignas(64) float wide[MR * WSG_K_MAX]; /* a bf16 group as f32 */
   _Alignas(64) float sums[MR * VW];
+  _Alignas(64) float wb[NR];    /* a shared panel's weights, 0 past the query */
+  _Alignas(64) uint32_t mb[NR]; /* and its lanes of the query: all ones */
   const size_t ldd = d->stride, b_panel = (size_t)NR * Qt->rows,
                es = pto__dtype_bytes(g->dtype),
                row_step = (size_t)g->row_stride * es,
@@ -351,12 +374,25 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
       for (uint32_t q = q0; q < q1; q++) {
         MM_UNROLL for (int i = 0; i < MR; i++) MM_STORE(sums + i * VW,
                                                         MM_ZERO());
-        for (uint32_t m0 = q * G; m0 < (q + 1) * G; m0 += NR) {
+        /* the panels holding the query's heads, columns [c0, c1) */
+        const uint32_t c0 = q * G, c1 = c0 + G;
+        for (uint32_t p0 = c0 / NR * NR; p0 < c1; p0 += NR) {
           const float *Bp =
-              (const float *)Qt->data + (size_t)(m0 / NR) * b_panel;
+              (const float *)Qt->data + (size_t)(p0 / NR) * b_panel;
           const unsigned char *const *pf =
-              !bf && more && q == q0 && m0 == q * G ? nx : NULL;
-          kernel_ga(K, r, Bp, sums, 0, rows, pf, wv + (m0 - q0 * G));
+              !bf && more && q == q0 && p0 <= c0 ? nx : NULL;
+          if (p0 >= c0 && p0 + NR <= c1) {
+            kernel_ga(K, r, Bp, sums, 0, rows, pf, wv + (p0 - q0 * G), NULL);
+            continue;
+          }
+          /* shared with another query, or the padding past M */
+          for (uint32_t j = 0; j < NR; j++) {
+            const int in = p0 + j >= c0 && p0 + j < c1;
+            wb[j] = in ? wv[p0 + j - q0 * G] : 0.0f;
+            mb[j] = in ? UINT32_MAX : 0;
+          }
+          kernel_ga(K, r, Bp, sums, 0, rows, pf, wb,
+                    (const float *)(const void *)mb);
         }
         for (uint32_t i = 0; i < rows; i++)
           Dd[(size_t)q * ldd + n0 + i] = MM_HSUM(MM_LOAD(sums + i * VW));
