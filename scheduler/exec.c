@@ -4,6 +4,7 @@
 
 #include "core/prefetch.h"
 #include "pto/runtime.h"
+#include "tileops/tileops.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -190,6 +191,13 @@ static inline uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Whether pi's entry point is the scalar reference's own (a table with no
+ * SIMD version of the instruction, or the scalar table itself). */
+static int on_reference(const pto_pinst *pi) {
+  return pi->op >= 0 && pi->op < PTO_OP_COUNT &&
+         pi->fn == pto__isa_scalar.fn[pi->op];
+}
+
 /* pto__task_exec's body, inlined twice: with inst_ns NULL (a constant, so
  * the untraced copy has no clock read and no test for one) and not. */
 static inline __attribute__((always_inline)) pto_status
@@ -246,10 +254,15 @@ task_exec(const pto_executable *e, uint32_t t, uint32_t next, pto_scratch *s,
       a.imm[0] = pi->imm[0];
       a.imm[1] = pi->imm[1];
       a.flags = pi->flags;
-      uint64_t t0 = inst_ns ? now_ns() : 0;
+      const uint64_t t0 = inst_ns ? now_ns() : 0,
+                     refs = inst_ns ? pto__ref_calls : 0;
       int rc = pi->fn(pi->op, &a);
-      if (inst_ns)
-        inst_ns[i] += now_ns() - t0;
+      if (inst_ns) {
+        const uint64_t dt = now_ns() - t0;
+        inst_ns[i] += dt;
+        if (pto__ref_calls != refs || on_reference(pi))
+          inst_ns[pr->n_insts + i] += dt;
+      }
       if (rc < 0) {
         char why[PTO_ERROR_MSG];
         pto__insn_failure(e, pr, i, tiles, args, rc, why, sizeof why);

@@ -25,9 +25,12 @@ pto_status pto__bind(const pto_executable *e, const void *const *inputs,
 /* Runs every instance of task t; on failure fills err naming the task, its
  * program, label and instruction. next: the task this worker runs after t
  * if known (its loads are prefetched during t's last instance), or
- * PTO_NO_TASK. inst_ns: NULL, or (traced runs) one counter per instruction
- * of t's program, to which the ns each call takes is added (a monotonic
- * clock read before and after each call; none at all when NULL). */
+ * PTO_NO_TASK. inst_ns: NULL, or (traced runs) two counters per instruction
+ * of t's program, n_insts of each: inst_ns[i], to which the ns each call of
+ * instruction i takes is added (a monotonic clock read before and after each
+ * call; none at all when NULL), then inst_ns[n_insts + i], to which the ns
+ * of the calls that ran the scalar reference are added (the table's entry
+ * is the reference's, or the SIMD kernel handed the call to pto__isa_ref). */
 #define PTO_NO_TASK UINT32_MAX
 pto_status pto__task_exec(const pto_executable *e, uint32_t t, uint32_t next,
                           pto_scratch *s, unsigned char *const *base,

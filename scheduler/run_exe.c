@@ -73,11 +73,12 @@ typedef struct exe_run {
   pto_run run;
   pto_executable *e;
   unsigned char **base;
-  uint64_t *inst_ns; /* traced runs: ns per task instruction */
+  uint64_t *inst_ns; /* traced runs: ns per task instruction, twice */
 } exe_run;
 
 /* Where each task's instruction counters start in a traced run's inst_ns
- * (built on the first traced run); the total in *n. */
+ * (built on the first traced run): two per instruction of its program, as
+ * pto__task_exec takes them; the total in *n. */
 static int inst_offsets(const pto_executable *e, exe_sched *s, uint32_t *n) {
   if (!s->inst_off) {
     s->inst_off = malloc((e->n_tasks + 1) * sizeof *s->inst_off);
@@ -86,7 +87,7 @@ static int inst_offsets(const pto_executable *e, exe_sched *s, uint32_t *n) {
     uint32_t k = 0;
     for (uint32_t t = 0; t < e->n_tasks; t++) {
       s->inst_off[t] = k;
-      k += e->progs[e->tasks[t].prog].n_insts;
+      k += 2 * e->progs[e->tasks[t].prog].n_insts;
     }
     s->inst_off[e->n_tasks] = k;
   }

@@ -106,11 +106,13 @@ static int invert(const pto_trace *t, uint32_t **off, uint32_t **pred) {
   return 0;
 }
 
-/* The opcodes of task i's program with the ns spent in each and the
- * floating-point operations they did (summed over its instructions and
- * instances), into names, ns and flops; how many (at most max). */
+/* The opcodes of task i's program with the ns spent in each, the part of
+ * it on the scalar reference, and the floating-point operations they did
+ * (summed over its instructions and instances), into names, ns, ref and
+ * flops; how many (at most max). */
 static uint32_t task_ops(const pto_trace *t, uint32_t i, const char **names,
-                         uint64_t *ns, uint64_t *flops, uint32_t max) {
+                         uint64_t *ns, uint64_t *ref, uint64_t *flops,
+                         uint32_t max) {
   if (!t->inst_ns || !t->detail || !t->detail->n_insts)
     return 0;
   uint32_t n = 0, m = t->detail->n_insts(t->owner, i);
@@ -124,10 +126,11 @@ static uint32_t task_ops(const pto_trace *t, uint32_t i, const char **names,
       if (n == max)
         continue;
       names[n] = op;
-      ns[n] = flops[n] = 0;
+      ns[n] = ref[n] = flops[n] = 0;
       n++;
     }
     ns[j] += in[k];
+    ref[j] += in[m + k];
     if (t->detail->inst_flops)
       flops[j] += t->detail->inst_flops(t->owner, i, k);
   }
@@ -187,7 +190,7 @@ pto_status pto__trace_write_json(const pto_trace *t, FILE *f) {
             "\"args\":{\"name\":\"worker %u (%s)\"}}",
             w, w, serves_name(t->worker_serves ? t->worker_serves[w] : 2));
   const char *names[OPS_MAX];
-  uint64_t ns[OPS_MAX], flops[OPS_MAX];
+  uint64_t ns[OPS_MAX], ref[OPS_MAX], flops[OPS_MAX];
   for (uint32_t i = 0; i < t->n_tasks; i++) {
     fprintf(f, ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,"
                "\"dur\":%.3f,\"name\":",
@@ -207,7 +210,7 @@ pto_status pto__trace_write_json(const pto_trace *t, FILE *f) {
     for (uint32_t k = off[i]; k < off[i + 1]; k++)
       fprintf(f, "%s%u", k > off[i] ? "," : "", pred[k]);
     fprintf(f, "]");
-    uint32_t n_ops = task_ops(t, i, names, ns, flops, OPS_MAX);
+    uint32_t n_ops = task_ops(t, i, names, ns, ref, flops, OPS_MAX);
     if (n_ops) {
       fprintf(f, ",\"ops\":{");
       for (uint32_t k = 0; k < n_ops; k++) {
@@ -217,6 +220,7 @@ pto_status pto__trace_write_json(const pto_trace *t, FILE *f) {
       }
       fprintf(f, "}");
     }
+    ops_json(f, "ref", names, ref, n_ops);
     ops_json(f, "flops", names, flops, n_ops);
     if (t->detail && t->detail->write_task)
       t->detail->write_task(t->owner, i, f);
@@ -241,7 +245,7 @@ static int by_time(const void *a, const void *b) {
 
 typedef struct label_op {
   const char *label, *op; /* op NULL: time between instructions */
-  uint64_t ns, flops;
+  uint64_t ns, ref, flops; /* ref: the part of ns on the scalar reference */
 } label_op;
 
 static int by_label_then_time(const void *a, const void *b) {
@@ -253,6 +257,12 @@ static int by_label_then_time(const void *a, const void *b) {
     return x->op ? -1 : 1;
   return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
 }
+
+/* Under the table, when its reference column shows */
+#define PTO_TRACE_REFERENCE_NOTE                                               \
+  "reference: the share of the instruction's time in the scalar reference "    \
+  "(tileops/ref.c):\n  its SIMD version cannot take these tiles, or the ISA "  \
+  "has none; expect it 10-100x slower than SIMD"
 
 /* Time per label and instruction opcode: where each label's time goes
  * (e.g. TLOAD packing against TMATMUL), and the time between instructions
@@ -267,10 +277,10 @@ static pto_status label_ops(const pto_trace *t, FILE *f) {
   if (!rows)
     return PTO_ENOMEM;
   const char *names[OPS_MAX];
-  uint64_t ns[OPS_MAX], flops[OPS_MAX];
+  uint64_t ns[OPS_MAX], ref[OPS_MAX], flops[OPS_MAX];
   for (uint32_t i = 0; i < t->n_tasks; i++) {
     const char *l = t->label_of(t->owner, i);
-    uint32_t n_ops = task_ops(t, i, names, ns, flops, OPS_MAX);
+    uint32_t n_ops = task_ops(t, i, names, ns, ref, flops, OPS_MAX);
     uint64_t in_ops = 0;
     for (uint32_t k = 0; k <= n_ops; k++) {
       const char *op = k < n_ops ? names[k] : NULL;
@@ -296,15 +306,20 @@ static pto_status label_ops(const pto_trace *t, FILE *f) {
           rows = r;
           cap *= 2;
         }
-        rows[n++] = (label_op){l, op, 0, 0};
+        rows[n++] = (label_op){l, op, 0, 0, 0};
       }
       rows[j].ns += d;
+      rows[j].ref += k < n_ops ? ref[k] : 0;
       rows[j].flops += k < n_ops ? flops[k] : 0;
     }
   }
   qsort(rows, n, sizeof *rows, by_label_then_time);
-  fprintf(f, "\n%-28s %-22s %12s %6s %9s\n", "label", "instruction", "time us",
-          "of label", "GFLOP/s");
+  /* the reference's share: a column only when some instruction ran it */
+  int any_ref = 0;
+  for (uint32_t j = 0; j < n; j++)
+    any_ref |= rows[j].ref > 0;
+  fprintf(f, "\n%-28s %-22s %12s %6s %9s%s\n", "label", "instruction",
+          "time us", "of label", "GFLOP/s", any_ref ? " reference" : "");
   for (uint32_t j = 0, first = 0; j < n; j++) {
     if (j == 0 || strcmp(rows[j].label, rows[j - 1].label))
       first = j;
@@ -312,18 +327,23 @@ static pto_status label_ops(const pto_trace *t, FILE *f) {
     for (uint32_t k = first; k < n && !strcmp(rows[k].label, rows[first].label);
          k++)
       total += rows[k].ns;
-    char rate[32] = "";
+    char rate[32] = "", on_ref[32] = "";
     if (rows[j].flops && rows[j].ns) {
       /* a slow rate (a sanitizer build, a preempted worker) keeps its
        * digits instead of rounding to 0.0 */
       double r = (double)rows[j].flops / rows[j].ns;
       snprintf(rate, sizeof rate, r >= 0.1 ? " %9.1f" : " %9.2g", r);
     }
+    if (any_ref && rows[j].ref)
+      snprintf(on_ref, sizeof on_ref, "%10s %8.1f%%", rate,
+               100.0 * rows[j].ref / rows[j].ns);
     fprintf(f, "%-28s %-22s %12.1f %5.1f%%%s\n",
             j == first ? (rows[j].label[0] ? rows[j].label : "(none)") : "",
             rows[j].op ? rows[j].op : "(executor)", rows[j].ns / 1e3,
-            total ? 100.0 * rows[j].ns / total : 0, rate);
+            total ? 100.0 * rows[j].ns / total : 0, on_ref[0] ? on_ref : rate);
   }
+  if (any_ref)
+    fprintf(f, "%s\n", PTO_TRACE_REFERENCE_NOTE);
   free(rows);
   return PTO_OK;
 }

@@ -43,8 +43,10 @@ typedef struct pto_trace {
   const char *(*program_of)(const void *owner, uint32_t task);
   char machine[32];
   /* executables only (NULL otherwise): ns spent in each instruction of
-   * each task's program, summed over its instances; task t's start at
-   * inst_ns[inst_off[t]] (inst_off owned by the owner) */
+   * each task's program, summed over its instances, then the part of it
+   * that ran the scalar reference (pto__task_exec's two counters per
+   * instruction); task t's start at inst_ns[inst_off[t]] (inst_off owned
+   * by the owner) */
   const pto_trace_detail *detail;
   uint64_t *inst_ns;
   const uint32_t *inst_off;

@@ -208,6 +208,143 @@ Test(tools, report_agrees_with_the_trace_it_reads) {
   json_decref(trace);
 }
 
+/* A two-task trace, written by hand: a score task whose matmul ran all on
+ * the scalar reference (ref0 its "ref" entry: `,"ref":{...}` or "") and a
+ * softmax whose TEXP ran half on it (ref1). */
+static void reference_trace(const char *path, const char *ref0,
+                            const char *ref1) {
+  char text[2048];
+  snprintf(
+      text, sizeof text,
+      "{\"pto\":{\"format\":\"pto-trace\",\"version\":2,\"machine\":\"test\","
+      "\"makespan_ns\":160000,\"tasks\":2,\"workers\":[{\"id\":0,\"serves\":"
+      "\"cube\",\"pu\":0},{\"id\":1,\"serves\":\"vector\",\"pu\":1}]},"
+      "\"traceEvents\":["
+      "{\"ph\":\"X\",\"pid\":1,\"tid\":0,\"ts\":0,\"dur\":100,\"name\":"
+      "\"indexer.qk\",\"args\":{\"task\":0,\"label\":\"indexer.qk\","
+      "\"program\":\"p0\",\"producers\":[],\"ops\":{\"TLOAD\":10000,"
+      "\"TMATMUL_RELU_WSUM_G\":90000}%s,\"flops\":{\"TMATMUL_RELU_WSUM_G\":"
+      "900000}}},"
+      "{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":100,\"dur\":60,\"name\":"
+      "\"sfa.softmax\",\"args\":{\"task\":1,\"label\":\"sfa.softmax\","
+      "\"program\":\"p1\",\"producers\":[0],\"ops\":{\"TEXP\":40000,"
+      "\"TADD\":20000}%s}}]}",
+      ref0, ref1);
+  write_file(path, text);
+}
+
+/* The column just after s in the line of text that holds key, or -1. */
+static long column_after(const char *text, const char *key, const char *s) {
+  const char *line = strstr(text, key);
+  if (!line)
+    return -1;
+  while (line > text && line[-1] != '\n')
+    line--;
+  const char *x = strstr(line, s), *eol = strchr(line, '\n');
+  return x && (!eol || x < eol) ? (long)(x - line + strlen(s)) : -1;
+}
+
+Test(tools, report_shows_the_share_of_time_on_the_reference) {
+  char a[256], b[256];
+  snprintf(a, sizeof a, "%s/ref.json", dir);
+  snprintf(b, sizeof b, "%s/simd.json", dir);
+  reference_trace(a, ",\"ref\":{\"TMATMUL_RELU_WSUM_G\":90000}",
+                  ",\"ref\":{\"TEXP\":20000}");
+  reference_trace(b, "", "");
+  /* a column of shares, under its heading whether or not the row has a
+   * rate, and what it means under the table */
+  spawned r = tool("report", a, NULL, NULL, NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  long head = column_after(r.out, "GFLOP/s", "reference");
+  cr_expect(head > 0, "%s", r.out);
+  cr_expect_eq(column_after(r.out, "TMATMUL_RELU_WSUM_G", " 10.0    100.0%"),
+               head, "%s", r.out);
+  cr_expect_eq(column_after(r.out, "TEXP", "50.0%"), head, "%s", r.out);
+  cr_expect(strstr(r.out, "reference: the share") &&
+                strstr(r.out, "tileops/ref.c"),
+            "%s", r.out);
+  spawned_free(&r);
+  r = tool("report", a, "--json", NULL, NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  json_t *rep = parse(r.out);
+  const struct {
+    const char *op;
+    double us;
+  } want[] = {
+      {"TMATMUL_RELU_WSUM_G", 90}, {"TLOAD", 0}, {"TEXP", 20}, {"TADD", 0}};
+  size_t i;
+  json_t *x;
+  int seen = 0;
+  json_array_foreach(json_object_get(rep, "per_label_instruction"), i, x) {
+    const char *op = json_string_value(json_object_get(x, "instruction"));
+    json_t *us = json_object_get(x, "reference_us");
+    cr_expect(json_is_real(us), "%s: %s", op, r.out);
+    for (size_t w = 0; w < sizeof want / sizeof *want; w++)
+      if (!strcmp(op, want[w].op)) {
+        cr_expect(fabs(json_real_value(us) - want[w].us) < 1e-9, "%s: %s", op,
+                  r.out);
+        seen++;
+      }
+  }
+  cr_expect_eq(seen, 4, "%s", r.out);
+  json_decref(rep);
+  spawned_free(&r);
+  /* none on the reference: no column, and no note */
+  r = tool("report", b, NULL, NULL, NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "GFLOP/s") && !strstr(r.out, "reference"), "%s",
+            r.out);
+  spawned_free(&r);
+  /* compare: the shares on either side, when either has any */
+  r = tool("compare", a, b, NULL, NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "reference A") && strstr(r.out, "100.0%") &&
+                strstr(r.out, "50.0%"),
+            "%s", r.out);
+  spawned_free(&r);
+  r = tool("compare", b, b, NULL, NULL);
+  cr_expect(r.status == 0 && !strstr(r.out, "reference"), "%s", r.out);
+  spawned_free(&r);
+  r = tool("compare", b, a, "--json", NULL);
+  cr_assert_eq(r.status, 0, "%s", r.err);
+  rep = parse(r.out);
+  json_t *refs = json_object_get(rep, "reference_shares");
+  cr_assert_eq(json_array_size(refs), 2, "%s", r.out);
+  x = json_array_get(refs, 1);
+  cr_expect(
+      !strcmp(json_string_value(json_object_get(x, "instruction")), "TEXP") &&
+          json_real_value(json_object_get(x, "a")) == 0 &&
+          json_real_value(json_object_get(x, "b")) == 0.5,
+      "%s", r.out);
+  json_decref(rep);
+  spawned_free(&r);
+}
+
+Test(tools, bad_reference_times_are_named) {
+  struct {
+    const char *name, *ref, *expect;
+  } cases[] = {
+      {"ref-type.json", ",\"ref\":\"many\"", "\"ref\" that are not an object"},
+      {"ref-neg.json", ",\"ref\":{\"TEXP\":-5}", "\"ref\" of TEXP that are"},
+      {"ref-str.json", ",\"ref\":{\"TEXP\":\"5\"}", "\"ref\" of TEXP that are"},
+      {"ref-op.json", ",\"ref\":{\"TFOO\":5}", "\"ref\" of TFOO that are"},
+      /* more than the instruction's own time */
+      {"ref-big.json", ",\"ref\":{\"TEXP\":40001}", "\"ref\" of TEXP that are"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, cases[i].name);
+    reference_trace(path, "", cases[i].ref);
+    spawned r = tool("report", path, NULL, NULL, NULL);
+    cr_expect_eq(r.status, 1, "%s", cases[i].name);
+    cr_expect(strstr(r.err, cases[i].name) &&
+                  strstr(r.err, "not a valid PTO trace: task 1") &&
+                  strstr(r.err, cases[i].expect),
+              "%s: %s", cases[i].name, r.err);
+    spawned_free(&r);
+  }
+}
+
 Test(tools, compare_reports_ratios_labels_and_config_keys) {
   char a[256], b[256], cfg[256], ix[256];
   snprintf(a, sizeof a, "%s/a.json", dir);

@@ -18,6 +18,19 @@
 #include "pto/pto.h"
 #include "tests/runtime_test.h"
 
+/* The GFLOP/s column of the summary's row holding `at` (within buf): 10
+ * characters after the label (28), instruction (22), time (12) and share
+ * (6) columns and their spaces; 0 when blank. */
+static double rate_of(const char *buf, const char *at) {
+  while (at > buf && at[-1] != '\n')
+    at--;
+  char col[11] = "";
+  double rate = 0;
+  if (strlen(at) > 71)
+    memcpy(col, at + 71, 10);
+  return sscanf(col, "%lf", &rate) == 1 ? rate : 0;
+}
+
 /* A traced run of an executable times every instruction: per task, ns per
  * opcode within the task's duration, and the matmuls' floating-point
  * operations (over partial tiles too: N = 80 in tiles of 32, they add up
@@ -47,18 +60,13 @@ Test(scheduler, trace_of_an_executable_times_its_instructions, .timeout = 60) {
                 strstr(buf, "(executor)") && strstr(buf, "softmax") &&
                 strstr(buf, "GFLOP/s"),
             "%s", buf);
-  /* a rate on the matmul rows and on no other */
-  for (const char *l = buf; (l = strstr(l, "TMATMUL")); l++) {
-    double ns, pct, rate = 0;
-    cr_expect_eq(sscanf(strchr(l, ' '), "%lf %lf%% %lf", &ns, &pct, &rate), 3,
-                 "a matmul row without its rate: %.60s", l);
-    cr_expect(rate > 0, "%.60s", l);
-  }
+  /* a rate on the matmul rows and on no other (the reference's column, on
+   * the scalar table, may follow it) */
+  for (const char *l = buf; (l = strstr(l, "TMATMUL")); l++)
+    cr_expect(rate_of(buf, l) > 0, "a matmul row without its rate: %.60s", l);
   const char *ld = strstr(buf, "TLOAD ");
-  double ns, pct, rate;
-  cr_expect(ld &&
-                sscanf(strchr(ld, ' '), "%lf %lf%% %lf", &ns, &pct, &rate) == 2,
-            "TLOAD with a rate: %.60s", ld ? ld : "(none)");
+  cr_expect(ld && rate_of(buf, ld) == 0, "TLOAD with a rate: %.60s",
+            ld ? ld : "(none)");
   free(buf);
   char path[] = "/tmp/pto_trace_XXXXXX";
   int fd = mkstemp(path);
@@ -111,6 +119,91 @@ Test(scheduler, trace_of_an_executable_times_its_instructions, .timeout = 60) {
   cr_expect_eq(flops, 2.0 * 96 * 80 * 64, "%g flops", flops);
   json_decref(root);
   unlink(path);
+  pto_runtime_free(rt);
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
+/* The part of an instruction's time spent in the scalar reference, in the
+ * summary (a "reference" column, only when some instruction ran on it) and
+ * in the trace (a "ref" map per task, within its "ops"): a transposed input
+ * (columns 32 elements apart) is loaded by the reference on every table;
+ * the softmax of the test above runs none on the SIMD tables. */
+Test(scheduler, trace_shows_time_on_the_reference, .timeout = 60) {
+  pto_program *p = pto_program_new("transposed_add");
+  const int64_t xs[2] = {48, 32}, zs[2] = {32, 48};
+  pto_tensor *x = pto_input(p, "X", PTO_F32, 2, xs);
+  pto_tensor *z = pto_input(p, "Z", PTO_F32, 2, zs);
+  pto_output(p, pto_add(p, pto_transpose(p, x, 0, 1), z), "Y");
+  static float a[48 * 32], b[32 * 48], y[32 * 48];
+  for (int i = 0; i < 48 * 32; i++)
+    a[i] = (float)i, b[i] = 1.0f;
+  const void *in[] = {a, b};
+  void *out[] = {y};
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  pto_runtime *rt = runtime_with(2, 1);
+  cr_assert_eq(pto_runtime_run(rt, e, in, out), PTO_OK);
+  cr_expect_eq(y[1 * 48 + 2], a[2 * 32 + 1] + 1.0f);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&buf, &len);
+  cr_assert_eq(pto_executable_trace_summary(e, mem), PTO_OK);
+  fclose(mem);
+  const char *ld = strstr(buf, "TLOAD ");
+  double ns, pct, ref = 0;
+  cr_expect(strstr(buf, " reference\n") && strstr(buf, "tileops/ref.c"), "%s",
+            buf);
+  cr_expect(
+      ld && sscanf(strchr(ld, ' '), "%lf %lf%% %lf%%", &ns, &pct, &ref) == 3 &&
+          ref > 0 && ref <= 100,
+      "TLOAD without its share on the reference: %s", buf);
+  free(buf);
+  char path[] = "/tmp/pto_trace_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert(fd >= 0);
+  close(fd);
+  cr_assert_eq(pto_executable_write_trace(e, path), PTO_OK);
+  json_error_t err;
+  json_t *root = json_load_file(path, 0, &err);
+  cr_assert_not_null(root, "%s", err.text);
+  size_t i, n_ref = 0;
+  json_t *ev;
+  json_array_foreach(json_object_get(root, "traceEvents"), i, ev) {
+    json_t *args = json_object_get(ev, "args"), *v;
+    const char *op;
+    json_object_foreach(json_object_get(args, "ref"), op, v) {
+      json_t *all = json_object_get(json_object_get(args, "ops"), op);
+      cr_expect(all && json_integer_value(v) > 0 &&
+                    json_integer_value(v) <= json_integer_value(all),
+                "%s: %" JSON_INTEGER_FORMAT
+                " ns on the reference of %" JSON_INTEGER_FORMAT,
+                op, json_integer_value(v), json_integer_value(all));
+      n_ref++;
+    }
+  }
+  cr_expect(n_ref > 0, "no task has time on the reference");
+  json_decref(root);
+  unlink(path);
+  pto_runtime_free(rt);
+  pto_executable_free(e);
+  pto_program_free(p);
+  /* none for the softmax on a SIMD table: no column */
+  if (!strcmp(pto_isa_name(), "scalar"))
+    return;
+  p = softmax_mm();
+  static float sa[96 * 64], sb[64 * 80], sy[96 * 80];
+  const void *sin[] = {sa, sb};
+  void *sout[] = {sy};
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  rt = runtime_with(2, 1);
+  cr_assert_eq(pto_runtime_run(rt, e, sin, sout), PTO_OK);
+  buf = NULL;
+  mem = open_memstream(&buf, &len);
+  cr_assert_eq(pto_executable_trace_summary(e, mem), PTO_OK);
+  fclose(mem);
+  cr_expect(!strstr(buf, "reference"), "%s", buf);
+  free(buf);
   pto_runtime_free(rt);
   pto_executable_free(e);
   pto_program_free(p);

@@ -30,7 +30,7 @@ static int smonline_trans(int op, const pto_targs *a) {
   const pto_tile *s = a->src[0], *idx = a->src[1], *prev = a->src[2];
   const uint32_t w = (uint32_t)a->imm[0], M = s->valid_cols, N = s->valid_rows;
   if (M > ATTN_BLOCK_MAX || N > ATTN_BLOCK_MAX)
-    return pto__isa_scalar.fn[op](op, a);
+    return pto__isa_ref(op, a);
   const int cont = (a->flags & PTO_TF_ACC) != 0;
   _Alignas(64) float m0[ATTN_BLOCK_MAX], mx[ATTN_BLOCK_MAX],
       sum[ATTN_BLOCK_MAX], e[ATTN_BLOCK_MAX + PTO_MM_PANEL_MAX + VL];
@@ -116,7 +116,7 @@ static int vec_TSOFTMAXONLINE(int op, const pto_targs *a) {
     return smonline_trans(op, a);
   const uint32_t w = (uint32_t)a->imm[0], M = s->valid_rows, N = s->valid_cols;
   if (N > ATTN_BLOCK_MAX)
-    return pto__isa_scalar.fn[op](op, a);
+    return pto__isa_ref(op, a);
   const int cont = (a->flags & PTO_TF_ACC) != 0;
   _Alignas(64) int32_t ok[ATTN_BLOCK_MAX]; /* all ones where valid */
   _Alignas(64) float e[ATTN_BLOCK_MAX];

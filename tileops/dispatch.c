@@ -178,6 +178,13 @@ int pto_isa_supported(const char *name) {
 
 /* ---- run ---------------------------------------------------------------- */
 
+_Thread_local uint64_t pto__ref_calls;
+
+int pto__isa_ref(int op, const pto_targs *a) {
+  pto__ref_calls++;
+  return pto__isa_scalar.fn[op](op, a);
+}
+
 int pto__tileop_run(int op, const pto_targs *a) {
   if (!a)
     return PTO_EINVAL;

@@ -226,14 +226,14 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
   const int bf = g->dtype == PTO_BF16;
   if (!(a->flags & PTO_TF_PACK_B) || a->imm[1] != NR || B->dtype != PTO_F32 ||
       !table_fast(g))
-    return pto__isa_scalar.fn[op](op, a);
+    return pto__isa_ref(op, a);
   uint32_t vt_stack[GA_SLOTS_STACK], *vt = vt_stack;
   float *wide = NULL; /* a bf16 table: the MR rows of a group as f32 */
   if ((n > GA_SLOTS_STACK && !(vt = malloc((size_t)n * sizeof *vt))) ||
       (bf && !(wide = malloc((size_t)MR * K * sizeof(float))))) {
     if (vt != vt_stack)
       free(vt);
-    return pto__isa_scalar.fn[op](op, a);
+    return pto__isa_ref(op, a);
   }
   const uint32_t nv = valid_slots(idx, g, n, vt, NULL);
   const size_t ldc = d->stride, b_panel = (size_t)NR * B->rows;
@@ -288,7 +288,8 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
 }
 
 #define WSG_WEIGHTS 1024 /* weights on the stack: queries per pass */
-#define WSG_K_MAX 512    /* K of a bf16 window widened here (more: reference) */
+#define WSG_K_MAX 512 /* K of a bf16 group widened on the stack (more: heap)   \
+                       */
 
 /* TMATMUL_RELU_WSUM_G's scores past the causal diagonal, when the flag is
  * set: -inf where n > r + s. */
@@ -333,15 +334,17 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
                  N = d->valid_cols, G = M / R;
   const int bf = g->dtype == PTO_BF16;
   if (!(a->flags & PTO_TF_PACK_B) || a->imm[1] != NR || Qt->dtype != PTO_F32 ||
-      !table_fast(g) || G < 1 || G > WSG_WEIGHTS || (bf && K > WSG_K_MAX) ||
-      N < 1)
-    return pto__isa_scalar.fn[op](op, a);
+      !table_fast(g) || G < 1 || G > WSG_WEIGHTS || N < 1)
+    return pto__isa_ref(op, a);
 #ifdef WSUM_KEY_PANELS
   if (WSUM_KEY_PANELS(a))
     return wsg_causal(a);
 #endif
   _Alignas(64) float wv[WSG_WEIGHTS]; /* a pass's weights, contiguous */
-  _Alignas(64) float wide[MR * WSG_K_MAX]; /* a bf16 group as f32 */
+  _Alignas(64) float wide_stack[MR * WSG_K_MAX];
+  float *wide = wide_stack; /* a bf16 group as f32 */
+  if (bf && K > WSG_K_MAX && !(wide = malloc((size_t)MR * K * sizeof *wide)))
+    return pto__isa_ref(op, a);
   _Alignas(64) float sums[MR * VW];
   _Alignas(64) float wb[NR];    /* a shared panel's weights, 0 past the query */
   _Alignas(64) uint32_t mb[NR]; /* and its lanes of the query: all ones */
@@ -399,6 +402,8 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
       }
     }
   }
+  if (wide != wide_stack)
+    free(wide);
   return wsg_causal(a);
 }
 
@@ -537,7 +542,7 @@ static int mm_TMATMUL_GB(int op, const pto_targs *a) {
   const int bf = g->dtype == PTO_BF16, pack = GB_PACK || bf;
   if (!(a->flags & PTO_TF_PACK_A) || a->imm[0] != MR || A->dtype != PTO_F32 ||
       !table_fast(g) || nA > GB_SLOTS_MAX)
-    return pto__isa_scalar.fn[op](op, a);
+    return pto__isa_ref(op, a);
   const int acc = (a->flags & PTO_TF_ACC) != 0,
             scaled = acc && (a->flags & PTO_TF_ROWSCALE);
   const size_t ldc = d->stride;
@@ -559,7 +564,7 @@ static int mm_TMATMUL_GB(int op, const pto_targs *a) {
   float *ac = NULL;          /* the valid slots' columns of A */
   if (vt[n - 1] != n - 1) {
     if (!(ac = malloc((M + MR - 1) / MR * (size_t)MR * n * sizeof(float))))
-      return pto__isa_scalar.fn[op](op, a);
+      return pto__isa_ref(op, a);
     for (uint32_t p = 0; p < (M + MR - 1) / MR; p++)
       for (uint32_t k = 0; k < n; k++)
         memcpy(ac + ((size_t)p * n + k) * MR,

@@ -239,7 +239,7 @@ static int fast_path(const pto_targs *a) {
 
 static int mm_TMATMUL(int op, const pto_targs *a) {
   if (!fast_path(a))
-    return pto__isa_scalar.fn[op](op, a);
+    return pto__isa_ref(op, a);
   matmul_packed(a, 0);
   return PTO_OK;
 }
@@ -263,7 +263,7 @@ static void scale_rows(const pto_targs *a) {
 
 static int mm_TMATMUL_ACC(int op, const pto_targs *a) {
   if (!fast_path(a))
-    return pto__isa_scalar.fn[op](op, a);
+    return pto__isa_ref(op, a);
   if (a->flags & PTO_TF_ROWSCALE)
     scale_rows(a);
   matmul_packed(a, 1);
@@ -377,7 +377,7 @@ static void matmul_wsum_packed(const pto_targs *a) {
 
 static int mm_TMATMUL_RELU_WSUM(int op, const pto_targs *a) {
   if (!fast_path(a))
-    return pto__isa_scalar.fn[op](op, a);
+    return pto__isa_ref(op, a);
   matmul_wsum_packed(a);
   return PTO_OK;
 }

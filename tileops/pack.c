@@ -151,7 +151,7 @@ int pto__tload_pack(int op, const pto_targs *a) {
   pto_tile *d = a->dst[0];
   const pto_gview *g = &a->g;
   if (d->dtype != PTO_F32 || (g->dtype != PTO_F32 && g->dtype != PTO_BF16))
-    return pto__isa_scalar.fn[PTO_OP_TLOAD](op, a);
+    return pto__isa_ref(op, a);
   src_kind kind = g->dtype == PTO_F32 ? SRC_F32 : SRC_BF16;
   size_t es = pto__dtype_bytes(g->dtype);
   int pack_a = (a->flags & PTO_TF_PACK_A) != 0;
@@ -212,7 +212,7 @@ int pto__tgatherpack(int op, const pto_targs *a) {
   const pto_gview *g = &a->g;
   if ((g->dtype != PTO_F32 && g->dtype != PTO_BF16) || g->col_stride != 1 ||
       gt->dtype != PTO_F32 || v->dtype != PTO_F32)
-    return pto__isa_scalar.fn[PTO_OP_TGATHERPACK](op, a);
+    return pto__isa_ref(op, a);
   const src_kind kind = g->dtype == PTO_F32 ? SRC_F32 : SRC_BF16;
   const size_t es = pto__dtype_bytes(g->dtype);
   const uint32_t w = (uint32_t)a->imm[0], n = gt->valid_cols,
@@ -294,8 +294,9 @@ int pto__tgatherpack(int op, const pto_targs *a) {
 int pto__tstore_f32(int op, const pto_targs *a) {
   const pto_tile *s = a->src[0];
   const pto_gview *g = &a->g;
-  if (s->dtype != PTO_F32 || g->dtype != PTO_F32 || g->col_stride != 1)
-    return pto__isa_scalar.fn[PTO_OP_TSTORE](op, a);
+  if (s->dtype != PTO_F32 || g->dtype != PTO_F32 ||
+      (g->col_stride != 1 && s->valid_cols > 1))
+    return pto__isa_ref(op, a);
   const int acc = (a->flags & PTO_TF_ACC) != 0;
   const uint32_t rows = s->valid_rows, cols = s->valid_cols;
   for (uint32_t r = 0; r < rows; r++) {

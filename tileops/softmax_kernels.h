@@ -43,7 +43,7 @@ ALWAYS_INLINE void mulstore_row(float *restrict dp, const float *restrict xp,
 static int vec_TROWEXPANDMULSTORE(int op, const pto_targs *a) {
   const pto_gview *g = &a->g;
   if (g->col_stride != 1)
-    return pto__isa_scalar.fn[PTO_OP_TROWEXPANDMULSTORE](op, a);
+    return pto__isa_ref(op, a);
   const pto_tile *x = a->src[0], *v = a->src[1];
   const int stream = (a->flags & PTO_TF_STREAM) != 0;
   for (uint32_t r = 0; r < x->valid_rows; r++)
@@ -60,7 +60,7 @@ static int vec_TROWEXPANDMULSTORE(int op, const pto_targs *a) {
 static int vec_TLOADROWMAX(int op, const pto_targs *a) {
   const pto_gview *g = &a->g;
   if (g->col_stride != 1)
-    return pto__isa_scalar.fn[PTO_OP_TLOADROWMAX](op, a);
+    return pto__isa_ref(op, a);
   pto_tile *d = a->dst[0], *m = a->dst[1];
   for (uint32_t r = 0; r < d->valid_rows; r++)
     ((float *)row_of(m, r))[0] =

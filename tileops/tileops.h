@@ -206,6 +206,13 @@ int pto__ref_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a);
 /* The reference: every entry set. */
 extern const pto_isa_table pto__isa_scalar;
 
+/* How a SIMD kernel whose fast path cannot take its arguments runs the
+ * reference instead: pto__isa_scalar's entry for op, the call counted in
+ * pto__ref_calls (this thread's), so that a traced run can tell how much of
+ * an instruction's time went to the reference (scheduler/exec.c). */
+extern _Thread_local uint64_t pto__ref_calls;
+int pto__isa_ref(int op, const pto_targs *a);
+
 /* The reference's TTOPK and TMRGTOPK (tileops/topk_ref.c). */
 int pto__ref_ttopk(int op, const pto_targs *a);
 int pto__ref_tmrgtopk(int op, const pto_targs *a);

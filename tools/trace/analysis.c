@@ -45,11 +45,13 @@ static int per_label(const tr_trace *t, tr_analysis *a) {
   /* label x (opcode or executor time): a dense table */
   uint32_t n_cols = t->n_ops + 1;
   uint64_t *cell = calloc((size_t)t->n_labels * n_cols + 1, sizeof *cell),
-           *fl = calloc((size_t)t->n_labels * n_cols + 1, sizeof *fl);
-  if (!a->labels || !rank || !cell || !fl) {
+           *fl = calloc((size_t)t->n_labels * n_cols + 1, sizeof *fl),
+           *ref = calloc((size_t)t->n_labels * n_cols + 1, sizeof *ref);
+  if (!a->labels || !rank || !cell || !fl || !ref) {
     free(rank);
     free(cell);
     free(fl);
+    free(ref);
     return -1;
   }
   for (uint32_t l = 0; l < t->n_labels; l++)
@@ -61,6 +63,8 @@ static int per_label(const tr_trace *t, tr_analysis *a) {
     for (uint32_t j = t->op_off[k]; j < t->op_off[k + 1]; j++) {
       cell[(size_t)t->label[k] * n_cols + t->op_id[j]] += t->op_ns[j];
       fl[(size_t)t->label[k] * n_cols + t->op_id[j]] += t->op_flops[j];
+      ref[(size_t)t->label[k] * n_cols + t->op_id[j]] += t->op_ref_ns[j];
+      a->ref_total += t->op_ref_ns[j];
       in_ops += t->op_ns[j];
     }
     if (t->op_off[k + 1] > t->op_off[k])
@@ -78,19 +82,22 @@ static int per_label(const tr_trace *t, tr_analysis *a) {
     free(rank);
     free(cell);
     free(fl);
+    free(ref);
     return -1;
   }
   for (uint32_t l = 0; l < t->n_labels; l++)
     for (uint32_t o = 0; o < n_cols; o++)
       if (cell[(size_t)l * n_cols + o])
         a->label_ops[a->n_label_ops++] = (tr_label_op){
-            l, o, cell[(size_t)l * n_cols + o], fl[(size_t)l * n_cols + o]};
+            l, o, cell[(size_t)l * n_cols + o], fl[(size_t)l * n_cols + o],
+            ref[(size_t)l * n_cols + o]};
   g_rank = rank;
   qsort(a->label_ops, a->n_label_ops, sizeof *a->label_ops, label_op_order);
   g_rank = NULL;
   free(rank);
   free(cell);
   free(fl);
+  free(ref);
   return 0;
 }
 

@@ -1,7 +1,7 @@
 /* `pto-trace compare A B`: two traces of one workload, before and after a
  * change: makespan ratio, per-label time and task counts, busy fractions,
- * the matmul instructions' rates, and the configuration keys that
- * differ. */
+ * the matmul instructions' rates, the share of each instruction's time in
+ * the scalar reference, and the configuration keys that differ. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,17 +117,32 @@ static double busy_of(const tr_analysis *a, const char *group) {
   return 0;
 }
 
+/* Label's instruction op in trace T, or NULL when T has none. */
+static const tr_label_op *label_op_of(const tr_trace *T, const tr_analysis *x,
+                                      const char *label, const char *op) {
+  for (uint32_t i = 0; i < x->n_label_ops; i++) {
+    const tr_label_op *r = &x->label_ops[i];
+    if (r->op < T->n_ops && !strcmp(T->labels[r->label], label) &&
+        !strcmp(T->ops[r->op], op))
+      return r;
+  }
+  return NULL;
+}
+
 /* The rate of label's matmul instruction op in trace T (GFLOP/s per
  * worker: its flops over its ns), or 0 when T has none. */
 static double rate_of(const tr_trace *T, const tr_analysis *x,
                       const char *label, const char *op) {
-  for (uint32_t i = 0; i < x->n_label_ops; i++) {
-    const tr_label_op *r = &x->label_ops[i];
-    if (r->op < T->n_ops && tr_rate(r) > 0 &&
-        !strcmp(T->labels[r->label], label) && !strcmp(T->ops[r->op], op))
-      return tr_rate(r);
-  }
-  return 0;
+  const tr_label_op *r = label_op_of(T, x, label, op);
+  return r ? tr_rate(r) : 0;
+}
+
+/* The share of label's instruction op's time in the scalar reference in
+ * trace T, 0 to 1 (0 when T has none). */
+static double ref_share_of(const tr_trace *T, const tr_analysis *x,
+                           const char *label, const char *op) {
+  const tr_label_op *r = label_op_of(T, x, label, op);
+  return r && r->ns ? (double)r->ref_ns / (double)r->ns : 0;
 }
 
 static json_t *real_or_null(double v) {
@@ -146,7 +161,7 @@ int tr_compare(const tr_trace *A, const tr_trace *B, int json, FILE *f) {
   config_keys(A, &ka);
   config_keys(B, &kb);
   json_t *o = json_object(), *labels = json_array(), *cfg = json_array(),
-         *busy = json_array(), *rates = json_array();
+         *busy = json_array(), *rates = json_array(), *refs = json_array();
   json_object_set_new(o, "a", json_string(A->path));
   json_object_set_new(o, "b", json_string(B->path));
   json_object_set(o, "workload", json_object_get(A->pto, "workload"));
@@ -223,6 +238,25 @@ int tr_compare(const tr_trace *A, const tr_trace *B, int json, FILE *f) {
     }
   }
   json_object_set_new(o, "matmul_rates", rates);
+  /* the instructions either side ran (in part) on the scalar reference */
+  for (int side = 0; side < 2; side++) {
+    const tr_trace *T = side ? B : A;
+    const tr_analysis *x = side ? &b : &a;
+    for (uint32_t k = 0; k < x->n_label_ops; k++) {
+      const tr_label_op *r = &x->label_ops[k];
+      if (r->op >= T->n_ops || !r->ref_ns)
+        continue;
+      const char *l = T->labels[r->label], *op = T->ops[r->op];
+      const double ra = ref_share_of(A, &a, l, op),
+                   rb = ref_share_of(B, &b, l, op);
+      if (side && ra > 0)
+        continue;
+      json_array_append_new(refs,
+                            json_pack("{s:s, s:s, s:f, s:f}", "label", l,
+                                      "instruction", op, "a", ra, "b", rb));
+    }
+  }
+  json_object_set_new(o, "reference_shares", refs);
   /* configuration keys that differ (or that one side lacks) */
   size_t i = 0, j = 0;
   while (i < ka.n || j < kb.n) {
@@ -303,6 +337,16 @@ int tr_compare(const tr_trace *A, const tr_trace *B, int json, FILE *f) {
       fprintf(f, "%-28s %-22s %10s %10s %8s\n", *l ? l : "(none)",
               json_string_value(json_object_get(x, "instruction")), cell[0],
               cell[1], cell[2]);
+    }
+    if (json_array_size(refs))
+      fprintf(f, "\n%-28s %-22s %11s %11s\n", "label", "instruction",
+              "reference A", "reference B");
+    json_array_foreach(refs, k, x) {
+      const char *l = json_string_value(json_object_get(x, "label"));
+      fprintf(f, "%-28s %-22s %10.1f%% %10.1f%%\n", *l ? l : "(none)",
+              json_string_value(json_object_get(x, "instruction")),
+              100 * json_real_value(json_object_get(x, "a")),
+              100 * json_real_value(json_object_get(x, "b")));
     }
     fprintf(f, "\nconfiguration keys that differ");
     if (!json_array_size(cfg))

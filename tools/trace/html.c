@@ -63,6 +63,7 @@ static json_t *viewer_data(const tr_trace *t, const tr_analysis *a) {
   json_object_set_new(d, "op_id", u32s(t->op_id, t->op_off[n]));
   json_object_set_new(d, "op_ns", u64s(t->op_ns, t->op_off[n], 0));
   json_object_set_new(d, "op_flops", u64s(t->op_flops, t->op_off[n], 0));
+  json_object_set_new(d, "op_ref", u64s(t->op_ref_ns, t->op_off[n], 0));
   json_t *inst = json_array(), *win = json_array();
   for (uint32_t k = 0; k < n; k++) {
     json_t *i = json_object_get(t->args[k], "instances");

@@ -51,6 +51,7 @@ void tr_free(tr_trace *t) {
   free(t->op_id);
   free(t->op_ns);
   free(t->op_flops);
+  free(t->op_ref_ns);
   free(t->labels);
   free(t->progs);
   free(t->ops);
@@ -145,6 +146,29 @@ static int alloc_tasks(tr_trace *t) {
              : -1;
 }
 
+/* Task k's optional map from the instructions it has time for (its "ops")
+ * to a non-negative integer, "flops" or "ref"; when bounded, at most the
+ * instruction's ns (the reference's time is a part of it). */
+static int check_op_map(const char *path, uint32_t k, json_t *args,
+                        const char *key, int bounded, const char *what) {
+  json_t *m = json_object_get(args, key), *ops = json_object_get(args, "ops"),
+         *v, *ns;
+  const char *op;
+  if (m && !json_is_object(m))
+    return fail(path,
+                "not a valid PTO trace: task %u has \"%s\" that are not an "
+                "object",
+                k, key);
+  json_object_foreach(m, op, v) {
+    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+        !(ns = json_object_get(ops, op)) ||
+        (bounded && json_integer_value(v) > json_integer_value(ns)))
+      return fail(path, "not a valid PTO trace: task %u has \"%s\" of %s %s", k,
+                  key, op, what);
+  }
+  return 0;
+}
+
 /* The task events: one per task, each id once. */
 static int load_events(tr_trace *t, const char *path) {
   json_t *evs = json_object_get(t->root, "traceEvents");
@@ -212,8 +236,10 @@ static int load_events(tr_trace *t, const char *path) {
   t->op_id = malloc((n_ops + 1) * sizeof *t->op_id);
   t->op_ns = malloc((n_ops + 1) * sizeof *t->op_ns);
   t->op_flops = malloc((n_ops + 1) * sizeof *t->op_flops);
+  t->op_ref_ns = malloc((n_ops + 1) * sizeof *t->op_ref_ns);
   t->ops = malloc((n_ops + 1) * sizeof *t->ops);
-  if (!t->pred || !t->succ || !t->op_id || !t->op_ns || !t->op_flops || !t->ops)
+  if (!t->pred || !t->succ || !t->op_id || !t->op_ns || !t->op_flops ||
+      !t->op_ref_ns || !t->ops)
     return fail(path, "out of memory");
   uint32_t o = 0;
   for (uint32_t k = 0; k < t->n_tasks; k++) {
@@ -234,25 +260,22 @@ static int load_events(tr_trace *t, const char *path) {
     t->op_off[k] = o;
     const char *op;
     /* version 2: the matmuls' floating-point operations, a count for an
-     * instruction the task has time for */
+     * instruction the task has time for; and, absent from older traces,
+     * the part of an instruction's time spent in the scalar reference
+     * (tileops/ref.c) rather than a SIMD kernel */
+    if (check_op_map(path, k, t->args[k], "flops", 0,
+                     "that are not a count of an instruction it has time "
+                     "for") ||
+        check_op_map(path, k, t->args[k], "ref", 1,
+                     "that are not ns within its time in \"ops\""))
+      return -1;
     json_t *flops = json_object_get(t->args[k], "flops"),
+           *ref = json_object_get(t->args[k], "ref"),
            *ops = json_object_get(t->args[k], "ops");
-    if (flops && !json_is_object(flops))
-      return fail(path,
-                  "not a valid PTO trace: task %u has \"flops\" that "
-                  "are not an object",
-                  k);
-    json_object_foreach(flops, op, v) {
-      if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-          !json_object_get(ops, op))
-        return fail(path,
-                    "not a valid PTO trace: task %u has \"flops\" of %s that "
-                    "are not a count of an instruction it has time for",
-                    k, op);
-    }
     json_object_foreach(ops, op, v) {
       t->op_id[o] = intern(t->ops, &t->n_ops, op);
       t->op_flops[o] = (uint64_t)json_integer_value(json_object_get(flops, op));
+      t->op_ref_ns[o] = (uint64_t)json_integer_value(json_object_get(ref, op));
       t->op_ns[o++] = (uint64_t)json_integer_value(v);
     }
   }

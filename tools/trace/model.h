@@ -28,10 +28,11 @@ typedef struct tr_trace {
   uint32_t *pred;
   uint32_t *succ_off; /* consumers, CSR */
   uint32_t *succ;
-  /* ns per opcode per task, CSR over (op, ns) pairs, and the
-   * floating-point operations of each pair (0 but for the matmuls) */
+  /* ns per opcode per task, CSR over (op, ns) pairs, the floating-point
+   * operations of each pair (0 but for the matmuls), and the part of its
+   * ns spent in the scalar reference, tileops/ref.c (0 when SIMD ran it) */
   uint32_t *op_off, *op_id;
-  uint64_t *op_ns, *op_flops;
+  uint64_t *op_ns, *op_flops, *op_ref_ns;
   const char **labels, **progs, **ops; /* names */
 } tr_trace;
 
@@ -59,6 +60,7 @@ typedef struct tr_label_stat {
 typedef struct tr_label_op {
   uint32_t label, op; /* op n_ops: time between instructions */
   uint64_t ns, flops;
+  uint64_t ref_ns; /* of ns, in the scalar reference */
 } tr_label_op;
 
 /* A row's rate, GFLOP/s per worker (its flops over its ns), or 0 when it
@@ -69,6 +71,7 @@ static inline double tr_rate(const tr_label_op *r) {
 
 typedef struct tr_analysis {
   uint64_t makespan, busy_total;
+  uint64_t ref_total; /* instruction ns in the scalar reference */
   uint64_t *busy;  /* per worker */
   uint32_t *count; /* per worker */
   /* per core-type group: the distinct "serves" strings in worker order */

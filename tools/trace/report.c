@@ -102,8 +102,10 @@ int tr_report(const tr_trace *t, const tr_analysis *a, int json, FILE *f) {
             s->tasks ? US(s->ns) / s->tasks : 0.0);
   }
   if (a->n_label_ops) {
-    fprintf(f, "\n%-28s %-22s %12s %9s %9s\n", "label", "instruction",
-            "time us", "of label", "GFLOP/s");
+    /* the reference's share only when some instruction ran on it: the
+     * usual report keeps its columns */
+    fprintf(f, "\n%-28s %-22s %12s %9s %9s%s\n", "label", "instruction",
+            "time us", "of label", "GFLOP/s", a->ref_total ? " reference" : "");
     for (uint32_t i = 0; i < a->n_label_ops; i++) {
       const tr_label_op *r = &a->label_ops[i];
       uint64_t total = 0;
@@ -111,14 +113,24 @@ int tr_report(const tr_trace *t, const tr_analysis *a, int json, FILE *f) {
         if (a->label_ops[j].label == r->label)
           total += a->label_ops[j].ns;
       int first = i == 0 || a->label_ops[i - 1].label != r->label;
-      char rate[32] = ""; /* matmuls: GFLOP/s per worker */
+      /* matmuls: GFLOP/s per worker; the share on the reference */
+      char rate[32] = "", ref[32] = "";
+      if (r->ref_ns)
+        snprintf(ref, sizeof ref, " %8.1f%%", pct(r->ref_ns, r->ns));
       if (tr_rate(r) > 0)
         snprintf(rate, sizeof rate, " %9.1f", tr_rate(r));
-      fprintf(f, "%-28s %-22s %12.1f %8.1f%%%s\n",
+      else if (r->ref_ns) /* keeps the reference in its column */
+        snprintf(rate, sizeof rate, " %9s", "");
+      fprintf(f, "%-28s %-22s %12.1f %8.1f%%%s%s\n",
               first ? label_name(t, r->label) : "",
               r->op < t->n_ops ? t->ops[r->op] : "(executor)", US(r->ns),
-              pct(r->ns, total), rate);
+              pct(r->ns, total), rate, ref);
     }
+    if (a->ref_total)
+      fprintf(f, "reference: the share of the instruction's time in the "
+                 "scalar reference (tileops/ref.c):\n  its SIMD version "
+                 "cannot take these tiles, or the ISA has none; expect it "
+                 "10-100x slower than SIMD\n");
   }
 
   path_label *pl = malloc((a->n_path + 1) * sizeof *pl);
@@ -218,6 +230,7 @@ json_t *tr_report_json(const tr_trace *t, const tr_analysis *a) {
         r->op < t->n_ops ? t->ops[r->op] : "(executor)", "time_us", US(r->ns));
     json_object_set_new(row, "gflops",
                         tr_rate(r) > 0 ? json_real(tr_rate(r)) : json_null());
+    json_object_set_new(row, "reference_us", json_real(US(r->ref_ns)));
     json_array_append_new(lo, row);
   }
   json_object_set_new(o, "per_label_instruction", lo);
