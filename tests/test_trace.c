@@ -31,6 +31,31 @@ static double rate_of(const char *buf, const char *at) {
   return sscanf(col, "%lf", &rate) == 1 ? rate : 0;
 }
 
+/* The runtime's summary of e's last traced run, malloc'd. */
+static char *summary_of(const pto_executable *e) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&buf, &len);
+  cr_assert_not_null(mem);
+  cr_assert_eq(pto_executable_trace_summary(e, mem), PTO_OK);
+  fclose(mem);
+  return buf;
+}
+
+/* e's last trace, written to a file and read back. */
+static json_t *trace_of(const pto_executable *e) {
+  char path[] = "/tmp/pto_trace_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert(fd >= 0);
+  close(fd);
+  cr_assert_eq(pto_executable_write_trace(e, path), PTO_OK);
+  json_error_t err;
+  json_t *root = json_load_file(path, 0, &err);
+  unlink(path);
+  cr_assert_not_null(root, "%s", err.text);
+  return root;
+}
+
 /* A traced run of an executable times every instruction: per task, ns per
  * opcode within the task's duration, and the matmuls' floating-point
  * operations (over partial tiles too: N = 80 in tiles of 32, they add up
@@ -51,11 +76,7 @@ Test(scheduler, trace_of_an_executable_times_its_instructions, .timeout = 60) {
   pto_runtime *rt = runtime_with(2, 1);
   for (int rep = 0; rep < 2; rep++) /* the second run's trace replaces */
     cr_assert_eq(pto_runtime_run(rt, e, in, out), PTO_OK);
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *mem = open_memstream(&buf, &len);
-  cr_assert_eq(pto_executable_trace_summary(e, mem), PTO_OK);
-  fclose(mem);
+  char *buf = summary_of(e);
   cr_expect(strstr(buf, "instruction") && strstr(buf, "TMATMUL") &&
                 strstr(buf, "(executor)") && strstr(buf, "softmax") &&
                 strstr(buf, "GFLOP/s"),
@@ -68,14 +89,7 @@ Test(scheduler, trace_of_an_executable_times_its_instructions, .timeout = 60) {
   cr_expect(ld && rate_of(buf, ld) == 0, "TLOAD with a rate: %.60s",
             ld ? ld : "(none)");
   free(buf);
-  char path[] = "/tmp/pto_trace_XXXXXX";
-  int fd = mkstemp(path);
-  cr_assert(fd >= 0);
-  close(fd);
-  cr_assert_eq(pto_executable_write_trace(e, path), PTO_OK);
-  json_error_t err;
-  json_t *root = json_load_file(path, 0, &err);
-  cr_assert_not_null(root, "%s", err.text);
+  json_t *root = trace_of(e);
   json_t *pto = json_object_get(root, "pto");
   const char *prog = json_string_value(
       json_object_get(json_object_get(pto, "workload"), "program"));
@@ -118,7 +132,6 @@ Test(scheduler, trace_of_an_executable_times_its_instructions, .timeout = 60) {
   cr_expect_eq(n_x, pto_executable_num_tasks(e));
   cr_expect_eq(flops, 2.0 * 96 * 80 * 64, "%g flops", flops);
   json_decref(root);
-  unlink(path);
   pto_runtime_free(rt);
   pto_executable_free(e);
   pto_program_free(p);
@@ -145,11 +158,7 @@ Test(scheduler, trace_shows_time_on_the_reference, .timeout = 60) {
   pto_runtime *rt = runtime_with(2, 1);
   cr_assert_eq(pto_runtime_run(rt, e, in, out), PTO_OK);
   cr_expect_eq(y[1 * 48 + 2], a[2 * 32 + 1] + 1.0f);
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *mem = open_memstream(&buf, &len);
-  cr_assert_eq(pto_executable_trace_summary(e, mem), PTO_OK);
-  fclose(mem);
+  char *buf = summary_of(e);
   const char *ld = strstr(buf, "TLOAD ");
   double ns, pct, ref = 0;
   cr_expect(strstr(buf, " reference\n") && strstr(buf, "tileops/ref.c"), "%s",
@@ -159,14 +168,7 @@ Test(scheduler, trace_shows_time_on_the_reference, .timeout = 60) {
           ref > 0 && ref <= 100,
       "TLOAD without its share on the reference: %s", buf);
   free(buf);
-  char path[] = "/tmp/pto_trace_XXXXXX";
-  int fd = mkstemp(path);
-  cr_assert(fd >= 0);
-  close(fd);
-  cr_assert_eq(pto_executable_write_trace(e, path), PTO_OK);
-  json_error_t err;
-  json_t *root = json_load_file(path, 0, &err);
-  cr_assert_not_null(root, "%s", err.text);
+  json_t *root = trace_of(e);
   size_t i, n_ref = 0;
   json_t *ev;
   json_array_foreach(json_object_get(root, "traceEvents"), i, ev) {
@@ -184,7 +186,6 @@ Test(scheduler, trace_shows_time_on_the_reference, .timeout = 60) {
   }
   cr_expect(n_ref > 0, "no task has time on the reference");
   json_decref(root);
-  unlink(path);
   pto_runtime_free(rt);
   pto_executable_free(e);
   pto_program_free(p);
@@ -198,10 +199,7 @@ Test(scheduler, trace_shows_time_on_the_reference, .timeout = 60) {
   cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
   rt = runtime_with(2, 1);
   cr_assert_eq(pto_runtime_run(rt, e, sin, sout), PTO_OK);
-  buf = NULL;
-  mem = open_memstream(&buf, &len);
-  cr_assert_eq(pto_executable_trace_summary(e, mem), PTO_OK);
-  fclose(mem);
+  buf = summary_of(e);
   cr_expect(!strstr(buf, "reference"), "%s", buf);
   free(buf);
   pto_runtime_free(rt);
