@@ -171,13 +171,14 @@ void drive_wsum_g(int op, const oracle_case *oc) {
    * groups (MR = 6, 12) and of AVX2's panels of 24 keys (up to 8, 16 and
    * 23 keys); K of one step, with a tail of the kernels' 16 steps, the
    * indexer's 128, past it, past the 512 of a panel of keys on AVX2's
-   * stack; one query (AVX2 packs no keys for it) */
+   * stack; one query (AVX2 packs no keys for it); more heads than the
+   * 1024 weights the SIMD tables keep on the stack */
   static const uint32_t dims[][4] = {
       {1, 16, 1, 1},   {3, 16, 37, 29},  {7, 64, 13, 128}, {2, 32, 70, 130},
       {4, 32, 5, 300}, {6, 16, 7, 130},  {1, 64, 37, 300}, {5, 5, 6, 300},
       {7, 5, 70, 29},  {2, 1, 13, 1},    {2, 16, 30, 520}, {3, 24, 30, 128},
       {4, 60, 32, 64}, {1, 40, 30, 130}, {2, 24, 30, 520}, {3, 20, 13, 16},
-      {2, 36, 50, 33}};
+      {2, 36, 50, 33}, {2, 1100, 13, 8}, {1, 1030, 7, 16}};
   /* keys' dtype, Q^T's, window column-major, row stride past K */
   static const struct {
     pto_dtype key, q;

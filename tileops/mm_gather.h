@@ -287,7 +287,7 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
-#define WSG_WEIGHTS 1024 /* weights on the stack: queries per pass */
+#define WSG_WEIGHTS 1024 /* weights on the stack (more: one query's, heap) */
 #define WSG_K_MAX 512 /* K of a bf16 group widened on the stack (more: heap)   \
                        */
 
@@ -334,17 +334,23 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
                  N = d->valid_cols, G = M / R;
   const int bf = g->dtype == PTO_BF16;
   if (!(a->flags & PTO_TF_PACK_B) || a->imm[1] != NR || Qt->dtype != PTO_F32 ||
-      !table_fast(g) || G < 1 || G > WSG_WEIGHTS || N < 1)
+      !table_fast(g) || G < 1 || N < 1)
     return pto__isa_ref(op, a);
 #ifdef WSUM_KEY_PANELS
   if (WSUM_KEY_PANELS(a))
     return wsg_causal(a);
 #endif
-  _Alignas(64) float wv[WSG_WEIGHTS]; /* a pass's weights, contiguous */
+  _Alignas(64) float wv_stack[WSG_WEIGHTS];
+  float *wv = wv_stack; /* a pass's weights, contiguous */
   _Alignas(64) float wide_stack[MR * WSG_K_MAX];
   float *wide = wide_stack; /* a bf16 group as f32 */
-  if (bf && K > WSG_K_MAX && !(wide = malloc((size_t)MR * K * sizeof *wide)))
+  if ((G > WSG_WEIGHTS && !(wv = malloc((size_t)G * sizeof *wv))) ||
+      (bf && K > WSG_K_MAX &&
+       !(wide = malloc((size_t)MR * K * sizeof *wide)))) {
+    if (wv != wv_stack)
+      free(wv);
     return pto__isa_ref(op, a);
+  }
   _Alignas(64) float sums[MR * VW];
   _Alignas(64) float wb[NR];    /* a shared panel's weights, 0 past the query */
   _Alignas(64) uint32_t mb[NR]; /* and its lanes of the query: all ones */
@@ -356,7 +362,7 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
   float *Dd = d->data;
   const unsigned char *cur[MR], *nx[MR];
   const float *r[MR];
-  const uint32_t per_pass = WSG_WEIGHTS / G;
+  const uint32_t per_pass = G > WSG_WEIGHTS ? 1 : WSG_WEIGHTS / G;
   for (uint32_t q0 = 0; q0 < R; q0 += per_pass) {
     const uint32_t q1 = R - q0 < per_pass ? R : q0 + per_pass;
     for (uint32_t m = q0 * G; m < q1 * G; m++)
@@ -404,6 +410,8 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
   }
   if (wide != wide_stack)
     free(wide);
+  if (wv != wv_stack)
+    free(wv);
   return wsg_causal(a);
 }
 
