@@ -470,6 +470,61 @@ static int vec_TEXPANDS(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
+/* lane l holds l */
+ALWAYS_INLINE vi vi_iota(void) {
+  _Alignas(64) int32_t lane[VL];
+  for (int l = 0; l < VL; l++)
+    lane[l] = l;
+  return vi_ld(lane);
+}
+
+/* TCI: imm[0] + c, wrapping in i32 as the reference's; in f32 the i32
+ * value converted (exact to 2^24, then to nearest even as the reference's
+ * conversion of the same integer), or the reference when imm[0] + c
+ * passes INT32_MAX. Until these two were SIMD, every causal attention's
+ * trace showed TCI in the reference column. */
+static int vec_TCI(int op, const pto_targs *a) {
+  pto_tile *d = a->dst[0];
+  const int f = d->dtype != PTO_I32;
+  if (f && (int64_t)a->imm[0] + d->valid_cols > (int64_t)INT32_MAX + 1)
+    return pto__isa_ref(op, a);
+  const vi iota = vi_iota();
+  for (uint32_t r = 0; r < d->valid_rows; r++) {
+    int32_t *restrict dp = row_of(d, r);
+#define STEP(c, n)                                                             \
+  {                                                                            \
+    const vi v =                                                               \
+        vi_add(iota, vi_set((int32_t)((uint32_t)a->imm[0] + (uint32_t)(c))));  \
+    sti(dp + (c), f ? vf_bits(vi_to_f(v)) : v, n);                             \
+  }
+    FOR_COLS(d->valid_cols, STEP);
+#undef STEP
+  }
+  return PTO_OK;
+}
+
+/* TTRI: 1 where c <= r + imm[0], else 0 (i32 or f32) */
+static int vec_TTRI(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  const vi iota = vi_iota();
+  const vi one = d->dtype == PTO_I32 ? vi_set(1) : vf_bits(vf_set(1.0f));
+  for (uint32_t r = 0; r < d->valid_rows; r++) {
+    int32_t *restrict dp = row_of(d, r);
+    /* the last column that holds 1, clamped to [-1, valid_cols] */
+    int64_t t = (int64_t)r + a->imm[0];
+    t = t < -1 ? -1 : t > (int64_t)d->valid_cols ? d->valid_cols : t;
+    const vi tv = vi_set((int32_t)t);
+#define STEP(c, n)                                                             \
+  sti(dp + (c),                                                                \
+      vi_blend(vi_gt(vi_add(iota, vi_set((int32_t)(c))), tv), one, vi_set(0)), \
+      n)
+    FOR_COLS(d->valid_cols, STEP);
+#undef STEP
+  }
+  return PTO_OK;
+}
+
 /* ---- axis: reductions -----------------------------------------------------
  * Rows fold in 2 vector accumulators, then across lanes; max/min are
  * associative and commutative (NaN wins, +0 > -0), so the order does not
@@ -713,7 +768,7 @@ REDUCE_OP(TCOLMIN, col_reduce, B_MIN)
   X(TROWMAX) X(TROWMIN) X(TCOLSUM) X(TCOLMAX) X(TCOLMIN) X(TROWEXPAND)         \
   X(TROWEXPANDADD) X(TROWEXPANDSUB) X(TROWEXPANDMUL) X(TROWEXPANDDIV)          \
   X(TROWEXPANDMAX) X(TROWEXPANDEXPDIF) X(TCOLEXPAND) X(TCOLEXPANDADD)          \
-  X(TCOLEXPANDSUB) X(TCOLEXPANDMUL) X(TCOLEXPANDDIV)
+  X(TCOLEXPANDSUB) X(TCOLEXPANDMUL) X(TCOLEXPANDDIV) X(TCI) X(TTRI)
 // clang-format on
 
 static void vec_install(pto_isa_table *t) {
