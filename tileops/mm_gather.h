@@ -310,7 +310,8 @@ static int wsg_causal(const pto_targs *a) {
 
 /* TMATMUL_RELU_WSUM_G, Q^T packed in NR panels: per pass over as
  * many queries as WSG_WEIGHTS weights cover (every query at the indexer's
- * 7 x 64), per group of MR keys (group_rows; their rows read in place,
+ * 7 x 64; one, its weights from the heap, past WSG_WEIGHTS heads), per
+ * group of MR keys (group_rows; their rows read in place,
  * in L1 once read; from a bf16 window widened into a small buffer first),
  * per query, per panel of
  * its heads, the MR x NR block over all of K folded through ReLU and the
