@@ -171,14 +171,14 @@ static int vec_TMOV(int op, const pto_targs *a) {
 
 /* ---- memory -------------------------------------------------------------
  * Global views whose columns are not contiguous (transposed views) go to
- * the scalar reference: element-at-a-time either way. A single column's
- * stride does not matter (attention's lse, a column of a [B,S1,H] tensor,
- * went to the reference: 12% of TSTORE's time at the smoke preset). */
+ * the scalar reference: element-at-a-time either way; a single column is
+ * copied here (pto__gview_rows_whole: attention's lse went to the
+ * reference, 12% of TSTORE's time at the smoke preset). */
 
 static int vec_TLOAD(int op, const pto_targs *a) {
   const pto_gview *g = &a->g;
   pto_tile *d = a->dst[0];
-  if (g->col_stride != 1 && d->valid_cols > 1)
+  if (!pto__gview_rows_whole(g, d->valid_cols))
     return pto__isa_ref(op, a);
   row_fn f = cvt_fns[g->dtype][d->dtype];
   for (uint32_t r = 0; r < d->valid_rows; r++)
@@ -206,7 +206,7 @@ static void stream_row(void *dv, const void *sv, uint32_t vc) {
 static int vec_TSTORE(int op, const pto_targs *a) {
   const pto_gview *g = &a->g;
   const pto_tile *s = a->src[0];
-  if (g->col_stride != 1 && s->valid_cols > 1)
+  if (!pto__gview_rows_whole(g, s->valid_cols))
     return pto__isa_ref(op, a);
   row_fn f = a->flags & PTO_TF_ACC ? acc_fns[s->dtype][g->dtype]
                                    : cvt_fns[s->dtype][g->dtype];
@@ -225,7 +225,7 @@ static int vec_TSTORE(int op, const pto_targs *a) {
 static int vec_TGATHER(int op, const pto_targs *a) {
   const pto_gview *g = &a->g;
   pto_tile *d = a->dst[0];
-  if (g->col_stride != 1 && d->valid_cols > 1)
+  if (!pto__gview_rows_whole(g, d->valid_cols))
     return pto__isa_ref(op, a);
   const pto_tile *ix = a->src[0];
   const uint32_t vr = d->valid_rows, ivc = ix->valid_cols;

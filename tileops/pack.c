@@ -295,7 +295,7 @@ int pto__tstore_f32(int op, const pto_targs *a) {
   const pto_tile *s = a->src[0];
   const pto_gview *g = &a->g;
   if (s->dtype != PTO_F32 || g->dtype != PTO_F32 ||
-      (g->col_stride != 1 && s->valid_cols > 1))
+      !pto__gview_rows_whole(g, s->valid_cols))
     return pto__isa_ref(op, a);
   const int acc = (a->flags & PTO_TF_ACC) != 0;
   const uint32_t rows = s->valid_rows, cols = s->valid_cols;

@@ -137,6 +137,15 @@ static inline size_t pto__dtype_bytes(pto_dtype dt) {
   }
 }
 
+/* Whether cols columns of each row of g lie one after the other: its
+ * columns are contiguous, or there is one (a single column's stride does
+ * not matter: attention's lse, a column of a [B,S1,H] tensor). The SIMD
+ * loads and stores copy such rows whole; any other view goes to the
+ * reference, element at a time either way. */
+static inline int pto__gview_rows_whole(const pto_gview *g, uint32_t cols) {
+  return g->col_stride == 1 || cols <= 1;
+}
+
 /* Where logical element (r, c) of a packed operand lives, in elements from
  * its data (layout: core/isa.def, TLOAD). */
 static inline size_t pto__pack_a_index(const pto_tile *t, uint32_t w,
