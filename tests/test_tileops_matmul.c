@@ -498,14 +498,17 @@ pto_tile *operand_tile(const pto_isa_table *T, rng *r, pto_dtype gdt,
     return t;
   /* the layout, from core/isa.def */
   pto_tile *want = dst_new(tdt, t->rows, t->cols, rows, cols);
-  uint32_t pr = pack == 'A' ? round_up(rows, w) : rows;
-  uint32_t pc = pack == 'A' ? cols : round_up(cols, w);
+  /* q consecutive k per lane: 2 in a 2-byte tile, k padded to pairs */
+  const uint32_t q = dsize(tdt) == 2 ? 2 : 1;
+  uint32_t pr = pack == 'A' ? round_up(rows, w) : round_up(rows, q);
+  uint32_t pc = pack == 'A' ? round_up(cols, q) : round_up(cols, w);
   for (uint32_t i = 0; i < pr; i++)
     for (uint32_t j = 0; j < pc; j++) {
-      size_t ix = pack == 'A' ? (size_t)(i / w) * w * t->stride +
-                                    (size_t)j * w + i % w
-                              : (size_t)(j / w) * w * t->rows +
-                                    (size_t)i * w + j % w;
+      size_t ix = pack == 'A'
+                      ? (size_t)(i / w) * w * t->stride +
+                            (size_t)(j / q) * q * w + (i % w) * q + j % q
+                      : (size_t)(j / w) * w * t->rows +
+                            (size_t)(i / q) * q * w + (j % w) * q + i % q;
       unsigned char *p = (unsigned char *)want->data + ix * dsize(tdt);
       if (i < rows && j < cols)
         o_convert(tdt, p, gdt, gat(&b.g, i, j));
@@ -526,9 +529,9 @@ pto_tile *operand_tile(const pto_isa_table *T, rng *r, pto_dtype gdt,
 
 static void packed_matmul(int op) {
   /* M N K; K = 64 ends A's panels on a whole step of AVX2's 8-k packer */
-  static const uint32_t dims[][3] = {{13, 37, 29},  {1, 1, 1},
-                                     {24, 64, 1},   {25, 70, 130},
-                                     {12, 32, 300}, {20, 24, 64}};
+  static const uint32_t dims[][3] = {{13, 37, 29},  {1, 1, 1},     {24, 64, 1},
+                                     {25, 70, 130}, {12, 32, 300}, {20, 24, 64},
+                                     {26, 40, 601}};
   static const pto_dtype types[][2] = {/* global, tile */
                                        {PTO_F32, PTO_F32},
                                        {PTO_BF16, PTO_F32},
@@ -542,7 +545,7 @@ static void packed_matmul(int op) {
                 T->mm_mr, T->mm_nr);
     const uint32_t widths[][2] = {{T->mm_mr, T->mm_nr}, {5, 7}};
     for (int wi = 0; wi < 2; wi++)
-      for (int di = 0; di < 6; di++)
+      for (int di = 0; di < 7; di++)
         for (int ty = 0; ty < 4; ty++)
           for (int fl = 0; fl < 16; fl++) {
             /* pack A, pack B, A transposed, B transposed: a packed operand
@@ -552,8 +555,11 @@ static void packed_matmul(int op) {
                 tb = (fl >> 3) & 1;
             /* every dtype on one shape; bf16 into f32 tiles (the f32
              * engines' bf16 path) also on a larger one, past the SIMD
-             * packers' 4- and 8-wide steps and their tails */
-            if (ty > 0 && di != 0 && !(ty == 1 && di == 3))
+             * packers' 4- and 8-wide steps and their tails; bf16 tiles
+             * (k in pairs: a bf16 engine's operands) on the larger ones,
+             * odd K and K past one pass of the engine's k loop among them */
+            if (ty > 0 && di != 0 && !(ty == 1 && di == 3) &&
+                !(ty == 2 && di >= 3))
               continue;
             uint32_t M = dims[di][0], N = dims[di][1], K = dims[di][2];
             uint32_t mr = widths[wi][0], nr = widths[wi][1];

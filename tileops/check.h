@@ -90,6 +90,17 @@ static inline int check_packed(const chk *k, const char *what,
                 " %s needs %" PRIu64 " %s, it has %" PRIu32,
                 what, t->valid_rows, t->valid_cols, w, pack_a ? "rows" : "cols",
                 padded, pack_a ? "rows" : "cols (stride)", room);
+  /* a 2-byte tile holds k in pairs: K rounds up to even */
+  const uint32_t kg = pto__pack_kgroup(t->dtype);
+  uint32_t kv = pack_a ? t->valid_cols : t->valid_rows;
+  uint32_t kroom = pack_a ? t->stride : t->rows;
+  if (((uint64_t)kv + kg - 1) / kg * kg > kroom)
+    return fail(k, PTO_ESHAPE,
+                "%s %s valid %" PRIu32 "x%" PRIu32 " packed holds k in pairs: "
+                "%" PRIu32 " k need %" PRIu32 " %s, it has %" PRIu32,
+                what, pto_dtype_name(t->dtype), t->valid_rows, t->valid_cols,
+                kv, (kv + kg - 1) / kg * kg, pack_a ? "cols (stride)" : "rows",
+                kroom);
   return PTO_OK;
 }
 

@@ -145,7 +145,7 @@ int pto__check_tmatmul_gathered(const chk *k, const pto_targs *a) {
  * TMATMUL_ACC only. */
 int pto__check_tmatmul(const chk *k, const pto_targs *a) {
   const pto_tile *d = a->dst[0], *s2 = a->src[2];
-  uint32_t M, N;
+  uint32_t M = 0, N = 0; /* set by check_matmul when it passes */
   int st;
   TRY(check_matmul(k, a, &M, &N));
   if (a->flags & PTO_TF_ROWSCALE) {
@@ -179,7 +179,7 @@ static int check_groups(const chk *k, const pto_targs *a, uint32_t M,
  * weights, R x N dst. */
 int pto__check_tmatmul_relu_wsum(const chk *k, const pto_targs *a) {
   const pto_tile *d = a->dst[0], *s2 = a->src[2];
-  uint32_t M, N;
+  uint32_t M = 0, N = 0; /* set by check_matmul when it passes */
   int st;
   TRY(check_matmul(k, a, &M, &N));
   TRY(check_dtype_is(k, "src2", s2, PTO_F32));

@@ -147,9 +147,89 @@ static void strided_panel(float *restrict d, const void *restrict s,
       d[(size_t)k * w + i] = i < n ? src_at(s, kind, i * is + k * ks) : 0.0f;
 }
 
+/* ---- bf16 tiles: k in pairs (a native bf16 engine's operands) --------- */
+
+/* One 32-bit unit of a pair-packed panel: bf16 elements lo (the even k)
+ * and hi (the odd k), lo at the lower address. */
+static inline uint32_t pair_of(uint16_t lo, uint16_t hi) {
+  return (uint32_t)lo | (uint32_t)hi << 16;
+}
+
+/* Lanes contiguous in the source (ps == 1): for each pair of source rows
+ * 2p, 2p + 1 (ks apart), unit (p, i) of every panel interleaves their
+ * elements i; an odd K's last pair ends in a zero, lanes past P are zero.
+ * d holds the tile's units, panel units apart. */
+static void interleave_panels(uint32_t *restrict d, size_t panel,
+                              const uint16_t *restrict s, int64_t ks,
+                              uint32_t K, uint32_t P, uint32_t w) {
+  for (uint32_t k = 0; k < K; k += 2) {
+    const uint16_t *r0 = s + k * ks, *r1 = k + 1 < K ? r0 + ks : NULL;
+    for (uint32_t p0 = 0; p0 < P; p0 += w) {
+      uint32_t *dk = d + (size_t)(p0 / w) * panel + (size_t)(k / 2) * w;
+      const uint32_t n = P - p0 < w ? P - p0 : w;
+      uint32_t i = 0;
+#if defined(__SSE2__)
+      for (; r1 && i + 8 <= n; i += 8) {
+        const __m128i x = _mm_loadu_si128((const __m128i *)(r0 + p0 + i)),
+                      y = _mm_loadu_si128((const __m128i *)(r1 + p0 + i));
+        _mm_storeu_si128((__m128i *)(dk + i), _mm_unpacklo_epi16(x, y));
+        _mm_storeu_si128((__m128i *)(dk + i + 4), _mm_unpackhi_epi16(x, y));
+      }
+#endif
+      for (; i < n; i++)
+        dk[i] = pair_of(r0[p0 + i], r1 ? r1[p0 + i] : 0);
+      for (; i < w; i++)
+        dk[i] = 0;
+    }
+  }
+}
+
+/* TLOAD of a bf16 global into a bf16 tile packed in k pairs (layout:
+ * core/isa.def): lanes contiguous along k with an even lane stride from a
+ * 4-byte aligned base, whose pairs are the source's own 32-bit units,
+ * through transpose_panel's bit copies; lanes contiguous, by interleaving
+ * row pairs; any other view by the reference. */
+static int pack_pairs(int op, const pto_targs *a) {
+  pto_tile *d = a->dst[0];
+  const pto_gview *g = &a->g;
+  const int pack_a = (a->flags & PTO_TF_PACK_A) != 0;
+  const uint32_t w = (uint32_t)a->imm[0];
+  const uint32_t P = pack_a ? d->valid_rows : d->valid_cols;
+  const uint32_t K = pack_a ? d->valid_cols : d->valid_rows;
+  const int64_t ps = pack_a ? g->row_stride : g->col_stride;
+  const int64_t ks = pack_a ? g->col_stride : g->row_stride;
+  /* a panel in units: w lanes by (stride or rows) / 2 pairs; panels
+   * that do not start on a whole unit by the reference */
+  const size_t panel_elems = (size_t)w * (pack_a ? d->stride : d->rows);
+  if (panel_elems % 2 || (uintptr_t)d->data % 4)
+    return pto__isa_ref(op, a);
+  const size_t panel = panel_elems / 2;
+  uint32_t *units = d->data;
+  if (ps == 1) {
+    interleave_panels(units, panel, g->base, ks, K, P, w);
+    return PTO_OK;
+  }
+  if (ks != 1 || ps % 2 || (uintptr_t)g->base % 4)
+    return pto__isa_ref(op, a);
+  const uint16_t *s = g->base;
+  for (uint32_t p0 = 0; p0 < P; p0 += w) {
+    const uint32_t n = P - p0 < w ? P - p0 : w;
+    uint32_t *dp = units + (size_t)(p0 / w) * panel;
+    /* whole pairs as f32 bit patterns: moved, never computed on */
+    transpose_panel((float *)dp, s + p0 * ps, SRC_F32, ps / 2, K / 2, n, w);
+    if (K % 2) /* the last pair: the odd k and a zero */
+      for (uint32_t i = 0; i < w; i++)
+        dp[(size_t)(K / 2) * w + i] =
+            i < n ? pair_of(s[(p0 + i) * ps + K - 1], 0) : 0;
+  }
+  return PTO_OK;
+}
+
 int pto__tload_pack(int op, const pto_targs *a) {
   pto_tile *d = a->dst[0];
   const pto_gview *g = &a->g;
+  if (d->dtype == PTO_BF16 && g->dtype == PTO_BF16)
+    return pack_pairs(op, a);
   if (d->dtype != PTO_F32 || (g->dtype != PTO_F32 && g->dtype != PTO_BF16))
     return pto__isa_ref(op, a);
   src_kind kind = g->dtype == PTO_F32 ? SRC_F32 : SRC_BF16;

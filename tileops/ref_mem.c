@@ -26,9 +26,11 @@ static int load_packed(const pto_targs *a) {
   uint32_t w = (uint32_t)a->imm[0], vr = d->valid_rows, vc = d->valid_cols;
   size_t es = pto__dtype_bytes(d->dtype);
   unsigned char *data = d->data;
-  /* padded extent: rows for PACK_A, cols for PACK_B */
-  uint32_t rows = pack_a ? (vr + w - 1) / w * w : vr;
-  uint32_t cols = pack_a ? vc : (vc + w - 1) / w * w;
+  /* padded extent: rows for PACK_A, cols for PACK_B, and k to whole
+   * groups (pairs in a 2-byte tile) */
+  const uint32_t kg = pto__pack_kgroup(d->dtype);
+  uint32_t rows = pack_a ? (vr + w - 1) / w * w : (vr + kg - 1) / kg * kg;
+  uint32_t cols = pack_a ? (vc + kg - 1) / kg * kg : (vc + w - 1) / w * w;
   for (uint32_t r = 0; r < rows; r++)
     for (uint32_t c = 0; c < cols; c++) {
       size_t i = pack_a ? pto__pack_a_index(d, w, r, c)

@@ -109,15 +109,24 @@ typedef struct pto_isa_table {
   /* The matmul engine that runs TMATMUL* on operands of each dtype (NULL
    * for i32): "<isa>-f32" for this table's f32 micro-kernel, which takes
    * bf16 and f16 operands widened to f32 exactly as TLOAD packs them.
-   * A table with a native bf16 path (AMX tiles, AVX-512 BF16: a variant of
-   * its own in tileops/dispatch.c, chosen at start-up like every table)
-   * names it here for PTO_BF16 and keeps its f32 engine for PTO_F32. */
+   * A table with a native bf16 path (AVX-512 BF16, tileops/
+   * mm_avx512bf16.c: a variant of its own in tileops/dispatch.c, chosen at
+   * start-up like every table) names it here for PTO_BF16 and keeps its
+   * f32 engine for PTO_F32. */
   const char *mm_engine[PTO_DTYPE_COUNT];
+  /* 1 for the operand dtypes its engine multiplies as they are: the
+   * partitioner packs a matmul whose operands both load from globals of
+   * that dtype into tiles of it (k in pairs, core/isa.def), not widened
+   * to f32 (pto__mm_native). */
+  uint8_t mm_native[PTO_DTYPE_COUNT];
 } pto_isa_table;
 
 /* The panel widths of the active table (pto__isa_active), for the
  * partitioner to pack matmul operands with. */
 void pto__mm_panel(uint32_t *mr, uint32_t *nr);
+/* Whether the active table's engine takes packed operands of dtype dt as
+ * they are (pto_isa_table.mm_native). */
+int pto__mm_native(pto_dtype dt);
 
 /* pto_dtype_size, inline: the kernels take a row's address with it once
  * per row and the reference once per element, and the exported function's
@@ -146,15 +155,27 @@ static inline int pto__gview_rows_whole(const pto_gview *g, uint32_t cols) {
   return g->col_stride == 1 || cols <= 1;
 }
 
+/* How many consecutive k one lane of a packed panel holds together
+ * (layout: core/isa.def, TLOAD): 2 in a 2-byte tile (bf16, f16: the pair
+ * a dot-product instruction such as vdpbf16ps reads as one 32-bit unit),
+ * else 1. */
+static inline uint32_t pto__pack_kgroup(pto_dtype dt) {
+  return pto__dtype_bytes(dt) == 2 ? 2 : 1;
+}
+
 /* Where logical element (r, c) of a packed operand lives, in elements from
  * its data (layout: core/isa.def, TLOAD). */
 static inline size_t pto__pack_a_index(const pto_tile *t, uint32_t w,
                                        uint32_t r, uint32_t c) {
-  return (size_t)(r / w) * w * t->stride + (size_t)c * w + r % w;
+  const uint32_t g = pto__pack_kgroup(t->dtype);
+  return (size_t)(r / w) * w * t->stride + (size_t)(c / g) * g * w +
+         (size_t)(r % w) * g + c % g;
 }
 static inline size_t pto__pack_b_index(const pto_tile *t, uint32_t w,
                                        uint32_t r, uint32_t c) {
-  return (size_t)(c / w) * w * t->rows + (size_t)r * w + c % w;
+  const uint32_t g = pto__pack_kgroup(t->dtype);
+  return (size_t)(c / w) * w * t->rows + (size_t)(r / g) * g * w +
+         (size_t)(c % w) * g + r % g;
 }
 
 /* The i-th index of an i32 index tile, row-major over its valid region. */
@@ -237,10 +258,18 @@ void pto__isa_table_derive(pto_isa_table *t, const char *name,
  * them only where the CPU runs the ISA. */
 const pto_isa_table *pto__isa_avx2(void);
 const pto_isa_table *pto__isa_avx512(void);
+const pto_isa_table *pto__isa_avx512bf16(void);
 void pto__vec_avx2(pto_isa_table *t);
 void pto__vec_avx512(pto_isa_table *t);
 void pto__mm_avx2(pto_isa_table *t);
 void pto__mm_avx512(pto_isa_table *t);
+/* avx512bf16: the avx512 table plus the bf16 engine's overrides
+ * (tileops/mm_avx512bf16.c). pto__bf16_gain: the speed of vdpbf16ps over
+ * f32 FMAs on this CPU, measured on registers in about 0.1 ms (2 where it
+ * issues at the FMA's rate, 1 where at half): whether the table is worth
+ * choosing by default. */
+void pto__mm_avx512bf16(pto_isa_table *t);
+double pto__bf16_gain(void);
 
 /* The table in use, chosen once: the best this CPU runs, or the one
  * PTO_ISA names. Never NULL: when PTO_ISA cannot be honoured it is still the
