@@ -21,6 +21,54 @@ typedef struct interval {
   uint8_t level;
 } interval;
 
+/* A role's mark in pack_operands: the tile keeps its global's dtype. */
+#define NATIVE 0x80
+
+/* The dtype a packed operand t keeps when its engine multiplies it as it
+ * is (pto__mm_native: AVX-512 BF16's bf16): its TLOAD's global's, else
+ * PTO_DTYPE_COUNT (widened to f32, as every engine takes it). */
+static pto_dtype native_dtype(const pto_cprog *pr, const uint32_t *def,
+                              uint32_t t) {
+  if (def[t] == PTO_NONE || pr->insts[def[t]].op != PTO_OP_TLOAD)
+    return PTO_DTYPE_COUNT;
+  const pto_dtype dt = pr->slots[pr->insts[def[t]].slot].dtype;
+  return pto__mm_native(dt) ? dt : PTO_DTYPE_COUNT;
+}
+
+/* Marks NATIVE the packed operands (roles ra, rb) that keep their global's
+ * dtype, packed in k pairs: both operands of every TMATMUL or TMATMUL_ACC
+ * that reads the tile keep one dtype. Any other reader, or a partner that
+ * cannot, widens it; widening one operand can widen its other partners, so
+ * until nothing changes. */
+static void keep_native(const pto_cprog *pr, uint8_t *role, const uint32_t *def,
+                        uint8_t ra, uint8_t rb) {
+  int any = 0;
+  for (uint32_t t = 0; t < pr->n_tiles; t++)
+    if ((role[t] == ra || role[t] == rb) &&
+        native_dtype(pr, def, t) != PTO_DTYPE_COUNT) {
+      role[t] |= NATIVE;
+      any = 1;
+    }
+  for (int changed = any; changed;) {
+    changed = 0;
+    for (uint32_t k = 0; k < pr->n_insts; k++) {
+      const pto_pinst *pi = &pr->insts[k];
+      if (!pto__insn_matmul(pi->op))
+        continue;
+      const uint16_t a = pi->src[0], b = pi->src[1];
+      if ((pi->op == PTO_OP_TMATMUL || pi->op == PTO_OP_TMATMUL_ACC) &&
+          (role[a] & role[b] & NATIVE) &&
+          native_dtype(pr, def, a) == native_dtype(pr, def, b))
+        continue;
+      for (int r = 0; r < pi->n_src && r < 2; r++)
+        if (role[pi->src[r]] & NATIVE) {
+          role[pi->src[r]] &= (uint8_t)~NATIVE;
+          changed = 1;
+        }
+    }
+  }
+}
+
 /* Packs matmul operands (PTO_TF_PACK_A / PTO_TF_PACK_B, core/isa.def): a
  * tile that a TLOAD defines and that only TMATMUL* instructions read, always
  * as the same untransposed operand, is loaded packed in panels of the active
@@ -56,14 +104,25 @@ static void pack_operands(pto_cprog *pr, interval *iv, uint8_t *role,
       *have = *have == UNSEEN || *have == want ? (uint8_t)want : NOT_PACKED;
     }
   }
+  keep_native(pr, role, def, ROLE_A, ROLE_B);
   uint32_t mr, nr;
   pto__mm_panel(&mr, &nr);
   for (uint32_t t = 0; t < pr->n_tiles; t++) {
-    if ((role[t] != ROLE_A && role[t] != ROLE_B) || def[t] == PTO_NONE)
+    if ((role[t] & ~NATIVE) != ROLE_A && (role[t] & ~NATIVE) != ROLE_B)
       continue;
-    int is_a = role[t] == ROLE_A;
+    if (def[t] == PTO_NONE)
+      continue;
+    int is_a = (role[t] & ~NATIVE) == ROLE_A;
     uint32_t w = is_a ? mr : nr, flag = is_a ? PTO_TF_PACK_A : PTO_TF_PACK_B;
     pto_ptile *pt = &pr->tiles[t];
+    if (role[t] & NATIVE) { /* k in pairs: K rounds up to even */
+      pt->dtype = native_dtype(pr, def, t);
+      if (is_a)
+        pt->cols = (pt->cols + 1) / 2 * 2;
+      else
+        pt->rows = (pt->rows + 1) / 2 * 2;
+      role[t] &= (uint8_t)~NATIVE;
+    }
     if (is_a)
       pt->rows = (pt->rows + w - 1) / w * w;
     else

@@ -488,3 +488,50 @@ Test(partitioner, matmul_operands_are_loaded_packed) {
   pto_executable_free(e);
   pto_program_free(p);
 }
+
+/* A bf16 matmul's packed operands: kept bf16 (k in pairs, K rounded up to
+ * even) where the table's engine multiplies bf16 as it is (avx512bf16),
+ * else widened to f32 as they load. An odd cube K exercises the pairs. */
+Test(partitioner, bf16_operands_stay_bf16_on_a_bf16_engine) {
+  pto_program *p = pto_program_new("packed_bf16");
+  const int64_t as[2] = {30, 41}, bs[2] = {41, 50};
+  pto_tensor *A = pto_input(p, "A", PTO_BF16, 2, as);
+  pto_tensor *B = pto_input(p, "B", PTO_BF16, 2, bs);
+  pto_program_set_cube_tile(p, 16, 32, 21);
+  pto_output(p, pto_matmul(p, A, B, 0), "C");
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  const char *eng = pto_matmul_engine(PTO_BF16);
+  const int native = eng && !strcmp(eng, "avx512-bf16");
+  json_t *j = dump_json(e, PTO_STAGE_SUBGRAPH);
+  json_t *progs = json_object_get(j, "programs");
+  int operands = 0;
+  for (size_t q = 0; q < json_array_size(progs); q++) {
+    json_t *pr = json_object_get(json_array_get(progs, q), "instructions");
+    json_t *tiles = json_object_get(json_array_get(progs, q), "tiles");
+    for (size_t k = 0; k < json_array_size(pr); k++) {
+      json_t *mm = json_array_get(pr, k);
+      if (strncmp(json_string_value(json_object_get(mm, "op")), "TMATMUL", 7))
+        continue;
+      for (int s = 0; s < 2; s++) {
+        json_int_t t =
+            json_integer_value(json_array_get(json_object_get(mm, "src"), s));
+        json_t *tile = json_array_get(tiles, (size_t)t);
+        const char *dt = json_string_value(json_object_get(tile, "dtype"));
+        cr_expect_str_eq(dt, native ? "bf16" : "f32", "engine %s, src%d", eng,
+                         s);
+        /* K: A's cols, B's rows, even in pairs */
+        json_int_t kext = json_integer_value(
+            json_array_get(json_object_get(tile, "shape"), s ? 0 : 1));
+        if (native)
+          cr_expect_eq(kext % 2, 0, "K extent %lld", (long long)kext);
+        operands++;
+      }
+    }
+  }
+  cr_expect_gt(operands, 0);
+  json_decref(j);
+  pto_executable_free(e);
+  pto_program_free(p);
+}

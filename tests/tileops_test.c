@@ -525,6 +525,8 @@ isa_list tables_here(void) {
     l.t[l.n++] = pto__isa_avx2();
   if (pto_isa_supported("avx512"))
     l.t[l.n++] = pto__isa_avx512();
+  if (pto_isa_supported("avx512bf16"))
+    l.t[l.n++] = pto__isa_avx512bf16();
   return l;
 }
 

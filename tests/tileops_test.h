@@ -133,7 +133,7 @@ void *gat(const pto_gview *g, int64_t r, int64_t c);
 /* ---- every table this CPU runs ------------------------------------------- */
 
 typedef struct isa_list {
-  const pto_isa_table *t[3];
+  const pto_isa_table *t[4];
   int n;
 } isa_list;
 

@@ -4,8 +4,9 @@
 
 #include "tileops/tileops.h"
 
-static pto_isa_table avx2_table, avx512_table;
-static uv_once_t avx2_once = UV_ONCE_INIT, avx512_once = UV_ONCE_INIT;
+static pto_isa_table avx2_table, avx512_table, avx512bf16_table;
+static uv_once_t avx2_once = UV_ONCE_INIT, avx512_once = UV_ONCE_INIT,
+                 avx512bf16_once = UV_ONCE_INIT;
 
 static void build_avx2(void) {
   pto__isa_table_derive(&avx2_table, "avx2", &pto__isa_scalar);
@@ -19,6 +20,11 @@ static void build_avx512(void) {
   pto__mm_avx512(&avx512_table);
 }
 
+static void build_avx512bf16(void) {
+  pto__isa_table_derive(&avx512bf16_table, "avx512bf16", pto__isa_avx512());
+  pto__mm_avx512bf16(&avx512bf16_table);
+}
+
 const pto_isa_table *pto__isa_avx2(void) {
   uv_once(&avx2_once, build_avx2);
   return &avx2_table;
@@ -27,6 +33,15 @@ const pto_isa_table *pto__isa_avx2(void) {
 const pto_isa_table *pto__isa_avx512(void) {
   uv_once(&avx512_once, build_avx512);
   return &avx512_table;
+}
+
+const pto_isa_table *pto__isa_avx512bf16(void) {
+  uv_once(&avx512bf16_once, build_avx512bf16);
+  return &avx512bf16_table;
+}
+
+int pto__mm_native(pto_dtype dt) {
+  return (unsigned)dt < PTO_DTYPE_COUNT && pto__isa_active()->mm_native[dt];
 }
 
 void pto__mm_panel(uint32_t *mr, uint32_t *nr) {

@@ -36,8 +36,9 @@ PTO_API pto_program *pto_gemm_program(int64_t M, int64_t N, int64_t K,
                               const pto_tile_shape *tile);
 
 /* pto_gemm_program with A and B of dtype dt: PTO_F32, or PTO_BF16 (C
- * stays f32: the operands are widened to f32 exactly as they are packed,
- * products are exact, sums run in f32; pto_matmul_engine names the engine).
+ * stays f32; products are exact, sums run in f32: the bf16 engine's
+ * vdpbf16ps where the table has one, else the operands widened to f32
+ * exactly as they are packed; pto_matmul_engine names the engine).
  * Another dt fails the program with PTO_EDTYPE. */
 PTO_API pto_program *pto_gemm_program_dtype(int64_t M, int64_t N, int64_t K,
                                             const pto_tile_shape *tile,

@@ -1,9 +1,12 @@
 /* pto/isa.h: which implementation of the tile instructions runs.
  *
- * Every build has the scalar reference; x86-64 builds also have "avx2" and
- * "avx512" tables. The best one this CPU and OS run is chosen once per
- * process, unless the environment variable PTO_ISA names one
- * (scalar|avx2|avx512): then that one is used, and when it is unknown or
+ * Every build has the scalar reference; x86-64 builds also have "avx2",
+ * "avx512" and "avx512bf16" tables (the last is avx512 with a bf16 matmul
+ * engine on vdpbf16ps, the default only where a probe at start-up
+ * measures that instruction clearly faster than f32 FMAs). The best one
+ * this CPU and OS run is chosen once per process, unless the environment
+ * variable PTO_ISA names one (scalar|avx2|avx512|avx512bf16): then that
+ * one is used, and when it is unknown or
  * this machine cannot run it nothing falls back silently: pto_compile,
  * pto_runtime_new and pto_executable_run_serial fail with PTO_EISA and a
  * message naming the variable, its value and what this machine runs (read
@@ -16,7 +19,8 @@
 
 PTO_EXTERN_C_BEGIN
 
-/* The active table's name ("scalar", "avx2", "avx512"), or NULL when
+/* The active table's name ("scalar", "avx2", "avx512", "avx512bf16"), or
+ * NULL when
  * PTO_ISA asks for one that is unknown or not supported here. */
 PTO_API const char *pto_isa_name(void);
 

@@ -71,11 +71,18 @@ void bench_pause_ms(int ms);
  * "AVX-512" or "AVX2"); 0 (and *isa "none") when neither runs or the
  * threads cannot start. */
 double bench_peak_fma(int threads, int repeats, const char **isa);
-/* *peak probed again (`repeats` probes) after a case, the best kept: a
- * probe that ran while a neighbour shared the cores reads low (half, on
- * some VMs), and a case's fraction of peak is only as honest as the best
- * probe of the run so far. A peak of 0 (not measured) stays 0. */
-void bench_peak_refresh(double *peak, int threads, int repeats);
+/* The same for the instruction a matmul engine (pto_matmul_engine) runs
+ * on: vdpbf16ps for "avx512-bf16" (*isa "AVX-512 BF16 (vdpbf16ps)"), f32
+ * FMAs for every other engine, and for NULL. */
+double bench_peak_engine(const char *engine, int threads, int repeats,
+                         const char **isa);
+/* *peak probed again (`repeats` probes of engine's instruction, as
+ * bench_peak_engine) after a case, the best kept: a probe that ran while
+ * a neighbour shared the cores reads low (half, on some VMs), and a case's
+ * fraction of peak is only as honest as the best probe of the run so far.
+ * A peak of 0 (not measured) stays 0. */
+void bench_peak_refresh(double *peak, const char *engine, int threads,
+                        int repeats);
 /* One short probe (about 20 ms) of the same kind: the rate the machine
  * gives right now, for a run timed right after it (--peak-each). */
 double bench_peak_fma_now(int threads);
@@ -83,5 +90,6 @@ double bench_peak_fma_now(int threads);
  * `iters` rounds of FMAs per thread (20 million: about 0.1 s). */
 double bench_peak_avx512(int threads, int repeats, uint64_t iters);
 double bench_peak_avx2(int threads, int repeats, uint64_t iters);
+double bench_peak_avx512bf16(int threads, int repeats, uint64_t iters);
 
 #endif /* PTO_TOOLS_BENCH_H */

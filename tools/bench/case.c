@@ -471,7 +471,7 @@ static int case_one(const bench_opts *o, const bench_workload *w,
                   o, w, x, c, e->cfg, e->peer, e->threads, &res))
     rc = 0;
   if (made)
-    bench_peak_refresh(&e->peak, e->threads, o->quick ? 1 : 3);
+    bench_peak_refresh(&e->peak, NULL, e->threads, o->quick ? 1 : 3);
 
   char nm[32];
   double gflop = 0;
@@ -507,7 +507,10 @@ static int case_one(const bench_opts *o, const bench_workload *w,
     json_object_set_new(j, "against_ratio",
                         json_real(res.pto.median / res.against.median));
   }
-  const char *engine = pto_matmul_engine(x->h.dtype);
+  /* the operators' fused matmuls (TMATMUL_RELU_WSUM_G, TMATMUL_GA/GB)
+   * widen bf16 operands to f32 as they pack them, on every table: the f32
+   * engine runs them */
+  const char *engine = pto_matmul_engine(PTO_F32);
   json_object_set_new(j, "dtype", json_string(bench_dtype_flag(x->h.dtype)));
   json_object_set_new(j, "engine", engine ? json_string(engine) : json_null());
   if (w->after)
@@ -574,10 +577,11 @@ int bench_case_main(const bench_opts *o, const bench_workload *w,
   FILE *f = bench_out(o);
   const bench_peer *pp = e.peer;
   fprintf(f,
-          "%s %s: PTO (%s tile instructions, matmul engine %s) against "
+          "%s %s: PTO (%s tile instructions, matmul engine %s%s) against "
           "%s%s%s%s; %s FMA peak on %d threads %.1f GFLOP/s\n",
           cmd, bench_dtype_flag(x->h.dtype), pto_isa_name(),
-          pto_matmul_engine(x->h.dtype) ? pto_matmul_engine(x->h.dtype) : "?",
+          pto_matmul_engine(PTO_F32) ? pto_matmul_engine(PTO_F32) : "?",
+          x->h.dtype == PTO_F32 ? "" : ", bf16 widened to f32 while packing",
           pp ? "PyTorch " : "no peer", pp ? pp->torch : "", pp ? " in " : "",
           pp ? pp->python : "", e.peak_isa, e.threads, e.peak);
   w->head(f);

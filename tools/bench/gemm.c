@@ -354,16 +354,19 @@ static void usage(FILE *f) {
         "\n"
         "GEMM, C = A x B row-major, C f32: PTO (kernels/gemm.c: pto_compile,\n"
         "pto_runtime_run on that many workers) against its peers, same\n"
-        "inputs and threads, in one run, plus the FMA peak of the widest\n"
-        "vectors the CPU runs (the peak of the matmul engine in use, which\n"
-        "is f32 on every CPU so far: pto_matmul_engine), measured in the\n"
-        "same run. Default cases: 512, 1024, 2048 square and 128x8192x576\n"
+        "inputs and threads, in one run, plus the peak of the instruction\n"
+        "the matmul engine in use runs on (pto_matmul_engine: f32 FMAs of\n"
+        "the widest vectors the CPU runs, or vdpbf16ps for avx512-bf16),\n"
+        "measured in the same run. Default cases: 512, 1024, 2048 square and "
+        "128x8192x576\n"
         "(--quick: 512 and 1024), on 1 and 2 threads (--threads N: N only).\n"
         "  --dtype f32   (default) A, B f32; the peer is OpenBLAS's\n"
         "                cblas_sgemm (OPENBLAS_CORETYPE=SkylakeX on an\n"
         "                AVX-512 CPU unless set).\n"
         "  --dtype bf16  A, B bf16 (the f32 draws rounded to nearest even);\n"
-        "                PTO's engine widens them while packing. Peers, the\n"
+        "                PTO's engine multiplies them as bf16 where it has\n"
+        "                a bf16 engine (avx512-bf16, k packed in pairs),\n"
+        "                else widens them while packing. Peers, the\n"
         "                fastest counts: PyTorch's bf16 matmul and its f32\n"
         "                matmul on the widened operands\n"
         "                (tools/pto_bench_torch.py, 3 runs: its bf16 matmul\n"
@@ -507,29 +510,35 @@ static int run(const bench_opts *o, int argc, char **argv) {
     if (cores >= 2)
       thr[n_thr++] = 2;
   }
+  /* the peak of the instruction the engine in use runs on */
+  const char *engine = pto_matmul_engine(go.dtype);
+  const int native = engine && strstr(engine, "-bf16") != NULL;
   double peak[2] = {0, 0};
   const char *peak_isa = "none";
   for (int i = 0; i < n_thr; i++) {
-    bench_progress(o, "gemm: FMA peak on %d threads", thr[i]);
-    peak[i] = bench_peak_fma(thr[i], 5, &peak_isa);
+    bench_progress(o, "gemm: %s peak on %d threads", engine ? engine : "FMA",
+                   thr[i]);
+    peak[i] = bench_peak_engine(engine, thr[i], 5, &peak_isa);
   }
   uint32_t mr, nr;
   pto_matmul_panel(&mr, &nr);
-  const char *engine = pto_matmul_engine(go.dtype);
   FILE *out = bench_out(o);
   fprintf(out,
           "gemm %s row-major%s, median of R runs; PTO engine %s%s, panels "
           "%ux%u; OpenBLAS %s core %s (OPENBLAS_CORETYPE=%s)",
           bench_dtype_flag(go.dtype), bf16 ? " (A, B bf16; C f32)" : "",
           engine ? engine : "?",
-          bf16 ? " (bf16 widened to f32 while packing)" : "", mr, nr,
-          ob.config ? ob.config() : "?", ob.corename ? ob.corename() : "?",
+          !bf16    ? ""
+          : native ? " (bf16 packed in k pairs, multiplied as bf16)"
+                   : " (bf16 widened to f32 while packing)",
+          mr, nr, ob.config ? ob.config() : "?",
+          ob.corename ? ob.corename() : "?",
           getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "unset");
   if (bf16)
     fprintf(out, "; cblas_sbgemm: %s; PyTorch: %s%s; the best peer counts",
             ob.sbgemm ? "exported" : "NOT exported by this OpenBLAS",
             peer ? "torch " : "none", peer ? peer->torch : "");
-  fprintf(out, "; %s FMA peak (the engine's)", peak_isa);
+  fprintf(out, "; %s%s peak (the engine's)", peak_isa, native ? "" : " FMA");
   for (int i = 0; i < n_thr; i++)
     fprintf(out, " %s%d thr %.1f", i ? ", " : "", thr[i], peak[i]);
   fprintf(out, " GFLOP/s%s\n", peak[0] > 0 ? "" : " (not measured)");
@@ -567,7 +576,7 @@ static int run(const bench_opts *o, int argc, char **argv) {
       const char *pname;
       double pg = gflops(c, r.pto_ms), bg = gflops(c, r.blas_ms);
       double peer_g = best_peer(c, &go, &r, &pname);
-      bench_peak_refresh(&peak[ti], thr[ti], o->quick ? 1 : 3);
+      bench_peak_refresh(&peak[ti], engine, thr[ti], o->quick ? 1 : 3);
       double pk = peak[ti];
       char shape[40], tile[40];
       snprintf(shape, sizeof shape, "%ldx%ldx%ld", (long)c->m, (long)c->n,

@@ -8,12 +8,18 @@
  *   VEC          the vector type, LANES its f32 lanes
  *   CHAINS       independent accumulators: at least FMA latency x pipes,
  *                and with the two constants no more than the registers
- *   SET1 FMADD ADD REDUCE   the intrinsics
+ *   SET1 FMADD ADD REDUCE   the intrinsics (FMADD(acc, x, y))
+ *   OPERANDS     optional: declares FMADD's x and y (default: f32
+ *                vectors of SET1)
  * bench_peak_fma (bench/util.c) calls the widest one the CPU runs. */
 #include <pthread.h>
 #include <stdint.h>
 
 #include "bench/bench.h"
+
+#ifndef OPERANDS
+#define OPERANDS const VEC x = SET1(0.999999f), y = SET1(1e-7f);
+#endif
 
 typedef struct probe {
   uint64_t iters;
@@ -24,7 +30,7 @@ typedef struct probe {
 static void *fma_loop(void *arg) {
   probe *p = arg;
   VEC acc[CHAINS];
-  const VEC x = SET1(0.999999f), y = SET1(1e-7f);
+  OPERANDS
   for (int i = 0; i < CHAINS; i++)
     acc[i] = SET1((float)i);
   uint64_t t0 = bench_now_ns();
@@ -38,7 +44,7 @@ static void *fma_loop(void *arg) {
   for (int i = 1; i < CHAINS; i++)
     sum = ADD(sum, acc[i]);
   p->sink = REDUCE(sum);
-  /* LANES lanes x 2 flops (multiply, add) per FMA */
+  /* LANES lanes x 2 flops (multiply, add) per FMADD */
   p->gflops = (double)p->iters * CHAINS * LANES * 2 / s * 1e-9;
   return NULL;
 }

@@ -1,6 +1,7 @@
 /* What the pto-bench subcommands share. */
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,8 +69,15 @@ void bench_pause_ms(int ms) {
 
 #define PROBE_ITERS (20ull * 1000 * 1000) /* ~0.1 s per probe */
 
-static double peak_probe(int threads, int repeats, uint64_t iters,
-                         const char **isa) {
+/* engine: the matmul engine whose instruction to probe
+ * (pto_matmul_engine); NULL or any f32 engine: f32 FMAs */
+static double peak_probe(const char *engine, int threads, int repeats,
+                         uint64_t iters, const char **isa) {
+  if (engine && !strcmp(engine, "avx512-bf16") &&
+      pto_isa_supported("avx512bf16")) {
+    *isa = "AVX-512 BF16 (vdpbf16ps)";
+    return bench_peak_avx512bf16(threads, repeats, iters);
+  }
   if (pto_isa_supported("avx512")) {
     *isa = "AVX-512";
     return bench_peak_avx512(threads, repeats, iters);
@@ -83,19 +91,25 @@ static double peak_probe(int threads, int repeats, uint64_t iters,
 }
 
 double bench_peak_fma(int threads, int repeats, const char **isa) {
-  return peak_probe(threads, repeats, PROBE_ITERS, isa);
+  return peak_probe(NULL, threads, repeats, PROBE_ITERS, isa);
+}
+
+double bench_peak_engine(const char *engine, int threads, int repeats,
+                         const char **isa) {
+  return peak_probe(engine, threads, repeats, PROBE_ITERS, isa);
 }
 
 double bench_peak_fma_now(int threads) {
   const char *isa;
-  return peak_probe(threads, 1, PROBE_ITERS / 5, &isa);
+  return peak_probe(NULL, threads, 1, PROBE_ITERS / 5, &isa);
 }
 
-void bench_peak_refresh(double *peak, int threads, int repeats) {
+void bench_peak_refresh(double *peak, const char *engine, int threads,
+                        int repeats) {
   const char *isa;
   if (*peak <= 0)
     return;
-  const double again = bench_peak_fma(threads, repeats, &isa);
+  const double again = peak_probe(engine, threads, repeats, PROBE_ITERS, &isa);
   *peak = again > *peak ? again : *peak;
 }
 

@@ -49,7 +49,7 @@ run)
   expect 0 "" -- --quick --json attention "${tiny_at[@]}" --no-peer
   expect_json "attention bf16 JSON" 'r[0]["dtype"] == "bf16" and r[0]["engine"].endswith("-f32") and r[0]["check"] == "ok"'
   expect 0 "" -- --json --threads 1 --repeats 2 gemm --dtype bf16 --no-peer 64x48x80
-  expect_json "gemm bf16 JSON" 'len(r) == 1 and all(k in r[0] for k in ("m", "n", "k", "threads", "dtype", "engine", "pto_gflops", "peer_gflops", "peer", "peak_gflops")) and r[0]["m"] == 64 and r[0]["n"] == 48 and r[0]["k"] == 80 and r[0]["threads"] == 1 and r[0]["dtype"] == "bf16" and r[0]["engine"].endswith("-f32") and r[0]["correct"] and r[0]["rel_err"] <= 1e-5 and r[0]["peer"].startswith("openblas") and r[0]["peer_gflops"] > 0 and r[0]["torch_gflops"] is None and r[0]["sbgemm"] in ("exported", "not exported") and (r[0]["sbgemm_gflops"] is None) == (r[0]["sbgemm"] == "not exported")'
+  expect_json "gemm bf16 JSON" 'len(r) == 1 and all(k in r[0] for k in ("m", "n", "k", "threads", "dtype", "engine", "pto_gflops", "peer_gflops", "peer", "peak_gflops")) and r[0]["m"] == 64 and r[0]["n"] == 48 and r[0]["k"] == 80 and r[0]["threads"] == 1 and r[0]["dtype"] == "bf16" and (r[0]["engine"].endswith("-f32") or r[0]["engine"] == "avx512-bf16") and r[0]["correct"] and r[0]["rel_err"] <= 1e-5 and r[0]["peer"].startswith("openblas") and r[0]["peer_gflops"] > 0 and r[0]["torch_gflops"] is None and r[0]["sbgemm"] in ("exported", "not exported") and (r[0]["sbgemm_gflops"] is None) == (r[0]["sbgemm"] == "not exported")'
   grep -qE "cblas_sbgemm: (exported|NOT exported by this OpenBLAS)" "$tmp/err" &&
     passed=$((passed + 1)) || fail "the headline does not say whether cblas_sbgemm is there"
   expect 0 "" -- --json --threads 1 --repeats 2 gemm 64x48x80
