@@ -66,6 +66,13 @@ void bench_spin_ns(uint64_t ns);
 /* Sleeps ms milliseconds: between the two sides of a comparison, so the
  * side that just ran lets its spinning threads go to sleep. */
 void bench_pause_ms(int ms);
+/* OpenBLAS's kernel for the peers (the gemm's own calls, PyTorch's f32
+ * matmuls in the peer process, which inherits the environment), set
+ * before either loads it: on an AVX-512 CPU, an unset OPENBLAS_CORETYPE
+ * becomes SkylakeX (Debian's 0.3.21 picks its AVX2 kernel on AVX-512
+ * Zen), and one naming a core without AVX-512 is kept but warned about
+ * on stderr, as it slows the peers. */
+void bench_openblas_coretype(const char *cmd);
 /* The f32 FMA peak of `threads` threads running at once, GFLOP/s, the best
  * of `repeats` probes with the widest vectors this CPU and OS run (*isa:
  * "AVX-512" or "AVX2"); 0 (and *isa "none") when neither runs or the

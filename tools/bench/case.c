@@ -569,6 +569,7 @@ int bench_case_main(const bench_opts *o, const bench_workload *w,
   }
   bench_peer peer;
   e.cfg = cfg;
+  bench_openblas_coretype(cmd); /* PyTorch's f32 matmuls run on it */
   e.peer = find_peer(o, &x->h, &peer);
   e.peak_isa = "none";
   bench_progress(o, "%s: FMA peak on %d threads", cmd, e.threads);

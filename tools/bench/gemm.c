@@ -68,10 +68,7 @@ typedef struct openblas {
 } openblas;
 
 static int openblas_load(openblas *ob) {
-  /* before it initialises; Debian's OpenBLAS picks its AVX2 kernel on
-   * AVX-512 Zen, and SkylakeX where AVX-512 is missing dies of SIGILL */
-  if (pto_isa_supported("avx512"))
-    setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+  bench_openblas_coretype("gemm"); /* before it initialises */
   static const char *const names[] = {"libopenblas.so.0", "libopenblas.so"};
   memset(ob, 0, sizeof *ob);
   for (size_t i = 0; i < 2 && !ob->lib; i++)

@@ -1,7 +1,9 @@
 /* What the pto-bench subcommands share. */
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,6 +70,27 @@ void bench_pause_ms(int ms) {
 }
 
 #define PROBE_ITERS (20ull * 1000 * 1000) /* ~0.1 s per probe */
+
+void bench_openblas_coretype(const char *cmd) {
+  if (!pto_isa_supported("avx512"))
+    return; /* SkylakeX where AVX-512 is missing dies of SIGILL */
+  const char *v = getenv("OPENBLAS_CORETYPE");
+  if (!v || !v[0]) {
+    setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+    return;
+  }
+  static const char *const avx512_cores[] = {"skylakex", "cooperlake",
+                                             "sapphirerapids"};
+  for (size_t i = 0; i < sizeof avx512_cores / sizeof avx512_cores[0]; i++)
+    if (!strcasecmp(v, avx512_cores[i]))
+      return;
+  fprintf(stderr,
+          "pto-bench %s: warning: OPENBLAS_CORETYPE=%s holds OpenBLAS (and "
+          "PyTorch's f32 matmuls, which run on it) to kernels without "
+          "AVX-512 on this AVX-512 CPU: the peers run slower than they "
+          "could (unset it, or set SkylakeX)\n",
+          cmd, v);
+}
 
 /* engine: the matmul engine whose instruction to probe
  * (pto_matmul_engine); NULL or any f32 engine: f32 FMAs */
