@@ -35,11 +35,29 @@ static pto_dtype native_dtype(const pto_cprog *pr, const uint32_t *def,
   return pto__mm_native(dt) ? dt : PTO_DTYPE_COUNT;
 }
 
+/* Whether matmul pi multiplies its packed operands as they are when they
+ * are NATIVE: TMATMUL and TMATMUL_ACC when both are, of one dtype;
+ * TMATMUL_GA and TMATMUL_RELU_WSUM_G when their packed operand (src1,
+ * src0) is, of the dtype of the table whose rows they read in place. */
+static int runs_native(const pto_cprog *pr, const uint8_t *role,
+                       const uint32_t *def, const pto_pinst *pi) {
+  const uint16_t a = pi->src[0], b = pi->src[1];
+  if (pi->op == PTO_OP_TMATMUL || pi->op == PTO_OP_TMATMUL_ACC)
+    return (role[a] & role[b] & NATIVE) &&
+           native_dtype(pr, def, a) == native_dtype(pr, def, b);
+  if (pi->op == PTO_OP_TMATMUL_RELU_WSUM_G || pi->op == PTO_OP_TMATMUL_GA) {
+    const uint16_t t = pi->op == PTO_OP_TMATMUL_GA ? b : a;
+    return (role[t] & NATIVE) && pi->slot >= 0 &&
+           native_dtype(pr, def, t) == pr->slots[pi->slot].dtype;
+  }
+  return 0;
+}
+
 /* Marks NATIVE the packed operands (roles ra, rb) that keep their global's
- * dtype, packed in k pairs: both operands of every TMATMUL or TMATMUL_ACC
- * that reads the tile keep one dtype. Any other reader, or a partner that
- * cannot, widens it; widening one operand can widen its other partners, so
- * until nothing changes. */
+ * dtype, packed in k pairs: every matmul that reads the tile runs native
+ * with it (runs_native). Any other reader, or a partner that cannot,
+ * widens it; widening one operand can widen its other partners, so until
+ * nothing changes. */
 static void keep_native(const pto_cprog *pr, uint8_t *role, const uint32_t *def,
                         uint8_t ra, uint8_t rb) {
   int any = 0;
@@ -53,12 +71,7 @@ static void keep_native(const pto_cprog *pr, uint8_t *role, const uint32_t *def,
     changed = 0;
     for (uint32_t k = 0; k < pr->n_insts; k++) {
       const pto_pinst *pi = &pr->insts[k];
-      if (!pto__insn_matmul(pi->op))
-        continue;
-      const uint16_t a = pi->src[0], b = pi->src[1];
-      if ((pi->op == PTO_OP_TMATMUL || pi->op == PTO_OP_TMATMUL_ACC) &&
-          (role[a] & role[b] & NATIVE) &&
-          native_dtype(pr, def, a) == native_dtype(pr, def, b))
+      if (!pto__insn_matmul(pi->op) || runs_native(pr, role, def, pi))
         continue;
       for (int r = 0; r < pi->n_src && r < 2; r++)
         if (role[pi->src[r]] & NATIVE) {

@@ -246,8 +246,10 @@ static pto_tile *gm_operand(rng *r, pto_dtype dt, uint32_t rows, uint32_t cols,
           ? tile_new(dt, rows + 1, round_up(cols, w), rows, cols, 0xff)
           : tile_new(dt, rows + 2, cols + 3, rows, cols, 0xff);
   double *vals = keep(malloc(sizeof(double) * rows * cols));
-  const uint32_t pr = pack == 'A' ? round_up(rows, w) : rows,
-                 pc = pack == 'B' ? round_up(cols, w) : cols;
+  /* packed: k padded to whole pairs in a 2-byte tile (core/isa.def) */
+  const uint32_t q = pack ? pto__pack_kgroup(dt) : 1;
+  const uint32_t pr = pack == 'A' ? round_up(rows, w) : round_up(rows, q),
+                 pc = pack == 'B' ? round_up(cols, w) : round_up(cols, q);
   for (uint32_t i = 0; i < pr; i++)
     for (uint32_t j = 0; j < pc; j++) {
       const size_t at = pack == 'A'   ? pto__pack_a_index(t, w, i, j)

@@ -239,22 +239,27 @@ void drive_wsum_g(int op, const oracle_case *oc) {
 
 /* On every table this CPU runs, Q^T packed as the indexer packs it: TLOAD
  * PACK_B of the transposed view of q (M x K row-major), f32 or bf16
- * widened into an f32 tile, at the table's panel width (its fast path) and
- * at an odd one; the keys an f32 or bf16 window (contiguous rows, or a
- * stride past K). Shapes of the lightning indexer: 7 queries of 64 heads
- * of 128 over a block of 512 keys, a short block, one query; and of 24 or
- * 40 heads; causal or not. */
+ * widened into an f32 tile, or bf16 kept in k pairs (a bf16 engine's
+ * operand), at the table's panel width (its fast path) and at an odd one;
+ * the keys an f32 or bf16 window (contiguous rows, or a stride past K).
+ * Shapes of the lightning indexer: 7 queries of 64 heads of 128 over a
+ * block of 512 keys, a short block, one query; and of 24 or 40 heads; an
+ * odd K (rows on any 2 bytes, a last pair of one k); causal or not. */
 Test(tileops, packed_TMATMUL_RELU_WSUM_G, .fini = free_all) {
   /* R G N K; 24 and 40 heads (panels holding two queries' heads) */
-  static const uint32_t dims[][4] = {{7, 64, 512, 128},
-                                     {7, 64, 13, 128},
-                                     {1, 64, 70, 128},
-                                     {5, 24, 70, 128},
-                                     {1, 40, 13, 128}};
+  static const uint32_t dims[][4] = {{7, 64, 512, 128}, {7, 64, 13, 128},
+                                     {1, 64, 70, 128},  {5, 24, 70, 128},
+                                     {1, 40, 13, 128},  {3, 64, 40, 127}};
+  /* q and the keys' dtype, the keys' row padding, Q^T's tile dtype (bf16:
+   * k in pairs, a bf16 engine's operand) */
   static const struct {
     pto_dtype dt;
     uint32_t pad;
-  } types[] = {{PTO_F32, 0}, {PTO_BF16, 0}, {PTO_BF16, 8}, {PTO_F32, 16}};
+    pto_dtype tdt;
+  } types[] = {{PTO_F32, 0, PTO_F32},   {PTO_BF16, 0, PTO_F32},
+               {PTO_BF16, 8, PTO_F32},  {PTO_F32, 16, PTO_F32},
+               {PTO_BF16, 0, PTO_BF16}, {PTO_BF16, 8, PTO_BF16}};
+  const int n_types = (int)(sizeof types / sizeof types[0]);
   isa_list tables = tables_here();
   const int op = PTO_OP_TMATMUL_RELU_WSUM_G;
   for (int ti = 0; ti < tables.n; ti++) {
@@ -262,7 +267,7 @@ Test(tileops, packed_TMATMUL_RELU_WSUM_G, .fini = free_all) {
     const uint32_t widths[] = {T->mm_nr, 5};
     for (int wi = 0; wi < 2; wi++)
       for (int di = 0; di < (int)(sizeof dims / sizeof dims[0]); di++)
-        for (int ty = 0; ty < 4; ty++)
+        for (int ty = 0; ty < n_types; ty++)
           for (int ci = 0; ci < 2; ci++) {
             if (wi == 1 && di == 0 && ty > 1)
               continue; /* the big block at the odd width: once per dtype */
@@ -274,15 +279,15 @@ Test(tileops, packed_TMATMUL_RELU_WSUM_G, .fini = free_all) {
             const int guard = (ty + ci) & 1;
             char ctx[200];
             snprintf(ctx, sizeof ctx,
-                     "%s on %s: q and keys %s (row stride %u), R=%u G=%u "
-                     "N=%u K=%u panels of %u, diag %g%s",
+                     "%s on %s: q and keys %s (row stride %u), Q^T %s, "
+                     "R=%u G=%u N=%u K=%u panels of %u, diag %g%s",
                      pto__insn_name(op), T->name, pto_dtype_name(dt),
-                     K + types[ty].pad, R, G, N, K, w, diag,
-                     guard ? ", guarded" : "");
-            rng r = rng_seed(seed_of(op, ti * 10 + wi, di * 4 + ty, ci));
+                     K + types[ty].pad, pto_dtype_name(types[ty].tdt), R, G, N,
+                     K, w, diag, guard ? ", guarded" : "");
+            rng r = rng_seed(seed_of(op, ti * 10 + wi, di * 8 + ty, ci));
             pto_gview gq;
-            pto_tile *Qt =
-                operand_tile(T, &r, dt, PTO_F32, K, M, 1, 'B', 0, w, &gq, ctx);
+            pto_tile *Qt = operand_tile(T, &r, dt, types[ty].tdt, K, M, 1, 'B',
+                                        0, w, &gq, ctx);
             double *qv = keep(malloc(sizeof(double) * K * M));
             for (uint32_t k = 0; k < K; k++)
               for (uint32_t m = 0; m < M; m++)

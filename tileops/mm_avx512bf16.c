@@ -1,28 +1,24 @@
-/* The AVX-512 BF16 matmul engine: TMATMUL and TMATMUL_ACC on bf16
- * operands packed in k pairs (core/isa.def, TLOAD; tileops/pack.c packs
- * them), multiplied by vdpbf16ps, which takes two k of 16 lanes per
- * instruction: twice the f32 FMA's work where the CPU runs it at the same
- * rate (AMD Zen 4 and 5). The only file of its kind compiled with the
- * avx512bf16 flags (tileops/CMakeLists.txt). Everything else, and matmuls
- * on other operands, run as the avx512 table has them: this table is the
- * avx512 one plus these overrides (tileops/dispatch.c).
+/* The AVX-512 BF16 matmul engine: TMATMUL, TMATMUL_ACC, TMATMUL_GA and
+ * TMATMUL_RELU_WSUM_G on bf16 operands packed in k pairs (core/isa.def,
+ * TLOAD; tileops/pack.c packs them), multiplied by vdpbf16ps, which takes
+ * two k of 16 lanes per instruction: twice the f32 FMA's work where the
+ * CPU runs it at the same rate (AMD Zen 4 and 5). The only file of its
+ * kind compiled with the avx512bf16 flags (tileops/CMakeLists.txt). It
+ * builds its own copy of the avx512 engine (tileops/mm_avx512.h), which
+ * runs every other operand, with these kernels added: the table is the
+ * avx512 one with this engine (tileops/tables.c).
  *
  * Numerics: vdpbf16ps forms each product exactly in f32 (bf16 mantissas
  * are 8 bits), adds the two products of a pair to the accumulator with
  * round to nearest even, and treats subnormal inputs and results as zero
  * (DAZ, FTZ): within TMATMUL's tolerance for the reference's order, except
  * that a sum whose every term is subnormal comes out zero. */
-#include <immintrin.h>
-#include <stdint.h>
+#define GATHER_NATIVE_BF16 gather_pairs /* tileops/mm_gather.h's hook */
+#include "tileops/mm_avx512.h"          /* MR, NR, ROWS, mm_install */
+
 #include <time.h>
 
-#include "tileops/tileops.h"
-
-#define MR 12   /* rows of C per block: A panel width */
-#define NR 32   /* cols of C per block: B panel width, two zmm */
 #define KCP 256 /* k pairs per pass over a B panel: 32 KiB of it in L1 */
-
-#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 
 /* C[0..rows)[0..cols) = (acc ? C : 0) + Ap x Bp over Kp pairs of k, with
  * Ap[p * MR + i] = the pair (A(i, 2p), A(i, 2p + 1)) as one 32-bit unit
@@ -30,7 +26,7 @@
  * accumulators, per pair two B vectors and a broadcast of A's pair per
  * row: 24 vdpbf16ps for 14 loads, as the f32 kernel's 24 FMAs over one k. */
 __attribute__((noinline)) static void
-kernel_12x32(uint32_t Kp, const uint32_t *restrict Ap,
+kernel_pairs(uint32_t Kp, const uint32_t *restrict Ap,
              const uint16_t *restrict Bp, float *restrict C, size_t ldc,
              uint32_t rows, uint32_t cols, int acc) {
   const __mmask16 m0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);
@@ -100,54 +96,120 @@ static void matmul_pairs(const pto_targs *a, int acc) {
       for (uint32_t m0 = 0; m0 < M; m0 += MR) {
         const uint32_t *Ap = Ad + (size_t)(m0 / MR) * a_panel + (size_t)p0 * MR;
         const uint32_t rows = M - m0 < MR ? M - m0 : MR;
-        kernel_12x32(kp, Ap, Bp, Cd + (size_t)m0 * ldc + n0, ldc, rows, cols,
+        kernel_pairs(kp, Ap, Bp, Cd + (size_t)m0 * ldc + n0, ldc, rows, cols,
                      acc_k);
       }
     }
   }
 }
 
-/* The avx512 table's entries, for every other operand. */
-static pto_tileop_fn f32_matmul, f32_matmul_acc;
+/* TMATMUL_GA's and TMATMUL_RELU_WSUM_G's block on bf16 (tileops/
+ * mm_gather.h, GATHER_NATIVE_BF16): the R x NR block sum over pairs p of
+ * a[i]'s pair (2p, 2p + 1), read in place as one 32-bit unit, by Bp's
+ * pair p (2 NR bf16), an odd K's last pair taking a zero for the k past
+ * the row; stored to C's rows (ldc apart), or with w folded into C (VW
+ * lanes per row: wsum_fold). The next group's rows are prefetched a line
+ * per 16 pairs, as kernel_ga does. */
+static inline uint32_t unit_at(const unsigned char *p) {
+  uint32_t u;
+  memcpy(&u, p, sizeof u);
+  return u;
+}
+static inline uint32_t half_at(const unsigned char *p) {
+  uint16_t h;
+  memcpy(&h, p, sizeof h);
+  return h;
+}
 
-static int fast_path(const pto_targs *a) {
+static inline __attribute__((always_inline)) void
+pair_rows(const int R, uint32_t K, const unsigned char *const *a,
+          const uint16_t *restrict Bp, float *C, size_t ldc,
+          const unsigned char *const *next, const float *w, const float *wm) {
+  __m512 c[MR][NR / VW];
+  MM_UNROLL for (int i = 0; i < R; i++) {
+    c[i][0] = _mm512_setzero_ps();
+    c[i][1] = _mm512_setzero_ps();
+  }
+  const uint32_t Kp = K / 2;
+#define WSG_STEP(p, unit_of)                                                   \
+  do {                                                                         \
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(Bp + (size_t)(p)*2 * NR), \
+                   b1 = (__m512bh)_mm512_loadu_si512(Bp + (size_t)(p)*2 * NR + \
+                                                     32);                      \
+    MM_UNROLL for (int i = 0; i < R; i++) {                                    \
+      const __m512bh ai = (__m512bh)_mm512_set1_epi32((int)unit_of(i, p));     \
+      c[i][0] = _mm512_dpbf16_ps(c[i][0], ai, b0);                             \
+      c[i][1] = _mm512_dpbf16_ps(c[i][1], ai, b1);                             \
+    }                                                                          \
+  } while (0)
+  /* whole pairs: a row's 32-bit units (a row of odd K may start on any
+   * 2 bytes) */
+#define UNIT(i, p) unit_at(a[i] + 4 * (size_t)(p))
+  uint32_t p0 = 0;
+  for (; p0 + 16 <= Kp; p0 += 16) { /* a line of each row per 16 pairs */
+    if (next)
+      MM_UNROLL for (int i = 0; i < MR; i++)
+          _mm_prefetch((const char *)next[i] + 4 * (size_t)p0, _MM_HINT_T0);
+    _Pragma("GCC unroll 16") for (uint32_t p = p0; p < p0 + 16; p++)
+        WSG_STEP(p, UNIT);
+  }
+  if (next && p0 < Kp)
+    MM_UNROLL for (int i = 0; i < MR; i++)
+        _mm_prefetch((const char *)next[i] + 4 * (size_t)p0, _MM_HINT_T0);
+  for (uint32_t p = p0; p < Kp; p++)
+    WSG_STEP(p, UNIT);
+#undef UNIT
+    /* the odd k: its element and a zero */
+#define LAST(i, p) half_at(a[i] + 4 * (size_t)(p))
+  if (K % 2)
+    WSG_STEP(Kp, LAST);
+#undef LAST
+#undef WSG_STEP
+  if (w) {
+    wsum_fold(R, c, w, wm, C);
+    return;
+  }
+  MM_UNROLL for (int i = 0; i < R; i++) {
+    _mm512_storeu_ps(C + (size_t)i * ldc, c[i][0]);
+    _mm512_storeu_ps(C + (size_t)i * ldc + VW, c[i][1]);
+  }
+}
+
+static void gather_pairs(uint32_t K, const unsigned char *const *a,
+                         const uint16_t *restrict Bp, float *C, size_t ldc,
+                         uint32_t rows, const unsigned char *const *next,
+                         const float *w, const float *wm) {
+#define MM_ROWS_CALL(R) pair_rows(R, K, a, Bp, C, ldc, next, w, wm)
+  MM_ROWS_SWITCH(rows)
+#undef MM_ROWS_CALL
+}
+
+static int fast_pairs(const pto_targs *a) {
   const uint32_t both = PTO_TF_PACK_A | PTO_TF_PACK_B;
   return (a->flags & both) == both && a->imm[0] == MR && a->imm[1] == NR &&
          a->src[0]->dtype == PTO_BF16 && a->src[1]->dtype == PTO_BF16;
 }
 
 static int bf_TMATMUL(int op, const pto_targs *a) {
-  if (!fast_path(a))
-    return f32_matmul(op, a);
+  if (!fast_pairs(a))
+    return mm_TMATMUL(op, a);
   matmul_pairs(a, 0);
   return PTO_OK;
 }
 
 static int bf_TMATMUL_ACC(int op, const pto_targs *a) {
-  if (!fast_path(a))
-    return f32_matmul_acc(op, a);
-  if (a->flags & PTO_TF_ROWSCALE) { /* dst by its row scales first */
-    pto_tile *d = a->dst[0];
-    const pto_tile *s = a->src[2];
-    for (uint32_t r = 0; r < d->valid_rows; r++) {
-      const float f = ((const float *)s->data)[(size_t)r * s->stride];
-      float *row = (float *)d->data + (size_t)r * d->stride;
-      for (uint32_t c = 0; c < d->valid_cols; c++)
-        row[c] *= f;
-    }
-  }
+  if (!fast_pairs(a))
+    return mm_TMATMUL_ACC(op, a);
+  if (a->flags & PTO_TF_ROWSCALE) /* dst by its row scales first */
+    scale_rows(a);
   matmul_pairs(a, 1);
   return PTO_OK;
 }
 
 void pto__mm_avx512bf16(pto_isa_table *t) {
-  f32_matmul = t->fn[PTO_OP_TMATMUL];
-  f32_matmul_acc = t->fn[PTO_OP_TMATMUL_ACC];
+  mm_install(t); /* this file's copy of the avx512 engine */
   t->fn[PTO_OP_TMATMUL] = bf_TMATMUL;
   t->fn[PTO_OP_TMATMUL_ACC] = bf_TMATMUL_ACC;
-  /* the avx512 table's panel widths, which the kernel above shares */
-  t->mm_mr = MR;
-  t->mm_nr = NR;
   t->mm_engine[PTO_BF16] = "avx512-bf16";
   t->mm_native[PTO_BF16] = 1;
 }

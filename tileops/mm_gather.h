@@ -96,6 +96,31 @@ static void widen_group(float *wide, uint32_t K,
   }
 }
 
+/* An MR x NR block's first R rows c folded into VW lanes per row: C[i *
+ * VW + l] += sum over the row's lanes j = l (mod VW) of w[j] *
+ * ReLU(c[i][j]), over the lanes whose bits in wm (NR masks, all ones or
+ * zero) are set when wm is given. TMATMUL_RELU_WSUM_G's epilogue, for
+ * every kernel of its block. */
+static inline __attribute__((always_inline)) void
+wsum_fold(const int R, MM_V c[MR][NR / VW], const float *w, const float *wm,
+          float *C) {
+  MM_V wq[NR / VW], mq[NR / VW];
+  MM_UNROLL for (int q = 0; q < NR / VW; q++) {
+    wq[q] = MM_LOAD(w + q * VW);
+    mq[q] = wm ? MM_LOAD(wm + q * VW) : MM_ZERO();
+  }
+  MM_UNROLL for (int i = 0; i < R; i++) {
+    MM_V t = MM_LOAD(C + (size_t)i * VW);
+    MM_UNROLL for (int q = 0; q < NR / VW; q++) {
+      MM_V x = MM_RELU(c[i][q]);
+      if (wm)
+        x = MM_AND(mq[q], x);
+      t = MM_FMA(wq[q], x, t);
+    }
+    MM_STORE(C + (size_t)i * VW, t);
+  }
+}
+
 /* C[i][0..NR) (i < R, row stride ldc) = sum_k a[i][k] * Bp[k * NR + j]
  * over K steps: a broadcast from each of the R rows per step; with next,
  * the same K values of the MR rows next[i] prefetched meanwhile. With w
@@ -146,21 +171,7 @@ ga_rows(const int R, uint32_t K, const float *const *a,
     GA_STEP(j);
 #undef GA_STEP
   if (w) {
-    MM_V wq[NR / VW], mq[NR / VW];
-    MM_UNROLL for (int q = 0; q < NR / VW; q++) {
-      wq[q] = MM_LOAD(w + q * VW);
-      mq[q] = wm ? MM_LOAD(wm + q * VW) : MM_ZERO();
-    }
-    MM_UNROLL for (int i = 0; i < R; i++) {
-      MM_V t = MM_LOAD(C + (size_t)i * VW);
-      MM_UNROLL for (int q = 0; q < NR / VW; q++) {
-        MM_V x = MM_RELU(c[i][q]);
-        if (wm)
-          x = MM_AND(mq[q], x);
-        t = MM_FMA(wq[q], x, t);
-      }
-      MM_STORE(C + (size_t)i * VW, t);
-    }
+    wsum_fold(R, c, w, wm, C);
     return;
   }
   MM_UNROLL for (int i = 0; i < R; i++)
@@ -185,6 +196,44 @@ static void kernel_ga(uint32_t K, const float *const *a,
   MM_ROWS_SWITCH(rows)
 #undef MM_ROWS_CALL
 }
+
+/* A file with a bf16 engine defines GATHER_NATIVE_BF16 as its kernel for
+ * TMATMUL_GA and TMATMUL_RELU_WSUM_G on a bf16 table by a bf16 right
+ * operand packed in k pairs (core/isa.def): kernel_ga's contract with the
+ * rows a[i] read in place as bf16 (K of them, no widening) and Bp a bf16
+ * panel. */
+#ifdef GATHER_NATIVE_BF16
+static void GATHER_NATIVE_BF16(uint32_t K, const unsigned char *const *a,
+                               const uint16_t *restrict Bp, float *C,
+                               size_t ldc, uint32_t rows,
+                               const unsigned char *const *next, const float *w,
+                               const float *wm);
+#endif
+
+/* Whether a gathered matmul's right operand B (packed in k pairs) and its
+ * table g run on the file's bf16 kernel: both bf16, and the file has one. */
+static inline int gather_native(const pto_tile *B, const pto_gview *g) {
+#ifdef GATHER_NATIVE_BF16
+  return B->dtype == PTO_BF16 && g->dtype == PTO_BF16;
+#else
+  (void)B;
+  (void)g;
+  return 0;
+#endif
+}
+
+/* kernel_ga, or the bf16 kernel on rows `cur` (as they lie) and B's
+ * panel at element offset `at` when native. */
+#ifdef GATHER_NATIVE_BF16
+#define GATHER_KERNEL(native, K, cur, r, B, at, C, ldc, rows, pf, w, wm)       \
+  ((native) ? GATHER_NATIVE_BF16(K, cur, (const uint16_t *)(B)->data + (at),   \
+                                 C, ldc, rows, pf, w, wm)                      \
+            : kernel_ga(K, r, (const float *)(B)->data + (at), C, ldc, rows,   \
+                        pf, w, wm))
+#else
+#define GATHER_KERNEL(native, K, cur, r, B, at, C, ldc, rows, pf, w, wm)       \
+  kernel_ga(K, r, (const float *)(B)->data + (at), C, ldc, rows, pf, w, wm)
+#endif
 
 /* Lists the valid ones of the n slots of idx (their indices within the
  * table g) in vt, in order, and their rows in row when given; returns how
@@ -223,9 +272,10 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
   const pto_tile *idx = a->src[0], *B = a->src[1];
   const pto_gview *g = &a->g;
   const uint32_t n = d->valid_rows, N = d->valid_cols, K = B->valid_rows;
-  const int bf = g->dtype == PTO_BF16;
-  if (!(a->flags & PTO_TF_PACK_B) || a->imm[1] != NR || B->dtype != PTO_F32 ||
-      !table_fast(g))
+  const int native = gather_native(B, g),   /* bf16 by bf16, as they are */
+      bf = g->dtype == PTO_BF16 && !native; /* widened */
+  if (!(a->flags & PTO_TF_PACK_B) || a->imm[1] != NR ||
+      (B->dtype != PTO_F32 && !native) || !table_fast(g))
     return pto__isa_ref(op, a);
   uint32_t vt_stack[GA_SLOTS_STACK], *vt = vt_stack;
   float *wide = NULL; /* a bf16 table: the MR rows of a group as f32 */
@@ -262,15 +312,15 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
     /* the group's slots are consecutive: its rows of dst are one block */
     const int direct = vt[j0 + rows - 1] - vt[j0] == rows - 1;
     for (uint32_t n0 = 0; n0 < N; n0 += NR) {
-      const float *Bp = (const float *)B->data + (size_t)(n0 / NR) * b_panel;
+      const size_t at = (size_t)(n0 / NR) * b_panel; /* B's panel */
       const uint32_t cols = N - n0 < NR ? N - n0 : NR;
       const unsigned char *const *pf = !bf && n0 == 0 && more ? nx : NULL;
       if (direct && cols == NR) {
-        kernel_ga(K, r, Bp, Cd + (size_t)vt[j0] * ldc + n0, ldc, rows, pf, NULL,
-                  NULL);
+        GATHER_KERNEL(native, K, cur, r, B, at, Cd + (size_t)vt[j0] * ldc + n0,
+                      ldc, rows, pf, NULL, NULL);
         continue;
       }
-      kernel_ga(K, r, Bp, blk, NR, rows, pf, NULL, NULL);
+      GATHER_KERNEL(native, K, cur, r, B, at, blk, NR, rows, pf, NULL, NULL);
       for (uint32_t i = 0; i < rows; i++)
         memcpy(Cd + (size_t)vt[j0 + i] * ldc + n0, blk + i * NR,
                cols * sizeof(float));
@@ -333,9 +383,10 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
   const pto_gview *g = &a->g;
   const uint32_t K = Qt->valid_rows, M = Qt->valid_cols, R = d->valid_rows,
                  N = d->valid_cols, G = M / R;
-  const int bf = g->dtype == PTO_BF16;
-  if (!(a->flags & PTO_TF_PACK_B) || a->imm[1] != NR || Qt->dtype != PTO_F32 ||
-      !table_fast(g) || G < 1 || N < 1)
+  const int native = gather_native(Qt, g),  /* bf16 by bf16, as they are */
+      bf = g->dtype == PTO_BF16 && !native; /* widened */
+  if (!(a->flags & PTO_TF_PACK_B) || a->imm[1] != NR ||
+      (Qt->dtype != PTO_F32 && !native) || !table_fast(g) || G < 1 || N < 1)
     return pto__isa_ref(op, a);
 #ifdef WSUM_KEY_PANELS
   if (WSUM_KEY_PANELS(a))
@@ -387,12 +438,12 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
         /* the panels holding the query's heads, columns [c0, c1) */
         const uint32_t c0 = q * G, c1 = c0 + G;
         for (uint32_t p0 = c0 / NR * NR; p0 < c1; p0 += NR) {
-          const float *Bp =
-              (const float *)Qt->data + (size_t)(p0 / NR) * b_panel;
+          const size_t at = (size_t)(p0 / NR) * b_panel; /* Q^T's panel */
           const unsigned char *const *pf =
               !bf && more && q == q0 && p0 <= c0 ? nx : NULL;
           if (p0 >= c0 && p0 + NR <= c1) {
-            kernel_ga(K, r, Bp, sums, 0, rows, pf, wv + (p0 - q0 * G), NULL);
+            GATHER_KERNEL(native, K, cur, r, Qt, at, sums, 0, rows, pf,
+                          wv + (p0 - q0 * G), NULL);
             continue;
           }
           /* shared with another query, or the padding past M */
@@ -401,8 +452,8 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
             wb[j] = in ? wv[p0 + j - q0 * G] : 0.0f;
             mb[j] = in ? UINT32_MAX : 0;
           }
-          kernel_ga(K, r, Bp, sums, 0, rows, pf, wb,
-                    (const float *)(const void *)mb);
+          GATHER_KERNEL(native, K, cur, r, Qt, at, sums, 0, rows, pf, wb,
+                        (const float *)(const void *)mb);
         }
         for (uint32_t i = 0; i < rows; i++)
           Dd[(size_t)q * ldd + n0 + i] = MM_HSUM(MM_LOAD(sums + i * VW));

@@ -20,8 +20,9 @@ static void build_avx512(void) {
   pto__mm_avx512(&avx512_table);
 }
 
-static void build_avx512bf16(void) {
-  pto__isa_table_derive(&avx512bf16_table, "avx512bf16", pto__isa_avx512());
+static void build_avx512bf16(void) { /* avx512 with the bf16 engine */
+  pto__isa_table_derive(&avx512bf16_table, "avx512bf16", &pto__isa_scalar);
+  pto__vec_avx512(&avx512bf16_table);
   pto__mm_avx512bf16(&avx512bf16_table);
 }
 

@@ -47,19 +47,20 @@ PTO_API size_t pto_tile_bytes(pto_dtype dt, uint32_t rows, uint32_t cols);
  * local memory. */
 PTO_API void pto_matmul_panel(uint32_t *mr, uint32_t *nr);
 
-/* The engine that runs matmuls (TMATMUL, TMATMUL_ACC) on operands of
- * dtype dt under the active instruction table, as "<isa>-<what it computes
- * in>": "scalar-f32", "avx2-f32", "avx512-f32" are f32 engines: bf16 and
- * f16 operands are widened to f32 (exactly) as they are loaded and packed,
- * their products are exact in f32 and the sums run in f32, so a bf16
- * matmul matches the scalar reference within the f32 tolerance of its
- * accumulation order. The avx512bf16 table names "avx512-bf16" for
- * PTO_BF16: operands loaded from bf16 tensors stay bf16, packed in k
- * pairs, and vdpbf16ps multiplies them (products exact in f32, sums in f32
- * with subnormals flushed to zero). The fused matmuls of the operators
- * (TMATMUL_RELU_WSUM_G, TMATMUL_GA, TMATMUL_GB) widen bf16 to f32 on every
- * table. Chosen at start-up with the table (PTO_ISA forces one); NULL for
- * i32, a bad dt, or when PTO_ISA names a table this machine cannot run. */
+/* The engine that runs matmuls on operands of dtype dt under the active
+ * instruction table, as "<isa>-<what it computes in>": "scalar-f32",
+ * "avx2-f32", "avx512-f32" are f32 engines: bf16 and f16 operands are
+ * widened to f32 (exactly) as they are loaded and packed, their products
+ * are exact in f32 and the sums run in f32, so a bf16 matmul matches the
+ * scalar reference within the f32 tolerance of its accumulation order.
+ * The avx512bf16 table names "avx512-bf16" for PTO_BF16: operands loaded
+ * from bf16 tensors stay bf16, packed in k pairs, and vdpbf16ps multiplies
+ * them (products exact in f32, sums in f32 with subnormals flushed to
+ * zero): TMATMUL, TMATMUL_ACC, and the operators' TMATMUL_RELU_WSUM_G (the
+ * indexer's q.k^T) and TMATMUL_GA (the attention's q.kv^T) on bf16 tables;
+ * TMATMUL_GB (P.V, P being f32) widens bf16 on every table. Chosen at
+ * start-up with the table (PTO_ISA forces one); NULL for i32, a bad dt,
+ * or when PTO_ISA names a table this machine cannot run. */
 PTO_API const char *pto_matmul_engine(pto_dtype dt);
 
 typedef int (*pto_custom_fn)(pto_tile *dst, const pto_tile *const *src,

@@ -364,6 +364,9 @@ static json_t *report(const bench_case_opts *o, int k, const bench_case *bc,
 static const bench_workload workload = {
     .table = &table,
     .labels = "\"attention\"",
+    /* TMATMUL_GA on bf16 q and kv on the bf16 engine; TMATMUL_GB's P is
+     * f32 (the softmax's), so V is widened for it */
+    .bf16_native = "q.kv^T; P.V on the f32 engine, V widened",
     .case_size = sizeof(at_case),
     .arg = arg,
     .init = case_init,

@@ -448,7 +448,8 @@ typedef struct case_env {
   const pto_config *cfg;
   const bench_peer *peer; /* NULL: PTO alone */
   int threads;
-  double peak; /* GFLOP/s, 0: unknown */
+  const char *engine; /* the matmul engine its matmuls run on */
+  double peak;        /* GFLOP/s of that engine's instruction, 0: unknown */
   const char *peak_isa;
 } case_env;
 
@@ -471,7 +472,7 @@ static int case_one(const bench_opts *o, const bench_workload *w,
                   o, w, x, c, e->cfg, e->peer, e->threads, &res))
     rc = 0;
   if (made)
-    bench_peak_refresh(&e->peak, NULL, e->threads, o->quick ? 1 : 3);
+    bench_peak_refresh(&e->peak, e->engine, e->threads, o->quick ? 1 : 3);
 
   char nm[32];
   double gflop = 0;
@@ -507,12 +508,9 @@ static int case_one(const bench_opts *o, const bench_workload *w,
     json_object_set_new(j, "against_ratio",
                         json_real(res.pto.median / res.against.median));
   }
-  /* the operators' fused matmuls (TMATMUL_RELU_WSUM_G, TMATMUL_GA/GB)
-   * widen bf16 operands to f32 as they pack them, on every table: the f32
-   * engine runs them */
-  const char *engine = pto_matmul_engine(PTO_F32);
   json_object_set_new(j, "dtype", json_string(bench_dtype_flag(x->h.dtype)));
-  json_object_set_new(j, "engine", engine ? json_string(engine) : json_null());
+  json_object_set_new(j, "engine",
+                      e->engine ? json_string(e->engine) : json_null());
   if (w->after)
     w->after(x, made ? c : NULL, &res, f, j);
   fflush(f);
@@ -571,20 +569,31 @@ int bench_case_main(const bench_opts *o, const bench_workload *w,
   e.cfg = cfg;
   bench_openblas_coretype(cmd); /* PyTorch's f32 matmuls run on it */
   e.peer = find_peer(o, &x->h, &peer);
+  /* bf16: the bf16 engine where the operator's matmuls run on it, else
+   * the f32 one, which widens bf16 as it packs */
+  e.engine = pto_matmul_engine(
+      x->h.dtype == PTO_BF16 && w->bf16_native != NULL ? PTO_BF16 : PTO_F32);
+  const int native = e.engine && strstr(e.engine, "-bf16");
   e.peak_isa = "none";
-  bench_progress(o, "%s: FMA peak on %d threads", cmd, e.threads);
-  e.peak = bench_peak_fma(e.threads, o->quick ? 2 : 5, &e.peak_isa);
+  bench_progress(o, "%s: %s peak on %d threads", cmd,
+                 e.engine ? e.engine : "FMA", e.threads);
+  e.peak =
+      bench_peak_engine(e.engine, e.threads, o->quick ? 2 : 5, &e.peak_isa);
 
   FILE *f = bench_out(o);
   const bench_peer *pp = e.peer;
   fprintf(f,
-          "%s %s: PTO (%s tile instructions, matmul engine %s%s) against "
-          "%s%s%s%s; %s FMA peak on %d threads %.1f GFLOP/s\n",
+          "%s %s: PTO (%s tile instructions, matmul engine %s%s%s%s) against "
+          "%s%s%s%s; %s%s peak on %d threads %.1f GFLOP/s\n",
           cmd, bench_dtype_flag(x->h.dtype), pto_isa_name(),
-          pto_matmul_engine(PTO_F32) ? pto_matmul_engine(PTO_F32) : "?",
-          x->h.dtype == PTO_F32 ? "" : ", bf16 widened to f32 while packing",
+          e.engine ? e.engine : "?",
+          x->h.dtype == PTO_F32 ? ""
+          : native              ? " (bf16 multiplied as bf16: "
+                                : ", bf16 widened to f32 while packing",
+          native ? w->bf16_native : "", native ? ")" : "",
           pp ? "PyTorch " : "no peer", pp ? pp->torch : "", pp ? " in " : "",
-          pp ? pp->python : "", e.peak_isa, e.threads, e.peak);
+          pp ? pp->python : "", e.peak_isa, native ? "" : " FMA", e.threads,
+          e.peak);
   w->head(f);
   bench_case_print_head(f);
   fflush(f);

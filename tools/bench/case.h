@@ -86,6 +86,11 @@ typedef struct bench_workload {
    * compile names them: "\"indexer.qk\", \"indexer.topk\"" */
   const char *labels;
   size_t case_size; /* of its case struct, which begins with a bench_case */
+  /* Which of its matmuls multiply bf16 operands on the table's bf16
+   * engine where it has one (pto_matmul_engine(PTO_BF16)), as the headline
+   * says it ("q.k^T"); the headline, the JSON's engine and the peak then
+   * name that engine. NULL: they all widen bf16 to f32, on every table. */
+  const char *bf16_native;
   /* Its own options: argv[*i] taken with its value (advancing *i): 1; not
    * one of them: 0; a bad value: -1 after printing why. NULL: none. */
   int (*arg)(bench_case_opts *x, int argc, char **argv, int *i);

@@ -236,6 +236,8 @@ static json_t *report(const bench_case_opts *o, int k, const bench_case *bc,
 static const bench_workload workload = {
     .table = &table,
     .labels = "\"indexer.qk\", \"indexer.topk\"",
+    /* TMATMUL_RELU_WSUM_G on bf16 q and k: the bf16 engine's kernel */
+    .bf16_native = "q.k^T",
     .case_size = sizeof(ix_case),
     .arg = arg,
     .init = case_init,
