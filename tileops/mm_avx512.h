@@ -48,6 +48,34 @@
 #define MM_HSUM(x) _mm512_reduce_add_ps(x) /* the sum of the lanes */
 #include "tileops/mm_loops.h"
 
+/* A 12x32 block of C in zmm registers c<i>a, c<i>b (row i's columns 0-15
+ * and 16-31), for the kernels here and in tileops/mm_avx512bf16.c, over
+ * their C, ldc, rows, cols and acc. BLOCK_OPEN declares the column masks
+ * m0, m1 and the accumulators, loading the block's first `rows` rows of C
+ * when acc (zero otherwise); BLOCK_CLOSE stores those rows back. */
+#define BLOCK_OPEN()                                                           \
+  const __mmask16 m0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);    \
+  const __mmask16 m1 = cols >= 32   ? 0xffff                                   \
+                       : cols <= 16 ? 0                                        \
+                                    : (__mmask16)((1u << (cols - 16)) - 1);    \
+  ROWS(BLOCK_DECL)                                                             \
+  ROWS(BLOCK_INIT)
+#define BLOCK_DECL(i) __m512 c##i##a, c##i##b;
+#define BLOCK_INIT(i)                                                          \
+  if (acc && (i) < rows) {                                                     \
+    c##i##a = _mm512_maskz_loadu_ps(m0, C + (size_t)(i)*ldc);                  \
+    c##i##b = _mm512_maskz_loadu_ps(m1, C + (size_t)(i)*ldc + 16);             \
+  } else {                                                                     \
+    c##i##a = _mm512_setzero_ps();                                             \
+    c##i##b = _mm512_setzero_ps();                                             \
+  }
+#define BLOCK_CLOSE() ROWS(BLOCK_STORE)
+#define BLOCK_STORE(i)                                                         \
+  if ((i) < rows) {                                                            \
+    _mm512_mask_storeu_ps(C + (size_t)(i)*ldc, m0, c##i##a);                   \
+    _mm512_mask_storeu_ps(C + (size_t)(i)*ldc + 16, m1, c##i##b);              \
+  }
+
 /* C[0..rows)[0..cols) = (acc ? C : 0) + Ap x Bp over K steps, where
  * Ap[k * MR + i] = A(i, k) and Bp[k * NR + j] = B(k, j). 12x32 block: 24
  * zmm accumulators (12 rows x 2 vectors), per k two B vectors and one
@@ -59,23 +87,7 @@ kernel_12x32(uint32_t K, const float *restrict Ap, const float *restrict Bp,
              float *restrict C, size_t ldc, uint32_t rows, uint32_t cols,
              int acc, pto_pf *pf, uint32_t npf, const float *nc, uint32_t nrows,
              uint32_t ncols) {
-  const __mmask16 m0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);
-  const __mmask16 m1 = cols >= 32   ? 0xffff
-                       : cols <= 16 ? 0
-                                    : (__mmask16)((1u << (cols - 16)) - 1);
-#define DECL(i) __m512 c##i##a, c##i##b;
-  ROWS(DECL)
-#undef DECL
-#define INIT(i)                                                                \
-  if (acc && (i) < rows) {                                                     \
-    c##i##a = _mm512_maskz_loadu_ps(m0, C + (size_t)(i)*ldc);                  \
-    c##i##b = _mm512_maskz_loadu_ps(m1, C + (size_t)(i)*ldc + 16);             \
-  } else {                                                                     \
-    c##i##a = _mm512_setzero_ps();                                             \
-    c##i##b = _mm512_setzero_ps();                                             \
-  }
-  ROWS(INIT)
-#undef INIT
+  BLOCK_OPEN();
   pf_spread spread = pf_start(pf, npf, K);
   c_spread next = c_start(nc, ldc, nrows, ncols, K);
 #pragma GCC unroll 4
@@ -97,13 +109,7 @@ kernel_12x32(uint32_t K, const float *restrict Ap, const float *restrict Bp,
     Bp += NR;
   }
   c_rest(&next);
-#define STORE(i)                                                               \
-  if ((i) < rows) {                                                            \
-    _mm512_mask_storeu_ps(C + (size_t)(i)*ldc, m0, c##i##a);                   \
-    _mm512_mask_storeu_ps(C + (size_t)(i)*ldc + 16, m1, c##i##b);              \
-  }
-  ROWS(STORE)
-#undef STORE
+  BLOCK_CLOSE();
 }
 
 #endif /* PTO_TILEOPS_MM_AVX512_H */

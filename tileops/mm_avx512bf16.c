@@ -29,23 +29,7 @@ __attribute__((noinline)) static void
 kernel_pairs(uint32_t Kp, const uint32_t *restrict Ap,
              const uint16_t *restrict Bp, float *restrict C, size_t ldc,
              uint32_t rows, uint32_t cols, int acc) {
-  const __mmask16 m0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);
-  const __mmask16 m1 = cols >= 32   ? 0xffff
-                       : cols <= 16 ? 0
-                                    : (__mmask16)((1u << (cols - 16)) - 1);
-#define DECL(i) __m512 c##i##a, c##i##b;
-  ROWS(DECL)
-#undef DECL
-#define INIT(i)                                                                \
-  if (acc && (i) < rows) {                                                     \
-    c##i##a = _mm512_maskz_loadu_ps(m0, C + (size_t)(i)*ldc);                  \
-    c##i##b = _mm512_maskz_loadu_ps(m1, C + (size_t)(i)*ldc + 16);             \
-  } else {                                                                     \
-    c##i##a = _mm512_setzero_ps();                                             \
-    c##i##b = _mm512_setzero_ps();                                             \
-  }
-  ROWS(INIT)
-#undef INIT
+  BLOCK_OPEN(); /* tileops/mm_avx512.h */
 #pragma GCC unroll 4
   for (uint32_t p = 0; p < Kp; p++) {
     const __m512bh b0 = (__m512bh)_mm512_load_si512(Bp),
@@ -63,13 +47,7 @@ kernel_pairs(uint32_t Kp, const uint32_t *restrict Ap,
     Ap += MR;
     Bp += 2 * NR;
   }
-#define STORE(i)                                                               \
-  if ((i) < rows) {                                                            \
-    _mm512_mask_storeu_ps(C + (size_t)(i)*ldc, m0, c##i##a);                   \
-    _mm512_mask_storeu_ps(C + (size_t)(i)*ldc + 16, m1, c##i##b);              \
-  }
-  ROWS(STORE)
-#undef STORE
+  BLOCK_CLOSE();
 }
 
 /* BLIS order, as the f32 engines (tileops/mm_loops.h): per slice of KCP
