@@ -5,7 +5,9 @@
 #                                      and gemm: --json's dtype, engine and
 #                                      peer fields, --save's bf16 files
 #                                      (checked in NumPy), with and without
-#                                      the peer, a lying gemm peer
+#                                      the peer, a lying gemm peer, the bf16
+#                                      engine's peak, the warning for an
+#                                      OPENBLAS_CORETYPE without AVX-512
 #   bench_cli_bf16.sh quick PTO_BENCH  `pto-bench --quick --threads 1 gemm
 #                                      --dtype bf16`
 # Exit 0 passed, 1 failed, 77 skipped (what the part needs is missing).
@@ -55,6 +57,20 @@ run)
     passed=$((passed + 1)) || fail "the headline does not say whether cblas_sbgemm is there"
   expect 0 "" -- --json --threads 1 --repeats 2 gemm 64x48x80
   expect_json "gemm f32 JSON" 'r[0]["dtype"] == "f32" and r[0]["peer"] == "openblas-sgemm" and r[0]["engine"].endswith("-f32") and "torch_gflops" not in r[0] and 0 < r[0]["ratio_q25"] <= r[0]["ratio"] <= r[0]["ratio_q75"]'
+  # the peak is the engine's: vdpbf16ps for the bf16 engine
+  expect 0 "" -- --threads 1 --repeats 2 gemm --dtype bf16 --no-peer 64x48x80
+  if grep -q "PTO engine avx512-bf16" "$tmp/out"; then
+    grep -q "AVX-512 BF16 (vdpbf16ps) peak (the engine's) 1 thr [0-9]" "$tmp/out" &&
+      passed=$((passed + 1)) || fail "the bf16 engine's peak is not vdpbf16ps's: $(head -1 "$tmp/out")"
+  fi
+  # OPENBLAS_CORETYPE naming a core without AVX-512 on an AVX-512 CPU slows
+  # the peers: said on stderr, and kept
+  if grep -qw avx512f /proc/cpuinfo; then
+    OPENBLAS_CORETYPE=Haswell expect 0 "warning: OPENBLAS_CORETYPE=Haswell holds OpenBLAS" -- \
+      --threads 1 --repeats 2 gemm 64x48x80
+    grep -q "(OPENBLAS_CORETYPE=Haswell)" "$tmp/out" && passed=$((passed + 1)) ||
+      fail "OPENBLAS_CORETYPE=Haswell was not kept: $(head -1 "$tmp/out")"
+  fi
 
   peer_python
   # the saved bf16 files are NumPy's uint16 bits of bf16: PTO's top-k of
