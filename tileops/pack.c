@@ -170,10 +170,10 @@ static void interleave_panels(uint32_t *restrict d, size_t panel,
       uint32_t i = 0;
 #if defined(__SSE2__)
       for (; r1 && i + 8 <= n; i += 8) {
-        const __m128i x = _mm_loadu_si128((const __m128i *)(r0 + p0 + i)),
-                      y = _mm_loadu_si128((const __m128i *)(r1 + p0 + i));
-        _mm_storeu_si128((__m128i *)(dk + i), _mm_unpacklo_epi16(x, y));
-        _mm_storeu_si128((__m128i *)(dk + i + 4), _mm_unpackhi_epi16(x, y));
+        const __m128i x = _mm_loadu_si128((const void *)(r0 + p0 + i)),
+                      y = _mm_loadu_si128((const void *)(r1 + p0 + i));
+        _mm_storeu_si128((void *)(dk + i), _mm_unpacklo_epi16(x, y));
+        _mm_storeu_si128((void *)(dk + i + 4), _mm_unpackhi_epi16(x, y));
       }
 #endif
       for (; i < n; i++)
