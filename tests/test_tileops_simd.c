@@ -164,7 +164,7 @@ static void expect_sweep(int op, const sweep_worst *worst, const isa_list *l) {
  * (NaNs, infinities, both zeros), and the edges one by one. */
 Test(tileops, vec_exp_sweep, .fini = free_all, .timeout = 600) {
   isa_list l = tables_here();
-  sweep_worst worst[3] = {{0}};
+  sweep_worst worst[ISA_TABLES_MAX] = {{0}};
   sweep_bits(PTO_OP_TEXP, 0x00000000u, 0x42b40000u, 37, worst, &l); /* 90 */
   sweep_bits(PTO_OP_TEXP, 0x80000000u, 0xc2d20000u, 37, worst, &l); /* -105 */
   sweep_bits(PTO_OP_TEXP, 0x00000000u, 0xffffffffu, 4099, worst, &l);
@@ -183,7 +183,7 @@ Test(tileops, vec_exp_sweep, .fini = free_all, .timeout = 600) {
  * -inf, inf, NaN), and the edges one by one. */
 Test(tileops, vec_log_sweep, .fini = free_all, .timeout = 600) {
   isa_list l = tables_here();
-  sweep_worst worst[3] = {{0}};
+  sweep_worst worst[ISA_TABLES_MAX] = {{0}};
   sweep_bits(PTO_OP_TLOG, 0x00000001u, 0x40800000u, 17, worst, &l);
   sweep_bits(PTO_OP_TLOG, 0x40800000u, 0x7f800000u, 61, worst, &l);
   sweep_bits(PTO_OP_TLOG, 0x00000000u, 0xffffffffu, 4099, worst, &l);

@@ -132,8 +132,10 @@ void *gat(const pto_gview *g, int64_t r, int64_t c);
 
 /* ---- every table this CPU runs ------------------------------------------- */
 
+/* scalar, avx2, avx512, avx512bf16: arrays per table are this long */
+#define ISA_TABLES_MAX 4
 typedef struct isa_list {
-  const pto_isa_table *t[4];
+  const pto_isa_table *t[ISA_TABLES_MAX];
   int n;
 } isa_list;
 
