@@ -13,8 +13,11 @@
  * round to nearest even, and treats subnormal inputs and results as zero
  * (DAZ, FTZ): within TMATMUL's tolerance for the reference's order, except
  * that a sum whose every term is subnormal comes out zero. */
-#define GATHER_NATIVE_BF16 gather_pairs /* tileops/mm_gather.h's hook */
-#include "tileops/mm_avx512.h"          /* MR, NR, ROWS, mm_install */
+/* the hooks of tileops/mm_loops.h and mm_gather.h */
+#define PACKED_NATIVE_BF16 matmul_pairs
+#define GATHER_NATIVE_BF16 gather_pairs
+#define MM_ENGINE_BF16 "avx512-bf16"
+#include "tileops/mm_avx512.h" /* MR, NR, ROWS, mm_install */
 
 #include <time.h>
 
@@ -50,7 +53,8 @@ kernel_pairs(uint32_t Kp, const uint32_t *restrict Ap,
   BLOCK_CLOSE();
 }
 
-/* BLIS order, as the f32 engines (tileops/mm_loops.h): per slice of KCP
+/* TMATMUL and TMATMUL_ACC on bf16 pairs (tileops/mm_loops.h,
+ * PACKED_NATIVE_BF16), in BLIS order as the f32 engines: per slice of KCP
  * pairs, each B panel's slice stays in L1 while A's panels stream past. */
 static void matmul_pairs(const pto_targs *a, int acc) {
   pto_tile *d = a->dst[0];
@@ -162,34 +166,8 @@ static void gather_pairs(uint32_t K, const unsigned char *const *a,
 #undef MM_ROWS_CALL
 }
 
-static int fast_pairs(const pto_targs *a) {
-  const uint32_t both = PTO_TF_PACK_A | PTO_TF_PACK_B;
-  return (a->flags & both) == both && a->imm[0] == MR && a->imm[1] == NR &&
-         a->src[0]->dtype == PTO_BF16 && a->src[1]->dtype == PTO_BF16;
-}
-
-static int bf_TMATMUL(int op, const pto_targs *a) {
-  if (!fast_pairs(a))
-    return mm_TMATMUL(op, a);
-  matmul_pairs(a, 0);
-  return PTO_OK;
-}
-
-static int bf_TMATMUL_ACC(int op, const pto_targs *a) {
-  if (!fast_pairs(a))
-    return mm_TMATMUL_ACC(op, a);
-  if (a->flags & PTO_TF_ROWSCALE) /* dst by its row scales first */
-    scale_rows(a);
-  matmul_pairs(a, 1);
-  return PTO_OK;
-}
-
 void pto__mm_avx512bf16(pto_isa_table *t) {
-  mm_install(t); /* this file's copy of the avx512 engine */
-  t->fn[PTO_OP_TMATMUL] = bf_TMATMUL;
-  t->fn[PTO_OP_TMATMUL_ACC] = bf_TMATMUL_ACC;
-  t->mm_engine[PTO_BF16] = "avx512-bf16";
-  t->mm_native[PTO_BF16] = 1;
+  mm_install(t); /* this file's copy of the avx512 engine, with the hooks */
 }
 
 /* ---- is it faster than f32 FMAs here? ----------------------------------- */

@@ -24,8 +24,12 @@
  * when it did (mm_gather.h; defined by the file after the include, 0
  * leaves them to mm_gather.h's kernel); MM_AHEAD 0, the
  * packed matmuls do not prefetch the windows the task loads next
- * (ahead_plan below); mm_gather.h's GB_PACK and GA_UNROLL. So the loops
- * compile with that file's ISA flags.
+ * (ahead_plan below); mm_gather.h's GB_PACK, GA_UNROLL and
+ * GATHER_NATIVE_BF16; PACKED_NATIVE_BF16 (a, acc), TMATMUL and
+ * TMATMUL_ACC on bf16 operands packed in k pairs at the file's panel
+ * widths (defined by the file after the include), with MM_ENGINE_BF16 the
+ * name of its engine: the table then multiplies bf16 as it is (its
+ * mm_native). So the loops compile with that file's ISA flags.
  *
  * The loop order is BLIS's: per KC slice of k, each NR panel of B stays in
  * L1 while the MR panels of A stream from L2 past it. */
@@ -160,6 +164,9 @@ static int PACK_LANES(const pto_targs *a);
 #ifdef WSUM_KEY_PANELS
 static int WSUM_KEY_PANELS(const pto_targs *a);
 #endif
+#ifdef PACKED_NATIVE_BF16
+static void PACKED_NATIVE_BF16(const pto_targs *a, int acc);
+#endif
 
 /* Packed f32 operands with panels MR x NR: loops around the kernel. The
  * next loads are prefetched during the last quarter of the last pass over
@@ -231,16 +238,36 @@ static void matmul_packed(const pto_targs *a, int acc) {
   }
 }
 
-static int fast_path(const pto_targs *a) {
+/* Both operands packed at this file's panel widths, of dtype dt. */
+static int packed_as(const pto_targs *a, pto_dtype dt) {
   const uint32_t both = PTO_TF_PACK_A | PTO_TF_PACK_B;
   return (a->flags & both) == both && a->imm[0] == MR && a->imm[1] == NR &&
-         a->src[0]->dtype == PTO_F32 && a->src[1]->dtype == PTO_F32;
+         a->src[0]->dtype == dt && a->src[1]->dtype == dt;
+}
+
+static int fast_path(const pto_targs *a) {
+  return packed_as(a, PTO_F32);
+}
+
+/* The product TMATMUL and TMATMUL_ACC run on a's operands: the f32 loops
+ * above, the file's bf16 engine on bf16 pairs where it has one, or NULL
+ * (the reference's). */
+typedef void (*packed_product)(const pto_targs *a, int acc);
+static packed_product product_for(const pto_targs *a) {
+  if (fast_path(a))
+    return matmul_packed;
+#ifdef PACKED_NATIVE_BF16
+  if (packed_as(a, PTO_BF16))
+    return PACKED_NATIVE_BF16;
+#endif
+  return NULL;
 }
 
 static int mm_TMATMUL(int op, const pto_targs *a) {
-  if (!fast_path(a))
+  const packed_product run = product_for(a);
+  if (!run)
     return pto__isa_ref(op, a);
-  matmul_packed(a, 0);
+  run(a, 0);
   return PTO_OK;
 }
 
@@ -262,11 +289,12 @@ static void scale_rows(const pto_targs *a) {
 }
 
 static int mm_TMATMUL_ACC(int op, const pto_targs *a) {
-  if (!fast_path(a))
+  const packed_product run = product_for(a);
+  if (!run)
     return pto__isa_ref(op, a);
   if (a->flags & PTO_TF_ROWSCALE)
     scale_rows(a);
-  matmul_packed(a, 1);
+  run(a, 1);
   return PTO_OK;
 }
 
@@ -487,6 +515,10 @@ static void mm_install(pto_isa_table *t) {
   t->mm_engine[PTO_F32] = MM_ENGINE;
   t->mm_engine[PTO_BF16] = MM_ENGINE;
   t->mm_engine[PTO_F16] = MM_ENGINE;
+#ifdef PACKED_NATIVE_BF16 /* bf16 as it is: the partitioner keeps it */
+  t->mm_engine[PTO_BF16] = MM_ENGINE_BF16;
+  t->mm_native[PTO_BF16] = 1;
+#endif
 }
 
 #endif /* PTO_TILEOPS_MM_LOOPS_H */

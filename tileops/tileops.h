@@ -114,10 +114,12 @@ typedef struct pto_isa_table {
    * start-up like every table) names it here for PTO_BF16 and keeps its
    * f32 engine for PTO_F32. */
   const char *mm_engine[PTO_DTYPE_COUNT];
-  /* 1 for the operand dtypes its engine multiplies as they are: the
-   * partitioner packs a matmul whose operands both load from globals of
-   * that dtype into tiles of it (k in pairs, core/isa.def), not widened
-   * to f32 (pto__mm_native). */
+  /* 1 for the operand dtypes its engine multiplies as they are
+   * (tileops/mm_loops.h's PACKED_NATIVE_BF16 and mm_gather.h's
+   * GATHER_NATIVE_BF16): the partitioner packs a matmul operand loaded
+   * from a global of that dtype into a tile of it (k in pairs, core/
+   * isa.def) when every matmul reading it takes it so, not widened to
+   * f32 (pto__mm_native, partitioner/plan.c). */
   uint8_t mm_native[PTO_DTYPE_COUNT];
 } pto_isa_table;
 
@@ -263,9 +265,9 @@ void pto__vec_avx2(pto_isa_table *t);
 void pto__vec_avx512(pto_isa_table *t);
 void pto__mm_avx2(pto_isa_table *t);
 void pto__mm_avx512(pto_isa_table *t);
-/* avx512bf16: the avx512 table plus the bf16 engine's overrides
+/* avx512bf16: the avx512 table with the bf16 engine's kernels
  * (tileops/mm_avx512bf16.c). pto__bf16_gain: the speed of vdpbf16ps over
- * f32 FMAs on this CPU, measured on registers in about 0.1 ms (2 where it
+ * f32 FMAs on this CPU, measured on registers in about 0.3 ms (2 where it
  * issues at the FMA's rate, 1 where at half): whether the table is worth
  * choosing by default. */
 void pto__mm_avx512bf16(pto_isa_table *t);
