@@ -160,23 +160,30 @@ static const pto_isa_table *active;
 static int active_status;
 static char active_msg[256];
 
+/* The default: the first variant that runs here and is preferred. Its
+ * `preferred` probes run only when PTO_ISA leaves the choice to it. */
+static const char *best_here(void) {
+  for (size_t i = 0; i < N_VARIANTS; i++)
+    if (runs_here(&variants[i]) &&
+        (!variants[i].preferred || variants[i].preferred()))
+      return variants[i].name;
+  return "scalar";
+}
+
 static void choose_active(void) {
-  const char *runs[N_VARIANTS + 1], *best = NULL;
+  const char *runs[N_VARIANTS + 1];
   size_t n = 0;
   for (size_t i = 0; i < N_VARIANTS; i++)
-    if (runs_here(&variants[i])) {
+    if (runs_here(&variants[i]))
       runs[n++] = variants[i].name;
-      if (!best && (!variants[i].preferred || variants[i].preferred()))
-        best = variants[i].name;
-    }
   runs[n] = NULL;
   const char *want = getenv("PTO_ISA"), *name = NULL;
   if (!want || !want[0])
-    want = best;
+    want = best_here();
   active_status =
       pto__isa_resolve(want, runs, &name, active_msg, sizeof active_msg);
   if (active_status) /* refused: entry points report it; keep a table */
-    name = best;
+    name = best_here();
   active = variant_named(name)->table();
 }
 
