@@ -78,6 +78,10 @@ void bench_openblas_coretype(const char *cmd);
  * "AVX-512" or "AVX2"); 0 (and *isa "none") when neither runs or the
  * threads cannot start. */
 double bench_peak_fma(int threads, int repeats, const char **isa);
+/* Whether a matmul engine's name (pto_matmul_engine, "<isa>-<what it
+ * computes in>") says it multiplies bf16 as it is ("avx512-bf16"), rather
+ * than widening it to f32 ("avx512-f32"). NULL: no. */
+int bench_engine_bf16(const char *engine);
 /* The same for the instruction a matmul engine (pto_matmul_engine) runs
  * on: vdpbf16ps for "avx512-bf16" (*isa "AVX-512 BF16 (vdpbf16ps)"), f32
  * FMAs for every other engine, and for NULL. */

@@ -573,7 +573,7 @@ int bench_case_main(const bench_opts *o, const bench_workload *w,
    * the f32 one, which widens bf16 as it packs */
   e.engine = pto_matmul_engine(
       x->h.dtype == PTO_BF16 && w->bf16_native != NULL ? PTO_BF16 : PTO_F32);
-  const int native = e.engine && strstr(e.engine, "-bf16");
+  const int native = bench_engine_bf16(e.engine);
   e.peak_isa = "none";
   bench_progress(o, "%s: %s peak on %d threads", cmd,
                  e.engine ? e.engine : "FMA", e.threads);

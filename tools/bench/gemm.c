@@ -354,9 +354,9 @@ static void usage(FILE *f) {
         "inputs and threads, in one run, plus the peak of the instruction\n"
         "the matmul engine in use runs on (pto_matmul_engine: f32 FMAs of\n"
         "the widest vectors the CPU runs, or vdpbf16ps for avx512-bf16),\n"
-        "measured in the same run. Default cases: 512, 1024, 2048 square and "
-        "128x8192x576\n"
-        "(--quick: 512 and 1024), on 1 and 2 threads (--threads N: N only).\n"
+        "measured in the same run. Default cases: 512, 1024, 2048 square\n"
+        "and 128x8192x576 (--quick: 512 and 1024), on 1 and 2 threads\n"
+        "(--threads N: N only).\n"
         "  --dtype f32   (default) A, B f32; the peer is OpenBLAS's\n"
         "                cblas_sgemm (OPENBLAS_CORETYPE=SkylakeX on an\n"
         "                AVX-512 CPU unless set).\n"
@@ -509,7 +509,7 @@ static int run(const bench_opts *o, int argc, char **argv) {
   }
   /* the peak of the instruction the engine in use runs on */
   const char *engine = pto_matmul_engine(go.dtype);
-  const int native = engine && strstr(engine, "-bf16") != NULL;
+  const int native = bench_engine_bf16(engine);
   double peak[2] = {0, 0};
   const char *peak_isa = "none";
   for (int i = 0; i < n_thr; i++) {

@@ -92,6 +92,11 @@ void bench_openblas_coretype(const char *cmd) {
           cmd, v);
 }
 
+int bench_engine_bf16(const char *engine) {
+  const size_t n = engine ? strlen(engine) : 0;
+  return n >= 5 && !strcmp(engine + n - 5, "-bf16");
+}
+
 /* engine: the matmul engine whose instruction to probe
  * (pto_matmul_engine); NULL or any f32 engine: f32 FMAs */
 static double peak_probe(const char *engine, int threads, int repeats,
