@@ -521,6 +521,19 @@ Test(tileops, check_packed_operands, .fini = free_all) {
   a.imm[0] = 48;
   expect_reject(PTO_OP_TLOAD, &a, PTO_ESHAPE, "48 cols", "32");
 
+  /* a bf16 tile packs k in pairs: an odd K needs room for its last pair,
+   * for B a row more (A's k runs along a row, whose 64-byte stride always
+   * holds an even number of bf16) */
+  uint16_t gh[64 * 64] = {0};
+  a.g = (pto_gview){gh, PTO_BF16, 64, 64, 64, 1};
+  a.flags = PTO_TF_PACK_B;
+  a.imm[0] = 32;
+  a.dst[0] = dst_new(PTO_BF16, 29, 32, 29, 30);
+  expect_reject(PTO_OP_TLOAD, &a, PTO_ESHAPE, "bf16 valid 29x30",
+                "29 k need 30 rows, it has 29");
+  a.dst[0] = dst_new(PTO_BF16, 30, 32, 29, 30);
+  expect_accept(PTO_OP_TLOAD, &a);
+
   pto_tile *A = dst_new(PTO_F32, 24, 32, 13, 29),
            *B = dst_new(PTO_F32, 32, 32, 29, 30),
            *C = dst_new(PTO_F32, 16, 32, 13, 30);
