@@ -301,6 +301,7 @@ pto_node *pto__new_node(pto_program *p, pto_top op, int n_in,
   n->out[0] = out;
   n->label = cur_label(p);
   n->tile = p->tiles[p->n_tiles - 1];
+  n->tile_set = p->tile_set[p->n_tiles - 1];
   n->knob_set = p->knob_set[p->n_tiles - 1];
   memcpy(n->knob, p->knobs[p->n_tiles - 1], sizeof n->knob);
   out->producer = n;
@@ -364,6 +365,8 @@ pto_status pto_program_push_tile(pto_program *p, const pto_tile_shape *shape) {
     return PTO_ESTATE;
   }
   p->tiles[p->n_tiles] = shape ? *shape : p->tiles[p->n_tiles - 1];
+  p->tile_set[p->n_tiles] = shape ? PTO_TILE_SET_VEC | PTO_TILE_SET_CUBE
+                                  : p->tile_set[p->n_tiles - 1];
   p->knob_set[p->n_tiles] = p->knob_set[p->n_tiles - 1];
   memcpy(p->knobs[p->n_tiles], p->knobs[p->n_tiles - 1], sizeof p->knobs[0]);
   p->n_tiles++;
@@ -407,6 +410,7 @@ pto_status pto_program_set_vec_tile(pto_program *p, uint32_t rows,
     return PTO_EINVAL;
   p->tiles[p->n_tiles - 1].vec_rows = rows;
   p->tiles[p->n_tiles - 1].vec_cols = cols;
+  p->tile_set[p->n_tiles - 1] |= PTO_TILE_SET_VEC;
   return PTO_OK;
 }
 
@@ -418,6 +422,7 @@ pto_status pto_program_set_cube_tile(pto_program *p, uint32_t m, uint32_t n,
   t->cube_m = m;
   t->cube_n = n;
   t->cube_k = k;
+  p->tile_set[p->n_tiles - 1] |= PTO_TILE_SET_CUBE;
   return PTO_OK;
 }
 

@@ -74,11 +74,17 @@ struct pto_node {
                      PTO_TOPK_MASKED; MATMUL with in[2] set accumulates */
   const char *label; /* arena-owned, "" when none */
   pto_tile_shape tile;
+  /* which parts of tile the program set (PTO_TILE_SET_*): a part nobody
+   * set, here or in a config, is chosen by the compiler */
+  uint8_t tile_set;
   /* knobs the program recommends for this op (pto_program_set_knob):
    * bit k of knob_set says knob[k] is set */
   uint32_t knob_set;
   int64_t knob[PTO_KNOB_COUNT];
 };
+
+/* Parts of a tile shape set by the program (pto_node.tile_set). */
+enum { PTO_TILE_SET_VEC = 1u << 0, PTO_TILE_SET_CUBE = 1u << 1 };
 
 /* TOPK flags: pto_topk_masked's (-inf entries excluded, padding). */
 enum { PTO_TOPK_MASKED = 1u << 0 };
@@ -104,6 +110,7 @@ struct pto_program {
   /* scopes */
   pto_tile_shape tiles[PTO_SCOPE_MAX];
   int n_tiles; /* >= 1: tiles[0] is the program default */
+  uint8_t tile_set[PTO_SCOPE_MAX]; /* PTO_TILE_SET_* per scope */
   /* the knobs recommended in each tile scope (pto_program_set_knob) */
   uint32_t knob_set[PTO_SCOPE_MAX];
   int64_t knobs[PTO_SCOPE_MAX][PTO_KNOB_COUNT];

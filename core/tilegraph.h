@@ -14,6 +14,7 @@
 
 #include "core/isa.h"
 #include "core/program.h"
+#include "core/tile_choose.h"
 #include "pto/config.h"
 
 #define PTO_NONE UINT32_MAX
@@ -72,10 +73,12 @@ typedef struct pto_tgraph {
   pto_error err;
 } pto_tgraph;
 
-/* Tiles every op of p under its tile shape (config overrides by label win).
- * Returns 0 or a status with tg->err set. */
+/* Tiles every op of p under its tile shape (config overrides by label win;
+ * a matmul's cube tile nobody set is chosen for ctx's machine and panels,
+ * core/tile_choose.h; ctx NULL leaves it whole). Returns 0 or a status
+ * with tg->err set. */
 pto_status pto__tile(pto_tgraph *tg, const pto_program *p,
-                     const pto_config *cfg);
+                     const pto_config *cfg, const pto_tile_ctx *ctx);
 void pto__tgraph_free(pto_tgraph *tg);
 
 /* Storage bytes, dtype and name (its tensor's, its output's, or a

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "core/custom.h"
 
 /* Loads operand v for an output tile at pos and expands a broadcast axis to
@@ -339,15 +340,44 @@ static void tile_fill(tiler *t, const pto_node *n, uint32_t tr, uint32_t tc) {
 
 /* ---- driver ------------------------------------------------------------- */
 
-static pto_tile_shape node_tile(const pto_node *n, const pto_config *cfg) {
+/* The tile shape n is tiled with: the program's, a config's label
+ * override over it, and for a matmul whose cube part neither set, the
+ * compiler's choice for the machine (a plain matmul only: the indexer's
+ * score and the sparse attention read 0 as "whole", their builders' own
+ * choice). */
+static pto_tile_shape node_tile(const pto_node *n, const pto_config *cfg,
+                                const pto_tile_ctx *ctx) {
   pto_tile_shape s = n->tile;
-  if (cfg && n->label[0])
+  unsigned set = n->tile_set;
+  if (cfg && n->label[0]) {
     pto_config_tile(cfg, n->label, &s);
+    if (pto__config_source(cfg, n->label, PTO__SET_CUBE_TILE) >= 0)
+      set |= PTO_TILE_SET_CUBE;
+  }
+  if (!(set & PTO_TILE_SET_CUBE) && n->op == PTO_TOP_MATMUL && ctx &&
+      ctx->machine) {
+    const pto_tensor *o = n->out[0], *a = n->in[0];
+    const int nd = o->ndim;
+    int64_t batch = 1;
+    for (int d = 0; d + 2 < nd; d++)
+      batch *= o->shape[d];
+    const int64_t M = nd >= 2 ? o->shape[nd - 2] : 1, N = o->shape[nd - 1],
+                  K = (n->flags & PTO_MATMUL_TRANS_A) ? a->shape[a->ndim - 2]
+                                                      : a->shape[a->ndim - 1];
+    pto_tile_shape c;
+    if (pto__matmul_tile(ctx->machine, batch, M, N, K,
+                         ctx->machine->workers[PTO_CORE_CUBE], ctx->mr,
+                         ctx->nr, &c) == PTO_OK) {
+      s.cube_m = c.cube_m;
+      s.cube_n = c.cube_n;
+      s.cube_k = c.cube_k;
+    }
+  }
   return s;
 }
 
 pto_status pto__tile(pto_tgraph *tg, const pto_program *p,
-                     const pto_config *cfg) {
+                     const pto_config *cfg, const pto_tile_ctx *ctx) {
   memset(tg, 0, sizeof *tg);
   tg->prog = p;
   tg->n_storages = p->n_tensors + p->n_outputs;
@@ -361,7 +391,7 @@ pto_status pto__tile(pto_tgraph *tg, const pto_program *p,
   }
   for (uint32_t i = 0; i < p->n_nodes; i++) {
     const pto_node *n = p->nodes[i];
-    pto_tile_shape ts = node_tile(n, cfg);
+    pto_tile_shape ts = node_tile(n, cfg, ctx);
     tg->node_tile[i] = ts;
     if (!live[i])
       continue;

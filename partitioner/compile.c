@@ -16,6 +16,14 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+pto_status pto_matmul_tile(const pto_machine *mach, int64_t batch, int64_t M,
+                           int64_t N, int64_t K, uint32_t workers,
+                           pto_tile_shape *tile) {
+  uint32_t mr, nr;
+  pto_matmul_panel(&mr, &nr);
+  return pto__matmul_tile(mach, batch, M, N, K, workers, mr, nr, tile);
+}
+
 void pto_executable_free(pto_executable *e) {
   if (!e)
     return;
@@ -370,7 +378,9 @@ pto_status pto_compile(pto_program *p, const pto_config *cfg,
   e->n_inputs = p->n_inputs;
   e->n_outputs = p->n_outputs;
   double t0 = now_ms();
-  st = pto__tile(&e->tg, p, cfg);
+  pto_tile_ctx tctx = {&e->machine, 0, 0};
+  pto_matmul_panel(&tctx.mr, &tctx.nr);
+  st = pto__tile(&e->tg, p, cfg, &tctx);
   if (st) {
     pto__error_set(&p->run_err, st, "%s", e->tg.err.msg);
     goto fail_compile;

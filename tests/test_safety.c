@@ -445,19 +445,45 @@ Test(partitioner, random_cube_vector_fusion_is_acyclic_and_exact,
 
 /* ---- 3. compiles that must return ---------------------------------------- */
 
-/* The issue's program: the default cube tile needs 84 864 bytes of L0A and
- * the Ascend model has 65 536. With l1_reuse >= 2 the split of the reuse
- * group was undone by the next grouping, forever. Under every knob setting
- * it now fails at once, naming the op; on the host, where it fits, it
- * compiles and computes what the evaluator does. */
-static pto_program *transposed_matmul(void) {
+/* The issue's program: the whole matmul as one cube tile (then the
+ * default) needs 84 864 bytes of L0A and the Ascend model has 65 536. With
+ * l1_reuse >= 2 the split of the reuse group was undone by the next
+ * grouping, forever. Under every knob setting it now fails at once, naming
+ * the op; on the host, where it fits, it compiles and computes what the
+ * evaluator does. With no tile set, the compiler chooses one that fits
+ * both. */
+static pto_program *transposed_matmul_tiled(int whole) {
   pto_program *p = pto_program_new("l1_reuse_overflow");
   int64_t s[] = {1, 200, 100};
   pto_tensor *t0 = pto_input(p, "in0", PTO_F32, 3, s);
   pto_tensor *t1 = pto_transpose(p, t0, 0, 2); /* [100, 200, 1] */
+  if (whole)
+    pto_program_set_cube_tile(p, 0, 0, 0);
   pto_output(p, pto_matmul(p, t0, t1, PTO_MATMUL_TRANS_A), "out0");
   cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
   return p;
+}
+
+static pto_program *transposed_matmul(void) {
+  return transposed_matmul_tiled(1);
+}
+
+Test(partitioner, a_matmul_with_no_tile_set_fits_every_machine,
+     .timeout = 120) {
+  pto_program *p = transposed_matmul_tiled(0);
+  for (int ascend = 0; ascend < 2; ascend++) {
+    pto_config *c = pto_config_new();
+    if (ascend) {
+      pto_machine m = pto_machine_ascend();
+      cr_assert_eq(pto_config_set_machine(c, &m), PTO_OK);
+    }
+    pto_executable *e = NULL;
+    cr_assert_eq(pto_compile(p, c, &e), PTO_OK, "%s", pto_program_error(p));
+    expect_eval_everywhere(p, e, 1e-4);
+    pto_executable_free(e);
+    pto_config_free(c);
+  }
+  pto_program_free(p);
 }
 
 Test(partitioner, a_matmul_that_cannot_fit_fails_under_every_knob,

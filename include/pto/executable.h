@@ -28,6 +28,23 @@ typedef struct pto_executable pto_executable;
 PTO_API pto_status pto_compile(pto_program *p, const pto_config *cfg,
                                pto_executable **exe);
 PTO_API void pto_executable_free(pto_executable *e); /* NULL is a no-op */
+
+/* The cube tile {m, n, k} the compiler gives a matmul whose tile shape
+ * nobody set (neither the program's scopes nor a config's label): `batch`
+ * independent M x N x K products on machine mach run by `workers` workers.
+ * Every balanced split of M and N into whole panels of the micro-kernel
+ * (pto_matmul_panel) whose accumulator fits L0C is scored by reuse (flops
+ * per packed element), padding, the depth of the k slices (K is split into
+ * accumulating slices of at most 256 whose packed A and B fit L0A and L0B),
+ * at least two tiles per worker, the last round's idle workers, and no task
+ * smaller than about 4 MFLOP (a small matmul stays one tile). The choice
+ * shows in dumps and traces as the op's tile shape; a tile set in code or
+ * in a config wins over it. vec_rows/vec_cols are left 0. PTO_EINVAL for a
+ * NULL pointer, a size < 1 or 0 workers; PTO_ECAPACITY when not even one
+ * panel fits the machine. */
+PTO_API pto_status pto_matmul_tile(const pto_machine *mach, int64_t batch,
+                                   int64_t M, int64_t N, int64_t K,
+                                   uint32_t workers, pto_tile_shape *tile);
 /* The message of the last failed call on e ("" if none; a run clears it
  * when it starts). */
 PTO_API const char *pto_executable_error(const pto_executable *e);

@@ -15,15 +15,16 @@
 PTO_EXTERN_C_BEGIN
 
 /* The cube tile {m, n, k} for an M x N x K f32 GEMM on machine mach run by
- * `workers` workers: the largest m x n output block whose accumulator fits
- * L0C, with m and n whole panels of the micro-kernel (pto_matmul_panel), so
- * that every operand is packed once per k slice and reused across the most
- * output; k, the split of K into accumulating slices, is the longest that
- * lets the packed A (m x k) fit L0A and B (k x n) fit L0B, at most 256 (a
- * B panel slice stays in the L1 cache). m and n shrink while there are
- * fewer than 2 tiles per worker. vec_rows/vec_cols are left 0. Returns
- * PTO_EINVAL for a NULL argument, a size < 1 or 0 workers, and
- * PTO_ECAPACITY when not even one panel fits the machine. */
+ * `workers` workers: pto_matmul_tile (pto/executable.h) with one batch,
+ * the choice the compiler makes for a matmul whose tile nobody set. m x n
+ * is the output block whose accumulator fits L0C in whole panels of the
+ * micro-kernel (pto_matmul_panel), scored by reuse per packed element; k
+ * splits K into accumulating slices whose packed A (m x k) fits L0A and B
+ * (k x n) L0B, at most 256 (a B panel slice stays in the L1 cache). m and
+ * n shrink while there are fewer than 2 tiles per worker. vec_rows and
+ * vec_cols are left 0. Returns PTO_EINVAL for a NULL argument, a size < 1
+ * or 0 workers, and PTO_ECAPACITY when not even one panel fits the
+ * machine. */
 PTO_API pto_status pto_gemm_tile(const pto_machine *mach, int64_t M, int64_t N,
                          int64_t K, uint32_t workers, pto_tile_shape *tile);
 
