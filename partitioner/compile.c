@@ -1,13 +1,16 @@
 /* pto_compile: program -> tiles -> subgraphs -> executable, and the
  * executable's queries. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "core/buffer.h"
 #include "core/config.h"
 #include "core/exe.h"
 #include "partitioner/partition.h"
 #include "pto/executable.h"
+#include "pto/runtime.h"
 #include "tileops/tileops.h"
 
 static double now_ms(void) {
@@ -404,7 +407,12 @@ pto_status pto_compile(pto_program *p, const pto_config *cfg,
   if ((st = note_unused_settings(e, p, cfg)))
     goto fail_compile;
   if (e->workspace_bytes) {
-    e->workspace = aligned_alloc(64, (e->workspace_bytes + 63) & ~63ull);
+    /* huge pages, faulted in now rather than by the first run's tasks */
+    e->workspace = e->workspace_bytes <= SIZE_MAX
+                       ? pto_buffer_alloc((size_t)e->workspace_bytes)
+                       : NULL;
+    if (e->workspace)
+      pto__prefault(e->workspace, (size_t)e->workspace_bytes);
     if (!e->workspace) {
       st = pto__error_set(&p->run_err, PTO_ENOMEM,
                           "compile: cannot allocate a %llu-byte workspace",

@@ -2,6 +2,7 @@
  * and the task's global windows. */
 #include "scheduler/exec.h"
 
+#include "core/buffer.h"
 #include "core/prefetch.h"
 #include "pto/runtime.h"
 #include "tileops/tileops.h"
@@ -9,20 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
-
-void *pto_buffer_alloc(size_t bytes) {
-  if (!bytes || bytes > SIZE_MAX - (PTO_HUGE_PAGE - 1))
-    return NULL;
-  if (bytes < PTO_HUGE_PAGE)
-    return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-  bytes = (bytes + PTO_HUGE_PAGE - 1) & ~(PTO_HUGE_PAGE - 1);
-  void *p = aligned_alloc(PTO_HUGE_PAGE, bytes);
-  if (p) /* only advice: small pages if the kernel has none */
-    (void)madvise(p, bytes, MADV_HUGEPAGE);
-  return p;
-}
 
 /* The scratchpads of a worker live in one region of whole huge pages
  * (pto_buffer_alloc): a cube program's L0C alone spans an L2's worth of
@@ -48,6 +36,19 @@ static pto_status scratch_map(pto_scratch *s, const uint64_t *size) {
     s->size[l] = size[l];
     s->level[l] = size[l] ? region + at[l] : NULL;
   }
+  return PTO_OK;
+}
+
+pto_status pto__scratch_prepare(pto_scratch *s,
+                                const uint64_t size[PTO_MEM_LEVEL_COUNT]) {
+  uint64_t total = 0;
+  for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++)
+    total += (size[l] + 63) & ~(uint64_t)63;
+  if (!total)
+    return PTO_OK;
+  if (scratch_map(s, size))
+    return PTO_ENOMEM;
+  pto__prefault(s->region, total);
   return PTO_OK;
 }
 

@@ -14,6 +14,13 @@ typedef struct pto_scratch {
   uint64_t prefetched; /* cache lines prefetched for next instances */
 } pto_scratch;
 
+/* Maps s's levels at size[l] bytes each (the memory of a machine's core
+ * types, when a worker starts) and faults every page in from the calling
+ * thread, so the first tasks find them mapped, on this thread's NUMA node;
+ * a later, larger program still grows them (pto__scratch_reserve). 0 or
+ * PTO_ENOMEM. */
+pto_status pto__scratch_prepare(pto_scratch *s,
+                                const uint64_t size[PTO_MEM_LEVEL_COUNT]);
 /* Sized for the largest program of e. */
 pto_status pto__scratch_init(pto_scratch *s, const pto_executable *e);
 void pto__scratch_free(pto_scratch *s);

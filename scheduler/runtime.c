@@ -400,10 +400,43 @@ static int find_work(pto_runtime *rt, pto_worker *w, pto_ready *it) {
   return 0;
 }
 
+/* Scratchpads at most this large are mapped and faulted in when a worker
+ * starts; a machine declaring more (a made-up one) grows them lazily. */
+#define PTO_PREFAULT_MAX ((uint64_t)256 << 20)
+
+/* A worker's first steps, once pinned: its scratchpads, sized to the local
+ * memories of the core types it serves, bound to its PU's NUMA node and
+ * faulted in from its own thread, so the first tasks of the first run do
+ * not fault them in one page at a time (6 of a matmul's first run's
+ * 6.2 ms, against 1.1 ms for the next). */
+static void worker_prepare(pto_worker *w) {
+  pto_runtime *rt = w->rt;
+  uint64_t size[PTO_MEM_LEVEL_COUNT] = {0}, total = 0;
+  for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++) {
+    pto_core_type c = pto_mem_level_core((pto_mem_level)l);
+    if (c < PTO_CORE_MEMORY && w->serves[c])
+      size[l] = rt->machine.mem[l];
+    total += size[l];
+  }
+  if (!total || total > PTO_PREFAULT_MAX)
+    return;
+  if (pto__scratch_prepare(&w->scratch, size))
+    return; /* out of memory now: the tasks will say so */
+  if (rt->topo && w->pu && w->pu->nodeset)
+    (void)hwloc_set_area_membind(rt->topo, w->scratch.region, total,
+                                 w->pu->nodeset, HWLOC_MEMBIND_BIND,
+                                 HWLOC_MEMBIND_BYNODESET |
+                                     HWLOC_MEMBIND_MIGRATE);
+}
+
 static void worker_main(void *arg) {
   pto_worker *w = arg;
   pto_runtime *rt = w->rt;
   pto_ready it;
+  uv_sem_wait(&rt->start);
+  if (!atomic_load_explicit(&rt->stop, memory_order_acquire))
+    worker_prepare(w);
+  uv_sem_post(&rt->ready);
   for (;;) {
     int have = find_work(rt, w, &it);
     if (!have) {
@@ -506,8 +539,10 @@ static unsigned pu_order(hwloc_topology_t topo, hwloc_obj_t **out) {
 /* Binds w's thread to pu from the creating thread, so whether it worked is
  * known when pto_runtime_new returns; a worker left unpinned still works. */
 static void pin(pto_runtime *rt, pto_worker *w, hwloc_obj_t pu) {
-  if (hwloc_set_thread_cpubind(rt->topo, w->thread, pu->cpuset, 0) == 0)
+  if (hwloc_set_thread_cpubind(rt->topo, w->thread, pu->cpuset, 0) == 0) {
     w->pinned_pu = (int)pu->os_index;
+    w->pu = pu;
+  }
 }
 
 /* ---- runtime -------------------------------------------------------------- */
@@ -593,6 +628,17 @@ pto_status pto_runtime_new(const pto_runtime_params *params,
     uv_sem_destroy(&rt->wake[0]);
     goto fail_workers;
   }
+  if (uv_sem_init(&rt->start, 0)) {
+    uv_sem_destroy(&rt->wake[0]);
+    uv_sem_destroy(&rt->wake[1]);
+    goto fail_workers;
+  }
+  if (uv_sem_init(&rt->ready, 0)) {
+    uv_sem_destroy(&rt->start);
+    uv_sem_destroy(&rt->wake[0]);
+    uv_sem_destroy(&rt->wake[1]);
+    goto fail_workers;
+  }
   pto__error_clear(&rt->err);
   for (uint32_t i = 0; i < n; i++) {
     pto_worker *w = &rt->workers[i];
@@ -620,6 +666,7 @@ pto_status pto_runtime_new(const pto_runtime_params *params,
       pto__error_set(&rt->err, st, "runtime: cannot start worker %u", i);
       atomic_store(&rt->stop, 1);
       for (uint32_t k = 0; k < n; k++) {
+        uv_sem_post(&rt->start);
         uv_sem_post(&rt->wake[0]);
         uv_sem_post(&rt->wake[1]);
       }
@@ -632,10 +679,18 @@ pto_status pto_runtime_new(const pto_runtime_params *params,
       pin(rt, &rt->workers[i], pus[i % n_pus]);
   }
   free(pus);
+  /* pinned: let the workers fault their scratchpads in, each on its own
+   * core, and wait until they have */
+  for (uint32_t i = 0; i < n; i++)
+    uv_sem_post(&rt->start);
+  for (uint32_t i = 0; i < n; i++)
+    uv_sem_wait(&rt->ready);
   *out = rt;
   return PTO_OK;
 
 fail_threads:
+  uv_sem_destroy(&rt->start);
+  uv_sem_destroy(&rt->ready);
   uv_sem_destroy(&rt->wake[0]);
   uv_sem_destroy(&rt->wake[1]);
 fail_workers:
@@ -664,6 +719,8 @@ void pto_runtime_free(pto_runtime *rt) {
     uv_thread_join(&rt->workers[i].thread);
   for (uint32_t i = 0; i < rt->n_workers; i++)
     pto__scratch_free(&rt->workers[i].scratch);
+  uv_sem_destroy(&rt->start);
+  uv_sem_destroy(&rt->ready);
   uv_sem_destroy(&rt->wake[0]);
   uv_sem_destroy(&rt->wake[1]);
   for (int c = 0; c < 2; c++)

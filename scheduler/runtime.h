@@ -100,6 +100,7 @@ struct pto_worker {
   int first_type;
   int group; /* which sleepers[] / wake[] it uses */
   int pinned_pu; /* OS index of its PU, -1 when not pinned */
+  struct hwloc_obj *pu; /* the PU it is pinned to, or NULL */
   uv_thread_t thread;
   pto_scratch scratch; /* grown by this worker only */
   /* tasks popped in one batch, run before looking at the queues again */
@@ -124,6 +125,9 @@ struct pto_runtime {
   /* sleepers wait per group: one group when workers are shared, one per
    * core type when dedicated, so a push wakes a worker that can run it */
   uv_sem_t wake[2];
+  /* start-up: workers wait on `start` until they are pinned, fault their
+   * scratchpads in, then post `ready` (pto_runtime_new waits for all) */
+  uv_sem_t start, ready;
   alignas(PTO_CACHE_LINE) atomic_int sleepers[2];
   alignas(PTO_CACHE_LINE) atomic_int stop;
   atomic_int active_runs;
