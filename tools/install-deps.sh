@@ -1,7 +1,26 @@
 #!/usr/bin/env bash
-# Installs PTO's build and test dependencies from Debian's packages.
-# Idempotent: does nothing when every package is already installed.
+# Installs what PTO needs from Debian's packages. Idempotent: installs only
+# what is missing, and nothing when every package is present.
+#
+#   bash tools/install-deps.sh          the build and the main job (pto-bench
+#                                       and its PyTorch and OpenBLAS peers)
+#   bash tools/install-deps.sh --test   that, and what only the tests and CI
+#                                       need (Criterion, clang and the
+#                                       fuzzing runtimes, chromium, node)
 set -euo pipefail
+
+usage() {
+  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+}
+
+test_deps=0
+for a in "$@"; do
+  case "$a" in
+    --test) test_deps=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "install-deps: unknown option '$a'" >&2; usage >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   build-essential cmake pkg-config git
@@ -10,21 +29,26 @@ packages=(
   libudev-dev     # -ludev: hwloc.pc's Libs.private, so `pkg-config --static pto` links
   libjansson-dev  # JSON config and dumps
   libxxhash-dev   # structural hashing of subgraphs
-  libcriterion-dev
   libopenblas-dev # pto-bench gemm's peer (loaded at run time)
-  python3-numpy python3-torch # pto-bench indexer's peer (tools/pto_bench_torch.py)
-  graphviz        # pto-trace graph: stage dumps to SVG
-  chromium        # the swimlane viewer's browser test (headless)
-  fonts-dejavu-core # a font for the page the browser test draws
-  clang           # the libFuzzer targets (tests/fuzz, -DPTO_FUZZ=ON), .ci/run's clang build
-  libclang-rt-14-dev # libFuzzer and the sanitizer runtimes for clang 14
-  llvm-14         # llvm-symbolizer: fuzzer and sanitizer stacks with lines
+  python3-numpy python3-torch # pto-bench's PyTorch peer (tools/pto_bench_torch.py)
 )
-# the browser test's driver (playwright-core, from npm): Debian's node and
-# npm unless a node is already installed (e.g. NodeSource's, whose nodejs
-# package carries npm and conflicts with Debian's)
-command -v node >/dev/null || packages+=(nodejs)
-command -v npm >/dev/null || packages+=(npm)
+if [ "$test_deps" = 1 ]; then
+  packages+=(
+    libcriterion-dev  # the test suites
+    python3           # tools/docs_check.py, the checked docs build
+    graphviz          # pto-trace graph: stage dumps to SVG (tools tests)
+    chromium          # the swimlane viewer's browser test (headless)
+    fonts-dejavu-core # a font for the page the browser test draws
+    clang             # the libFuzzer targets (tests/fuzz, -DPTO_FUZZ=ON), .ci/run's clang build
+    libclang-rt-14-dev # libFuzzer and the sanitizer runtimes for clang 14
+    llvm-14           # llvm-symbolizer: fuzzer and sanitizer stacks with lines
+  )
+  # the browser test's driver (playwright-core, from npm): Debian's node and
+  # npm unless a node is already installed (e.g. NodeSource's, whose nodejs
+  # package carries npm and conflicts with Debian's)
+  command -v node >/dev/null || packages+=(nodejs)
+  command -v npm >/dev/null || packages+=(npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
