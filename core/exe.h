@@ -115,7 +115,8 @@ struct pto_executable {
   pto_storage *storages;
   uint32_t n_storages;
   uint64_t workspace_bytes;
-  void *workspace; /* allocated once, reused by every run */
+  void *workspace; /* taken once (core/buffer.h), reused by every run */
+  size_t workspace_cap; /* its size, >= workspace_bytes */
   pto_compile_stats stats;
   const char *config_json; /* the config it was compiled with (arena) */
   /* the scheduler's per-executable state (job arrays, last trace), owned by

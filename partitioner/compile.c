@@ -42,7 +42,7 @@ void pto_executable_free(pto_executable *e) {
   free(e->succ);
   free(e->args);
   free(e->storages);
-  free(e->workspace);
+  pto__workspace_give(e->workspace, e->workspace_cap);
   free(e->unit_subgraph);
   free(e->subgraph_task);
   pto__tgraph_free(&e->tg);
@@ -407,12 +407,12 @@ pto_status pto_compile(pto_program *p, const pto_config *cfg,
   if ((st = note_unused_settings(e, p, cfg)))
     goto fail_compile;
   if (e->workspace_bytes) {
-    /* huge pages, faulted in now rather than by the first run's tasks */
+    /* mapped now (a freed executable's, or huge pages faulted in), not by
+     * the first run's tasks */
     e->workspace = e->workspace_bytes <= SIZE_MAX
-                       ? pto_buffer_alloc((size_t)e->workspace_bytes)
+                       ? pto__workspace_take((size_t)e->workspace_bytes,
+                                             &e->workspace_cap)
                        : NULL;
-    if (e->workspace)
-      pto__prefault(e->workspace, (size_t)e->workspace_bytes);
     if (!e->workspace) {
       st = pto__error_set(&p->run_err, PTO_ENOMEM,
                           "compile: cannot allocate a %llu-byte workspace",
