@@ -1,15 +1,16 @@
 /* pto-bench: the benchmark harness. Each subcommand runs PTO and the peer a
  * user would otherwise pick side by side in one run, and prints medians,
  * ratios and fractions of the machine's measured peak (--json: one JSON
- * array on stdout). With no subcommand it runs every one on its default
- * workload, in the order of cmds[] below. */
+ * array on stdout). With no subcommand it runs the headline, the operators
+ * the project exists for on short workloads (about a minute); `all` runs
+ * every command on its default workload, in the order of cmds[] below. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/bench.h"
 
-/* In this order with no command: the operators against PyTorch first. */
+/* In this order for `all`: the operators against PyTorch first. */
 static const bench_cmd *const cmds[] = {
     &bench_indexer,
     &bench_attention,
@@ -20,12 +21,29 @@ static const bench_cmd *const cmds[] = {
 };
 #define N_CMDS (sizeof cmds / sizeof cmds[0])
 
+/* The headline: DeepSeek's indexer attention for two decode steps, then
+ * its two operators alone at their default size, each against PyTorch;
+ * 5 timed runs each unless --repeats says otherwise. */
+static const struct {
+  const bench_cmd *cmd;
+  const char *args[6];
+} headline[] = {
+    {&bench_dsa, {"dsa", "--preset", "decode", "--steps", "2", NULL}},
+    {&bench_indexer, {"indexer", NULL}},
+    {&bench_attention, {"attention", NULL}},
+};
+#define N_HEADLINE (sizeof headline / sizeof headline[0])
+#define HEADLINE_REPEATS 5
+
 static void usage(FILE *f) {
   fputs("usage: pto-bench [options] [command [command options]]\n"
         "\n"
         "Runs PTO side by side with its peers on this machine, in one run.\n"
-        "With no command, runs every command on its default workload,\n"
-        "the indexer and the attention against PyTorch first.\n"
+        "With no command, runs the headline in about a minute: DeepSeek's\n"
+        "indexer attention for two decode steps, then the lightning indexer\n"
+        "and the sparse attention at their default sizes, each against\n"
+        "PyTorch (5 timed runs each). `pto-bench all` runs every command\n"
+        "below on its default workload (several minutes).\n"
         "\n"
         "options:\n"
         "  --json         print results as a JSON array on stdout (the table\n"
@@ -40,6 +58,7 @@ static void usage(FILE *f) {
         f);
   for (size_t i = 0; i < N_CMDS; i++)
     fprintf(f, "  %-12s %s\n", cmds[i]->name, cmds[i]->summary);
+  fprintf(f, "  %-12s %s\n", "all", "every command above on its default workload");
 }
 
 static int parse_int(const char *opt, const char *v, int lo, int *out) {
@@ -97,7 +116,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   int rc = 0;
-  if (argc > 1) {
+  uint64_t t0 = bench_now_ns();
+  if (argc > 1 && strcmp(argv[1], "all")) {
     const bench_cmd *c = find(argv[1]);
     if (!c) {
       fprintf(stderr, "pto-bench: unknown command '%s'\n\n", argv[1]);
@@ -110,14 +130,46 @@ int main(int argc, char **argv) {
         return 0;
       }
     rc = c->run(&o, argc - 1, argv + 1);
-  } else {
-    /* every command on its default workload */
+  } else if (argc > 1) {
+    if (argc > 2) {
+      fprintf(stderr, "pto-bench: all takes no options of its own, got "
+                      "'%s'\n",
+              argv[2]);
+      return 2;
+    }
     for (size_t i = 0; i < N_CMDS; i++) {
+      bench_progress(&o, "all: %zu of %zu: %s", i + 1, N_CMDS, cmds[i]->name);
       char *sub[] = {(char *)cmds[i]->name, NULL};
       int r = cmds[i]->run(&o, 1, sub);
       if (r && !rc)
         rc = r;
     }
+  } else {
+    bench_opts h = o;
+    if (!h.repeats && !h.quick)
+      h.repeats = HEADLINE_REPEATS;
+    for (size_t i = 0; i < N_HEADLINE; i++) {
+      int n = 0;
+      char *sub[6];
+      while (headline[i].args[n]) {
+        sub[n] = (char *)headline[i].args[n];
+        n++;
+      }
+      /* --quick: each command's smoke preset instead */
+      if (o.quick)
+        n = 1;
+      sub[n] = NULL;
+      bench_progress(&o, "headline %zu of %zu: %s", i + 1, N_HEADLINE,
+                     headline[i].cmd->name);
+      int r = headline[i].cmd->run(&h, n, sub);
+      if (r && !rc)
+        rc = r;
+    }
+    fprintf(stderr,
+            "pto-bench: headline done in %.0f s%s. `pto-bench all` runs every "
+            "command on its default workload; `pto-bench --help` lists "
+            "them.\n",
+            (double)(bench_now_ns() - t0) / 1e9, rc ? " (with failures above)" : "");
   }
   if (o.json) {
     json_dumpf(bench_results(), stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(6));

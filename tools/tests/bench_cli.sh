@@ -5,7 +5,8 @@
 #                                  --json, --save, --trace, a missing and a
 #                                  lying peer
 #   bench_cli.sh quick PTO_BENCH   `pto-bench --quick indexer`, with the
-#                                  peer and with a missing interpreter
+#                                  peer and with a missing interpreter, and
+#                                  the headline (`pto-bench --quick`)
 # Exit 0 passed, 1 failed, 77 skipped (what the part needs is missing).
 set -uo pipefail
 part=$1
@@ -31,6 +32,10 @@ usage)
   expect 2 "--save needs a directory" -- indexer --save
   expect 2 "--threads needs an integer" -- --threads 0 indexer
   expect 2 "unknown command 'indexr'" -- indexr
+  expect 2 "all takes no options of its own, got '--preset'" -- all --preset smoke
+  "$bench" --help >"$tmp/out" 2>&1 && grep -q "pto-bench all" "$tmp/out" &&
+    grep -qE "^  all +every command" "$tmp/out" && passed=$((passed + 1)) ||
+    fail "--help does not say what the headline and 'all' run"
   expect 1 "--config: .*nonexistent.json" -- indexer --config "$tmp/nonexistent.json"
   printf '{"knobs": {"nbuffer": }' >"$tmp/bad.json"
   expect 1 "--config: .*bad.json:1:" -- indexer --config "$tmp/bad.json"
@@ -112,6 +117,11 @@ EOF
 
 quick)
   quick_part indexer "^smoke .* ok$"
+  # the headline, short: its three commands, then what runs everything
+  expect 0 "headline 3 of 3: attention" -- --quick --json
+  grep -q "headline done in [0-9]* s.* \`pto-bench all\` runs every command" "$tmp/err" &&
+    passed=$((passed + 1)) || fail "the headline does not end by naming 'pto-bench all'"
+  expect_json "the headline's JSON" '[x["workload"] for x in r] == ["dsa", "indexer", "attention"] and all(x["check"] == "ok" for x in r)'
   ;;
 
 *)
