@@ -37,12 +37,13 @@
  * shows every part of this header at work.
  *
  * Lifetimes. A pto::tensor is a plain handle to a tensor inside its
- * program's arena: it is valid while the program lives, as in C. The C API
- * requires a program to outlive its executables; here an executable (and a
- * scope guard) shares ownership of its program's C object, so any
- * declaration or destruction order is safe: the program's C object is
- * freed when the last of them goes. (The natural order, program declared
- * first and destroyed last, needs nothing of this.)
+ * program's arena: it is valid while the program lives, as in C. An
+ * executable and a scope guard share ownership of their program's C object,
+ * which is freed when the last of them goes, after every executable
+ * compiled from it: so any declaration or destruction order is safe, the
+ * natural one (program declared first, destroyed last) and any other,
+ * whatever order of pto_executable_free and pto_program_free the C API
+ * asks for (pto/executable.h).
  *
  * Errors stick in a program as in C: after a build call has thrown, the
  * program keeps that first error, so a later failing call reports it again
@@ -1165,8 +1166,8 @@ inline pto_machine machine_ascend() noexcept {
 /* ---- executable ---------------------------------------------------------- */
 
 /* A compiled program (pto/executable.h): compiled programs and the
- * execution graph. It shares ownership of its program's C object (which the
- * C API requires to outlive it), so it may outlive the pto::program it was
+ * execution graph. It shares ownership of its program's C object, freed
+ * only after the executable, so it may outlive the pto::program it was
  * compiled from. Runs go through pto::runtime::run or run_serial. */
 class executable {
 public:
