@@ -123,6 +123,9 @@ struct pto_executable {
    * the scheduler and freed through sched_free */
   void *sched;
   void (*sched_free)(void *sched);
+  /* the program as compiled (pto__program_snapshot, owned): what dumps,
+   * traces and task labels read */
+  pto_program *prog;
   /* for dumps: the tile graph and subgraph of every unit */
   pto_tgraph tg;
   uint32_t *unit_subgraph;

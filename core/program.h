@@ -118,6 +118,11 @@ struct pto_program {
   int n_labels;
 };
 
+/* A copy of p's tensor graph (tensors, ops, inputs, outputs, names and
+ * labels; not its scopes) that p's later changes and pto_program_free do
+ * not touch: what an executable keeps. NULL on ENOMEM. */
+pto_program *pto__program_snapshot(const pto_program *p);
+
 /* Dense row-major strides for shape. */
 void pto__dense_strides(int ndim, const int64_t *shape, int64_t *stride);
 /* 1 when t's elements are dense row-major in its root from t->offset. */

@@ -46,6 +46,7 @@ void pto_executable_free(pto_executable *e) {
   free(e->unit_subgraph);
   free(e->subgraph_task);
   pto__tgraph_free(&e->tg);
+  pto_program_free(e->prog);
   pto__arena_free(&e->arena);
   free(e);
 }
@@ -383,9 +384,12 @@ pto_status pto_compile(pto_program *p, const pto_config *cfg,
   double t0 = now_ms();
   pto_tile_ctx tctx = {&e->machine, 0, 0};
   pto_matmul_panel(&tctx.mr, &tctx.nr);
-  st = pto__tile(&e->tg, p, cfg, &tctx);
+  st = (e->prog = pto__program_snapshot(p))
+           ? pto__tile(&e->tg, e->prog, cfg, &tctx)
+           : PTO_ENOMEM;
   if (st) {
-    pto__error_set(&p->run_err, st, "%s", e->tg.err.msg);
+    if (e->prog)
+      pto__error_set(&p->run_err, st, "%s", e->tg.err.msg);
     goto fail_compile;
   }
   double t1 = now_ms();
@@ -404,7 +408,7 @@ pto_status pto_compile(pto_program *p, const pto_config *cfg,
   name_programs(e);
   if ((st = mark_streaming_stores(e)))
     goto fail_compile;
-  if ((st = note_unused_settings(e, p, cfg)))
+  if ((st = note_unused_settings(e, e->prog, cfg)))
     goto fail_compile;
   if (e->workspace_bytes) {
     /* mapped now (a freed executable's, or huge pages faulted in), not by

@@ -22,9 +22,9 @@ typedef struct pto_executable pto_executable;
  * an application is retuned without rebuilding it. On failure
  * *exe is NULL and pto_program_error(p) says why, e.g. "compile: rowsum
  * 'x.sum' needs 262144 bytes of UB, the machine has 196608" (p NULL:
- * pto_last_error). The program
- * must outlive the executable (dumps read its tensor graph); building more
- * ops into it afterwards does not change the executable. */
+ * pto_last_error). The executable keeps its own copy of what it reads of
+ * the program (the tensor graph its dumps, traces and labels show), so the
+ * program may be freed, or grow, while the executable lives. */
 PTO_API pto_status pto_compile(pto_program *p, const pto_config *cfg,
                                pto_executable **exe);
 PTO_API void pto_executable_free(pto_executable *e); /* NULL is a no-op */
