@@ -5,7 +5,7 @@ per problem) when they no longer match it:
 
   - a fenced block marked ```c example``` (or ```cpp example```) does not
     compile as a whole translation unit (cc -std=c11 -fsyntax-only -I include;
-    c++ -std=c++20 for C++);
+    c++ -std=c++17 for C++);
   - a block after <!-- example: PATH --> is not byte-identical to PATH;
     a block after <!-- output: PATH --> is not what the built example prints
     (<build>/PATH without its extension; only with --build);
@@ -869,7 +869,7 @@ class Checker:
                 src = os.path.join(tmp, "%s-%d%s" % (pg.rel.replace("/", "_"), b.line, ext))
                 with open(src, "w", encoding="utf-8") as f:
                     f.write(b.text())
-                cmd = ([self.cc, "-std=c11"] if lang == "c" else [self.cxx, "-std=c++20"])
+                cmd = ([self.cc, "-std=c11"] if lang == "c" else [self.cxx, "-std=c++17"])
                 cmd += ["-fsyntax-only", "-I", os.path.join(self.root, "include"), src]
                 r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
                 return job, src, r.returncode, r.stdout.decode("utf-8", "replace")
