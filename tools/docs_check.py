@@ -415,6 +415,10 @@ def parse_isa(root):
             intro.append(ln)
             continue
         m = re.match(r"^   (\S.*)$", ln)
+        if m and cur is not None and not cur[0] and \
+                expand_names(m.group(1).split(" ")[0], insns) is None:
+            cur[1].append(ln)  # a family note goes on
+            continue
         if m:
             flush()
             toks = m.group(1).split(" ")
