@@ -5,6 +5,7 @@
 #ifndef PTO_CORE_EXE_H
 #define PTO_CORE_EXE_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "core/isa.h"
@@ -114,14 +115,14 @@ struct pto_executable {
   pto_targ *args;
   pto_storage *storages;
   uint32_t n_storages;
-  uint64_t workspace_bytes;
-  void *workspace; /* taken once (core/buffer.h), reused by every run */
-  size_t workspace_cap; /* its size, >= workspace_bytes */
+  uint64_t workspace_bytes; /* each run takes its own (core/buffer.h) */
   pto_compile_stats stats;
   const char *config_json; /* the config it was compiled with (arena) */
-  /* the scheduler's per-executable state (job arrays, last trace), owned by
-   * the scheduler and freed through sched_free */
-  void *sched;
+  /* the scheduler's per-executable state (job arrays, the last trace of
+   * the executable-level calls), built by the first run and published
+   * atomically (runs of one executable may start on several threads at
+   * once), owned by the scheduler and freed through sched_free */
+  _Atomic(void *) sched;
   void (*sched_free)(void *sched);
   /* the program as compiled (pto__program_snapshot, owned): what dumps,
    * traces and task labels read */

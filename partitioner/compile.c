@@ -42,7 +42,6 @@ void pto_executable_free(pto_executable *e) {
   free(e->succ);
   free(e->args);
   free(e->storages);
-  pto__workspace_give(e->workspace, e->workspace_cap);
   free(e->unit_subgraph);
   free(e->subgraph_task);
   pto__tgraph_free(&e->tg);
@@ -411,18 +410,19 @@ pto_status pto_compile(pto_program *p, const pto_config *cfg,
   if ((st = note_unused_settings(e, e->prog, cfg)))
     goto fail_compile;
   if (e->workspace_bytes) {
-    /* mapped now (a freed executable's, or huge pages faulted in), not by
-     * the first run's tasks */
-    e->workspace = e->workspace_bytes <= SIZE_MAX
-                       ? pto__workspace_take((size_t)e->workspace_bytes,
-                                             &e->workspace_cap)
-                       : NULL;
-    if (!e->workspace) {
+    /* each run takes its own workspace from the pool: leave one there,
+     * mapped, so the first run does not fault it in */
+    size_t cap = 0;
+    void *ws = e->workspace_bytes <= SIZE_MAX
+                   ? pto__workspace_take((size_t)e->workspace_bytes, &cap)
+                   : NULL;
+    if (!ws) {
       st = pto__error_set(&p->run_err, PTO_ENOMEM,
                           "compile: cannot allocate a %llu-byte workspace",
                           (unsigned long long)e->workspace_bytes);
       goto fail_compile;
     }
+    pto__workspace_give(ws, cap);
   }
   e->stats.ms_total = now_ms() - t0;
   pto_config_free(own);

@@ -79,8 +79,9 @@ void pto__scratch_free(pto_scratch *s) {
   memset(s, 0, sizeof *s);
 }
 
-pto_status pto__bind(const pto_executable *e, const void *const *inputs,
-                     void *const *outputs, unsigned char **base) {
+pto_status pto__bind(const pto_executable *e, void *workspace,
+                     const void *const *inputs, void *const *outputs,
+                     unsigned char **base) {
   for (uint32_t k = 0; k < e->n_storages; k++) {
     const pto_storage *s = &e->storages[k];
     switch (s->kind) {
@@ -91,7 +92,7 @@ pto_status pto__bind(const pto_executable *e, const void *const *inputs,
       base[k] = outputs[s->index];
       break;
     case PTO_STORAGE_WORKSPACE:
-      base[k] = (unsigned char *)e->workspace + s->offset;
+      base[k] = (unsigned char *)workspace + s->offset;
       break;
     default:
       base[k] = NULL;

@@ -25,9 +25,11 @@ pto_status pto__scratch_prepare(pto_scratch *s,
 pto_status pto__scratch_init(pto_scratch *s, const pto_executable *e);
 void pto__scratch_free(pto_scratch *s);
 
-/* base[k]: the address of storage k for this run. */
-pto_status pto__bind(const pto_executable *e, const void *const *inputs,
-                     void *const *outputs, unsigned char **base);
+/* base[k]: the address of storage k for a run with this workspace (of at
+ * least e->workspace_bytes) and these buffers. */
+pto_status pto__bind(const pto_executable *e, void *workspace,
+                     const void *const *inputs, void *const *outputs,
+                     unsigned char **base);
 
 /* Runs every instance of task t; on failure fills err naming the task, its
  * program, label and instruction. next: the task this worker runs after t

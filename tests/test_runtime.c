@@ -365,26 +365,37 @@ Test(scheduler, async_runs_complete_on_the_loop_two_in_flight,
                PTO_OK);
   cr_assert_eq(pto_runtime_submit(rt, e2, in, o2, &loop, on_done, &s2, &r2),
                PTO_OK);
-  /* one run of an executable at a time: a second submit while the gated
-   * run is held is refused, and the held run still completes */
   pto_program *pg = custom_program("gated", "rt_gate", gate_custom, NULL);
   pto_executable *eg = NULL;
   cr_assert_eq(pto_compile(pg, NULL, &eg), PTO_OK, "%s", pto_program_error(pg));
-  static float gx[64], gy[64];
+  static float gx[64], gy[64], gy2[64], gy3[64];
   const void *gin[] = {gx};
-  void *gout[] = {gy};
+  void *gout[] = {gy}, *gout2[] = {gy2}, *gout3[] = {gy3};
   async_state sg = {0};
   sg.loop_thread = uv_thread_self();
   atomic_store(&gate_open, 0);
+  /* an executable runs several times at once: a second submit while the
+   * gated run is held is taken; one run (pto_run) executes once at a time:
+   * its second submit is refused, and the held runs still complete */
+  pto_run *own = NULL;
+  cr_assert_eq(pto_run_new(eg, &own), PTO_OK);
   cr_assert_eq(pto_runtime_submit(rt, eg, gin, gout, &loop, on_done, &sg, NULL),
                PTO_OK);
-  cr_expect_eq(pto_runtime_submit(rt, eg, gin, gout, &loop, on_done, &sg, NULL),
-               PTO_ESTATE, "one run of an executable at a time");
+  cr_assert_eq(pto_runtime_submit(rt, eg, gin, gout2, &loop, on_done, &sg,
+                                  NULL),
+               PTO_OK, "%s", pto_executable_error(eg));
+  cr_assert_eq(pto_run_submit(rt, own, gin, gout3, &loop, on_done, &sg),
+               PTO_OK, "%s", pto_run_error(own));
+  cr_expect_eq(pto_run_submit(rt, own, gin, gout3, &loop, on_done, &sg),
+               PTO_ESTATE, "one execution of a run at a time");
+  cr_expect(strstr(pto_run_error(own), "this run is executing"), "%s",
+            pto_run_error(own));
   atomic_store(&gate_open, 1);
   uv_run(&loop, UV_RUN_DEFAULT);
+  pto_run_free(own);
   cr_expect_eq(s1.calls, 1);
   cr_expect_eq(s2.calls, 1);
-  cr_expect_eq(sg.calls, 1);
+  cr_expect_eq(sg.calls, 3);
   cr_expect_eq(s1.status, PTO_OK);
   cr_expect_eq(s2.status, PTO_OK);
   cr_expect_eq(sg.status, PTO_OK);

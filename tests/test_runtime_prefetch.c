@@ -36,7 +36,7 @@ Test(scheduler, matmul_is_told_the_next_slices_operands, .timeout = 30) {
   void *out[] = {C};
   unsigned char *base[8];
   cr_assert_lt(e->n_storages, 9);
-  cr_assert_eq(pto__bind(e, in, out, base), PTO_OK);
+  cr_assert_eq(pto__bind(e, NULL, in, out, base), PTO_OK);
   cr_assert_eq(e->n_tasks, 1);
   const pto_cprog *pr = &e->progs[e->tasks[0].prog];
   const pto_targ *args = e->args + e->tasks[0].args;
@@ -122,7 +122,7 @@ static void prefetch_case(int kind) {
   void *out[] = {y};
   unsigned char *base[8];
   cr_assert(e->n_storages <= 8);
-  cr_assert_eq(pto__bind(e, in, out, base), PTO_OK);
+  cr_assert_eq(pto__bind(e, NULL, in, out, base), PTO_OK);
   /* rows of an instance's window prefetched: a row-ahead load
    * (PTO_IF_ROW_AHEAD) fetches the rest itself, so the plan holds only its
    * first */

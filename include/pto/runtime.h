@@ -71,8 +71,54 @@ PTO_API int pto_runtime_worker_pu(const pto_runtime *rt, uint32_t worker);
 
 /* ---- runs of compiled executables -------------------------------------- */
 
+/* A run binds an executable to buffers and owns what one execution needs:
+ * its workspace (taken mapped from a pool when the run is made, so its
+ * first execution faults nothing in), its trace and its error. Running
+ * never changes an executable: any number of runs of one executable may
+ * execute at once, on one runtime or several, from any threads. One run
+ * executes once at a time (PTO_ESTATE while it is executing) and may
+ * execute again and again; it must be freed before its executable. */
 typedef struct pto_run pto_run;
 typedef void (*pto_run_cb)(pto_run *run, pto_status status, void *user);
+
+/* A new run of e. PTO_EINVAL for NULL arguments, PTO_ENOMEM (the
+ * workspace's size in pto_last_error) when memory is short. */
+PTO_API pto_status pto_run_new(const pto_executable *e, pto_run **run);
+/* Waits for an execution in flight, then frees the run. NULL is a no-op. */
+PTO_API void pto_run_free(pto_run *run);
+/* The message of the run's last failed call or execution ("" if none; an
+ * execution clears it when it starts): a failing task's names the task,
+ * program and label. */
+PTO_API const char *pto_run_error(const pto_run *run);
+PTO_API const pto_executable *pto_run_executable(const pto_run *run);
+
+/* Executes run on rt with the given buffers (dense row-major, in
+ * declaration order) and waits. A failing task ends the execution with its
+ * status. */
+PTO_API pto_status pto_run_exec(pto_runtime *rt, pto_run *run,
+                                const void *const *inputs,
+                                void *const *outputs);
+/* Every task of run on the calling thread, in a topological order. */
+PTO_API pto_status pto_run_exec_serial(pto_run *run,
+                                       const void *const *inputs,
+                                       void *const *outputs);
+/* Starts run on rt and returns at once. When it ends, cb is called on the
+ * thread running `loop` (a uv_loop_t *, which must outlive the execution;
+ * call this from that thread); the run is free to execute again (or to be
+ * freed) from within cb. */
+PTO_API pto_status pto_run_submit(pto_runtime *rt, pto_run *run,
+                                  const void *const *inputs,
+                                  void *const *outputs, void *loop,
+                                  pto_run_cb cb, void *user);
+/* Tasks not yet started are skipped; the execution ends with
+ * PTO_ECANCELED. */
+PTO_API void pto_run_cancel(pto_run *run);
+
+/* The executable-level calls below each execute e on a run of their own,
+ * made and freed by the call (its workspace from the pool: after the first
+ * call, a warm one); a failure's message goes to pto_executable_error(e).
+ * They too may run e several times at once; then read each call's status,
+ * since e's message is the last one written. */
 
 /* Runs e with the given buffers and waits. A failing task ends the run with
  * its status; pto_executable_error(e) names the task, program and label. */
@@ -90,15 +136,13 @@ PTO_API void *pto_buffer_alloc(size_t bytes);
 
 /* Starts e and returns at once. When the run ends, cb is called on the
  * thread running `loop` (a uv_loop_t *, which must outlive the run); call
- * this from that thread. The run handle is valid until cb returns. One run of
- * an executable at a time: ESTATE while e is running. */
+ * this from that thread. The run handle (*run, when run is not NULL) is
+ * valid until cb returns, for pto_run_cancel. */
 PTO_API pto_status pto_runtime_submit(pto_runtime *rt, pto_executable *e,
                                       const void *const *inputs,
                                       void *const *outputs, void *loop,
                                       pto_run_cb cb, void *user,
                                       pto_run **run);
-/* Tasks not yet started are skipped; the run ends with PTO_ECANCELED. */
-PTO_API void pto_run_cancel(pto_run *run);
 
 /* ---- task graphs of user callbacks ------------------------------------- */
 
@@ -124,7 +168,9 @@ PTO_API const char *pto_graph_error(const pto_graph *g);
  * was created, every run records each task's worker, start and end
  * (libuv's high-resolution clock) and, for an executable, the time of each
  * instruction of each task (a monotonic clock read around every call);
- * the executable or graph keeps its last run's trace. Write it as Chrome
+ * a run keeps its last execution's trace (pto_run_write_trace), an
+ * executable the last one of its executable-level calls (pto_runtime_run,
+ * pto_runtime_submit), and a graph its last run's. Write it as Chrome
  * trace-event JSON (Perfetto loads it: one lane per worker, one box per
  * task with its label, program, producers, tile windows and ns per
  * instruction opcode; PTO's metadata under the key "pto": workload,
@@ -140,6 +186,10 @@ PTO_API const char *pto_graph_error(const pto_graph *g);
  * makes pto_runtime_new fail with PTO_ECONFIG. */
 PTO_API pto_status pto_executable_write_trace(const pto_executable *e,
                                               const char *path);
+/* The same for a run's last execution (PTO_ESTATE while it executes; the
+ * message goes to pto_run_error). */
+PTO_API pto_status pto_run_write_trace(const pto_run *run, const char *path);
+PTO_API pto_status pto_run_trace_summary(const pto_run *run, FILE *out);
 PTO_API pto_status pto_executable_trace_summary(const pto_executable *e,
                                                 FILE *out);
 PTO_API pto_status pto_graph_write_trace(const pto_graph *g, const char *path);
