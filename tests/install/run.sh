@@ -36,7 +36,7 @@ mv "$tmp/staged" "$tmp/prefix"
 prefix=$tmp/prefix
 pc=$(find "$prefix" -name pto.pc -path '*/pkgconfig/*' -print -quit)
 [ -n "$pc" ] || fail "no pto.pc under the install"
-for h in pto.h gemm.h softmax.h indexer.h; do
+for h in pto.h pto.hpp gemm.h softmax.h indexer.h runtime.h; do
   [ -f "$prefix/include/pto/$h" ] || fail "include/pto/$h is not installed"
 done
 

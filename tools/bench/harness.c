@@ -76,7 +76,7 @@ void bench_harness_usage(FILE *f) {
         "                   and meta.json into DIR (DIR/PRESET/ when several\n"
         "                   presets run)\n"
         "  --config FILE    a tuning config (JSON: machine, knobs, label\n"
-        "                   overrides such as \"indexer.qk\"; see README)\n"
+        "                   overrides such as \"indexer.qk\"; docs/config.md)\n"
         "  --against FILE   a second config: PTO also runs under it, its\n"
         "                   result checked, its timed runs alternating with\n"
         "                   --config's (so a noisy machine weighs on both\n"
