@@ -43,7 +43,7 @@ static uint32_t tedges_store(const tedges *t, const pto_tgraph *tg,
 static pto_status tedges_init(tedges *t, const pto_tgraph *tg) {
   uint32_t n_stores = 0;
   for (uint32_t i = 0; i < tg->n_insts; i++)
-    n_stores += tg->insts[i].op == PTO_OP_TSTORE;
+    n_stores += pto__insn_stores(tg->insts[i].op);
   t->cap = 64;
   while (t->cap < 2 * n_stores + 2)
     t->cap *= 2;
@@ -69,7 +69,7 @@ static pto_status tedges_init(tedges *t, const pto_tgraph *tg) {
    * backwards so each new head links to the previous head */
   for (uint32_t i = tg->n_insts; i-- > 0;) {
     const pto_tinst *in = &tg->insts[i];
-    if (in->op != PTO_OP_TSTORE)
+    if (!pto__insn_stores(in->op))
       continue;
     uint32_t h = (uint32_t)gref_hash(&in->g) & (t->cap - 1);
     while (t->table[h] != PTO_NONE &&
@@ -126,7 +126,7 @@ pto_status pto__dump_tile_json(const pto_executable *e, FILE *f) {
     const pto_tinst *in = &tg->insts[i];
     for (int r = 0; r < in->n_src; r++)
       n_local += te.def[in->src[r]] != PTO_NONE;
-    if (in->op == PTO_OP_TLOAD)
+    if (pto__insn_loads(in->op))
       for (uint32_t s = tedges_store(&te, tg, &in->g); s != PTO_NONE;
            s = te.store_next[s])
         n_global++;
@@ -196,7 +196,7 @@ pto_status pto__dump_tile_json(const pto_executable *e, FILE *f) {
   }
   for (uint32_t i = 0; i < tg->n_insts && w.st == PTO_OK; i++) {
     const pto_tinst *in = &tg->insts[i];
-    if (in->op != PTO_OP_TLOAD)
+    if (!pto__insn_loads(in->op))
       continue;
     for (uint32_t s = tedges_store(&te, tg, &in->g); s != PTO_NONE;
          s = te.store_next[s])
@@ -262,7 +262,7 @@ pto_status pto__dump_tile_dot(const pto_executable *e, FILE *f) {
     for (int r = 0; r < in->n_src; r++)
       if (te.def[in->src[r]] != PTO_NONE)
         fprintf(f, "  i%u -> i%u;\n", te.def[in->src[r]], i);
-    if (in->op == PTO_OP_TLOAD)
+    if (pto__insn_loads(in->op))
       for (uint32_t s = tedges_store(&te, tg, &in->g); s != PTO_NONE;
            s = te.store_next[s])
         fprintf(f, "  i%u -> i%u [style=dashed, color=\"#1d3557\"];\n", s, i);

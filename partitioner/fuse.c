@@ -9,6 +9,25 @@
 
 #include "partitioner/part.h"
 
+/* What fusion asks of an instruction (core/isa.h): whether it writes its
+ * window with the values of its source (a store: PTO_IF_COPY; a plain one
+ * does not accumulate), reads one into its destination (a plain load), or
+ * reads global memory at all. */
+static int is_store(const pto_tinst *in) {
+  return (pto__insn_info(in->op)->flags & PTO_IF_COPY) &&
+         pto__insn_facts(in->op)->g == PTO_GA_WRITE;
+}
+static int plain_store(const pto_tinst *in) {
+  return is_store(in) && !pto__facts_acc(pto__insn_facts(in->op), in->flags);
+}
+static int plain_load(const pto_tinst *in) {
+  return (pto__insn_info(in->op)->flags & PTO_IF_COPY) &&
+         pto__insn_facts(in->op)->g == PTO_GA_READ;
+}
+static int reads_global(const pto_tinst *in) {
+  return pto__insn_facts(in->op)->g == PTO_GA_READ;
+}
+
 /* ---- step 1: exact matches and op-level fusion -------------------------- */
 
 pto_status pto__fuse_find_matches(part *s) {
@@ -18,7 +37,7 @@ pto_status pto__fuse_find_matches(part *s) {
     return PTO_ENOMEM;
   for (uint32_t i = 0; i < tg->n_insts; i++) {
     const pto_tinst *in = &tg->insts[i];
-    if (in->op != PTO_OP_TSTORE || in->flags & PTO_TF_ACC)
+    if (!plain_store(in))
       continue;
     uint32_t slot = hmap_slot(&stores, gref_key(&in->g));
     stores.keys[slot] = gref_key(&in->g);
@@ -28,7 +47,7 @@ pto_status pto__fuse_find_matches(part *s) {
     const pto_tinst *in = &tg->insts[i];
     s->match[i] = PTO_NONE;
     s->load_key[i] = 0;
-    if (in->op != PTO_OP_TLOAD)
+    if (!plain_load(in))
       continue;
     const pto_tval *v = &tg->vals[in->dst[0]];
     const int64_t id[11] = {in->g.storage, in->g.offset, in->g.rows, in->g.cols,
@@ -109,13 +128,12 @@ static int edge_fusable(const part *s, const node_units *nu, uint32_t p,
       continue;
     for (uint32_t i = un->first; i < un->first + un->count; i++) {
       const pto_tinst *in = &tg->insts[i];
-      if (!(pto__insn_info(in->op)->flags & PTO_IF_GLOBAL) ||
-          in->op == PTO_OP_TSTORE)
+      if (!reads_global(in))
         continue;
       if (in->g.storage >= s->p->n_tensors ||
           s->storage_node[in->g.storage] != p)
         continue;
-      if (in->op != PTO_OP_TLOAD || s->match[i] == PTO_NONE)
+      if (!plain_load(in) || s->match[i] == PTO_NONE)
         return 0;
     }
   }
@@ -323,15 +341,15 @@ static int reuse_l1(part *s) {
     uint32_t k = s->reuse[un->node];
     if (k <= 1)
       continue;
-    /* the load of the first matmul's left operand */
+    /* the load of the first matmul's first operand */
     const pto_tinst *first = NULL;
     uint32_t lhs = PTO_NONE;
     for (uint32_t i = un->first; lhs == PTO_NONE && i < un->first + un->count;
          i++)
-      if (pto__insn_matmul(tg->insts[i].op))
+      if (pto__insn_info(tg->insts[i].op)->family == PTO_FAMILY_MATMUL)
         lhs = tg->insts[i].src[0];
     for (uint32_t i = un->first; !first && i < un->first + un->count; i++)
-      if (tg->insts[i].op == PTO_OP_TLOAD && tg->insts[i].dst[0] == lhs)
+      if (plain_load(&tg->insts[i]) && tg->insts[i].dst[0] == lhs)
         first = &tg->insts[i];
     if (!first)
       continue;
@@ -393,9 +411,7 @@ pto_status pto__fuse_form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
   for (uint32_t i = 0; i < tg->n_insts; i++) {
     const pto_tinst *in = &tg->insts[i];
     uint32_t st = in->g.storage;
-    if (in->op == PTO_OP_TSTORE ||
-        !(pto__insn_info(in->op)->flags & PTO_IF_GLOBAL) || st >= nt ||
-        !internal[st])
+    if (!reads_global(in) || st >= nt || !internal[st])
       continue;
     uint32_t c = uf_find(s->cluster, s->storage_node[st]);
     if (unit_cluster(s, s->inst_unit[i]) != c || !forwarded(s, i))
@@ -403,7 +419,7 @@ pto_status pto__fuse_form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
   }
   for (uint32_t i = 0; i < tg->n_insts; i++) {
     const pto_tinst *in = &tg->insts[i];
-    if (in->op == PTO_OP_TSTORE && in->g.storage < nt &&
+    if (is_store(in) && in->g.storage < nt &&
         unit_cluster(s, s->inst_unit[i]) != PTO_NONE)
       drop[i] = internal[in->g.storage];
   }
@@ -484,7 +500,7 @@ pto_status pto__fuse_form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
         if (drop[i])
           continue;
         const pto_tinst *in = &tg->insts[i];
-        if (in->op == PTO_OP_TLOAD) {
+        if (plain_load(in)) {
           const pto_tval *v = &tg->vals[in->dst[0]];
           uint32_t slot = hmap_slot(&loads, s->load_key[i]);
           if (!loads.keys[slot]) {

@@ -40,6 +40,32 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* The compute term of a task's cost estimate, bytes moved + flops / 8:
+ * the flops of its program's matmuls (the table's, pto_insn_facts.flops),
+ * each divided by 8. The other instructions' flops are left out: they are
+ * bound by the bytes their loads and stores move, which the estimate
+ * counts. */
+static uint64_t matmul_cost(const pto_cprog *pr) {
+  uint64_t flops = 0;
+  for (uint32_t j = 0; j < pr->n_insts; j++) {
+    const pto_pinst *pi = &pr->insts[j];
+    if (pto__insn_info(pi->op)->family != PTO_FAMILY_MATMUL)
+      continue;
+    pto_insn_shape sh = {.op = pi->op, .n_src = pi->n_src,
+                         .n_dst = pi->n_dst, .flags = pi->flags};
+    for (int r = 0; r < pi->n_src; r++) {
+      sh.src[r][0] = pr->tiles[pi->src[r]].vrows;
+      sh.src[r][1] = pr->tiles[pi->src[r]].vcols;
+    }
+    for (int d = 0; d < pi->n_dst; d++) {
+      sh.dst[d][0] = pr->tiles[pi->dst[d]].vrows;
+      sh.dst[d][1] = pr->tiles[pi->dst[d]].vcols;
+    }
+    flops += pto__insn_flops_of(&sh) / 8;
+  }
+  return flops;
+}
+
 /* ---- driver ------------------------------------------------------------- */
 
 static pto_status fail(part *s, pto_status st, const char *fmt, ...)
@@ -365,26 +391,13 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
         e->args[a].storage = in->g.storage;
         e->args[a].offset = in->g.offset;
         a++;
-        acc[n_acc++] =
-            pto__graph_access(t, &in->g, in->g.offset, in->op == PTO_OP_TSTORE);
+        acc[n_acc++] = pto__graph_access(
+            t, &in->g, in->g.offset,
+            pto__insn_facts(in->op)->g == PTO_GA_WRITE);
         task->cost += bytes;
         e->stats.boundary_bytes += bytes;
       }
-      for (uint32_t j = 0; j < pr->n_insts; j++) {
-        const pto_pinst *pi = &pr->insts[j];
-        if (pto__insn_matmul(pi->op)) { /* M x K x N / 4 */
-          const pto_ptile *ta = &pr->tiles[pi->src[0]],
-                          *tb = &pr->tiles[pi->src[1]],
-                          *td = &pr->tiles[pi->dst[0]];
-          task->cost += pi->op == PTO_OP_TMATMUL_GA
-                            ? (uint64_t)td->vrows * tb->vrows * tb->vcols / 4
-                        /* TMATMUL_RELU_WSUM_G's src0 is Q^T, K x M */
-                        : pi->op == PTO_OP_TMATMUL_GB ||
-                                pi->op == PTO_OP_TMATMUL_RELU_WSUM_G
-                            ? (uint64_t)ta->vrows * ta->vcols * td->vcols / 4
-                            : (uint64_t)ta->vrows * ta->vcols * tb->vcols / 4;
-        }
-      }
+      task->cost += matmul_cost(pr);
     }
   }
   free(order);

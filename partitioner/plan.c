@@ -5,7 +5,6 @@
 #include <assert.h>
 #include <string.h>
 
-#include "core/custom.h"
 #include "partitioner/part.h"
 #include "tileops/tileops.h"
 
@@ -24,33 +23,61 @@ typedef struct interval {
 /* A role's mark in pack_operands: the tile keeps its global's dtype. */
 #define NATIVE 0x80
 
+/* Source r's (destination d's) role, level and attributes as the table
+ * declares them (core/isa.h). */
+static pto_operand src_of(const pto_pinst *pi, int r) {
+  return pto__insn_operand(pi->op, 0, r);
+}
+static pto_operand dst_of(const pto_pinst *pi, int d) {
+  return pto__insn_operand(pi->op, 1, d);
+}
+
+/* Whether role is a matmul's packed-or-not operand, and which. */
+static int is_mm_operand(pto_operand o) {
+  return o.role == PTO_ROLE_MM_A || o.role == PTO_ROLE_MM_B;
+}
+
 /* The dtype a packed operand t keeps when its engine multiplies it as it
- * is (pto__mm_native: AVX-512 BF16's bf16): its TLOAD's global's, else
- * PTO_DTYPE_COUNT (widened to f32, as every engine takes it). */
+ * is (pto__mm_native: AVX-512 BF16's bf16): the global's of the load that
+ * defines it (a PTO_OA_PACKABLE destination), else PTO_DTYPE_COUNT
+ * (widened to f32, as every engine takes it). */
 static pto_dtype native_dtype(const pto_cprog *pr, const uint32_t *def,
                               uint32_t t) {
-  if (def[t] == PTO_NONE || pr->insts[def[t]].op != PTO_OP_TLOAD)
+  if (def[t] == PTO_NONE ||
+      !(dst_of(&pr->insts[def[t]], 0).attr & PTO_OA_PACKABLE))
     return PTO_DTYPE_COUNT;
   const pto_dtype dt = pr->slots[pr->insts[def[t]].slot].dtype;
   return pto__mm_native(dt) ? dt : PTO_DTYPE_COUNT;
 }
 
 /* Whether matmul pi multiplies its packed operands as they are when they
- * are NATIVE: TMATMUL and TMATMUL_ACC when both are, of one dtype;
- * TMATMUL_GA and TMATMUL_RELU_WSUM_G when their packed operand (src1,
- * src0) is, of the dtype of the table whose rows they read in place. */
+ * are NATIVE: when every operand its table row lists as native
+ * (pto_insn_facts.native: both of TMATMUL's; TMATMUL_GA's packed operand
+ * and the table whose rows it reads in place) is, all of one dtype. */
 static int runs_native(const pto_cprog *pr, const uint8_t *role,
                        const uint32_t *def, const pto_pinst *pi) {
-  const uint16_t a = pi->src[0], b = pi->src[1];
-  if (pi->op == PTO_OP_TMATMUL || pi->op == PTO_OP_TMATMUL_ACC)
-    return (role[a] & role[b] & NATIVE) &&
-           native_dtype(pr, def, a) == native_dtype(pr, def, b);
-  if (pi->op == PTO_OP_TMATMUL_RELU_WSUM_G || pi->op == PTO_OP_TMATMUL_GA) {
-    const uint16_t t = pi->op == PTO_OP_TMATMUL_GA ? b : a;
-    return (role[t] & NATIVE) && pi->slot >= 0 &&
-           native_dtype(pr, def, t) == pr->slots[pi->slot].dtype;
+  const uint32_t want = pto__insn_facts(pi->op)->native;
+  pto_dtype dt = PTO_DTYPE_COUNT;
+  int any = 0;
+  for (int r = 0; r < 2 && r < pi->n_src; r++) {
+    if (!(want & (1u << r)))
+      continue;
+    const uint16_t t = pi->src[r];
+    if (!(role[t] & NATIVE) || (any && native_dtype(pr, def, t) != dt))
+      return 0;
+    dt = native_dtype(pr, def, t);
+    any = 1;
   }
-  return 0;
+  if (any && (want & PTO_NATIVE_G) &&
+      (pi->slot < 0 || pr->slots[pi->slot].dtype != dt))
+    return 0;
+  return any;
+}
+
+/* Whether pi reads a matmul operand (PTO_ROLE_MM_A or MM_B) among its
+ * first two sources. */
+static int reads_mm_operand(const pto_pinst *pi) {
+  return is_mm_operand(src_of(pi, 0)) || is_mm_operand(src_of(pi, 1));
 }
 
 /* Marks NATIVE the packed operands (roles ra, rb) that keep their global's
@@ -71,7 +98,7 @@ static void keep_native(const pto_cprog *pr, uint8_t *role, const uint32_t *def,
     changed = 0;
     for (uint32_t k = 0; k < pr->n_insts; k++) {
       const pto_pinst *pi = &pr->insts[k];
-      if (!pto__insn_matmul(pi->op) || runs_native(pr, role, def, pi))
+      if (!reads_mm_operand(pi) || runs_native(pr, role, def, pi))
         continue;
       for (int r = 0; r < pi->n_src && r < 2; r++)
         if (role[pi->src[r]] & NATIVE) {
@@ -83,9 +110,11 @@ static void keep_native(const pto_cprog *pr, uint8_t *role, const uint32_t *def,
 }
 
 /* Packs matmul operands (PTO_TF_PACK_A / PTO_TF_PACK_B, core/isa.def): a
- * tile that a TLOAD defines and that only TMATMUL* instructions read, always
- * as the same untransposed operand, is loaded packed in panels of the active
- * table's micro-kernel widths (pto__mm_panel), and the matmuls are told so.
+ * tile that a load defines (a PTO_OA_PACKABLE destination) and that only
+ * matmuls read, always as the same untransposed operand (PTO_ROLE_MM_A or
+ * MM_B), is loaded packed in panels of the active table's micro-kernel
+ * widths (pto__mm_panel), and the matmuls are told so; a destination born
+ * packed (PTO_ROLE_PACKED_A, PACKED_B) only needs its panel width.
  * The tile grows to whole panels: rows up to a multiple of mr for A, cols
  * up to a multiple of nr for B; iv[t].size follows. */
 static void pack_operands(pto_cprog *pr, interval *iv, uint8_t *role,
@@ -97,21 +126,21 @@ static void pack_operands(pto_cprog *pr, interval *iv, uint8_t *role,
   }
   for (uint32_t k = 0; k < pr->n_insts; k++) {
     const pto_pinst *pi = &pr->insts[k];
-    int mm = pto__insn_matmul(pi->op);
-    /* TLOAD packs when told; TGATHERPACK and TSOFTMAXONLINE's P are born
-     * packed and only need their panel width */
-    if (pi->op == PTO_OP_TLOAD && def[pi->dst[0]] == PTO_NONE)
-      def[pi->dst[0]] = k;
-    if (pi->op == PTO_OP_TGATHERPACK)
-      def[pi->dst[0]] = def[pi->dst[1]] = k;
-    if (pi->op == PTO_OP_TSOFTMAXONLINE)
-      def[pi->dst[0]] = k;
+    /* a load packs when told; a born-packed destination only needs its
+     * panel width */
+    for (int d = 0; d < pi->n_dst; d++) {
+      const pto_operand o = dst_of(pi, d);
+      if ((o.attr & PTO_OA_PACKABLE) && def[pi->dst[d]] == PTO_NONE)
+        def[pi->dst[d]] = k;
+      if (o.role == PTO_ROLE_PACKED_A || o.role == PTO_ROLE_PACKED_B)
+        def[pi->dst[d]] = k;
+    }
     for (int r = 0; r < pi->n_src; r++) {
-      const int rl = mm ? pto__insn_mm_role(pi->op, r) : PTO_MM_PLAIN;
+      const int rl = src_of(pi, r).role;
       uint32_t want = NOT_PACKED;
-      if (rl == PTO_MM_A && !(pi->flags & PTO_TF_TRANS_A))
+      if (rl == PTO_ROLE_MM_A && !(pi->flags & PTO_TF_TRANS_A))
         want = ROLE_A;
-      if (rl == PTO_MM_B && !(pi->flags & PTO_TF_TRANS_B))
+      if (rl == PTO_ROLE_MM_B && !(pi->flags & PTO_TF_TRANS_B))
         want = ROLE_B;
       uint8_t *have = &role[pi->src[r]];
       *have = *have == UNSEEN || *have == want ? (uint8_t)want : NOT_PACKED;
@@ -143,11 +172,14 @@ static void pack_operands(pto_cprog *pr, interval *iv, uint8_t *role,
     pt->stride = pto_tile_stride(pt->dtype, pt->cols);
     iv[t].size = pto_tile_bytes(pt->dtype, pt->rows, pt->cols);
     pto_pinst *d = &pr->insts[def[t]];
+    int j = 0; /* which of d's destinations t is */
+    while (j + 1 < d->n_dst && d->dst[j] != t)
+      j++;
+    const pto_operand o = dst_of(d, j);
     /* born packed, always for the role the tiler reads them in */
-    assert(d->op == PTO_OP_TLOAD ||
-           (d->op == PTO_OP_TGATHERPACK && !is_a) ||
-           (d->op == PTO_OP_TSOFTMAXONLINE && is_a));
-    if (d->op == PTO_OP_TLOAD)
+    assert((o.attr & PTO_OA_PACKABLE) ||
+           o.role == (is_a ? PTO_ROLE_PACKED_A : PTO_ROLE_PACKED_B));
+    if (o.attr & PTO_OA_PACKABLE)
       d->flags |= flag;
     d->imm[0] = (int32_t)w;
   }
@@ -155,12 +187,11 @@ static void pack_operands(pto_cprog *pr, interval *iv, uint8_t *role,
    * this quadratic, seconds for a subgraph of 10^4 k-slices */
   for (uint32_t k = 0; k < pr->n_insts; k++) {
     pto_pinst *pi = &pr->insts[k];
-    if (!pto__insn_matmul(pi->op))
-      continue;
     for (int r = 0; r < 2 && r < pi->n_src; r++) {
       const uint32_t t = pi->src[r];
-      const int is_a = pto__insn_mm_role(pi->op, r) == PTO_MM_A;
-      if (pto__insn_mm_role(pi->op, r) == PTO_MM_PLAIN || def[t] == PTO_NONE ||
+      const pto_operand o = src_of(pi, r);
+      const int is_a = o.role == PTO_ROLE_MM_A;
+      if (!is_mm_operand(o) || def[t] == PTO_NONE ||
           role[t] != (is_a ? ROLE_A : ROLE_B))
         continue;
       pi->flags |= is_a ? PTO_TF_PACK_A : PTO_TF_PACK_B;
@@ -169,8 +200,9 @@ static void pack_operands(pto_cprog *pr, interval *iv, uint8_t *role,
   }
 }
 
-/* TMATMUL_ACC (and TMATMUL_GB with PTO_TF_ACC) accumulates in place: its
- * destination takes its accumulator's buffer. That is only right when the
+/* A matmul that accumulates (pto_insn_facts.acc_if: TMATMUL_ACC, and
+ * TMATMUL_GB with PTO_TF_ACC) does it in place: its destination takes its
+ * accumulator's buffer. That is only right when the
  * accumulator dies there, as a plain (unpacked) tile read by nothing else:
  * a window loaded once for several readers (two loads of one window share
  * one tile), a forwarded tile other units read too, or an accumulator that
@@ -180,6 +212,7 @@ static void pack_operands(pto_cprog *pr, interval *iv, uint8_t *role,
  * move up to make room; tiles are added at the end. Returns the number of
  * copies made (pr->n_insts and n_tiles grow). */
 static uint32_t copy_shared_accumulators(pto_cprog *pr, interval *iv) {
+  const int copy = pto__insn_copy();
   uint32_t n_copies = 0;
   for (uint32_t k = 0; k < pr->n_insts; k++) {
     const pto_pinst *pi = &pr->insts[k];
@@ -204,7 +237,7 @@ static uint32_t copy_shared_accumulators(pto_cprog *pr, interval *iv) {
     pr->insts[j].src[2] = (uint16_t)t;
     pto_pinst *mv = &pr->insts[--j];
     memset(mv, 0, sizeof *mv);
-    mv->op = PTO_OP_TMOV;
+    mv->op = copy;
     mv->n_src = mv->n_dst = 1;
     mv->src[0] = (uint16_t)c;
     mv->dst[0] = (uint16_t)t;
@@ -388,7 +421,7 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
   /* packing sees the accumulator as a third operand, never packed */
   if (core == PTO_CORE_CUBE)
     pack_operands(pr, iv, role, def);
-  /* every accumulator now dies at its TMATMUL_ACC: the destination takes
+  /* every accumulator now dies at its matmul: the destination takes
    * its buffer (placed below) and the instruction its two operands (and
    * its row scale, moved up to the third source) */
   for (uint32_t t = 0; t < pr->n_tiles; t++) {
@@ -404,24 +437,31 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
     }
   }
   /* a tile's level follows its use, not its definition: the operands of a
-   * matmul live in L0A/L0B and its accumulator in L0C, even though a TLOAD
-   * defined them */
+   * matmul live in L0A/L0B and its accumulator in L0C (the levels the
+   * table gives its operands), even though a load defined them ... */
   for (uint32_t k = 0; core == PTO_CORE_CUBE && k < pr->n_insts; k++) {
     const pto_pinst *pi = &pr->insts[k];
-    if (!pto__insn_matmul(pi->op))
-      continue;
-    /* a source that is no operand stays where its part would be */
-    pr->tiles[pi->src[0]].level =
-        pto__insn_mm_role(pi->op, 0) == PTO_MM_B ? PTO_MEM_L0B : PTO_MEM_L0A;
-    pr->tiles[pi->src[1]].level = PTO_MEM_L0B;
-    pr->tiles[pi->dst[0]].level = PTO_MEM_L0C;
+    for (int r = 0; r < pi->n_src; r++) {
+      const pto_operand o = src_of(pi, r);
+      if (o.level < PTO_MEM_LEVEL_COUNT)
+        pr->tiles[pi->src[r]].level = o.level;
+    }
+    for (int d = 0; d < pi->n_dst; d++) {
+      const pto_operand o = dst_of(pi, d);
+      if (o.level < PTO_MEM_LEVEL_COUNT && !(o.attr & PTO_OA_PIN))
+        pr->tiles[pi->dst[d]].level = o.level;
+    }
   }
-  /* ... but the second layout a gather writes waits in L1 for its matmul,
-   * as a gathered block waits in L1 on Ascend while L0B holds the first
-   * (core/isa.def, TGATHERPACK) */
-  for (uint32_t k = 0; core == PTO_CORE_CUBE && k < pr->n_insts; k++)
-    if (pr->insts[k].op == PTO_OP_TGATHERPACK)
-      pr->tiles[pr->insts[k].dst[1]].level = PTO_MEM_L1;
+  /* ... but a destination whose level is pinned (PTO_OA_PIN) stays there
+   * (core/isa.c: TGATHERPACK's second layout waits in L1 for its matmul) */
+  for (uint32_t k = 0; core == PTO_CORE_CUBE && k < pr->n_insts; k++) {
+    const pto_pinst *pi = &pr->insts[k];
+    for (int d = 0; d < pi->n_dst; d++) {
+      const pto_operand o = dst_of(pi, d);
+      if (o.attr & PTO_OA_PIN)
+        pr->tiles[pi->dst[d]].level = o.level;
+    }
+  }
   for (uint32_t t = 0; t < pr->n_tiles; t++)
     iv[t].level = pr->tiles[t].level;
   place_tiles(pr, iv, acc_of, placed, live, dying, dying + nt);
@@ -430,11 +470,11 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
     pr->tiles[t].offset = iv[t].off;
   /* custom instructions may need scratch beyond their operands */
   for (uint32_t k = 0; k < pr->n_insts; k++) {
-    const pto_custom_op *c = pto__custom_get(pr->insts[k].op);
-    if (c && c->desc.scratch_bytes) {
-      pto_mem_level l = core == PTO_CORE_CUBE ? PTO_MEM_L1 : PTO_MEM_UB;
-      pr->mem[l] += c->desc.scratch_bytes;
-    }
+    const pto_insn_info *info = pto__insn_info(pr->insts[k].op);
+    if (info->family != PTO_FAMILY_CUSTOM)
+      continue;
+    pto_insn_shape sh = {.op = pr->insts[k].op};
+    pr->mem[level_for(core)] += pto__insn_scratch_of(&sh);
   }
   for (int l = 0; st == PTO_OK && l < PTO_MEM_LEVEL_COUNT; l++)
     if (pr->mem[l] > s->m->mem[l]) {
@@ -445,8 +485,10 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
   /* resolve entry points */
   const pto_isa_table *isa = pto__isa_active();
   for (uint32_t k = 0; k < pr->n_insts; k++) {
-    int op = pr->insts[k].op;
-    pr->insts[k].fn = op < PTO_OP_COUNT ? isa->fn[op] : pto__tileop_run;
+    const int op = pr->insts[k].op;
+    pr->insts[k].fn = pto__insn_info(op)->family == PTO_FAMILY_CUSTOM
+                          ? pto__tileop_run
+                          : isa->fn[op];
   }
   return st;
 }

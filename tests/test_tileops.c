@@ -244,7 +244,7 @@ static void run_case(int op) {
 }
 
 /* One test per instruction, generated from the list. */
-#define PTO_INSN(name, fam, core, nsrc, ndst, flags)                           \
+#define PTO_INSN(name, fam, core, nsrc, ndst, cls, flags)                      \
   Test(tileops, name, .fini = free_all) {                                      \
     run_case(PTO_OP_##name);                                                   \
   }

@@ -594,7 +594,7 @@ const pto_isa_table pto__isa_scalar = {
     .mm_engine = {[PTO_F32] = "scalar-f32", [PTO_BF16] = "scalar-f32",
                   [PTO_F16] = "scalar-f32"},
     .fn = {
-#define PTO_INSN(name, fam, core, nsrc, ndst, flags) [PTO_OP_##name] = ref_##name,
+#define PTO_INSN(name, fam, core, nsrc, ndst, cls, flags) [PTO_OP_##name] = ref_##name,
 #include "core/isa.def"
 #undef PTO_INSN
     },
