@@ -9,6 +9,12 @@
 pto_status pto__partition(pto_executable *e, const pto_config *cfg,
                           const pto_machine *m);
 
+/* The rewrites of e's finished programs (partitioner/rewrite.c): the
+ * fused instructions of its rule table in place of the chains they
+ * replace, the programs' names, and PTO_TF_STREAM on the stores whose data
+ * nothing reads back. PTO_OK or PTO_ENOMEM. */
+pto_status pto__rewrite_programs(pto_executable *e);
+
 /* PTO_OK, or PTO_ESTATE with e->err naming the tasks (and their ops) of a
  * cycle in e's task graph. pto__partition checks every executable it builds;
  * tests call it on graphs they break on purpose. */
