@@ -234,6 +234,7 @@ static const oracle_case cases[PTO_OP_COUNT] = {
     [PTO_OP_TMATMUL_GA] = {.drive = drive_matmul_ga},
     [PTO_OP_TMATMUL_GB] = {.drive = drive_matmul_gb},
     [PTO_OP_TMATMUL_RELU_WSUM_G] = {.drive = drive_wsum_g},
+    [PTO_OP_TTRIFILL] = {.drive = drive_trifill},
 };
 
 static void run_case(int op) {

@@ -183,6 +183,7 @@ void drive_sel(int op, const oracle_case *oc);
 void drive_convert(int op, const oracle_case *oc);
 void drive_scalar(int op, const oracle_case *oc);
 void drive_fill(int op, const oracle_case *oc);
+void drive_trifill(int op, const oracle_case *oc);
 void drive_rowred(int op, const oracle_case *oc);
 void drive_colred(int op, const oracle_case *oc);
 void drive_rowexpand(int op, const oracle_case *oc);

@@ -204,6 +204,7 @@ static op_class class_of(pto_opcode op) {
   case PTO_OP_TDIVS:
   case PTO_OP_TMAXS:
   case PTO_OP_TMINS:
+  case PTO_OP_TTRIFILL:
     return K_SCALAR;
   case PTO_OP_TEXPANDS:
   case PTO_OP_TCI:

@@ -543,6 +543,18 @@ static int ref_TTRANS(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
+/* dst may be src0: each element is read before it is written. */
+static int ref_TTRIFILL(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  const pto_tile *x = a->src[0];
+  const float fill = (float)a->s;
+  for (uint32_t r = 0; r < d->valid_rows; r++)
+    for (uint32_t c = 0; c < d->valid_cols; c++)
+      stf(d, r, c, (int64_t)c <= (int64_t)r + a->imm[0] ? ldf(x, r, c) : fill);
+  return PTO_OK;
+}
+
 static int ref_TFILLPAD(int op, const pto_targs *a) {
   (void)op;
   pto_tile *d = a->dst[0];
