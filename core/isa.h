@@ -282,6 +282,10 @@ typedef struct pto_insn_facts {
   uint8_t g, g2;              /* pto_gaccess */
   uint8_t gpart, g2part;      /* pto_gpart */
   uint8_t native;             /* PTO_NATIVE_G | 1 << r */
+  /* its dst element (r, c) depends only on source elements at (r, c), or
+   * on a block it reads whole first: a destination may be the very buffer
+   * of a source of its valid shape (tileops/tileops.h) */
+  uint8_t inplace;
   /* per-call flags any of which adds a source after the row's n_src (a
    * row scale, a softmax state to continue) */
   uint32_t src_if;

@@ -120,10 +120,11 @@ static inline int check_gview_base(const chk *k, const pto_gview *g,
 }
 
 /* tileops/check_matmul.c: the rules of one operand class each, for
- * check.c's check_rules (its tiles present and well-formed). */
+ * check.c's rule_<CLASS> (its tiles present and well-formed). */
 int pto__check_tmatmul(const chk *k, const pto_targs *a); /* TMATMUL(_ACC) */
 int pto__check_tmatmul_relu_wsum(const chk *k, const pto_targs *a);
-int pto__check_tmatmul_gathered(const chk *k, const pto_targs *a); /* GA GB */
+/* TMATMUL_GA (ga 1) and TMATMUL_GB (ga 0) */
+int pto__check_tmatmul_gathered(const chk *k, const pto_targs *a, int ga);
 int pto__check_tmatmul_relu_wsum_g(const chk *k, const pto_targs *a);
 int pto__check_tgatherpack(const chk *k, const pto_targs *a);
 int pto__check_tsoftmaxonline(const chk *k, const pto_targs *a);

@@ -1,9 +1,9 @@
 /* The operand rules of the matmul family (TMATMUL, TMATMUL_ACC,
  * TMATMUL_RELU_WSUM, TMATMUL_GA, TMATMUL_GB, TMATMUL_RELU_WSUM_G) and of
  * the attention instructions around it (TGATHERPACK, TSOFTMAXONLINE,
- * TSOFTMAXFINAL), from core/isa.def's semantics: operand dtypes, K agreement, packed panels, the
- * table rows are read from and the row scale. One function per operand
- * class, called by tileops/check.c's check_rules. */
+ * TSOFTMAXFINAL), from core/isa.def's semantics: operand dtypes, K
+ * agreement, packed panels, the table rows are read from and the row scale.
+ * One function per operand class, called by tileops/check.c's rules. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
@@ -19,9 +19,9 @@ static int check_matmul_operand(const chk *k, const char *what,
               what, pto_dtype_name(t->dtype));
 }
 
-/* The operand rules every matmul shares (K_MATMUL): dst f32, A (src0) and
- * B (src1) f32/bf16/f16, packing and transposes that agree, A's K = B's K;
- * *M and *N receive the product's shape. */
+/* The operand rules every matmul shares (classes MATMUL and MATMUL_ACC): dst
+ * f32, A (src0) and B (src1) f32/bf16/f16, packing and transposes that agree,
+ * A's K = B's K; *M and *N receive the product's shape. */
 static int check_matmul(const chk *k, const pto_targs *a, uint32_t *M,
                         uint32_t *N) {
   const pto_tile *d = a->dst[0], *s0 = a->src[0], *s1 = a->src[1];
@@ -64,8 +64,9 @@ static int check_table(const chk *k, const pto_gview *g) {
   if (st)
     return st;
   if (g->dtype == PTO_I32)
-    return fail(k, PTO_EDTYPE, "global view is i32; the table is f32, bf16 "
-                               "or f16");
+    return fail(k, PTO_EDTYPE,
+                "global view is i32; the table is f32, bf16 "
+                "or f16");
   return PTO_OK;
 }
 
@@ -82,13 +83,12 @@ static int check_rowscale(const chk *k, const pto_tile *s, uint32_t M) {
   return PTO_OK;
 }
 
-/* TMATMUL_GA and TMATMUL_GB (K_GMATMUL): dst f32; the indices (GA's src0,
+/* TMATMUL_GA (ga) and TMATMUL_GB: dst f32; the indices (GA's src0,
  * GB's src1) i32, one per row of the table's operand; the other operand
  * f32/bf16/f16, packed or plain as TMATMUL's but never transposed; a table
  * wide enough for K (GA) or N (GB); PTO_TF_ROWSCALE only with PTO_TF_ACC,
  * on GB, with a scale per row of dst. */
-int pto__check_tmatmul_gathered(const chk *k, const pto_targs *a) {
-  const int ga = k->op == PTO_OP_TMATMUL_GA;
+int pto__check_tmatmul_gathered(const chk *k, const pto_targs *a, int ga) {
   const pto_tile *d = a->dst[0], *ix = a->src[ga ? 0 : 1],
                  *op = a->src[ga ? 1 : 0];
   const char *ixn = ga ? "src0" : "src1", *opn = ga ? "src1" : "src0";
@@ -96,11 +96,10 @@ int pto__check_tmatmul_gathered(const chk *k, const pto_targs *a) {
   int st;
   if ((st = check_dtype_is(k, "dst", d, PTO_F32)) ||
       (st = check_dtype_is(k, ixn, ix, PTO_I32)) ||
-      (st = check_matmul_operand(k, opn, op)) ||
-      (st = check_table(k, &a->g)))
+      (st = check_matmul_operand(k, opn, op)) || (st = check_table(k, &a->g)))
     return st;
-  if (a->flags & (PTO_TF_TRANS_A | PTO_TF_TRANS_B | (ga ? PTO_TF_PACK_A
-                                                        : PTO_TF_PACK_B)))
+  if (a->flags &
+      (PTO_TF_TRANS_A | PTO_TF_TRANS_B | (ga ? PTO_TF_PACK_A : PTO_TF_PACK_B)))
     return fail(k, PTO_EINVAL,
                 "%s: the table's operand is its rows and the other is never "
                 "transposed",
@@ -126,8 +125,9 @@ int pto__check_tmatmul_gathered(const chk *k, const pto_targs *a) {
                 ga ? K : N);
   if (a->flags & PTO_TF_ROWSCALE) {
     if (ga || !(a->flags & PTO_TF_ACC))
-      return fail(k, PTO_EINVAL, "PTO_TF_ROWSCALE scales an accumulator: "
-                                 "TMATMUL_GB with PTO_TF_ACC only");
+      return fail(k, PTO_EINVAL,
+                  "PTO_TF_ROWSCALE scales an accumulator: "
+                  "TMATMUL_GB with PTO_TF_ACC only");
     if ((st = check_rowscale(k, a->src[2], M)))
       return st;
   }
@@ -141,15 +141,17 @@ int pto__check_tmatmul_gathered(const chk *k, const pto_targs *a) {
       return st;                                                               \
   } while (0)
 
-/* TMATMUL and TMATMUL_ACC (K_MATMUL): dst M x N; PTO_TF_ROWSCALE on
- * TMATMUL_ACC only. */
+/* TMATMUL and TMATMUL_ACC (classes MATMUL and MATMUL_ACC): dst M x N;
+ * PTO_TF_ROWSCALE on TMATMUL_ACC only. */
 int pto__check_tmatmul(const chk *k, const pto_targs *a) {
   const pto_tile *d = a->dst[0], *s2 = a->src[2];
   uint32_t M = 0, N = 0; /* set by check_matmul when it passes */
   int st;
   TRY(check_matmul(k, a, &M, &N));
   if (a->flags & PTO_TF_ROWSCALE) {
-    if (k->op != PTO_OP_TMATMUL_ACC)
+    /* the instructions whose flags add the scale's source (the table's
+     * src_if) */
+    if (!(pto__insn_facts(k->op)->src_if & PTO_TF_ROWSCALE))
       return fail(k, PTO_EINVAL,
                   "PTO_TF_ROWSCALE scales an accumulator: TMATMUL_ACC only");
     TRY(check_rowscale(k, s2, M));
@@ -175,7 +177,7 @@ static int check_groups(const chk *k, const pto_targs *a, uint32_t M,
   return PTO_OK;
 }
 
-/* TMATMUL_RELU_WSUM (K_MATMUL_WSUM): K_MATMUL's operands, a rowvec of
+/* TMATMUL_RELU_WSUM: K_MATMUL's operands, a rowvec of
  * weights, R x N dst. */
 int pto__check_tmatmul_relu_wsum(const chk *k, const pto_targs *a) {
   const pto_tile *d = a->dst[0], *s2 = a->src[2];
@@ -189,7 +191,7 @@ int pto__check_tmatmul_relu_wsum(const chk *k, const pto_targs *a) {
                         "N cols, as src0 x src1");
 }
 
-/* TMATMUL_RELU_WSUM_G (K_MATMUL_WSUM_G): Q^T (src0, K x M, f32/bf16/f16,
+/* TMATMUL_RELU_WSUM_G: Q^T (src0, K x M, f32/bf16/f16,
  * plain or PTO_TF_PACK_B, never transposed), a rowvec of M weights (src1),
  * the N keys' window (N x K exactly), R x N dst with R dividing M. */
 int pto__check_tmatmul_relu_wsum_g(const chk *k, const pto_targs *a) {
@@ -212,13 +214,13 @@ int pto__check_tmatmul_relu_wsum_g(const chk *k, const pto_targs *a) {
   if (a->g.rows != N || a->g.cols != K)
     return fail(k, PTO_ESHAPE,
                 "global view %" PRId64 "x%" PRId64 ", expected the %" PRIu32
-                " keys of dst's valid cols x K = %" PRIu32 " (src0 valid %"
-                PRIu32 "x%" PRIu32 ")",
+                " keys of dst's valid cols x K = %" PRIu32
+                " (src0 valid %" PRIu32 "x%" PRIu32 ")",
                 a->g.rows, a->g.cols, N, K, qt->valid_rows, qt->valid_cols);
   return check_groups(k, a, M, "src0's", " cols");
 }
 
-/* TGATHERPACK (K_GATHERPACK): indices, a table, two packed destinations. */
+/* TGATHERPACK: indices, a table, two packed destinations. */
 int pto__check_tgatherpack(const chk *k, const pto_targs *a) {
   const pto_tile *d = a->dst[0], *d1 = a->dst[1], *s0 = a->src[0];
   int st;
@@ -243,7 +245,7 @@ int pto__check_tgatherpack(const chk *k, const pto_targs *a) {
   return check_packed(k, "dst1", d1, 0, a->imm[0], 0);
 }
 
-/* TSOFTMAXONLINE (K_SMONLINE): scores M x N, or N x M with
+/* TSOFTMAXONLINE: scores M x N, or N x M with
  * PTO_TF_TRANS_A, indices (and a state) -> packed P, state. */
 int pto__check_tsoftmaxonline(const chk *k, const pto_targs *a) {
   const pto_tile *d = a->dst[0], *d1 = a->dst[1], *s0 = a->src[0],
@@ -277,7 +279,7 @@ int pto__check_tsoftmaxonline(const chk *k, const pto_targs *a) {
                         "the state (alpha, m, l) per score row");
 }
 
-/* TSOFTMAXFINAL (K_SMFINAL): accumulator, state -> output, rowvec lse. */
+/* TSOFTMAXFINAL: accumulator, state -> output, rowvec lse. */
 int pto__check_tsoftmaxfinal(const chk *k, const pto_targs *a) {
   const pto_tile *d = a->dst[0], *s0 = a->src[0], *s1 = a->src[1];
   int st;
