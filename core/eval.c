@@ -30,7 +30,7 @@
  *     by core/convert.h; gather, concat and copies move raw elements.
  *
  * This file holds the run, the scalar semantics and the element-wise ops
- * (with reductions, concat, fill and iota); the matmul family, top-k,
+ * (with reductions, concat, assemble, fill and iota); the matmul family, top-k,
  * gather, custom instructions and sparse attention are in core/eval_ops.c,
  * and what the two share (element access, index helpers, the run-time
  * error) is in core/eval.h.
@@ -313,16 +313,58 @@ static pto_status eval_fill(eval_ctx *e, const pto_node *n) {
   return PTO_OK;
 }
 
+/* start + the index along the axis: in i32 (the builder checked), then
+ * converted for an f32 iota. */
 static pto_status eval_iota(eval_ctx *e, const pto_node *n) {
   const pto_tensor *out = n->out[0];
-  int64_t last = out->shape[out->ndim - 1];
+  int64_t idx[PTO_MAX_DIMS];
   for (int64_t j = 0; j < numel(out); j++) {
-    int64_t v = n->ival + j % last; /* in i32 for an i32 iota (builder) */
+    unravel(j, out->ndim, out->shape, idx);
+    int64_t v = n->ival + idx[n->axis];
     if (out->dtype == PTO_I32)
       sti(e, out, j, (uint64_t)v);
     else
       ((float *)e->wr[out->id])[j] = (float)v;
   }
+  return PTO_OK;
+}
+
+/* Copies t (any view) into the window of out (dense) starting at begin. */
+static void copy_window(eval_ctx *e, const pto_tensor *t, const pto_tensor *out,
+                        const int64_t *begin) {
+  int64_t idx[PTO_MAX_DIMS];
+  for (int64_t j = 0; j < numel(t); j++) {
+    unravel(j, t->ndim, t->shape, idx);
+    int64_t off = bcast_off(t, t->ndim, idx);
+    for (int d = 0; d < t->ndim; d++)
+      idx[d] += begin[d];
+    copy_elem(e, t, off, out, ravel(out->ndim, out->shape, idx));
+  }
+}
+
+/* The chain's base, unless its blocks cover it, then every block of the
+ * chain in the order they were assembled: each element is the last
+ * block's that covers it. */
+static pto_status eval_assemble(eval_ctx *e, const pto_node *n) {
+  const pto_tensor *out = n->out[0];
+  int len = 1;
+  const pto_node *c = n;
+  for (const pto_node *q; (q = pto__assemble_prev(c)) != NULL; c = q)
+    len++;
+  const pto_node **chain = malloc((size_t)len * sizeof *chain);
+  if (!chain)
+    return run_fail(e->p, "assemble", n->label, PTO_ENOMEM,
+                    "out of memory for a chain of %d blocks", len);
+  c = n;
+  for (int i = len; i-- > 0; c = pto__assemble_prev(c))
+    chain[i] = c;
+  if (!(n->flags & PTO_ASSEMBLE_COVERED)) {
+    const int64_t zero[PTO_MAX_DIMS] = {0};
+    copy_window(e, chain[0]->in[0], out, zero);
+  }
+  for (int i = 0; i < len; i++)
+    copy_window(e, chain[i]->in[1], out, chain[i]->offs);
+  free(chain);
   return PTO_OK;
 }
 
@@ -342,6 +384,7 @@ static const eval_fn eval_fns[PTO_TC_COUNT] = {
     [PTO_TC_IOTA] = eval_iota,
     [PTO_TC_CUSTOM] = pto__eval_custom,
     [PTO_TC_ATTENTION] = pto__eval_attention,
+    [PTO_TC_ASSEMBLE] = eval_assemble,
 };
 
 /* ---- the run ------------------------------------------------------------ */

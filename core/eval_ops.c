@@ -25,10 +25,10 @@ static int64_t mat_off(const pto_tensor *t, int nd, const int64_t *bidx,
   return off + r * t->stride[t->ndim - 2] + c * t->stride[t->ndim - 1];
 }
 
-/* out[.., m, n] = (acc[.., m, n] +) sum_k A[.., m, k] * B[.., k, n], with A
- * stored [.., K, M] under TRANS_A and B stored [.., N, K] under TRANS_B. The
- * products of f32 values are exact in double; the sum is in double. */
-/* (a x b)[.., m, c] at batch index idx, in double. */
+/* (a x b)[.., m, c] at batch index idx, in double: sum_k A[.., m, k] *
+ * B[.., k, c], with A stored [.., K, M] under TRANS_A and B stored
+ * [.., N, K] under TRANS_B. The products of f32 values are exact in
+ * double; the sum is in double. */
 static double mm_dot(eval_ctx *e, const pto_node *n, int nd,
                      const int64_t *idx, int64_t m, int64_t c) {
   const pto_tensor *a = n->in[0], *b = n->in[1];
@@ -69,6 +69,8 @@ static pto_status eval_matmul_wsum(eval_ctx *e, const pto_node *n) {
   return PTO_OK;
 }
 
+/* out[.., m, n] = (acc[.., m, n] +) (a x b)[.., m, n], and -inf past a
+ * masked matmul's diagonal (n > m + diag). */
 pto_status pto__eval_matmul(eval_ctx *e, const pto_node *n) {
   if (n->op == PTO_TOP_MATMUL_RELU_WSUM)
     return eval_matmul_wsum(e, n);
@@ -76,8 +78,13 @@ pto_status pto__eval_matmul(eval_ctx *e, const pto_node *n) {
   const pto_tensor *acc = n->n_in > 2 ? n->in[2] : NULL;
   int nd = out->ndim;
   int64_t idx[PTO_MAX_DIMS];
+  const int masked = (n->flags & PTO_MATMUL_CAUSAL) != 0;
   for (int64_t j = 0; j < numel(out); j++) {
     unravel(j, nd, out->shape, idx);
+    if (masked && (double)idx[nd - 1] > (double)idx[nd - 2] + n->scalar) {
+      stf(e, out, j, -INFINITY); /* past the diagonal */
+      continue;
+    }
     double s = acc ? ldf(e, acc, bcast_off(acc, nd, idx)) : 0.0;
     stf(e, out, j, s + mm_dot(e, n, nd, idx, idx[nd - 2], idx[nd - 1]));
   }

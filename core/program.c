@@ -69,7 +69,9 @@ void pto__shape_str(int ndim, const int64_t *shape, char *buf, size_t size) {
 
 /* Walking back from the outputs in reverse topological order, a node is
  * live when one of its results shares storage with a needed tensor, and
- * then needs its inputs' storages. */
+ * then needs its inputs' storages. A live assemble needs the blocks of
+ * its whole chain and the chain's base (unless the blocks cover it), not
+ * the chain's intermediate results: it writes every block itself. */
 uint8_t *pto__live_nodes(const pto_program *p) {
   uint8_t *live = calloc(p->n_nodes + p->n_tensors + 1, 1);
   if (!live)
@@ -81,6 +83,15 @@ uint8_t *pto__live_nodes(const pto_program *p) {
     const pto_node *n = p->nodes[i];
     for (int k = 0; k < n->n_out; k++)
       live[i] |= need[n->out[k]->root->id];
+    if (live[i] && n->op == PTO_TOP_ASSEMBLE) {
+      const pto_node *c = n;
+      for (const pto_node *q; (q = pto__assemble_prev(c)) != NULL; c = q)
+        need[c->in[1]->root->id] = 1;
+      need[c->in[1]->root->id] = 1;
+      if (!(n->flags & PTO_ASSEMBLE_COVERED))
+        need[c->in[0]->root->id] = 1;
+      continue;
+    }
     for (int k = 0; live[i] && k < n->n_in; k++)
       if (n->in[k])
         need[n->in[k]->root->id] = 1;
@@ -295,6 +306,13 @@ pto_node *pto__new_node(pto_program *p, pto_top op, int n_in,
   n->id = p->n_nodes;
   n->op = op;
   n->n_in = n_in;
+  n->in = n->in_buf;
+  if (n_in > PTO_NODE_MAX_IN &&
+      !(n->in = pto__arena_alloc(&p->arena, (size_t)n_in * sizeof *n->in,
+                                 8))) {
+    fail_nomem(p, name);
+    return NULL;
+  }
   for (int i = 0; i < n_in; i++)
     n->in[i] = in[i];
   n->n_out = 1;
@@ -307,6 +325,26 @@ pto_node *pto__new_node(pto_program *p, pto_top op, int n_in,
   out->producer = n;
   p->nodes[p->n_nodes++] = n;
   return n;
+}
+
+int pto__node_copy(pto_arena *a, pto_node *dst, const pto_node *src) {
+  *dst = *src;
+  dst->in = dst->in_buf;
+  if (src->n_in > PTO_NODE_MAX_IN &&
+      !(dst->in = pto__arena_alloc(a, (size_t)src->n_in * sizeof *dst->in, 8)))
+    return -1;
+  memcpy(dst->in, src->in, (size_t)src->n_in * sizeof *dst->in);
+  if (src->offs) { /* ASSEMBLE: its begin, then its boxes */
+    const size_t nd = (size_t)src->out[0]->ndim;
+    size_t bytes = (nd + (src->ival > 0 ? (size_t)src->ival * 2 * nd : 0)) *
+                   sizeof *src->offs;
+    int64_t *o = pto__arena_alloc(a, bytes, 8);
+    if (!o)
+      return -1;
+    memcpy(o, src->offs, bytes);
+    dst->offs = o;
+  }
+  return 0;
 }
 
 /* ---- program ------------------------------------------------------------ */
@@ -400,6 +438,12 @@ pto_status pto_program_pop_tile(pto_program *p) {
     pto__fail(p, "pop_tile", PTO_ESTATE, "no tile scope to pop");
     return PTO_ESTATE;
   }
+  if (p->n_scopes && p->scopes[p->n_scopes - 1].tiles == p->n_tiles) {
+    pto__fail(p, "pop_tile", PTO_ESTATE,
+              "the innermost tile scope was pushed by push_scope: "
+              "pop_scope pops it");
+    return PTO_ESTATE;
+  }
   p->n_tiles--;
   return PTO_OK;
 }
@@ -462,7 +506,70 @@ pto_status pto_program_pop_label(pto_program *p) {
     pto__fail(p, "pop_label", PTO_ESTATE, "no label to pop");
     return PTO_ESTATE;
   }
+  if (p->n_scopes && p->scopes[p->n_scopes - 1].labels == p->n_labels) {
+    pto__fail(p, "pop_label", PTO_ESTATE,
+              p->scopes[p->n_scopes - 1].has_label
+                  ? "label '%s' was pushed by push_scope: pop_scope pops it"
+                  : "label '%s' was pushed before the open scope "
+                    "(push_scope): pop_scope first",
+              cur_label(p));
+    return PTO_ESTATE;
+  }
   p->n_labels--;
+  return PTO_OK;
+}
+
+pto_status pto_program_push_scope(pto_program *p, const char *label,
+                                  const pto_tile_shape *tile) {
+  if (!p)
+    return PTO_EINVAL;
+  if (label && (!label[0] || strlen(label) > 128)) {
+    pto__fail(p, "push_scope", PTO_EINVAL,
+              "a label must be 1 to 128 characters (or NULL: none)");
+    return PTO_EINVAL;
+  }
+  if (p->n_scopes == PTO_SCOPE_MAX || p->n_tiles == PTO_SCOPE_MAX ||
+      (label && p->n_labels == PTO_SCOPE_MAX)) {
+    pto__fail(p, "push_scope", PTO_ESTATE,
+              "more than %d nested scopes, labels or tile scopes",
+              PTO_SCOPE_MAX - 1);
+    return PTO_ESTATE;
+  }
+  /* the label first: it is the part that can fail on its own, and its
+   * failure must leave no tile scope behind */
+  pto_status st = label ? pto_program_push_label(p, label) : PTO_OK;
+  if (st == PTO_OK && (st = pto_program_push_tile(p, tile)) != PTO_OK &&
+      label)
+    p->n_labels--;
+  if (st != PTO_OK)
+    return st;
+  p->scopes[p->n_scopes].labels = (int8_t)p->n_labels;
+  p->scopes[p->n_scopes].tiles = (int8_t)p->n_tiles;
+  p->scopes[p->n_scopes].has_label = label != NULL;
+  p->n_scopes++;
+  return PTO_OK;
+}
+
+pto_status pto_program_pop_scope(pto_program *p) {
+  if (!p)
+    return PTO_EINVAL;
+  if (p->n_scopes == 0) {
+    pto__fail(p, "pop_scope", PTO_ESTATE, "no scope to pop (push_scope)");
+    return PTO_ESTATE;
+  }
+  const int k = p->n_scopes - 1;
+  if (p->n_labels != p->scopes[k].labels || p->n_tiles != p->scopes[k].tiles) {
+    pto__fail(p, "pop_scope", PTO_ESTATE,
+              "%d label(s) and %d tile scope(s) pushed inside the scope are "
+              "still open: pop them first",
+              p->n_labels - p->scopes[k].labels,
+              p->n_tiles - p->scopes[k].tiles);
+    return PTO_ESTATE;
+  }
+  p->n_scopes--;
+  p->n_tiles--;
+  if (p->scopes[k].has_label)
+    p->n_labels--;
   return PTO_OK;
 }
 

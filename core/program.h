@@ -33,6 +33,7 @@ typedef enum pto_top_class {
   PTO_TC_IOTA,
   PTO_TC_CUSTOM,
   PTO_TC_ATTENTION,
+  PTO_TC_ASSEMBLE,
   PTO_TC_COUNT
 } pto_top_class;
 
@@ -66,11 +67,18 @@ struct pto_node {
   uint32_t id; /* index in pto_program.nodes: nodes are in topological order */
   pto_top op;
   int n_in, n_out;
-  pto_tensor *in[PTO_NODE_MAX_IN];
+  /* the n_in inputs: in_buf, or an arena array when there are more than
+   * PTO_NODE_MAX_IN (concat, assemble); a copy of a node calls
+   * pto__node_copy, which gives it arrays of its own */
+  pto_tensor **in;
+  pto_tensor *in_buf[PTO_NODE_MAX_IN];
   pto_tensor *out[PTO_NODE_MAX_OUT];
-  double scalar;  /* SCALAR, FULL value */
-  int64_t ival;   /* TOPK k, IOTA start, CONCAT axis, CMP mode, CUSTOM id */
-  unsigned flags; /* PTO_MATMUL_TRANS_*, PTO_GATHER_STRICT,
+  double scalar;  /* SCALAR, FULL value; MATMUL with CAUSAL: the diagonal */
+  int64_t ival;   /* TOPK k, IOTA start, CONCAT axis, CMP mode, CUSTOM id,
+                     ASSEMBLE uncovered boxes */
+  int axis;       /* IOTA: the axis it counts along */
+  const int64_t *offs; /* ASSEMBLE's begin and boxes (below); arena-owned */
+  unsigned flags; /* PTO_MATMUL_TRANS_*, PTO_MATMUL_CAUSAL, PTO_GATHER_STRICT,
                      PTO_TOPK_MASKED; MATMUL with in[2] set accumulates */
   const char *label; /* arena-owned, "" when none */
   pto_tile_shape tile;
@@ -88,6 +96,25 @@ enum { PTO_TILE_SET_VEC = 1u << 0, PTO_TILE_SET_CUBE = 1u << 1 };
 
 /* TOPK flags: pto_topk_masked's (-inf entries excluded, padding). */
 enum { PTO_TOPK_MASKED = 1u << 0 };
+
+/* ASSEMBLE: in[0] is dst, in[1] the block written over it at offs[0 ..
+ * nd) (nd the result's rank). When dst is itself an ASSEMBLE's result
+ * (its root), the two are one chain: walking in[0] back through them gives
+ * the chain's blocks, last first, and its base (the first dst), and eval
+ * and tiling write the chain's blocks over its base in one op without
+ * reading the intermediate results (pto__live_nodes does not need them).
+ * offs[nd ..] holds ival boxes ([lo, hi) per axis: 2 nd each) of the base
+ * no block of the chain covers yet (ival -1: too many to follow); with
+ * PTO_ASSEMBLE_COVERED there are none and the base is never read. */
+enum { PTO_ASSEMBLE_COVERED = 1u << 0 };
+/* The previous op of n's chain (an ASSEMBLE whose result is n's dst), or
+ * NULL when n's dst is the chain's base. */
+static inline const pto_node *pto__assemble_prev(const pto_node *n) {
+  const pto_tensor *d = n->in[0];
+  return d->root == d && d->producer && d->producer->op == PTO_TOP_ASSEMBLE
+             ? d->producer
+             : NULL;
+}
 
 #define PTO_SCOPE_MAX 32
 
@@ -116,12 +143,24 @@ struct pto_program {
   int64_t knobs[PTO_SCOPE_MAX][PTO_KNOB_COUNT];
   const char *labels[PTO_SCOPE_MAX]; /* full dotted label per depth */
   int n_labels;
+  /* the open pto_program_push_scope's, innermost last: the label and tile
+   * depths each left (a pop_label or pop_tile may not undo them, and its
+   * pop_scope finds them again) and whether it pushed a label */
+  struct {
+    int8_t labels, tiles, has_label;
+  } scopes[PTO_SCOPE_MAX];
+  int n_scopes;
 };
 
 /* A copy of p's tensor graph (tensors, ops, inputs, outputs, names and
  * labels; not its scopes) that p's later changes and pto_program_free do
  * not touch: what an executable keeps. NULL on ENOMEM. */
 pto_program *pto__program_snapshot(const pto_program *p);
+
+/* *dst = *src, with arrays of its own in a: the inputs (pointing at the
+ * same tensors: the caller maps them to its copies) and ASSEMBLE's block
+ * offsets. 0, or -1 when a runs out of memory. */
+int pto__node_copy(pto_arena *a, pto_node *dst, const pto_node *src);
 
 /* Dense row-major strides for shape. */
 void pto__dense_strides(int ndim, const int64_t *shape, int64_t *stride);

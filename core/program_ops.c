@@ -1,6 +1,8 @@
 /* The op constructors of the program builder: element-wise, comparison
  * and select, reductions, the matmul family, sparse attention, softmax,
- * top-k, gather, concat, fills and custom instructions. Each checks its
+ * top-k and custom instructions (data movement and fills are in
+ * core/program_move.c, the neural-network composites in
+ * core/program_nn.c). Each checks its
  * operands and records a node (core/build.h); a failed check records the
  * program's sticky error, naming the op, its label, the tensors and their
  * sizes, and returns NULL. */
@@ -295,16 +297,41 @@ static int matmul_shape(pto_program *p, const char *op, const pto_tensor *a,
   return 0;
 }
 
+/* A diagonal a matmul's or the indexer score's causal mask may take:
+ * exact in the double it is kept in, with room for any tile's offset. */
+static int diag_ok(pto_program *p, const char *op, int64_t diag) {
+  if (diag <= (int64_t)1 << 52 && diag >= -((int64_t)1 << 52))
+    return 1;
+  pto__fail(p, op, PTO_ERANGE, "diagonal %" PRId64 " is out of range", diag);
+  return 0;
+}
+
+/* a x b (+ acc); masked: -inf past the diagonal diag (pto_matmul_masked),
+ * or past the end-aligned one when flags has PTO_MATMUL_CAUSAL. */
 static pto_tensor *matmul(pto_program *p, pto_tensor *acc, pto_tensor *a,
-                          pto_tensor *b, unsigned flags) {
+                          pto_tensor *b, unsigned flags, int masked,
+                          int64_t diag) {
+  static const char op[] = "matmul";
   pto_tensor *in[3] = {a, b, acc};
   int n_in = acc ? 3 : 2;
-  if (!p || !pto__check_operands(p, "matmul", n_in, in))
+  if (!p || !pto__check_operands(p, op, n_in, in))
     return NULL;
+  if (acc && (flags & PTO_MATMUL_CAUSAL))
+    return pto__fail(p, op, PTO_EINVAL,
+                     "PTO_MATMUL_CAUSAL does not apply to an accumulating "
+                     "matmul (accumulator %s): mask the sum instead",
+                     D(acc));
   int64_t shape[PTO_MAX_DIMS];
   int nd;
-  if (matmul_shape(p, "matmul", a, b, flags,
-                   PTO_MATMUL_TRANS_A | PTO_MATMUL_TRANS_B, shape, &nd))
+  if (matmul_shape(p, op, a, b, flags,
+                   PTO_MATMUL_TRANS_A | PTO_MATMUL_TRANS_B |
+                       (acc ? 0u : (unsigned)PTO_MATMUL_CAUSAL),
+                   shape, &nd))
+    return NULL;
+  if (!masked && (flags & PTO_MATMUL_CAUSAL)) /* end-aligned: N - M */
+    diag = shape[nd - 1] - shape[nd - 2];
+  masked |= (flags & PTO_MATMUL_CAUSAL) != 0;
+  if (masked && !diag_ok(p, op, diag))
     return NULL;
   if (acc) {
     int same = acc->ndim == nd && acc->dtype == PTO_F32;
@@ -320,14 +347,19 @@ static pto_tensor *matmul(pto_program *p, pto_tensor *acc, pto_tensor *a,
   }
   pto_node *node =
       pto__new_node(p, PTO_TOP_MATMUL, n_in, in, PTO_F32, nd, shape);
-  if (node)
-    node->flags = flags;
+  if (!node)
+    return NULL;
+  node->flags = flags & ~(unsigned)PTO_MATMUL_CAUSAL;
+  if (masked) {
+    node->flags |= PTO_MATMUL_CAUSAL;
+    node->scalar = (double)diag;
+  }
   return node_out(node);
 }
 
 pto_tensor *pto_matmul(pto_program *p, pto_tensor *a, pto_tensor *b,
                        unsigned flags) {
-  return matmul(p, NULL, a, b, flags);
+  return matmul(p, NULL, a, b, flags, 0, 0);
 }
 
 pto_tensor *pto_matmul_acc(pto_program *p, pto_tensor *acc, pto_tensor *a,
@@ -336,7 +368,12 @@ pto_tensor *pto_matmul_acc(pto_program *p, pto_tensor *acc, pto_tensor *a,
     pto__check_operands(p, "matmul", 1, &acc);
     return NULL;
   }
-  return matmul(p, acc, a, b, flags);
+  return matmul(p, acc, a, b, flags, 0, 0);
+}
+
+pto_tensor *pto_matmul_masked(pto_program *p, pto_tensor *a, pto_tensor *b,
+                              unsigned flags, int64_t diag) {
+  return matmul(p, NULL, a, b, flags, 1, diag);
 }
 
 pto_tensor *pto_matmul_relu_wsum(pto_program *p, pto_tensor *a, pto_tensor *b,
@@ -375,10 +412,8 @@ pto_tensor *pto_matmul_relu_wsum(pto_program *p, pto_tensor *a, pto_tensor *b,
         "may broadcast)",
         D(w), sh);
   }
-  if ((flags & PTO_MATMUL_CAUSAL) &&
-      (diag > (int64_t)1 << 52 || diag < -((int64_t)1 << 52)))
-    return pto__fail(p, op, PTO_ERANGE, "diagonal %" PRId64 " is out of range",
-                     diag);
+  if ((flags & PTO_MATMUL_CAUSAL) && !diag_ok(p, op, diag))
+    return NULL;
   shape[nd - 2] = M / group;
   pto_node *node =
       pto__new_node(p, PTO_TOP_MATMUL_RELU_WSUM, 3, in, PTO_F32, nd, shape);
@@ -522,105 +557,6 @@ pto_tensor *pto_topk(pto_program *p, pto_tensor *a, int64_t k,
 pto_tensor *pto_topk_masked(pto_program *p, pto_tensor *a, int64_t k,
                             pto_tensor **indices) {
   return topk(p, "topk_masked", a, k, indices, 1);
-}
-
-pto_tensor *pto_gather(pto_program *p, pto_tensor *table, pto_tensor *index,
-                       unsigned flags) {
-  pto_tensor *in[2] = {table, index};
-  if (!p || !pto__check_operands(p, "gather", 2, in))
-    return NULL;
-  if (flags & ~(unsigned)PTO_GATHER_STRICT)
-    return pto__fail(p, "gather", PTO_EINVAL, "unknown flags 0x%x", flags);
-  if (table->ndim != 2)
-    return pto__fail(p, "gather", PTO_ESHAPE, "table %s must have 2 dims [N,D]",
-                     D(table));
-  if (index->dtype != PTO_I32)
-    return pto__fail(p, "gather", PTO_EDTYPE, "index %s must be i32", D(index));
-  if (index->ndim + 1 > PTO_MAX_DIMS)
-    return pto__fail(p, "gather", PTO_ESHAPE,
-                     "index %s has %d dims; the result would exceed %d",
-                     D(index), index->ndim, PTO_MAX_DIMS);
-  int64_t shape[PTO_MAX_DIMS];
-  memcpy(shape, index->shape, (size_t)index->ndim * sizeof *shape);
-  shape[index->ndim] = table->shape[1];
-  pto_node *n = pto__new_node(p, PTO_TOP_GATHER, 2, in, table->dtype,
-                              index->ndim + 1, shape);
-  if (n)
-    n->flags = flags;
-  return node_out(n);
-}
-
-pto_tensor *pto_concat(pto_program *p, int n, pto_tensor *const *ts, int axis) {
-  if (!p)
-    return NULL;
-  if (n < 1 || n > PTO_NODE_MAX_IN || !ts)
-    return pto__fail(p, "concat", PTO_EINVAL,
-                     "%d tensors; 1 to %d are supported", n, PTO_NODE_MAX_IN);
-  if (!pto__check_operands(p, "concat", n, ts))
-    return NULL;
-  const pto_tensor *a = ts[0];
-  int ax = axis < 0 ? axis + a->ndim : axis;
-  if (ax < 0 || ax >= a->ndim)
-    return pto__fail(p, "concat", PTO_EINVAL, "axis %d is not an axis of %s",
-                     axis, D(a));
-  int64_t shape[PTO_MAX_DIMS];
-  memcpy(shape, a->shape, sizeof shape);
-  for (int i = 1; i < n; i++) {
-    const pto_tensor *t = ts[i];
-    if (t->dtype != a->dtype)
-      return pto__fail(p, "concat", PTO_EDTYPE, "%s and %s differ in dtype",
-                       D(a), D(t));
-    int same = t->ndim == a->ndim;
-    for (int d = 0; same && d < a->ndim; d++)
-      same = d == ax || t->shape[d] == a->shape[d];
-    if (!same)
-      return pto__fail(p, "concat", PTO_ESHAPE,
-                       "%s and %s differ outside axis %d", D(a), D(t), ax);
-    shape[ax] += t->shape[ax];
-  }
-  pto_node *node =
-      pto__new_node(p, PTO_TOP_CONCAT, n, ts, a->dtype, a->ndim, shape);
-  if (node)
-    node->ival = ax;
-  return node_out(node);
-}
-
-pto_tensor *pto_full(pto_program *p, pto_dtype dt, int ndim,
-                     const int64_t *shape, double value) {
-  if (!p || !pto__check_dtype(p, "full", dt) ||
-      !pto__check_shape(p, "full", "full", ndim, shape))
-    return NULL;
-  if (dt == PTO_I32 && !(value >= INT32_MIN && value <= INT32_MAX))
-    return pto__fail(p, "full", PTO_ERANGE, "value %g is outside i32", value);
-  pto_node *n = pto__new_node(p, PTO_TOP_FULL, 0, NULL, dt, ndim, shape);
-  if (n)
-    n->scalar = dt == PTO_I32 ? nearbyint(value) : value;
-  return node_out(n);
-}
-
-pto_tensor *pto_iota(pto_program *p, pto_dtype dt, int ndim,
-                     const int64_t *shape, int64_t start) {
-  if (!p || !pto__check_dtype(p, "iota", dt) ||
-      !pto__check_shape(p, "iota", "iota", ndim, shape))
-    return NULL;
-  if (dt != PTO_I32 && dt != PTO_F32)
-    return pto__fail(p, "iota", PTO_EDTYPE, "iota makes i32 or f32, not %s",
-                     pto_dtype_name(dt));
-  /* shape[] < 2^40 and start is checked first, so the sum cannot overflow */
-  if (dt == PTO_I32 && (start < INT32_MIN || start > INT32_MAX ||
-                        start + shape[ndim - 1] - 1 > INT32_MAX))
-    return pto__fail(p, "iota", PTO_ERANGE,
-                     "values from %" PRId64 " over %" PRId64
-                     " columns are outside i32",
-                     start, shape[ndim - 1]);
-  if (dt == PTO_F32 &&
-      (start < -(INT64_C(1) << 53) || start > (INT64_C(1) << 53)))
-    return pto__fail(p, "iota", PTO_ERANGE,
-                     "start %" PRId64 " is not exact in f32 arithmetic", start);
-  pto_node *n = pto__new_node(p, PTO_TOP_IOTA, 0, NULL, dt, ndim, shape);
-  if (n)
-    n->ival = start;
-  return node_out(n);
 }
 
 pto_tensor *pto_custom(pto_program *p, int id, int n,

@@ -42,9 +42,8 @@ pto_program *pto__program_snapshot(const pto_program *p) {
   for (uint32_t i = 0; i < p->n_nodes; i++) {
     const pto_node *o = p->nodes[i];
     pto_node *n = pto__arena_alloc(a, sizeof *n, 8);
-    if (!n)
+    if (!n || pto__node_copy(a, n, o)) /* inputs and offsets of its own */
       goto fail;
-    *n = *o;
     if (!(n->label = pto__arena_strdup(a, o->label)))
       goto fail;
     for (int k = 0; k < o->n_in; k++)

@@ -1,6 +1,7 @@
 /* core/tiler.h (internal): what the tilers share (core/tiling.c, the
  * vector and data-movement ops and the driver; core/tiling_cube.c, the
- * cube's ops; core/tiling_topk.c, top-k): views of tensors as 4-D windows,
+ * cube's ops; core/tiling_topk.c, top-k; core/tiling_move.c, iota and
+ * assemble): views of tensors as 4-D windows,
  * tile positions, and the emission of tile values, instructions, units and
  * scratch storages into a tile graph. */
 #ifndef PTO_CORE_TILER_H
@@ -198,5 +199,12 @@ void pto__tile_matmul(tiler *t, const pto_node *n, const pto_tile_shape *ts);
 
 /* Top-k (core/tiling_topk.c): node n under tile shape ts. */
 void pto__tile_topk(tiler *t, const pto_node *n, const pto_tile_shape *ts);
+
+/* Iota along any axis, and an assemble chain (core/tiling_move.c), under
+ * vector tile tr x tc; the assemble returns 0 or a status (PTO_ENOTSUP:
+ * its blocks overlap in too many pieces). */
+void pto__tile_iota(tiler *t, const pto_node *n, uint32_t tr, uint32_t tc);
+pto_status pto__tile_assemble(tiler *t, const pto_node *n, uint32_t tr,
+                              uint32_t tc);
 
 #endif /* PTO_CORE_TILER_H */

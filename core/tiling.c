@@ -327,11 +327,9 @@ static void tile_fill(tiler *t, const pto_node *n, uint32_t tr, uint32_t tc) {
   FOR_TILES(out.shape, tr, tc, pos) {
     unit_begin(t, n->id, PTO_CORE_VECTOR);
     uint32_t v = new_val(t, dt, tr, tc, pos.nr, pos.nc);
-    pto_tinst *ins = emit(t, n->op == PTO_TOP_FULL ? PTO_OP_TEXPANDS
-                                                   : PTO_OP_TCI);
+    pto_tinst *ins = emit(t, PTO_OP_TEXPANDS);
     ins->dst[0] = v;
     ins->s = n->scalar;
-    ins->imm[0] = (int32_t)(n->ival + pos.c0);
     pto_gref g = window(&out, &pos);
     store(t, v, &g);
     unit_end(t);
@@ -413,9 +411,25 @@ pto_status pto__tile(pto_tgraph *tg, const pto_program *p,
       tile_concat(&t, n, ts.vec_rows, ts.vec_cols);
       break;
     case PTO_TC_FILL:
-    case PTO_TC_IOTA:
       tile_fill(&t, n, ts.vec_rows, ts.vec_cols);
       break;
+    case PTO_TC_IOTA:
+      pto__tile_iota(&t, n, ts.vec_rows, ts.vec_cols);
+      break;
+    case PTO_TC_ASSEMBLE: {
+      pto_status st = pto__tile_assemble(&t, n, ts.vec_rows, ts.vec_cols);
+      if (st == PTO_ENOTSUP) {
+        free(live);
+        return pto__error_set(
+            &tg->err, st,
+            "assemble%s%s%s -> '%s': the blocks of its chain overlap in more "
+            "than 2^20 pieces; assemble the overlapping blocks onto a copy",
+            n->label[0] ? " '" : "", n->label, n->label[0] ? "'" : "",
+            n->out[0]->name);
+      }
+      t.failed |= st != PTO_OK;
+      break;
+    }
     default:
       tile_elementwise(&t, n, ts.vec_rows, ts.vec_cols);
       break;

@@ -1,4 +1,5 @@
-/* Tiling the cube's ops: matmul (split into accumulating k slices),
+/* Tiling the cube's ops: matmul (split into accumulating k slices; a
+ * masked one skips the tiles past its diagonal and masks those it crosses),
  * matmul_relu_wsum (the indexer's score, one instruction per tile) and
  * sparse_attention (a program per query: scores, online softmax and the
  * weighted values per block of selected rows). */
@@ -126,7 +127,19 @@ void pto__tile_matmul(tiler *t, const pto_node *n, const pto_tile_shape *ts) {
   uint32_t tn = clamp_tile(ts->cube_n, out.shape[3]);
   uint32_t tk = clamp_tile(ts->cube_k, K);
   view4 acc_in = n->n_in > 2 ? view_of(n->in[2]) : out;
+  const int masked = (n->flags & PTO_MATMUL_CAUSAL) != 0;
   FOR_TILES(out.shape, tm, tn, pos) {
+    if (masked && (double)pos.c0 > (double)(pos.r0 + pos.nr - 1) + n->scalar) {
+      unit_begin(t, n->id, PTO_CORE_VECTOR); /* wholly past the diagonal */
+      uint32_t v = new_val(t, PTO_F32, tm, tn, pos.nr, pos.nc);
+      pto_tinst *ins = emit(t, PTO_OP_TEXPANDS);
+      ins->dst[0] = v;
+      ins->s = -INFINITY;
+      pto_gref g = window(&out, &pos);
+      store(t, v, &g);
+      unit_end(t);
+      continue;
+    }
     unit_begin(t, n->id, PTO_CORE_CUBE);
     uint32_t c = PTO_NONE;
     if (n->n_in > 2) {
@@ -152,6 +165,17 @@ void pto__tile_matmul(tiler *t, const pto_node *n, const pto_tile_shape *ts) {
         ins->n_src = 3;
         ins->src[2] = c;
       }
+      c = d;
+    }
+    /* the diagonal crosses the tile: row r0 hides cols from r0 + diag + 1
+     * on, masked on the accumulator's way out */
+    if (masked && (double)(pos.c0 + pos.nc - 1) > (double)pos.r0 + n->scalar) {
+      uint32_t d = new_val(t, PTO_F32, tm, tn, pos.nr, pos.nc);
+      pto_tinst *ins = emit(t, PTO_OP_TTRIFILL);
+      ins->src[0] = c;
+      ins->dst[0] = d;
+      ins->s = -INFINITY;
+      ins->imm[0] = (int32_t)(n->scalar + (double)(pos.r0 - pos.c0));
       c = d;
     }
     pto_gref g = window(&out, &pos);

@@ -114,6 +114,16 @@ static pto_status tensor_json(const pto_executable *e, FILE *f) {
     if (cls == PTO_TC_TOPK || cls == PTO_TC_IOTA || cls == PTO_TC_CONCAT ||
         cls == PTO_TC_CMP)
       bad |= jset(o, "param", jint(nd->ival));
+    if (cls == PTO_TC_IOTA)
+      bad |= jset(o, "axis", jint(nd->axis));
+    if (nd->op == PTO_TOP_MATMUL && (nd->flags & PTO_MATMUL_CAUSAL))
+      bad |= jset(o, "diag", jint((int64_t)nd->scalar));
+    if (cls == PTO_TC_ASSEMBLE) { /* where the block goes */
+      json_t *b = json_array();
+      for (int d = 0; d < nd->out[0]->ndim; d++)
+        bad |= japp(b, jint(nd->offs[d]));
+      bad |= jset(o, "begin", b);
+    }
     if (nd->flags)
       bad |= jset(o, "flags", jint(nd->flags));
     jout_item(&w, o, bad);

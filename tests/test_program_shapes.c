@@ -81,9 +81,14 @@ Test(core, program_matmul_relu_wsum_errors) {
   cr_expect_eq(pto_tensor_dim(s, 0), 3);
   cr_expect_eq(pto_tensor_dim(s, 1), 20);
   cr_expect_eq(pto_tensor_dtype(s), PTO_F32);
-  /* plain matmul takes no causal flag */
-  cr_expect_null(pto_matmul(p, q, k, PTO_MATMUL_TRANS_B | PTO_MATMUL_CAUSAL));
+  /* a plain matmul takes the causal flag (its mask); an accumulating one
+   * does not */
+  cr_expect_not_null(
+      pto_matmul(p, q, k, PTO_MATMUL_TRANS_B | PTO_MATMUL_CAUSAL));
+  cr_expect_null(pto_matmul_acc(p, pto_matmul(p, q, k, PTO_MATMUL_TRANS_B), q,
+                                k, PTO_MATMUL_TRANS_B | PTO_MATMUL_CAUSAL));
   cr_expect_eq(pto_program_status(p), PTO_EINVAL);
+  EXPECT_MSG_HAS(p, "accumulating");
   pto_program_free(p);
 
   struct {

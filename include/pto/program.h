@@ -83,6 +83,22 @@ PTO_API pto_status pto_program_set_knob(pto_program *p, pto_knob k,
 PTO_API pto_status pto_program_push_label(pto_program *p, const char *label);
 PTO_API pto_status pto_program_pop_label(pto_program *p);
 
+/* One scope for a label and a tile shape together: push_label(label)
+ * (label NULL: the labels stay as they are) and push_tile(tile) (tile NULL:
+ * a copy of the current shape), undone together by pop_scope. Scopes nest
+ * with labels and tile scopes: a pop_label or pop_tile that would undo
+ * part of the innermost open scope, and a pop_scope while a label or tile
+ * pushed inside it is still open, are PTO_ESTATE errors, as unmatched pops
+ * are (recorded as the program's error).
+ *
+ *   pto_program_push_scope(p, "ffn.up", &(pto_tile_shape){16, 256, 64, 64, 0});
+ *   h = pto_silu(p, pto_matmul(p, x, w, 0));
+ *   pto_program_pop_scope(p);
+ */
+PTO_API pto_status pto_program_push_scope(pto_program *p, const char *label,
+                                          const pto_tile_shape *tile);
+PTO_API pto_status pto_program_pop_scope(pto_program *p);
+
 /* ---- inputs, outputs and tensor queries --------------------------------- */
 
 /* A named input, dense row-major; 1 <= ndim <= PTO_MAX_DIMS, every dim >= 1. */
@@ -188,14 +204,30 @@ PTO_API pto_tensor *pto_colmax(pto_program *p, pto_tensor *a);
 
 /* a [..,M,K] x b [..,K,N] -> f32 [..,M,N]; with PTO_MATMUL_TRANS_A a is
  * [..,K,M], with PTO_MATMUL_TRANS_B b is [..,N,K]. Leading (batch) dims
- * broadcast. Operands f32, bf16 or f16. */
+ * broadcast. Operands f32, bf16 or f16. With PTO_MATMUL_CAUSAL (below) it
+ * is pto_matmul_masked with diag = N - M: the causal mask of attention
+ * scores q x k^T, end-aligned as pto_mask_mode's (the M queries are the
+ * last M of the N positions: query i sees key j <= N - M + i), so a
+ * softmax after it gives the masked keys weight 0. */
 enum { PTO_MATMUL_TRANS_A = 1u << 0, PTO_MATMUL_TRANS_B = 1u << 1 };
 PTO_API pto_tensor *pto_matmul(pto_program *p, pto_tensor *a, pto_tensor *b,
                                unsigned flags);
-/* acc + a x b; acc must have the shape of a x b. */
+/* acc + a x b; acc must have the shape of a x b (flags TRANS_A, TRANS_B). */
 PTO_API pto_tensor *pto_matmul_acc(pto_program *p, pto_tensor *acc,
                                    pto_tensor *a, pto_tensor *b,
                                    unsigned flags);
+/* a x b above a diagonal masked with -inf:
+ *   out[.., i, j] = (a x b)[.., i, j] for j <= i + diag, -inf for j > i + diag
+ * for every matrix of the batch; flags TRANS_A, TRANS_B (CAUSAL changes
+ * nothing: diag says where the mask starts). diag 0 is the lower triangle
+ * with its diagonal; diag >= N - 1 masks nothing and diag < -(M - 1) masks
+ * every entry. |diag| <= 2^52. The products are pto_matmul's, bit for bit.
+ * Tiles wholly past the diagonal are never computed (filled with -inf on
+ * the vector cores); tiles it crosses are masked on the cube's way out
+ * (TTRIFILL), so the mask costs no pass over the result. */
+PTO_API pto_tensor *pto_matmul_masked(pto_program *p, pto_tensor *a,
+                                      pto_tensor *b, unsigned flags,
+                                      int64_t diag);
 
 /* The weighted ReLU sum of each group of `group` consecutive rows of a
  * matmul, in one op (the lightning indexer's score: a query's H heads are
@@ -247,6 +279,59 @@ PTO_API pto_tensor *pto_sparse_attention(pto_program *p, pto_tensor *q,
  * more), at the cost of one division per row instead of one per element. */
 PTO_API pto_tensor *pto_softmax(pto_program *p, pto_tensor *a);
 
+/* ---- activations, row statistics and norms (composites) ----------------
+ *
+ * Each is a short chain of the primitive ops above, so it fuses like any
+ * chain (pto_program_num_ops counts its parts, and dumps and traces show
+ * them under the current label); x is f32, bf16 or f16 (computed in f32),
+ * never i32. The row ops reduce the last axis, of N entries, and keep
+ * dims as the reductions do: [..,M,N] -> [..,M,1]. Bounds below are
+ * against the exact value of the stated formula on the f32 inputs
+ * (computed in double), with u = 2^-24, for the SIMD tables as for the
+ * scalar reference (exp and rsqrt within 2 ulp, the other parts
+ * correctly rounded, sums in any order).
+ *
+ * sigmoid(x) = 1 / (1 + exp(-x)) (recip, adds, exp, neg): relative error
+ * <= 6u (3 ulp) where sigmoid(x) >= 2^-126 (x >= -87.3), absolute below
+ * 2^-126 beyond; 0 at -inf, 1 at +inf, NaN at NaN. */
+PTO_API pto_tensor *pto_sigmoid(pto_program *p, pto_tensor *x);
+/* SiLU (swish): x sigmoid(x), computed as x / (1 + exp(-x)) (one rounding
+ * and one pass fewer than the product): relative error <= 6u for x >=
+ * -88, absolute < 2^-120 below (where it returns -0); NaN at -inf and NaN,
+ * +inf at +inf (as x sigmoid(x) is). */
+PTO_API pto_tensor *pto_silu(pto_program *p, pto_tensor *x);
+/* GELU in its tanh form, PyTorch's gelu(approximate='tanh'):
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), computed exactly as
+ * x / (1 + exp(v)) with v = x (A + B x^2), A = -2 sqrt(2/pi), B = 0.044715 A
+ * (both rounded to f32; 7 ops). |error| <= 2^-21 (1 + |x|) against that
+ * formula in double (relative <= (8 + 5 |v|) u). It is not the erf form
+ * (PyTorch's default), from which it differs by up to 4.8e-4. */
+PTO_API pto_tensor *pto_gelu(pto_program *p, pto_tensor *x);
+/* The mean of each row: rowsum(x) times 1/N (rounded to f32), 2 ops:
+ * |error| <= (N + 1) u mean(|x|). */
+PTO_API pto_tensor *pto_mean(pto_program *p, pto_tensor *x);
+/* The population variance of each row (divided by N, not N - 1), in two
+ * passes: mean((x - mean(x))^2), 6 ops. With d the mean's error above,
+ * |error| <= (N + 5) u var + d^2: the error of the mean enters squared. */
+PTO_API pto_tensor *pto_var(pto_program *p, pto_tensor *x);
+/* RMS norm over each row: y = x rsqrt(mean(x^2) + eps) gamma, 6 ops (7
+ * with gamma); eps >= 0 is added as an f32. gamma (NULL: none) is f32,
+ * bf16 or f16 with N entries along its last axis and 1 along any other
+ * ([N], [1,N], ...), broadcast over the rows. Relative error <= (N/2 + 8) u
+ * against the formula with that f32 eps. */
+PTO_API pto_tensor *pto_rms_norm(pto_program *p, pto_tensor *x,
+                                 pto_tensor *gamma, double eps);
+/* Layer norm over each row: y = (x - mean) rsqrt(var + eps) gamma + beta,
+ * var the population variance of pto_var (x - mean computed once); 9 ops,
+ * one more for each of gamma and beta (shaped as rms_norm's gamma; NULL:
+ * none); eps >= 0 is added as an f32. With s = sqrt(var + eps) and z =
+ * (x - mean) / s the exact normalised value:
+ * |error| <= |gamma| ((N + 1) u mean(|x|) / s + (N/2 + 9) u |z|) + u |y|.
+ * kernels/dsa_prolog.c's RMS and layer norms are these calls. */
+PTO_API pto_tensor *pto_layer_norm(pto_program *p, pto_tensor *x,
+                                   pto_tensor *gamma, pto_tensor *beta,
+                                   double eps);
+
 /* The k largest values along the last axis of a floating tensor, ordered by
  * value descending and then index ascending (NaN ranks below -inf), and
  * their int32 indices.
@@ -277,16 +362,46 @@ enum { PTO_GATHER_STRICT = 1u << 0 };
 PTO_API pto_tensor *pto_gather(pto_program *p, pto_tensor *table,
                                pto_tensor *index, unsigned flags);
 
-/* Concatenate n tensors (same dtype, equal dims except axis) along axis. */
+/* Concatenate n >= 1 tensors (same dtype, equal dims except axis; any
+ * count) along axis (negative counts from the end). One op: each input is
+ * copied once into its place, a tile at a time. */
 PTO_API pto_tensor *pto_concat(pto_program *p, int n, pto_tensor *const *ts,
                                int axis);
 
+/* PyPTO's assemble: a tensor equal to dst with src written over the window
+ * of dst that starts at begin (src's dims d span [begin[d], begin[d] +
+ * src dim d), which must lie inside dst; same dtype and rank; values are
+ * moved bit for bit). Assembling onto the result of an assemble extends
+ * it: a chain of n assembles is one op with n blocks (a later block wins
+ * where two overlap), the intermediate results are computed only if
+ * something else reads them, and the chain's first dst is read only where
+ * no block covers it. So writing 16 blocks into one output is 16 copies
+ * of one block each, not a tree of copies of the output, and a block made
+ * by vector ops under the same vector tile as the assemble fuses with its
+ * copy: its tiles are stored straight into the output.
+ *
+ *   pto_tensor *y = pto_full(p, PTO_F32, 2, (int64_t[]){64, 64}, 0);
+ *   for (int i = 0; i < 4; i++)
+ *     for (int j = 0; j < 4; j++)
+ *       y = pto_assemble(p, y, block[i][j], (int64_t[]){16 * i, 16 * j});
+ */
+PTO_API pto_tensor *pto_assemble(pto_program *p, pto_tensor *dst,
+                                 pto_tensor *src, const int64_t *begin);
+
 /* A tensor filled with value, and one counting start, start+1, ... along its
- * last axis (the same in every row). */
+ * last axis (the same in every row). iota's values start + i (i below the
+ * axis' extent) must lie in i32 (they are counted in i32, then an f32 iota
+ * converts them: exact while |value| <= 2^24). */
 PTO_API pto_tensor *pto_full(pto_program *p, pto_dtype dt, int ndim,
                              const int64_t *shape, double value);
 PTO_API pto_tensor *pto_iota(pto_program *p, pto_dtype dt, int ndim,
                              const int64_t *shape, int64_t start);
+/* pto_iota counting along any axis (negative counts from the end):
+ * out[idx] = start + idx[axis], i32 or f32. Along the rows of a [S,1]
+ * tensor it is the query positions a causal mask compares against. */
+PTO_API pto_tensor *pto_iota_axis(pto_program *p, pto_dtype dt, int ndim,
+                                  const int64_t *shape, int axis,
+                                  int64_t start);
 
 /* ---- reference evaluator ------------------------------------------------ */
 
