@@ -138,6 +138,7 @@ rp_step *add_step(gen *g, int kind) {
   rp_step *s = &c->steps[c->n_steps++];
   memset(s, 0, sizeof *s);
   s->kind = kind;
+  s->nn = g->nn_mode;
   s->out = s->out2 = -1;
   snprintf(s->label, sizeof s->label, "%s",
            g->n_labels ? g->labels[g->n_labels - 1] : "");
@@ -187,6 +188,7 @@ int new_val(gen *g, pto_dtype dt, int nd, const int64_t *shape) {
   }
   v->root = id;
   v->lvl = L_EXACT;
+  v->hidden = g->nn_mode;
   return id;
 }
 
@@ -265,12 +267,14 @@ void holds_values_of(rp_val *r, const rp_val *src) {
 /* ---- picking tensors --------------------------------------------------------
  */
 
-/* A usable tensor satisfying ok, favouring recent ones; -1 if none. */
+/* A usable tensor satisfying ok, favouring recent ones; -1 if none. The
+ * main stream never sees the nn stream's tensors. */
 int pick_val(gen *g, val_pred ok, const void *ctx) {
   int cand[MAX_VALS], n = 0;
   for (int i = 0; i < g->c->n_vals; i++) {
     const rp_val *v = V(g, i);
-    if (v->lvl != L_NOUSE && !v->posinf && (!ok || ok(g, v, ctx)))
+    if (v->lvl != L_NOUSE && !v->posinf && !v->neginf &&
+        (g->nn_mode || !v->hidden) && (!ok || ok(g, v, ctx)))
       cand[n++] = i;
   }
   if (!n)
@@ -315,8 +319,12 @@ int new_input(gen *g, pto_dtype dt, int nd, const int64_t *shape, int force_int,
   s->dt = dt;
   s->nd = nd;
   memcpy(s->shape, shape, (size_t)nd * sizeof *shape);
-  snprintf(s->name, sizeof s->name, "in%d", g->input_seq++);
-  s->fill_seed = rp_next(&g->c->seed) ^ (uint64_t)id * 0x9e37u;
+  if (g->nn_mode)
+    snprintf(s->name, sizeof s->name, "nin%d", g->nn_inputs++);
+  else
+    snprintf(s->name, sizeof s->name, "in%d", g->input_seq++);
+  s->fill_seed = rp_next(g->nn_mode ? &g->nn_seed : &g->c->seed) ^
+                 (uint64_t)id * 0x9e37u;
   rp_val *v = V(g, id);
   if (dt == PTO_I32) {
     if (force_int || !chance(g->r, 15)) {
@@ -504,6 +512,8 @@ int case_labels(const rp_case *c, int live_only, char (*set)[96], int cap) {
   for (int i = 0; i < c->n_steps; i++) {
     if (live_only && !step_live(c, &c->steps[i]))
       continue;
+    if (c->steps[i].nn) /* the main stream's choices ignore the nn stream */
+      continue;
     char buf[96];
     snprintf(buf, sizeof buf, "%s", c->steps[i].label);
     while (buf[0]) {
@@ -526,19 +536,19 @@ static void gen_outputs(gen *g) {
   int n = 1 + (int)pick(g->r, 3);
   int last = -1;
   for (int i = c->n_vals - 1; i >= 0 && last < 0; i--)
-    if (c->vals[i].lvl != L_NOUSE)
+    if (c->vals[i].lvl != L_NOUSE && !c->vals[i].hidden)
       last = i;
   /* most leaves (results nothing reads) too, so that few ops are dead */
   uint8_t *read = calloc((size_t)c->n_vals + 1, 1);
   if (!read)
     abort();
   for (int i = 0; i < c->n_steps; i++)
-    for (int k = 0; k < c->steps[i].n_in; k++)
+    for (int k = 0; k < c->steps[i].n_in && !c->steps[i].nn; k++)
       read[c->steps[i].in[k]] = 1;
   int leaves[MAX_VALS], n_leaves = 0;
   for (int i = 0; i < c->n_vals; i++)
     if (!read[i] && i != last && c->vals[i].lvl != L_NOUSE &&
-        c->vals[i].root == i && chance(g->r, 75))
+        !c->vals[i].hidden && c->vals[i].root == i && chance(g->r, 75))
       leaves[n_leaves++] = i;
   free(read);
   n += n_leaves < 6 ? n_leaves : 6;
@@ -553,6 +563,7 @@ static void gen_outputs(gen *g) {
     s->n_in = 1;
     snprintf(s->name, sizeof s->name, "out%d", g->output_seq++);
   }
+  nn_outputs(g);
 }
 
 static void gen_config(gen *g) {
@@ -666,6 +677,7 @@ static void gen_case(gen *g) {
   int n_ops = 1 + (int)pick(g->r, chance(g->r, 40) ? 40 : 14);
   int tries = 0;
   while (c->n_ops < n_ops && !g->failed && tries++ < 4 * n_ops + 8) {
+    nn_step(g);
     int k = (int)pick(g->r, 100);
     if (k < 9)
       gen_scope(g);
@@ -734,6 +746,9 @@ static rp_case *generate(rp_src *r, uint64_t seed, const rp_switches *sw) {
   memset(&g, 0, sizeof g);
   g.c = c;
   g.r = r;
+  nn_init(&g, r->bytes ? (uint64_t)r->size * 0x9e3779b97f4a7c15ull ^
+                             (r->size ? r->data[0] : 0)
+                       : seed);
   gen_case(&g);
   if (c->sw.dead_op_store)
     prune(c); /* no dead ops: they may make a live tensor lose its storage */

@@ -33,6 +33,9 @@ typedef struct rp_val {
   int zsign;                        /* a zero's sign is not specified */
   int mm;                           /* on roots: 1 matmul operand, 2 acc */
   int posinf;                       /* +inf too (an lse): output only */
+  int neginf; /* -inf past a mask's diagonal: output or softmax only */
+  int hidden; /* made by the nn stream (randprog_nn.c): the main stream
+                 never sees it */
   int live;
 } rp_val;
 
@@ -45,7 +48,9 @@ enum { /* steps */
        S_PUSH_TILE,
        S_POP_TILE,
        S_SET_VEC,
-       S_SET_CUBE
+       S_SET_CUBE,
+       S_PUSH_SCOPE, /* a label (name, "" for none) and a tile together */
+       S_POP_SCOPE
 };
 
 #define RP_OPS(X)                                                              \
@@ -66,7 +71,11 @@ enum { /* steps */
                                           X(ATTENTION, "sparse_attention")     \
                                           X(SLICE, "slice")                    \
                                               X(RESHAPE, "reshape")            \
-                                                  X(TRANSPOSE, "transpose")
+                                                  X(TRANSPOSE, "transpose")    \
+  X(SIGMOID, "sigmoid") X(SILU, "silu") X(GELU, "gelu") X(MEAN, "mean")        \
+      X(VAR, "var") X(LAYER_NORM, "layer_norm") X(RMS_NORM, "rms_norm")        \
+          X(MATMUL_MASKED, "matmul_masked") X(IOTA_AXIS, "iota_axis")          \
+              X(ASSEMBLE, "assemble")
 
 enum {
 #define RP__OPE(n, s) O_##n,
@@ -75,7 +84,7 @@ enum {
       O_COUNT
 };
 
-#define MAX_IN 6
+#define MAX_IN 24
 
 typedef struct rp_step {
   int kind, op;
@@ -90,6 +99,7 @@ typedef struct rp_step {
   int64_t ival;
   uint32_t tile[5];
   int has_tile;
+  int nn;                /* made by the nn stream (randprog_nn.c) */
   char name[48];         /* input, output or label name */
   char label[96];        /* full label in force (ops) */
   int fill_kind, fill_q; /* inputs */
@@ -168,6 +178,13 @@ typedef struct gen {
   int n_labels, n_tiles;
   int input_seq, output_seq;
   int failed; /* out of room */
+  /* the nn stream (randprog_nn.c): the newer ops, chosen by a PRNG of
+   * their own and made of values the main stream never picks, so that
+   * what the main stream makes of a seed stays what it was */
+  rp_src nn_r, *main_r;
+  int nn_mode;      /* generating for the nn stream now */
+  uint64_t nn_seed; /* its inputs' fill seeds */
+  int nn_inputs, nn_outputs;
 } gen;
 
 static const double U = 0x1p-22; /* two f32 roundings, with margin */
@@ -217,6 +234,11 @@ int gen_reduce(gen *g);
 /* ---- matmul (randprog_matmul.c) ------------------------------------------ */
 
 int gen_matmul(gen *g, int with_acc);
+/* The step op (O_MATMUL, O_MATMUL_ACC with acc >= 0, O_MATMUL_MASKED) of
+ * a x b (+ acc), result nd/shape, depth K, and what is known of its
+ * values (a mask's -inf entries aside); the result's id, or -1. */
+int matmul_step(gen *g, int op, int a, int b, int acc, unsigned flags, int nd,
+                const int64_t *shape, int64_t K);
 int gen_motif(gen *g);
 
 /* ---- composites, data movement and views (randprog_movement.c) ----------- */
@@ -229,6 +251,17 @@ int gen_fill(gen *g);
 int view_slice(gen *g, int t, int axis, int64_t b0, int64_t e0);
 int view_transpose(gen *g, int t, int a0, int a1);
 int gen_view(gen *g);
+
+/* ---- the nn stream (randprog_nn.c) ---------------------------------------- */
+
+/* Seeds the nn stream from the main one's seed (or bytes). */
+void nn_init(gen *g, uint64_t seed);
+/* Maybe (by the nn stream alone) adds one of the newer ops: composites,
+ * masked matmuls, iota along an axis, assemble chains, many-input concats,
+ * scopes; the main stream's state is left as it was. */
+void nn_step(gen *g);
+/* Outputs for the nn stream's leaves. */
+void nn_outputs(gen *g);
 
 /* ---- sparse attention (randprog_attention.c) ----------------------------- */
 

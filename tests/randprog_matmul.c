@@ -57,18 +57,15 @@ static int pred_acc(gen *g, const rp_val *v, const void *ctx) {
   return 1;
 }
 
-/* The matmul node a x b (+ acc) of result shape nd/shape and depth K, and
- * what is known of its values; the result's id, or -1. */
-static int make_matmul(gen *g, int a, int b, int acc, unsigned flags, int nd,
-                       const int64_t *shape, int64_t K) {
+int matmul_step(gen *g, int op, int a, int b, int acc, unsigned flags, int nd,
+                const int64_t *shape, int64_t K) {
   rp_val av = *V(g, a), bv = *V(g, b);
   int with_acc = acc >= 0;
   int out = new_val(g, PTO_F32, nd, shape);
   if (g->failed)
     return -1;
   int in[3] = {a, b, acc};
-  rp_step *s =
-      op_step(g, with_acc ? O_MATMUL_ACC : O_MATMUL, with_acc ? 3 : 2, in, out);
+  rp_step *s = op_step(g, op, with_acc ? 3 : 2, in, out);
   s->flags = flags;
   V(g, V(g, a)->root)->mm |= 1;
   V(g, V(g, b)->root)->mm |= 1;
@@ -97,6 +94,14 @@ static int make_matmul(gen *g, int a, int b, int acc, unsigned flags, int nd,
   int grid = worst == L_GRID && grid_fits(S, r->q, PTO_F32);
   settle(r, grid, 0, worst, err);
   return out;
+}
+
+/* The matmul node a x b (+ acc) of result shape nd/shape and depth K, and
+ * what is known of its values; the result's id, or -1. */
+static int make_matmul(gen *g, int a, int b, int acc, unsigned flags, int nd,
+                       const int64_t *shape, int64_t K) {
+  return matmul_step(g, acc >= 0 ? O_MATMUL_ACC : O_MATMUL, a, b, acc, flags,
+                     nd, shape, K);
 }
 
 int gen_matmul(gen *g, int with_acc) {

@@ -253,6 +253,7 @@ static int view_of(gen *g, int t, int op) {
   r->root = keep_id_root;
   r->mm = 0;
   r->live = 0;
+  r->hidden = g->nn_mode; /* a view the nn stream makes is its own */
   op_step(g, op, 1, &t, out)->n_in = 1;
   g->c->n_ops--; /* views are not ops */
   return out;

@@ -91,6 +91,31 @@ void emit_program(const rp_case *c, pto_program *p, pto_tensor **T, FILE *o) {
       else
         pto_program_set_cube_tile(p, s->tile[0], s->tile[1], s->tile[2]);
       break;
+    case S_PUSH_SCOPE: {
+      pto_tile_shape ts = {s->tile[0], s->tile[1], s->tile[2], s->tile[3],
+                           s->tile[4]};
+      if (o) {
+        fprintf(o, "  pto_program_push_scope(p, ");
+        if (s->name[0])
+          fprintf(o, "\"%s\", ", s->name);
+        else
+          fprintf(o, "NULL, ");
+        if (s->has_tile)
+          fprintf(o, "&(pto_tile_shape){%u, %u, %u, %u, %u});\n", s->tile[0],
+                  s->tile[1], s->tile[2], s->tile[3], s->tile[4]);
+        else
+          fprintf(o, "NULL);\n");
+      } else
+        pto_program_push_scope(p, s->name[0] ? s->name : NULL,
+                               s->has_tile ? &ts : NULL);
+      break;
+    }
+    case S_POP_SCOPE:
+      if (o)
+        fprintf(o, "  pto_program_pop_scope(p);\n");
+      else
+        pto_program_pop_scope(p);
+      break;
     case S_OP:
       break;
     }
@@ -167,7 +192,60 @@ void emit_program(const rp_case *c, pto_program *p, pto_tensor **T, FILE *o) {
       UN(O_COLSUM, pto_colsum)
       UN(O_COLMAX, pto_colmax)
       UN(O_SOFTMAX, pto_softmax)
+      UN(O_SIGMOID, pto_sigmoid)
+      UN(O_SILU, pto_silu)
+      UN(O_GELU, pto_gelu)
+      UN(O_MEAN, pto_mean)
+      UN(O_VAR, pto_var)
 #undef UN
+    case O_LAYER_NORM:
+    case O_RMS_NORM: {
+      /* in: x, then gamma (flags bit 0) and beta (bit 1) when present */
+      const int gi = (s->flags & 1) ? 1 : -1,
+                bi = (s->flags & 2) ? ((s->flags & 1) ? 2 : 1) : -1;
+      if (o) {
+        char gs[16] = "NULL", bs[16] = "NULL";
+        if (gi > 0)
+          snprintf(gs, sizeof gs, "t[%d]", in[gi]);
+        if (bi > 0)
+          snprintf(bs, sizeof bs, "t[%d]", in[bi]);
+        if (op == O_LAYER_NORM)
+          fprintf(o, "pto_layer_norm(p, t[%d], %s, %s, %.17g);\n", in[0], gs,
+                  bs, s->scalar);
+        else
+          fprintf(o, "pto_rms_norm(p, t[%d], %s, %.17g);\n", in[0], gs,
+                  s->scalar);
+      } else if (op == O_LAYER_NORM) {
+        r = pto_layer_norm(p, T[in[0]], gi > 0 ? T[in[gi]] : NULL,
+                           bi > 0 ? T[in[bi]] : NULL, s->scalar);
+      } else {
+        r = pto_rms_norm(p, T[in[0]], gi > 0 ? T[in[gi]] : NULL, s->scalar);
+      }
+      break;
+    }
+    case O_MATMUL_MASKED:
+      if (o)
+        fprintf(o, "pto_matmul_masked(p, t[%d], t[%d], %u, %" PRId64 ");\n",
+                in[0], in[1], s->flags, s->ival);
+      else
+        r = pto_matmul_masked(p, T[in[0]], T[in[1]], s->flags, s->ival);
+      break;
+    case O_IOTA_AXIS:
+      if (o) {
+        fprintf(o, "pto_iota_axis(p, %s, %d, ", dt_c(s->dt), s->nd);
+        print_shape(o, s->nd, s->shape);
+        fprintf(o, ", %d, %" PRId64 ");\n", s->a0, s->ival);
+      } else
+        r = pto_iota_axis(p, s->dt, s->nd, s->shape, s->a0, s->ival);
+      break;
+    case O_ASSEMBLE:
+      if (o) {
+        fprintf(o, "pto_assemble(p, t[%d], t[%d], ", in[0], in[1]);
+        print_shape(o, s->nd, s->end);
+        fprintf(o, ");\n");
+      } else
+        r = pto_assemble(p, T[in[0]], T[in[1]], s->end);
+      break;
     case O_CAST:
       if (o)
         fprintf(o, "pto_cast(p, t[%d], %s);\n", in[0], dt_c(s->dt));
