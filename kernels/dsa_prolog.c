@@ -1,7 +1,8 @@
 /* The DSA chain's two prologs as ops of a program (pto/dsa.h): the MLA
  * prolog (q in the latent space with its rope part, and the new tokens'
  * KV rows) and the indexer prolog (index queries, keys and weights). The
- * norms and RoPE are composed from element-wise ops, slices and concats:
+ * norms are pto_rms_norm and pto_layer_norm (as composed here before, bit
+ * for bit), RoPE is composed from element-wise ops, slices and concats:
  * views cost no task, and the matmuls take every token at once (M = T,
  * never a matmul per token). */
 #include <math.h>
@@ -79,30 +80,6 @@ static pto_tensor *last(pto_program *p, pto_tensor *t, int64_t b, int64_t e) {
   return pto_slice(p, t, lo, hi);
 }
 
-/* g [n] as [1,n], to scale every row. */
-static pto_tensor *row_of(pto_program *p, pto_tensor *g) {
-  return pto_reshape(p, g, 2, (const int64_t[]){1, pto_tensor_dim(g, 0)});
-}
-
-/* RMSNorm over the rows of v [T,n]: v / sqrt(mean(v^2) + eps) * g. */
-static pto_tensor *rms_norm(pto_program *p, pto_tensor *v, pto_tensor *g) {
-  const double n = (double)pto_tensor_dim(v, -1);
-  pto_tensor *ms = pto_muls(p, pto_rowsum(p, pto_mul(p, v, v)), 1.0 / n);
-  pto_tensor *r = pto_rsqrt(p, pto_adds(p, ms, NORM_EPS));
-  return pto_mul(p, pto_mul(p, v, r), row_of(p, g));
-}
-
-/* LayerNorm over the rows of v [T,n] (population variance). */
-static pto_tensor *layer_norm(pto_program *p, pto_tensor *v, pto_tensor *g,
-                              pto_tensor *beta) {
-  const double n = (double)pto_tensor_dim(v, -1);
-  pto_tensor *c = pto_sub(p, v, pto_muls(p, pto_rowsum(p, v), 1.0 / n));
-  pto_tensor *var = pto_muls(p, pto_rowsum(p, pto_mul(p, c, c)), 1.0 / n);
-  pto_tensor *r = pto_rsqrt(p, pto_adds(p, var, NORM_EPS));
-  return pto_add(p, pto_mul(p, pto_mul(p, c, r), row_of(p, g)),
-                 row_of(p, beta));
-}
-
 /* Rotate-half RoPE of u [...,R] with cos and sin broadcast to it:
  * u * cos + concat(-u[R/2:], u[:R/2]) * sin. */
 static pto_tensor *rope(pto_program *p, pto_tensor *u, pto_tensor *cs,
@@ -137,7 +114,7 @@ static void mla_prolog(pto_program *p, const pto_dsa_dims *d, int64_t T,
   pto_program_push_label(p, "mla_prolog");
   pto_tensor *xq = mm(&st, "q_down", in[PTO_DSA_X], in[PTO_DSA_W_DQ]);
   pto_program_push_label(p, "q_norm");
-  *c_q = rms_norm(p, xq, in[PTO_DSA_GAMMA_CQ]);
+  *c_q = pto_rms_norm(p, xq, in[PTO_DSA_GAMMA_CQ], NORM_EPS);
   pto_program_pop_label(p);
   pto_tensor *qq = pto_reshape(p, mm(&st, "q_up", *c_q, in[PTO_DSA_W_UQ_QR]), 3,
                                (const int64_t[]){T, H, N + R});
@@ -155,7 +132,8 @@ static void mla_prolog(pto_program *p, const pto_dsa_dims *d, int64_t T,
   pto_program_pop_label(p);
   pto_tensor *kvr = mm(&st, "kv_down", in[PTO_DSA_X], in[PTO_DSA_W_DKV_KR]);
   pto_program_push_label(p, "kv_norm");
-  pto_tensor *ckv = rms_norm(p, last(p, kvr, 0, L), in[PTO_DSA_GAMMA_CKV]);
+  pto_tensor *ckv =
+      pto_rms_norm(p, last(p, kvr, 0, L), in[PTO_DSA_GAMMA_CKV], NORM_EPS);
   pto_program_pop_label(p);
   pto_program_push_label(p, "k_rope");
   pto_tensor *kr =
@@ -188,8 +166,8 @@ static void indexer_prolog(pto_program *p, const pto_dsa_dims *d, int64_t T,
                            3, (const int64_t[]){T, HI, DI});
   pto_tensor *kx = mm(&st, "k_down", in[PTO_DSA_X], in[PTO_DSA_W_K]);
   pto_program_push_label(p, "k_norm");
-  pto_tensor *kn =
-      layer_norm(p, kx, in[PTO_DSA_LN_GAMMA_K], in[PTO_DSA_LN_BETA_K]);
+  pto_tensor *kn = pto_layer_norm(p, kx, in[PTO_DSA_LN_GAMMA_K],
+                                  in[PTO_DSA_LN_BETA_K], NORM_EPS);
   pto_program_pop_label(p);
   pto_program_push_label(p, "k_rope");
   pto_tensor *kr = rope_head(p, kn, R, in[PTO_DSA_COS], in[PTO_DSA_SIN]);
