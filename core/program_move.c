@@ -147,7 +147,10 @@ pto_tensor *pto_assemble(pto_program *p, pto_tensor *dst, pto_tensor *src,
                        "block %s at %s does not fit in %s: axis %d spans "
                        "[%" PRId64 ", %" PRId64 ") of [0, %" PRId64 ")",
                        D(src), at, D(dst), d, begin[d],
-                       begin[d] + src->shape[d], dst->shape[d]);
+                       begin[d] > INT64_MAX - src->shape[d]
+                           ? INT64_MAX
+                           : begin[d] + src->shape[d],
+                       dst->shape[d]);
   /* the chain's uncovered part: the previous assemble's, or all of dst */
   const pto_node *prev = dst->root == dst && dst->producer &&
                                  dst->producer->op == PTO_TOP_ASSEMBLE

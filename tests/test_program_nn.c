@@ -250,6 +250,8 @@ Test(core, program_assemble_refuses_what_does_not_fit) {
       {2, PTO_EDTYPE, "block 'bi' i32[4,8] and 'd' f32[16,64] differ in dtype"},
       {3, PTO_ESHAPE, "block 'b3' f32[1,4,8] has 3 dims, 'd' f32[16,64] has 2"},
       {4, PTO_EINVAL, "begin is NULL"},
+      {5, PTO_ERANGE, "axis 1 spans [9223372036854775807, "
+                      "9223372036854775807) of [0, 64)"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     pto_program *p = pto_program_new("bad");
@@ -263,7 +265,8 @@ Test(core, program_assemble_refuses_what_does_not_fit) {
     case 1: y = pto_assemble(p, d, b, (const int64_t[]){-1, 0}); break;
     case 2: y = pto_assemble(p, d, bi, (const int64_t[]){0, 0}); break;
     case 3: y = pto_assemble(p, d, b3, (const int64_t[]){0, 0}); break;
-    default: y = pto_assemble(p, d, b, NULL); break;
+    case 4: y = pto_assemble(p, d, b, NULL); break;
+    default: y = pto_assemble(p, d, b, (const int64_t[]){0, INT64_MAX}); break;
     }
     cr_expect_null(y);
     cr_expect_eq(pto_program_status(p), cases[i].st, "case %zu: %s", i,
