@@ -527,3 +527,40 @@ Test(partitioner, overlapping_assembles_compiled_as_evaluated) {
   for (int i = 0; i < 2; i++)
     free(o[i]), free(ev[i]);
 }
+
+/* With no tile set, on the Ascend machine and on hosts of 1 to 3 workers,
+ * the new ops compile (the chosen cube tile leaves room for TTRIFILL's
+ * tile in L1) and run as evaluated. */
+Test(partitioner, new_ops_compile_with_chosen_tiles_on_every_machine) {
+  enum { M = 200, N = 300, D = 96 };
+  float *q = rand_f32((size_t)M * D, 21, -1, 1),
+        *k = rand_f32((size_t)N * D, 22, -1, 1),
+        *g = rand_f32(D, 23, 0.5f, 1.5f);
+  float *o = malloc((size_t)M * D * 4), *ev = malloc((size_t)M * D * 4);
+  for (int mach = 0; mach < 4; mach++) {
+    pto_program *p = pto_program_new("chain");
+    pto_tensor *tq = pto_input(p, "q", PTO_F32, 2, (const int64_t[]){M, D});
+    pto_tensor *tk = pto_input(p, "k", PTO_F32, 2, (const int64_t[]){N, D});
+    pto_tensor *tg = pto_input(p, "g", PTO_F32, 1, (const int64_t[]){D});
+    pto_tensor *x = pto_rms_norm(p, tq, tg, 1e-6);
+    pto_tensor *s =
+        pto_matmul(p, x, tk, PTO_MATMUL_TRANS_B | PTO_MATMUL_CAUSAL);
+    pto_tensor *a = pto_softmax(p, pto_muls(p, s, 0.1));
+    pto_tensor *y = pto_matmul(p, a, tk, 0);
+    pto_output(p, pto_gelu(p, pto_layer_norm(p, y, tg, NULL, 1e-5)), "y");
+    pto_config *c = mach ? host_config((uint32_t)mach) : ascend_config();
+    pto_executable *e = compile_ok(p, c);
+    const void *ins[] = {q, k, g};
+    void *outs[] = {o}, *evs[] = {ev};
+    cr_assert_eq(pto_executable_run_serial(e, ins, outs), PTO_OK, "%s",
+                 pto_executable_error(e));
+    cr_assert_eq(pto_program_eval(p, ins, evs), PTO_OK);
+    for (size_t i = 0; i < (size_t)M * D; i++)
+      EXPECT_NEAR(o[i], ev[i], 1e-4 * (1 + fabs(ev[i])), "y[%zu] machine %d",
+                  i, mach);
+    pto_executable_free(e);
+    pto_config_free(c);
+    pto_program_free(p);
+  }
+  free(q), free(k), free(g), free(o), free(ev);
+}
