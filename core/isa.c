@@ -127,15 +127,16 @@ static uint64_t all_bytes(const pto_insn_shape *s) {
 }
 
 /* Scratch: what each kernel needs past its stack buffers (core/isa.h),
- * when its fast path runs at all. TMATMUL_GA: the valid slots' list, and
- * an f32 copy of a group of mr bf16 rows when it widens them. */
+ * when its fast path runs at all, laid out in this order. TMATMUL_GA: the
+ * valid slots' list past PTO_GA_SLOTS_STACK, and an f32 copy of a group of
+ * mr bf16 rows when it widens them, past PTO_WIDEN_K_STACK. */
 static uint64_t ga_scratch(const pto_insn_shape *s) {
   if (!(s->flags & PTO_TF_PACK_B))
     return 0;
   const uint64_t n = area(s->src[0]), K = s->src[1][0];
   const uint64_t slots = n > PTO_GA_SLOTS_STACK ? up(4 * n, 64) : 0;
   const int widen = s->gdt == PTO_BF16 && s->sdt[1] == PTO_F32;
-  return slots + (widen ? 4 * (uint64_t)s->mr * K : 0);
+  return slots + (widen && K > PTO_WIDEN_K_STACK ? 4 * (uint64_t)s->mr * K : 0);
 }
 /* TMATMUL_GB: the valid slots' columns of A, when a slot in the middle is
  * invalid: A's panels of imm[0] rows, a column per slot. */
@@ -145,14 +146,14 @@ static uint64_t gb_scratch(const pto_insn_shape *s) {
   return 4 * up(s->src[0][0], (uint64_t)s->imm[0]) * s->src[0][1];
 }
 /* TMATMUL_RELU_WSUM_G: a query's weights past PTO_WSG_WEIGHTS heads, and
- * a bf16 group of mr keys widened to f32 past PTO_WSG_K_MAX. */
+ * a bf16 group of mr keys widened to f32 past PTO_WIDEN_K_STACK. */
 static uint64_t wsg_scratch(const pto_insn_shape *s) {
   if (!(s->flags & PTO_TF_PACK_B) || !s->dst[0][0])
     return 0;
   const uint64_t K = s->src[0][0], G = s->src[0][1] / s->dst[0][0];
   const int widen = s->gdt == PTO_BF16 && s->sdt[0] == PTO_F32;
   return (G > PTO_WSG_WEIGHTS ? up(4 * G, 64) : 0) +
-         (widen && K > PTO_WSG_K_MAX ? 4 * (uint64_t)s->mr * K : 0);
+         (widen && K > PTO_WIDEN_K_STACK ? 4 * (uint64_t)s->mr * K : 0);
 }
 /* TTOPK: keeping more than PTO_TOPK_BUF of a row, the radix sort's second
  * buffer of (key, column) pairs (past PTO_TOPK_MSD_MAX a heap sort needs

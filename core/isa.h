@@ -71,7 +71,7 @@ typedef enum pto_insn_class {
 } pto_insn_class;
 
 typedef enum pto_opcode {
-#define PTO_INSN(name, fam, core, nsrc, ndst, flags, cls) PTO_OP_##name,
+#define PTO_INSN(name, fam, core, nsrc, ndst, cls, flags) PTO_OP_##name,
 #include "core/isa.def"
 #undef PTO_INSN
   PTO_OP_COUNT /* custom instructions are numbered from here */
@@ -399,8 +399,9 @@ static inline void *pto__targs_scratch(const pto_targs *a, int n_dst,
 /* The stack buffers of the kernels whose scratch the table declares
  * (core/isa.c): past them a kernel works in its scratch. */
 #define PTO_GA_SLOTS_STACK 2048 /* TMATMUL_GA: valid slots listed */
-#define PTO_WSG_WEIGHTS 1024    /* TMATMUL_RELU_WSUM_G: weights */
-#define PTO_WSG_K_MAX 512       /* TMATMUL_RELU_WSUM_G: K of a bf16 group */
+#define PTO_WSG_WEIGHTS 1024    /* TMATMUL_RELU_WSUM_G: weights of a pass */
+/* TMATMUL_GA, TMATMUL_RELU_WSUM_G: K of a group of bf16 rows widened */
+#define PTO_WIDEN_K_STACK 512
 #define PTO_TOPK_BUF 4096u      /* TTOPK: pairs a row selects among */
 #define PTO_TOPK_MSD_MAX 65535u /* TTOPK: most pairs sorted by radix */
 

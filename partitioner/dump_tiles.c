@@ -467,11 +467,15 @@ static json_t *jprogram(const pto_executable *e, uint32_t q,
     json_t *io = json_object(), *src = json_array(), *dst = json_array();
     for (int r = 0; r < pi->n_src; r++)
       bad |= japp(src, jint(pi->src[r]));
-    for (int r = 0; r < pi->n_dst; r++)
+    /* the planned scratch is the tile after the destinations */
+    const int n_dst = pi->n_dst - ((pi->flags & PTO_TF_SCRATCH) != 0);
+    for (int r = 0; r < n_dst; r++)
       bad |= japp(dst, jint(pi->dst[r]));
     bad |= jset(io, "op", jstr(pto__insn_name(pi->op)));
     bad |= jset(io, "src", src);
     bad |= jset(io, "dst", dst);
+    if (n_dst < pi->n_dst)
+      bad |= jset(io, "scratch", jint(pi->dst[n_dst]));
     if (pi->slot >= 0)
       bad |= jset(io, "slot", jint(pi->slot));
     if (pi->slot2 >= 0)

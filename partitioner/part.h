@@ -174,6 +174,10 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
                              pto_core_type core, cbuild *b, pto_mem_level *lvl,
                              uint64_t *need);
 void pto__plan_free(cbuild *b);
+/* The shape block (core/isa.h) of instruction pi of program pr: its tiles'
+ * valid shapes and dtypes, its slots' windows; mr: the table's panel rows. */
+void pto__plan_shape(const pto_cprog *pr, const pto_pinst *pi, uint32_t mr,
+                     pto_insn_shape *sh);
 size_t pto__plan_canon(const pto_cprog *pr, unsigned char *buf);
 
 /* ---- graph.c: tasks, dependencies and storages --------------------------- */

@@ -51,16 +51,8 @@ static uint64_t matmul_cost(const pto_cprog *pr) {
     const pto_pinst *pi = &pr->insts[j];
     if (pto__insn_info(pi->op)->family != PTO_FAMILY_MATMUL)
       continue;
-    pto_insn_shape sh = {.op = pi->op, .n_src = pi->n_src,
-                         .n_dst = pi->n_dst, .flags = pi->flags};
-    for (int r = 0; r < pi->n_src; r++) {
-      sh.src[r][0] = pr->tiles[pi->src[r]].vrows;
-      sh.src[r][1] = pr->tiles[pi->src[r]].vcols;
-    }
-    for (int d = 0; d < pi->n_dst; d++) {
-      sh.dst[d][0] = pr->tiles[pi->dst[d]].vrows;
-      sh.dst[d][1] = pr->tiles[pi->dst[d]].vcols;
-    }
+    pto_insn_shape sh;
+    pto__plan_shape(pr, pi, 0, &sh);
     flops += pto__insn_flops_of(&sh) / 8;
   }
   return flops;

@@ -327,6 +327,90 @@ static void place_tiles(pto_cprog *pr, interval *iv, const uint32_t *acc_of,
   }
 }
 
+void pto__plan_shape(const pto_cprog *pr, const pto_pinst *pi, uint32_t mr,
+                     pto_insn_shape *sh) {
+  *sh = (pto_insn_shape){.op = pi->op,
+                         .n_src = pi->n_src,
+                         .n_dst = pi->n_dst,
+                         .flags = pi->flags,
+                         .imm = {pi->imm[0], pi->imm[1]},
+                         .mr = mr};
+  for (int r = 0; r < pi->n_src; r++) {
+    const pto_ptile *pt = &pr->tiles[pi->src[r]];
+    sh->src[r][0] = pt->vrows;
+    sh->src[r][1] = pt->vcols;
+    sh->sdt[r] = pt->dtype;
+  }
+  for (int d = 0; d < pi->n_dst; d++) {
+    const pto_ptile *pt = &pr->tiles[pi->dst[d]];
+    sh->dst[d][0] = pt->vrows;
+    sh->dst[d][1] = pt->vcols;
+    sh->ddt[d] = pt->dtype;
+  }
+  for (int i = 0; i < 2; i++) {
+    const int32_t l = i ? pi->slot2 : pi->slot;
+    if (l < 0)
+      continue;
+    int64_t *g = i ? sh->g2 : sh->g;
+    g[0] = pr->slots[l].rows;
+    g[1] = pr->slots[l].cols;
+    *(i ? &sh->g2dt : &sh->gdt) = pr->slots[l].dtype;
+  }
+}
+
+/* The scratch the table declares for the built-in instructions
+ * (pto_insn_facts.scratch, for the active table's panels): one region at
+ * the top of the program's level, as large as the largest (one instruction
+ * runs at a time), given to each that needs it as a tile after its
+ * destinations, with PTO_TF_SCRATCH: the kernel's pointer (core/isa.h,
+ * pto__targs_scratch). Only where the level still has room: without it
+ * the kernel does what it did without the heap (a smaller path, or the
+ * reference), so a program that fits without its scratch still compiles. */
+static void reserve_scratch(pto_cprog *pr, const pto_machine *m) {
+  uint32_t mr, nr;
+  pto__mm_panel(&mr, &nr);
+  uint64_t most = 0;
+  for (uint32_t k = 0; k < pr->n_insts; k++) {
+    const pto_pinst *pi = &pr->insts[k];
+    if (pto__insn_info(pi->op)->family == PTO_FAMILY_CUSTOM)
+      continue;
+    pto_insn_shape sh;
+    pto__plan_shape(pr, pi, mr, &sh);
+    const uint64_t b = pto__insn_scratch_of(&sh);
+    most = b > most ? b : most;
+  }
+  const pto_mem_level l = level_for(pr->core);
+  const uint64_t at = (pr->mem[l] + PTO_TILE_ALIGN - 1) &
+                      ~(uint64_t)(PTO_TILE_ALIGN - 1),
+                 rows = (most + PTO_TILE_ALIGN - 1) / PTO_TILE_ALIGN;
+  if (!most || at + rows * PTO_TILE_ALIGN > m->mem[l] ||
+      pr->n_tiles >= UINT16_MAX || rows > UINT32_MAX)
+    return;
+  const uint32_t t = pr->n_tiles++;
+  pto_ptile *pt = &pr->tiles[t]; /* rows of 64 bytes: 16 i32 */
+  *pt = (pto_ptile){.dtype = PTO_I32,
+                    .level = (uint8_t)l,
+                    .rows = (uint32_t)rows,
+                    .cols = PTO_TILE_ALIGN / 4,
+                    .stride = PTO_TILE_ALIGN / 4,
+                    .vrows = (uint32_t)rows,
+                    .vcols = PTO_TILE_ALIGN / 4,
+                    .offset = at};
+  pr->mem[l] = at + rows * PTO_TILE_ALIGN;
+  for (uint32_t k = 0; k < pr->n_insts; k++) {
+    pto_pinst *pi = &pr->insts[k];
+    if (pto__insn_info(pi->op)->family == PTO_FAMILY_CUSTOM)
+      continue;
+    pto_insn_shape sh;
+    pto__plan_shape(pr, pi, mr, &sh);
+    if (!pto__insn_scratch_of(&sh))
+      continue;
+    assert(pi->n_dst < PTO_MAX_DST);
+    pi->dst[pi->n_dst++] = (uint16_t)t;
+    pi->flags |= PTO_TF_SCRATCH;
+  }
+}
+
 /* Builds the program for sg: tiles, slots, instructions, and the liveness
  * based local-memory plan. Returns PTO_ECAPACITY (with *lvl and *need) when a
  * level overflows. */
@@ -476,6 +560,7 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
     pto_insn_shape sh = {.op = pr->insts[k].op};
     pr->mem[level_for(core)] += pto__insn_scratch_of(&sh);
   }
+  reserve_scratch(pr, s->m);
   for (int l = 0; st == PTO_OK && l < PTO_MEM_LEVEL_COUNT; l++)
     if (pr->mem[l] > s->m->mem[l]) {
       *lvl = (pto_mem_level)l;

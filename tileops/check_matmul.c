@@ -201,7 +201,7 @@ int pto__check_tmatmul_relu_wsum_g(const chk *k, const pto_targs *a) {
   TRY(check_matmul_operand(k, "src0", qt));
   TRY(check_dtype_is(k, "src1", w, PTO_F32));
   TRY(check_table(k, &a->g));
-  if (a->flags & ~(uint32_t)(PTO_TF_PACK_B | PTO_TF_CAUSAL))
+  if (a->flags & ~(uint32_t)(PTO_TF_PACK_B | PTO_TF_CAUSAL | PTO_TF_SCRATCH))
     return fail(k, PTO_EINVAL,
                 "TMATMUL_RELU_WSUM_G takes PTO_TF_PACK_B and PTO_TF_CAUSAL "
                 "only: the keys are the window's rows, Q^T is never "

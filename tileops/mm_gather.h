@@ -18,7 +18,6 @@
 
 #include <math.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/convert.h"
@@ -265,8 +264,10 @@ static uint32_t valid_slots(const pto_tile *idx, const pto_gview *g,
  * block in place, any other (or a partial panel) goes through a block
  * whose rows are then copied to their slots; invalid slots' rows are
  * zeroed. Groups are group_rows long: MR, the last two shorter when the
- * tail would be short. */
-#define GA_SLOTS_STACK 2048 /* valid slots listed on the stack; more: heap */
+ * tail would be short. The valid slots are listed on the stack up to
+ * PTO_GA_SLOTS_STACK, and a widened bf16 group is kept there up to K =
+ * PTO_WIDEN_K_STACK; past either, in the scratch the plan gives it (core/
+ * isa.c: ga_scratch), the slots first, else the reference runs. */
 static int mm_TMATMUL_GA(int op, const pto_targs *a) {
   pto_tile *d = a->dst[0];
   const pto_tile *idx = a->src[0], *B = a->src[1];
@@ -277,13 +278,21 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
   if (!(a->flags & PTO_TF_PACK_B) || a->imm[1] != NR ||
       (B->dtype != PTO_F32 && !native) || !table_fast(g))
     return pto__isa_ref(op, a);
-  uint32_t vt_stack[GA_SLOTS_STACK], *vt = vt_stack;
-  float *wide = NULL; /* a bf16 table: the MR rows of a group as f32 */
-  if ((n > GA_SLOTS_STACK && !(vt = malloc((size_t)n * sizeof *vt))) ||
-      (bf && !(wide = malloc((size_t)MR * K * sizeof(float))))) {
-    if (vt != vt_stack)
-      free(vt);
-    return pto__isa_ref(op, a);
+  uint32_t vt_stack[PTO_GA_SLOTS_STACK], *vt = vt_stack;
+  _Alignas(64) float wide_stack[MR * PTO_WIDEN_K_STACK];
+  float *wide = wide_stack; /* a bf16 table: the MR rows of a group as f32 */
+  const size_t vt_bytes =
+      n > PTO_GA_SLOTS_STACK ? ((size_t)n * sizeof *vt + 63) / 64 * 64 : 0;
+  const size_t wide_bytes =
+      bf && K > PTO_WIDEN_K_STACK ? (size_t)MR * K * sizeof *wide : 0;
+  if (vt_bytes || wide_bytes) {
+    unsigned char *scr = pto__targs_scratch(a, 1, vt_bytes + wide_bytes);
+    if (!scr)
+      return pto__isa_ref(op, a);
+    if (vt_bytes)
+      vt = (uint32_t *)(void *)scr;
+    if (wide_bytes)
+      wide = (float *)(void *)(scr + vt_bytes);
   }
   const uint32_t nv = valid_slots(idx, g, n, vt, NULL);
   const size_t ldc = d->stride, b_panel = (size_t)NR * B->rows;
@@ -331,15 +340,9 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
       j++;
     else
       memset(Cd + (size_t)t * ldc, 0, N * sizeof(float));
-  if (vt != vt_stack)
-    free(vt);
-  free(wide);
   return PTO_OK;
 }
 
-#define WSG_WEIGHTS 1024 /* weights on the stack (more: one query's, heap) */
-#define WSG_K_MAX 512 /* K of a bf16 group widened on the stack (more: heap)   \
-                       */
 
 /* TMATMUL_RELU_WSUM_G's scores past the causal diagonal, when the flag is
  * set: -inf where n > r + s. */
@@ -392,16 +395,26 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
   if (WSUM_KEY_PANELS(a))
     return wsg_causal(a);
 #endif
-  _Alignas(64) float wv_stack[WSG_WEIGHTS];
+  /* a pass's weights on the stack (past PTO_WSG_WEIGHTS heads, one
+   * query's in the plan's scratch, core/isa.c: wsg_scratch), and a bf16
+   * group widened to f32 there too past K = PTO_WIDEN_K_STACK; without the
+   * scratch, the reference */
+  _Alignas(64) float wv_stack[PTO_WSG_WEIGHTS];
   float *wv = wv_stack; /* a pass's weights, contiguous */
-  _Alignas(64) float wide_stack[MR * WSG_K_MAX];
+  _Alignas(64) float wide_stack[MR * PTO_WIDEN_K_STACK];
   float *wide = wide_stack; /* a bf16 group as f32 */
-  if ((G > WSG_WEIGHTS && !(wv = malloc((size_t)G * sizeof *wv))) ||
-      (bf && K > WSG_K_MAX &&
-       !(wide = malloc((size_t)MR * K * sizeof *wide)))) {
-    if (wv != wv_stack)
-      free(wv);
-    return pto__isa_ref(op, a);
+  const size_t wv_bytes =
+      G > PTO_WSG_WEIGHTS ? ((size_t)G * sizeof *wv + 63) / 64 * 64 : 0;
+  const size_t wide_bytes =
+      bf && K > PTO_WIDEN_K_STACK ? (size_t)MR * K * sizeof *wide : 0;
+  if (wv_bytes || wide_bytes) {
+    unsigned char *scr = pto__targs_scratch(a, 1, wv_bytes + wide_bytes);
+    if (!scr)
+      return pto__isa_ref(op, a);
+    if (wv_bytes)
+      wv = (float *)(void *)scr;
+    if (wide_bytes)
+      wide = (float *)(void *)(scr + wv_bytes);
   }
   _Alignas(64) float sums[MR * VW];
   _Alignas(64) float wb[NR];    /* a shared panel's weights, 0 past the query */
@@ -414,7 +427,7 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
   float *Dd = d->data;
   const unsigned char *cur[MR], *nx[MR];
   const float *r[MR];
-  const uint32_t per_pass = G > WSG_WEIGHTS ? 1 : WSG_WEIGHTS / G;
+  const uint32_t per_pass = G > PTO_WSG_WEIGHTS ? 1 : PTO_WSG_WEIGHTS / G;
   for (uint32_t q0 = 0; q0 < R; q0 += per_pass) {
     const uint32_t q1 = R - q0 < per_pass ? R : q0 + per_pass;
     for (uint32_t m = q0 * G; m < q1 * G; m++)
@@ -460,10 +473,6 @@ static int mm_TMATMUL_RELU_WSUM_G(int op, const pto_targs *a) {
       }
     }
   }
-  if (wide != wide_stack)
-    free(wide);
-  if (wv != wv_stack)
-    free(wv);
   return wsg_causal(a);
 }
 
@@ -621,9 +630,11 @@ static int mm_TMATMUL_GB(int op, const pto_targs *a) {
     return PTO_OK;
   }
   const float *Ad = A->data; /* A's panels, a_panel apart */
-  float *ac = NULL;          /* the valid slots' columns of A */
+  float *ac = NULL; /* the valid slots' columns of A: the plan's scratch */
   if (vt[n - 1] != n - 1) {
-    if (!(ac = malloc((M + MR - 1) / MR * (size_t)MR * n * sizeof(float))))
+    if (!(ac = pto__targs_scratch(a, 1,
+                                  (M + MR - 1) / MR * (size_t)MR * n *
+                                      sizeof(float))))
       return pto__isa_ref(op, a);
     for (uint32_t p = 0; p < (M + MR - 1) / MR; p++)
       for (uint32_t k = 0; k < n; k++)
@@ -677,7 +688,6 @@ static int mm_TMATMUL_GB(int op, const pto_targs *a) {
       *o = sum;
     }
   }
-  free(ac);
   return PTO_OK;
 }
 

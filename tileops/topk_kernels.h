@@ -265,7 +265,7 @@ static uint32_t topk_kth(const uint32_t *sk, uint32_t n, uint32_t rank,
 }
 
 /* Pairs of the stack buffer a row's candidates are collected in. */
-#define TOPK_BUF 4096u
+#define TOPK_BUF PTO_TOPK_BUF
 /* Most keys a row's sample takes. */
 #define TOPK_SAMPLE_MAX 2048u
 
@@ -353,7 +353,7 @@ static void topk_heap_sort(uint32_t *K, int32_t *C, uint32_t m) {
 }
 
 /* Most entries topk_msd orders: its bucket offsets are 16-bit. */
-#define TOPK_MSD_MAX 65535u
+#define TOPK_MSD_MAX PTO_TOPK_MSD_MAX
 /* Buckets per pass of topk_msd: 2^11. */
 #define TOPK_BUCKET_BITS 11
 /* Ranges this short are insertion-sorted. */
@@ -439,20 +439,19 @@ static void topk_msd(uint32_t *bk, int32_t *bc, uint32_t *sk, int32_t *sc,
 }
 
 /* m (K, C) pairs (more than topk_row's buffers hold) in place by (K, C)
- * ascending: topk_msd with scratch from the heap (the pairs are collected
- * in column order, so its stable order is (K, C)'s), or heapsort beyond
- * TOPK_MSD_MAX or when the heap refuses. With heapsort alone, the 9000
- * best of 70000 keys took 1.2 ms a row in pto-bench indexer, 0.63 ms with
- * topk_msd. */
-static void topk_sort_many(uint32_t *K, int32_t *C, uint32_t m) {
-  uint32_t *sk = m <= TOPK_MSD_MAX ? malloc((size_t)m * sizeof *sk) : NULL;
-  int32_t *sc = sk ? malloc((size_t)m * sizeof *sc) : NULL;
-  if (sc)
-    topk_msd(K, C, sk, sc, m, m);
-  else
+ * ascending: topk_msd with its second buffer in scr, the instruction's
+ * scratch (8 bytes a pair kept: core/isa.c, topk_scratch; the pairs are
+ * collected in column order, so its stable order is (K, C)'s), or heapsort
+ * beyond TOPK_MSD_MAX or without scratch (NULL). With heapsort alone, the
+ * 9000 best of 70000 keys took 1.2 ms a row in pto-bench indexer, 0.63 ms
+ * with topk_msd. */
+static void topk_sort_many(uint32_t *K, int32_t *C, uint32_t m, void *scr) {
+  if (scr && m <= TOPK_MSD_MAX) {
+    uint32_t *sk = scr;
+    topk_msd(K, C, sk, (int32_t *)(void *)(sk + m), m, m);
+  } else {
     topk_heap_sort(K, C, m);
-  free(sk);
-  free(sc);
+  }
 }
 
 /* One row of TTOPK: the row xp[0..vc) into dv[0..kk), di[0..kk). The
@@ -466,7 +465,8 @@ static void topk_sort_many(uint32_t *K, int32_t *C, uint32_t m) {
  * destination rows (sort keys in dv's bytes, columns in di) and
  * heap-sorted. Stack: two buffers of TOPK_BUF pairs, 64 KiB. */
 static void topk_row(const float *xp, uint32_t vc, uint32_t kk, int masked,
-                     int32_t base, float *dv, int32_t *di, pto_pf *pf) {
+                     int32_t base, float *dv, int32_t *di, pto_pf *pf,
+                     void *scr) {
   uint32_t AK[TOPK_BUF], BK[TOPK_BUF], *K = AK;
   int32_t AC[TOPK_BUF], BC[TOPK_BUF], *C = AC;
   uint32_t m = 0, n_valid = vc, cnt = TOPK_BUF + 1;
@@ -503,7 +503,7 @@ static void topk_row(const float *xp, uint32_t vc, uint32_t kk, int masked,
       K = (uint32_t *)(void *)dv;
       C = di;
       topk_collect(xp, vc, masked, t, rem, m, K, C, NULL);
-      topk_sort_many(K, C, m);
+      topk_sort_many(K, C, m, scr);
     }
   }
   if (m && m <= TOPK_BUF)
@@ -524,9 +524,11 @@ static int vec_TTOPK(int op, const pto_targs *a) {
   (void)op;
   const pto_tile *s = a->src[0];
   pto_tile *dv = a->dst[0], *di = a->dst[1];
+  const uint32_t kk = dv->valid_cols;
+  void *scr = kk > TOPK_BUF ? pto__targs_scratch(a, 2, 8 * (size_t)kk) : NULL;
   for (uint32_t r = 0; r < dv->valid_rows; r++)
-    topk_row(row_of(s, r), s->valid_cols, dv->valid_cols, a->imm[1] == 1,
-             a->imm[0], row_of(dv, r), row_of(di, r), a->pf);
+    topk_row(row_of(s, r), s->valid_cols, kk, a->imm[1] == 1, a->imm[0],
+             row_of(dv, r), row_of(di, r), a->pf, scr);
   return PTO_OK;
 }
 
