@@ -35,6 +35,23 @@ pto_node *pto__new_node(pto_program *p, pto_top op, int n_in,
                         pto_tensor *const *in, pto_dtype dt, int ndim,
                         const int64_t *shape);
 
+/* Shape values (extents, or dynamic dims' codes) as maxima and dims (-1
+ * static) for the ndim axes; dyn[ndim..] get -1. Codes must be p's. */
+int pto__resolve_shape(const pto_program *p, int ndim, const int64_t *shape,
+                       int64_t *max, int8_t *dyn);
+/* Joins dims a and b (-1: static) of two axes an op matches, of the same
+ * maximum `extent`, into *out: equal dims or both static need nothing;
+ * otherwise the equality is recorded for runs to check when they bind.
+ * 1, or 0 with the error (out of memory) recorded. */
+int pto__dim_join(pto_program *p, const char *op, int8_t a, int8_t b,
+                  int64_t extent, int8_t *out);
+/* Sets the dynamic dims of n's results from its operands'
+ * (core/program_dims.c). pto__new_node calls it for the ops whose shape
+ * follows from their operands alone; the matmuls, top-k, concat and
+ * sparse attention call it once their flags, parameters and second
+ * results are set. 1, or 0 with the error recorded. */
+int pto__node_dims(pto_program *p, pto_node *n);
+
 /* "[64,32]" into buf. */
 void pto__shape_str(int ndim, const int64_t *shape, char *buf, size_t size);
 

@@ -100,8 +100,20 @@ uint8_t *pto__live_nodes(const pto_program *p) {
 }
 
 const char *pto__tensor_desc(const pto_tensor *t, char *buf, size_t size) {
-  char sh[64];
-  pto__shape_str(t->ndim, t->shape, sh, sizeof sh);
+  char sh[96];
+  size_t n = (size_t)snprintf(sh, sizeof sh, "[");
+  for (int i = 0; i < t->ndim && n < sizeof sh; i++) {
+    /* a dynamic axis as its dim and maximum: [S<=8192,128] */
+    const int d = t->dyn[i];
+    if (d >= 0 && t->prog)
+      n += (size_t)snprintf(sh + n, sizeof sh - n, "%s%s<=%" PRId64,
+                            i ? "," : "", t->prog->dims[d].name, t->shape[i]);
+    else
+      n += (size_t)snprintf(sh + n, sizeof sh - n, "%s%" PRId64, i ? "," : "",
+                            t->shape[i]);
+  }
+  if (n < sizeof sh)
+    snprintf(sh + n, sizeof sh - n, "]");
   snprintf(buf, size, "'%s' %s%s", t->name, pto_dtype_name(t->dtype), sh);
   return buf;
 }
@@ -192,17 +204,48 @@ static int bad_dim(int ndim, const int64_t *shape) {
   return -1;
 }
 
+int pto__dim_of_code(const pto_program *p, int64_t v) {
+  if (v > PTO_DIM_CODE_BASE || v <= PTO_DIM_CODE_BASE - PTO_DIMS_MAX)
+    return -1;
+  int i = (int)(PTO_DIM_CODE_BASE - v);
+  return i < p->n_dims ? i : -1;
+}
+
+int pto__resolve_shape(const pto_program *p, int ndim, const int64_t *shape,
+                       int64_t *max, int8_t *dyn) {
+  for (int i = 0; i < ndim; i++) {
+    int d = pto__dim_of_code(p, shape[i]);
+    max[i] = d >= 0 ? p->dims[d].max : shape[i];
+    dyn[i] = (int8_t)d;
+  }
+  for (int i = ndim; i < PTO_MAX_DIMS; i++)
+    dyn[i] = -1;
+  return 0;
+}
+
 int pto__check_shape(pto_program *p, const char *op, const char *what, int ndim,
-                     const int64_t *shape) {
+                     const int64_t *shape_in) {
   if (ndim < 1 || ndim > PTO_MAX_DIMS) {
     pto__fail(p, op, PTO_EINVAL, "%s has %d dims; 1 to %d are supported", what,
               ndim, PTO_MAX_DIMS);
     return 0;
   }
-  if (!shape) {
+  if (!shape_in) {
     pto__fail(p, op, PTO_EINVAL, "%s: shape is NULL", what);
     return 0;
   }
+  int64_t shape[PTO_MAX_DIMS];
+  int8_t dyn[PTO_MAX_DIMS];
+  for (int k = 0; k < ndim; k++)
+    if (shape_in[k] <= PTO_DIM_CODE_BASE &&
+        pto__dim_of_code(p, shape_in[k]) < 0) {
+      pto__fail(p, op, PTO_EINVAL,
+                "%s: axis %d is %" PRId64 ", the code of no dynamic dim of "
+                "program '%s' (it has %d)",
+                what, k, shape_in[k], p->name, p->n_dims);
+      return 0;
+    }
+  pto__resolve_shape(p, ndim, shape_in, shape, dyn);
   int i = bad_dim(ndim, shape);
   if (i >= 0) {
     char sh[64];
@@ -235,6 +278,7 @@ static pto_tensor *new_tensor(pto_program *p, const char *op) {
     return fail_nomem(p, op);
   t->id = p->n_tensors;
   t->input_index = -1;
+  t->prog = p;
   p->tensors[p->n_tensors++] = t;
   return t;
 }
@@ -254,8 +298,8 @@ pto_tensor *pto__new_root(pto_program *p, const char *op, pto_dtype dt,
     return fail_nomem(p, op);
   t->dtype = dt;
   t->ndim = ndim;
-  memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
-  pto__dense_strides(ndim, shape, t->stride);
+  pto__resolve_shape(p, ndim, shape, t->shape, t->dyn);
+  pto__dense_strides(ndim, t->shape, t->stride);
   t->root = t;
   return t;
 }
@@ -289,7 +333,10 @@ pto_node *pto__new_node(pto_program *p, pto_top op, int n_in,
                         pto_tensor *const *in, pto_dtype dt, int ndim,
                         const int64_t *shape) {
   const char *name = pto__top_name(op);
-  if (!check_result_shape(p, name, n_in, in, ndim, shape))
+  int64_t max[PTO_MAX_DIMS];
+  int8_t dyn[PTO_MAX_DIMS];
+  pto__resolve_shape(p, ndim, shape, max, dyn);
+  if (!check_result_shape(p, name, n_in, in, ndim, max))
     return NULL;
   if (pto__grow((void **)&p->nodes, sizeof *p->nodes, &p->cap_nodes,
                 p->n_nodes + 1)) {
@@ -324,7 +371,15 @@ pto_node *pto__new_node(pto_program *p, pto_top op, int n_in,
   memcpy(n->knob, p->knobs[p->n_tiles - 1], sizeof n->knob);
   out->producer = n;
   p->nodes[p->n_nodes++] = n;
-  return n;
+  switch (pto__top_class(op)) {
+  case PTO_TC_MATMUL: /* their constructors call it when n is complete */
+  case PTO_TC_TOPK:
+  case PTO_TC_CONCAT:
+  case PTO_TC_ATTENTION:
+    return n;
+  default:
+    return pto__node_dims(p, n) ? n : NULL;
+  }
 }
 
 int pto__node_copy(pto_arena *a, pto_node *dst, const pto_node *src) {
@@ -372,6 +427,7 @@ void pto_program_free(pto_program *p) {
   free(p->inputs);
   free(p->outputs);
   free(p->output_names);
+  free(p->eqs);
   pto__arena_free(&p->arena);
   free(p);
 }
@@ -390,6 +446,80 @@ const char *pto_program_error(const pto_program *p) {
   if (!p)
     return "program is NULL";
   return p->err.status != PTO_OK ? p->err.msg : p->run_err.msg;
+}
+
+/* ---- dynamic dims ------------------------------------------------------- */
+
+int64_t pto_dim_dynamic(pto_program *p, const char *name, int64_t max) {
+  if (!p)
+    return 0;
+  if (!name || !name[0] || strlen(name) > 31) {
+    pto__fail(p, "dim_dynamic", PTO_EINVAL,
+              "a dynamic dim needs a name of 1 to 31 characters");
+    return 0;
+  }
+  if (pto_program_find_dim(p, name) >= 0) {
+    pto__fail(p, "dim_dynamic", PTO_EINVAL, "dim '%s' is declared twice", name);
+    return 0;
+  }
+  if (max < 1 || max >= (INT64_C(1) << 40)) {
+    pto__fail(p, "dim_dynamic", PTO_ERANGE,
+              "dim '%s': maximum %" PRId64 " is not in [1, 2^40)", name, max);
+    return 0;
+  }
+  if (p->n_dims == PTO_DIMS_MAX) {
+    pto__fail(p, "dim_dynamic", PTO_ECAPACITY,
+              "dim '%s': a program has at most %d dynamic dims", name,
+              PTO_DIMS_MAX);
+    return 0;
+  }
+  const char *nm = pto__arena_strdup(&p->arena, name);
+  if (!nm) {
+    fail_nomem(p, "dim_dynamic");
+    return 0;
+  }
+  p->dims[p->n_dims].name = nm;
+  p->dims[p->n_dims].max = max;
+  return PTO__DIM_CODE(p->n_dims++);
+}
+
+int pto_program_num_dims(const pto_program *p) {
+  return p ? p->n_dims : 0;
+}
+const char *pto_program_dim_name(const pto_program *p, int i) {
+  return p && i >= 0 && i < p->n_dims ? p->dims[i].name : "";
+}
+int64_t pto_program_dim_max(const pto_program *p, int i) {
+  return p && i >= 0 && i < p->n_dims ? p->dims[i].max : -1;
+}
+int pto_program_find_dim(const pto_program *p, const char *name) {
+  for (int i = 0; p && name && i < p->n_dims; i++)
+    if (!strcmp(p->dims[i].name, name))
+      return i;
+  return -1;
+}
+
+int pto__dim_join(pto_program *p, const char *op, int8_t a, int8_t b,
+                  int64_t extent, int8_t *out) {
+  *out = a >= 0 ? a : b;
+  if (a < 0 && b < 0)
+    return 1;
+  if (a >= 0 && b >= 0 && a == b)
+    return 1;
+  /* a dynamic dim against a static extent (its maximum: the ops checked
+   * the maxima) or another dim: equal extents, checked at bind time */
+  if (pto__grow((void **)&p->eqs, sizeof *p->eqs, &p->cap_eqs,
+                p->n_eqs + 1)) {
+    fail_nomem(p, op);
+    return 0;
+  }
+  pto_dim_eq *q = &p->eqs[p->n_eqs++];
+  q->a = a >= 0 ? a : b;
+  q->b = a >= 0 && b >= 0 ? b : -1;
+  q->v = extent;
+  q->op = op;
+  q->label = p->n_labels ? p->labels[p->n_labels - 1] : "";
+  return 1;
 }
 
 /* ---- scopes ------------------------------------------------------------- */
@@ -670,6 +800,22 @@ int64_t pto_tensor_dim(const pto_tensor *t, int axis) {
     axis += t->ndim;
   return axis >= 0 && axis < t->ndim ? t->shape[axis] : -1;
 }
+int pto_tensor_dim_dynamic(const pto_tensor *t, int axis) {
+  if (!t)
+    return -1;
+  if (axis < 0)
+    axis += t->ndim;
+  return axis >= 0 && axis < t->ndim ? t->dyn[axis] : -1;
+}
+int64_t pto_tensor_dim_code(const pto_tensor *t, int axis) {
+  if (!t)
+    return -1;
+  if (axis < 0)
+    axis += t->ndim;
+  if (axis < 0 || axis >= t->ndim)
+    return -1;
+  return t->dyn[axis] >= 0 ? PTO__DIM_CODE(t->dyn[axis]) : t->shape[axis];
+}
 int64_t pto_tensor_numel(const pto_tensor *t) {
   if (!t)
     return 0;
@@ -689,6 +835,7 @@ static pto_tensor *new_view(pto_program *p, const char *op, pto_tensor *t) {
   *v = *t;
   v->id = (uint32_t)id;
   v->input_index = -1;
+  v->parent = t;
   char buf[160];
   snprintf(buf, sizeof buf, "%s.%s%d", t->name, op, id);
   v->name = pto__arena_strdup(&p->arena, buf);
@@ -707,21 +854,66 @@ pto_tensor *pto_slice(pto_program *p, pto_tensor *t, const int64_t *begin,
                        "axis %d of %s: [%" PRId64 ", %" PRId64
                        ") is not a non-empty range inside [0, %" PRId64 ")",
                        i, D(t), begin[i], end[i], t->shape[i]);
+  for (int i = 0; i < t->ndim; i++)
+    if (t->dyn[i] >= 0 && (begin[i] != 0 || end[i] != t->shape[i]))
+      return pto__fail(p, "slice", PTO_ENOTSUP,
+                       "axis %d of %s is dynamic dim '%s': a slice takes all "
+                       "of it ([0, %" PRId64 ")) or none of it",
+                       i, D(t), p->dims[t->dyn[i]].name, t->shape[i]);
   pto_tensor *v = new_view(p, "slice", t);
   if (!v)
     return NULL;
+  v->view = PTO_VIEW_SLICE;
   for (int i = 0; i < t->ndim; i++) {
     v->offset += begin[i] * t->stride[i];
     v->shape[i] = end[i] - begin[i];
+    v->view_begin[i] = begin[i];
   }
   return v;
 }
 
+/* Whether reshaping t to shape (maxima, with dyn) keeps each of t's
+ * dynamic axes whole and in place: the same dim in the new shape with the
+ * same number of elements after it (row-major), so its valid region is a
+ * prefix of the same storage; and no new dynamic axis appears. */
+static int reshape_keeps_dims(const pto_tensor *t, int ndim,
+                              const int64_t *shape, const int8_t *dyn) {
+  int n_old = 0, n_new = 0;
+  for (int i = 0; i < t->ndim; i++)
+    n_old += t->dyn[i] >= 0;
+  for (int j = 0; j < ndim; j++)
+    n_new += dyn[j] >= 0;
+  if (n_old != n_new)
+    return 0;
+  for (int i = 0; i < t->ndim; i++) {
+    if (t->dyn[i] < 0)
+      continue;
+    int64_t inner_old = 1, inner_new = 1;
+    for (int k = i + 1; k < t->ndim; k++)
+      inner_old *= t->shape[k];
+    int found = 0;
+    for (int j = 0; j < ndim && !found; j++) {
+      if (dyn[j] != t->dyn[i])
+        continue;
+      inner_new = 1;
+      for (int k = j + 1; k < ndim; k++)
+        inner_new *= shape[k];
+      found = inner_new == inner_old;
+    }
+    if (!found)
+      return 0;
+  }
+  return 1;
+}
+
 pto_tensor *pto_reshape(pto_program *p, pto_tensor *t, int ndim,
-                        const int64_t *shape) {
+                        const int64_t *shape_in) {
   if (!p || !pto__check_operands(p, "reshape", 1, &t) ||
-      !pto__check_shape(p, "reshape", "new shape", ndim, shape))
+      !pto__check_shape(p, "reshape", "new shape", ndim, shape_in))
     return NULL;
+  int64_t shape[PTO_MAX_DIMS];
+  int8_t dyn[PTO_MAX_DIMS];
+  pto__resolve_shape(p, ndim, shape_in, shape, dyn);
   int64_t n = 1;
   for (int i = 0; i < ndim; i++)
     n *= shape[i];
@@ -736,11 +928,19 @@ pto_tensor *pto_reshape(pto_program *p, pto_tensor *t, int ndim,
                      "%s is not contiguous (a transposed or sliced view); "
                      "reshape to %s needs a copy: apply an op first",
                      D(t), sh);
+  if (!reshape_keeps_dims(t, ndim, shape, dyn))
+    return pto__fail(p, "reshape", PTO_ENOTSUP,
+                     "%s to %s: a reshape keeps each dynamic dim whole, as "
+                     "its own axis (pass its code, pto_tensor_dim_code) with "
+                     "the same extent after it",
+                     D(t), sh);
   pto_tensor *v = new_view(p, "reshape", t);
   if (!v)
     return NULL;
+  v->view = PTO_VIEW_RESHAPE;
   v->ndim = ndim;
   memcpy(v->shape, shape, (size_t)ndim * sizeof *shape);
+  memcpy(v->dyn, dyn, sizeof v->dyn);
   pto__dense_strides(ndim, shape, v->stride);
   return v;
 }
@@ -757,9 +957,14 @@ pto_tensor *pto_transpose(pto_program *p, pto_tensor *t, int axis0, int axis1) {
   pto_tensor *v = new_view(p, "transpose", t);
   if (!v)
     return NULL;
+  v->view = PTO_VIEW_TRANSPOSE;
+  v->view_axes[0] = (int8_t)a0;
+  v->view_axes[1] = (int8_t)a1;
   v->shape[a0] = t->shape[a1];
   v->shape[a1] = t->shape[a0];
   v->stride[a0] = t->stride[a1];
   v->stride[a1] = t->stride[a0];
+  v->dyn[a0] = t->dyn[a1];
+  v->dyn[a1] = t->dyn[a0];
   return v;
 }

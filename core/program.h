@@ -58,7 +58,31 @@ struct pto_tensor {
   pto_tensor *root;             /* itself for a root */
   pto_node *producer;           /* NULL for inputs, fills are nodes */
   int input_index;              /* >= 0 for a program input root */
+  /* per axis, the dynamic dim whose extent it has at run time (an index
+   * into pto_program.dims), or -1 for a static axis; shape[] holds the
+   * maxima, which the layout (strides, storage) is built for */
+  int8_t dyn[PTO_MAX_DIMS];
+  /* how a view was made from its parent (PTO_VIEW_*), so a program bound
+   * to other extents (pto__program_bind) can make it again */
+  uint8_t view;
+  int8_t view_axes[2];          /* TRANSPOSE: the axes swapped */
+  int64_t view_begin[PTO_MAX_DIMS]; /* SLICE: where it starts */
+  pto_tensor *parent;           /* a view's parent tensor, else NULL */
+  const pto_program *prog;      /* its program, for the names of its dims */
 };
+
+enum { PTO_VIEW_NONE, PTO_VIEW_SLICE, PTO_VIEW_RESHAPE, PTO_VIEW_TRANSPOSE };
+
+/* The code pto_dim_dynamic returns for dim i (pto/program.h). */
+#define PTO__DIM_CODE(i) (PTO_DIM_CODE_BASE - (int64_t)(i))
+/* A bind-time equality between dims: dim a's extent equals dim b's (b >= 0)
+ * or the static extent v (b < 0); op named for the message. */
+typedef struct pto_dim_eq {
+  int8_t a, b;
+  int64_t v;
+  const char *op;    /* arena-owned */
+  const char *label; /* arena-owned */
+} pto_dim_eq;
 
 #define PTO_NODE_MAX_IN 8
 #define PTO_NODE_MAX_OUT 2
@@ -150,7 +174,25 @@ struct pto_program {
     int8_t labels, tiles, has_label;
   } scopes[PTO_SCOPE_MAX];
   int n_scopes;
+  /* dynamic dims (pto_dim_dynamic): name (arena) and maximum */
+  struct {
+    const char *name;
+    int64_t max;
+  } dims[PTO_DIMS_MAX];
+  int n_dims;
+  /* what binding must check: equalities between dims the ops joined */
+  pto_dim_eq *eqs;
+  unsigned n_eqs, cap_eqs;
 };
+
+/* Whether shape value v is a dynamic dim's code of p: its index, or -1. */
+int pto__dim_of_code(const pto_program *p, int64_t v);
+/* A static copy of p at run-time extents: every dynamic axis takes the
+ * extent of its dim, ext[i] for dim i (1 <= ext[i] <= its maximum),
+ * roots are dense at those extents and views are made again from their
+ * parents; the dims are gone. What the evaluator runs to check a dynamic
+ * program at a binding. NULL on ENOMEM. */
+pto_program *pto__program_bind(const pto_program *p, const int64_t *ext);
 
 /* A copy of p's tensor graph (tensors, ops, inputs, outputs, names and
  * labels; not its scopes) that p's later changes and pto_program_free do

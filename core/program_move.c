@@ -76,9 +76,10 @@ pto_tensor *pto_concat(pto_program *p, int n, pto_tensor *const *ts, int axis) {
   }
   pto_node *node =
       pto__new_node(p, PTO_TOP_CONCAT, n, ts, a->dtype, a->ndim, shape);
-  if (node)
-    node->ival = ax;
-  return node_out(node);
+  if (!node)
+    return NULL;
+  node->ival = ax;
+  return pto__node_dims(p, node) ? node->out[0] : NULL;
 }
 
 /* Boxes [lo, hi) of nd axes, 2 * nd int64 each: lo[0..nd), then hi. */
@@ -218,10 +219,14 @@ pto_tensor *pto_full(pto_program *p, pto_dtype dt, int ndim,
 
 /* pto_iota_axis's checks and node; op names the call. */
 static pto_tensor *iota(pto_program *p, const char *op, pto_dtype dt, int ndim,
-                        const int64_t *shape, int axis, int64_t start) {
+                        const int64_t *codes, int axis, int64_t start) {
   if (!p || !pto__check_dtype(p, op, dt) ||
-      !pto__check_shape(p, op, op, ndim, shape))
+      !pto__check_shape(p, op, op, ndim, codes))
     return NULL;
+  /* the checks below on the maxima; the node keeps the dims' codes */
+  int64_t shape[PTO_MAX_DIMS];
+  int8_t dyn[PTO_MAX_DIMS];
+  pto__resolve_shape(p, ndim, codes, shape, dyn);
   if (dt != PTO_I32 && dt != PTO_F32)
     return pto__fail(p, op, PTO_EDTYPE, "%s makes i32 or f32, not %s", op,
                      pto_dtype_name(dt));
@@ -240,7 +245,7 @@ static pto_tensor *iota(pto_program *p, const char *op, pto_dtype dt, int ndim,
                      "values from %" PRId64 " over the %" PRId64
                      " entries of axis %d are outside i32",
                      start, shape[ax], ax);
-  pto_node *n = pto__new_node(p, PTO_TOP_IOTA, 0, NULL, dt, ndim, shape);
+  pto_node *n = pto__new_node(p, PTO_TOP_IOTA, 0, NULL, dt, ndim, codes);
   if (!n)
     return NULL;
   n->ival = start;

@@ -354,7 +354,7 @@ static pto_tensor *matmul(pto_program *p, pto_tensor *acc, pto_tensor *a,
     node->flags |= PTO_MATMUL_CAUSAL;
     node->scalar = (double)diag;
   }
-  return node_out(node);
+  return pto__node_dims(p, node) ? node->out[0] : NULL;
 }
 
 pto_tensor *pto_matmul(pto_program *p, pto_tensor *a, pto_tensor *b,
@@ -422,7 +422,7 @@ pto_tensor *pto_matmul_relu_wsum(pto_program *p, pto_tensor *a, pto_tensor *b,
   node->flags = flags;
   node->ival = group;
   node->scalar = (double)diag;
-  return node_out(node);
+  return pto__node_dims(p, node) ? node->out[0] : NULL;
 }
 
 pto_tensor *pto_sparse_attention(pto_program *p, pto_tensor *q, pto_tensor *kv,
@@ -481,6 +481,8 @@ pto_tensor *pto_sparse_attention(pto_program *p, pto_tensor *q, pto_tensor *kv,
   node->n_out = 2;
   node->ival = dv;
   node->scalar = scale;
+  if (!pto__node_dims(p, node))
+    return NULL;
   *lse = l;
   return node->out[0];
 }
@@ -545,6 +547,8 @@ static pto_tensor *topk(pto_program *p, const char *op, pto_tensor *a,
   node->n_out = 2;
   node->ival = k;
   node->flags = masked ? PTO_TOPK_MASKED : 0;
+  if (!pto__node_dims(p, node))
+    return NULL;
   *indices = idx;
   return node->out[0];
 }

@@ -1,6 +1,8 @@
-/* A frozen copy of a program's tensor graph, for the executable compiled
- * from it: the executable keeps what its dumps, traces and task labels
- * read, so the program may be freed, or grow, while it lives. */
+/* Copies of a program's tensor graph: a frozen one for the executable
+ * compiled from it (the executable keeps what its dumps, traces and task
+ * labels read, so the program may be freed, or grow, while it lives), and
+ * a static one at a binding's extents, for the evaluator to check a
+ * dynamic program with. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +20,42 @@ static int copy_tensors(pto_tensor ***dst, pto_tensor *const *src, uint32_t n,
   return 0;
 }
 
-pto_program *pto__program_snapshot(const pto_program *p) {
+/* t's shape, strides and offset at the extents ext, made again from its
+ * (already bound) parent for a view, dense for a root. */
+static void bind_tensor(pto_tensor *t, const int64_t *ext) {
+  for (int d = 0; d < t->ndim; d++)
+    if (t->dyn[d] >= 0)
+      t->shape[d] = ext[t->dyn[d]];
+  const pto_tensor *q = t->parent;
+  switch (q ? t->view : PTO_VIEW_NONE) {
+  case PTO_VIEW_SLICE:
+    t->offset = q->offset;
+    for (int d = 0; d < t->ndim; d++) {
+      t->offset += t->view_begin[d] * q->stride[d];
+      t->stride[d] = q->stride[d];
+    }
+    break;
+  case PTO_VIEW_RESHAPE:
+    t->offset = q->offset;
+    pto__dense_strides(t->ndim, t->shape, t->stride);
+    break;
+  case PTO_VIEW_TRANSPOSE:
+    t->offset = q->offset;
+    for (int d = 0; d < t->ndim; d++)
+      t->stride[d] = q->stride[d];
+    t->stride[t->view_axes[0]] = q->stride[t->view_axes[1]];
+    t->stride[t->view_axes[1]] = q->stride[t->view_axes[0]];
+    break;
+  default:
+    pto__dense_strides(t->ndim, t->shape, t->stride);
+    break;
+  }
+  for (int d = 0; d < PTO_MAX_DIMS; d++)
+    t->dyn[d] = -1;
+}
+
+/* The copy; with ext, bound to those extents (no dims left). */
+static pto_program *copy(const pto_program *p, const int64_t *ext) {
   pto_program *s = pto_program_new(p->name);
   if (!s)
     return NULL;
@@ -54,10 +91,31 @@ pto_program *pto__program_snapshot(const pto_program *p) {
   }
   for (uint32_t i = 0; i < p->n_tensors; i++) {
     pto_tensor *t = s->tensors[i];
-    t->root = s->tensors[p->tensors[i]->root->id];
-    t->producer = p->tensors[i]->producer
-                      ? s->nodes[p->tensors[i]->producer->id]
-                      : NULL;
+    const pto_tensor *o = p->tensors[i];
+    t->root = s->tensors[o->root->id];
+    t->prog = s;
+    t->parent = o->parent ? s->tensors[o->parent->id] : NULL;
+    t->producer = o->producer ? s->nodes[o->producer->id] : NULL;
+    if (ext) /* a view's parent has a lower id: it is bound first */
+      bind_tensor(t, ext);
+  }
+  if (!ext) {
+    for (int i = 0; i < p->n_dims; i++) {
+      s->dims[i].max = p->dims[i].max;
+      if (!(s->dims[i].name = pto__arena_strdup(a, p->dims[i].name)))
+        goto fail;
+    }
+    s->n_dims = p->n_dims;
+    if (p->n_eqs) {
+      if (!(s->eqs = malloc(p->n_eqs * sizeof *s->eqs)))
+        goto fail;
+      for (unsigned i = 0; i < p->n_eqs; i++) {
+        s->eqs[i] = p->eqs[i];
+        if (!(s->eqs[i].label = pto__arena_strdup(a, p->eqs[i].label)))
+          goto fail;
+      }
+      s->n_eqs = s->cap_eqs = p->n_eqs;
+    }
   }
   if (copy_tensors(&s->inputs, p->inputs, p->n_inputs, s->tensors) ||
       copy_tensors(&s->outputs, p->outputs, p->n_outputs, s->tensors))
@@ -74,4 +132,12 @@ pto_program *pto__program_snapshot(const pto_program *p) {
 fail:
   pto_program_free(s);
   return NULL;
+}
+
+pto_program *pto__program_snapshot(const pto_program *p) {
+  return copy(p, NULL);
+}
+
+pto_program *pto__program_bind(const pto_program *p, const int64_t *ext) {
+  return copy(p, ext);
 }

@@ -98,10 +98,36 @@ PTO_API pto_status pto_program_pop_label(pto_program *p);
 PTO_API pto_status pto_program_push_scope(pto_program *p, const char *label,
                                           const pto_tile_shape *tile);
 PTO_API pto_status pto_program_pop_scope(pto_program *p);
+/* ---- dynamic dims ------------------------------------------------------- */
+
+/* A dim whose extent is known only when a run binds it (pto_run_bind in
+ * pto/runtime.h): a batch, a sequence length. It has a maximum, which is
+ * what the program is compiled for: tile grids cover the maxima, and a
+ * tensor with a dynamic axis is laid out (strides, buffer sizes) as if
+ * that axis had its maximum; a run then dispatches only the tasks inside
+ * the bound extents and clips the tiles that cross them. Returns the dim's
+ * code, a negative number that stands for it wherever a shape is given
+ * (pto_input, pto_full, pto_iota, pto_reshape), or 0 when the call fails
+ * (a name that is empty, taken or longer than 31 characters, a maximum
+ * < 1, more than PTO_DIMS_MAX dims; the error is recorded). Ops join the
+ * dims of their operands as they join static ones: a dynamic axis against
+ * a static one of its maximum, or against another dynamic dim, is checked
+ * when a run binds them (they must then be equal); against any other
+ * extent it is an error now. */
+#define PTO_DIM_CODE_BASE (-(INT64_C(1) << 40))
+#define PTO_DIMS_MAX 64
+PTO_API int64_t pto_dim_dynamic(pto_program *p, const char *name,
+                                int64_t max);
+PTO_API int pto_program_num_dims(const pto_program *p);
+PTO_API const char *pto_program_dim_name(const pto_program *p, int i);
+PTO_API int64_t pto_program_dim_max(const pto_program *p, int i);
+/* The index of the dim named name, or -1. */
+PTO_API int pto_program_find_dim(const pto_program *p, const char *name);
 
 /* ---- inputs, outputs and tensor queries --------------------------------- */
 
-/* A named input, dense row-major; 1 <= ndim <= PTO_MAX_DIMS, every dim >= 1. */
+/* A named input, dense row-major; 1 <= ndim <= PTO_MAX_DIMS, every dim >= 1
+ * or a dynamic dim's code (its buffer is laid out with the maximum). */
 PTO_API pto_tensor *pto_input(pto_program *p, const char *name, pto_dtype dt,
                               int ndim, const int64_t *shape);
 /* Marks t as an output named name (copied out dense row-major). */
@@ -125,6 +151,12 @@ PTO_API const char *pto_tensor_describe(const pto_tensor *t, char *buf,
 PTO_API pto_dtype pto_tensor_dtype(const pto_tensor *t);
 PTO_API int pto_tensor_ndim(const pto_tensor *t);
 PTO_API int64_t pto_tensor_dim(const pto_tensor *t, int axis); /* -1: last */
+/* Axis's dynamic dim (an index for pto_program_dim_name), or -1 when it is
+ * static (pto_tensor_dim gives a dynamic axis's maximum). */
+PTO_API int pto_tensor_dim_dynamic(const pto_tensor *t, int axis);
+/* Axis as a shape value: its dim's code when dynamic, else its extent; a
+ * shape built from these keeps the axes dynamic. */
+PTO_API int64_t pto_tensor_dim_code(const pto_tensor *t, int axis);
 PTO_API int64_t pto_tensor_numel(const pto_tensor *t);
 
 /* ---- views (zero-copy) -------------------------------------------------- */
@@ -414,6 +446,16 @@ PTO_API pto_tensor *pto_iota_axis(pto_program *p, pto_dtype dt, int ndim,
  * error (a strict gather out of range). */
 PTO_API pto_status pto_program_eval(pto_program *p, const void *const *inputs,
                                     void *const *outputs);
+/* pto_program_eval of a program with dynamic dims at the extents dims[i]
+ * (one per dim, in declaration order; a program with none ignores dims):
+ * buffers are laid out for the maxima, as a run's are, and only the valid
+ * region of each output is written. pto_program_eval evaluates at the
+ * maxima. PTO_ERANGE for an extent outside [1, its maximum] and
+ * PTO_ESHAPE when two axes an op matches get different extents, naming
+ * the dims and the values. */
+PTO_API pto_status pto_program_eval_dims(pto_program *p, const int64_t *dims,
+                                         const void *const *inputs,
+                                         void *const *outputs);
 
 PTO_EXTERN_C_END
 

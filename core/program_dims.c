@@ -1,0 +1,221 @@
+/* Dynamic dims through the ops: which dynamic dim each axis of an op's
+ * results has, derived from its operands' as the op derives its shape.
+ * Axes the op matches up (broadcast axes, a matmul's K, concat's other
+ * axes) join their dims: a dynamic dim against a static extent or another
+ * dim is an equality a run checks when it binds them (pto__dim_join); an
+ * axis the compiler cannot follow at a run-time extent is refused here,
+ * naming the op, the tensor and the dim. */
+#include <inttypes.h>
+
+#include "core/build.h"
+
+/* Refuses op because axis `axis` of t is dynamic where `why`. */
+static int refuse(pto_program *p, const char *op, const pto_tensor *t,
+                  int axis, const char *why) {
+  pto__fail(p, op, PTO_ENOTSUP,
+            "axis %d of %s is dynamic dim '%s'; %s", axis, D(t),
+            p->dims[t->dyn[axis]].name, why);
+  return 0;
+}
+
+/* Joins axis ax of t (if it has one aligned with out axis d of nd, and it
+ * is not a broadcast 1) into *dim. */
+static int join_aligned(pto_program *p, const char *op, const pto_tensor *t,
+                        int nd, int d, int64_t extent, int8_t *dim,
+                        int *seen) {
+  int ax = t->ndim - nd + d;
+  if (ax < 0 || t->shape[ax] != extent)
+    return 1;
+  if (!*seen) {
+    *dim = t->dyn[ax];
+    *seen = 1;
+    return 1;
+  }
+  return pto__dim_join(p, op, *dim, t->dyn[ax], extent, dim);
+}
+
+/* out's axes from numpy broadcasting of n inputs (right-aligned). */
+static int broadcast_dims(pto_program *p, const char *op, int n,
+                          pto_tensor *const *in, pto_tensor *out) {
+  for (int d = 0; d < out->ndim; d++) {
+    int8_t dim = -1;
+    int seen = 0;
+    for (int i = 0; i < n; i++)
+      if (!join_aligned(p, op, in[i], out->ndim, d, out->shape[d], &dim,
+                        &seen))
+        return 0;
+    out->dyn[d] = dim;
+  }
+  return 1;
+}
+
+static void copy_dims(pto_tensor *out, const pto_tensor *in) {
+  for (int d = 0; d < PTO_MAX_DIMS; d++)
+    out->dyn[d] = d < in->ndim && d < out->ndim ? in->dyn[d] : -1;
+}
+
+static int any_dynamic(const pto_tensor *t, int *axis) {
+  for (int d = 0; d < t->ndim; d++)
+    if (t->dyn[d] >= 0) {
+      *axis = d;
+      return 1;
+    }
+  return 0;
+}
+
+static int matmul_dims(pto_program *p, const char *op, const pto_node *n) {
+  const pto_tensor *a = n->in[0], *b = n->in[1];
+  pto_tensor *out = n->out[0];
+  const int ta = (n->flags & PTO_MATMUL_TRANS_A) != 0,
+            tb = (n->flags & PTO_MATMUL_TRANS_B) != 0, nd = out->ndim;
+  int8_t k;
+  if (!pto__dim_join(p, op, a->dyn[a->ndim - 1 - ta], b->dyn[b->ndim - 2 + tb],
+                     a->shape[a->ndim - 1 - ta], &k))
+    return 0;
+  for (int d = 0; d < nd - 2; d++) {
+    int8_t dim = -1;
+    int seen = 0;
+    const pto_tensor *ab[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+      /* batch axes align right of the last two */
+      int ax = ab[i]->ndim - nd + d;
+      if (ax < 0 || ax >= ab[i]->ndim - 2 || ab[i]->shape[ax] != out->shape[d])
+        continue;
+      if (!seen) {
+        dim = ab[i]->dyn[ax];
+        seen = 1;
+      } else if (!pto__dim_join(p, op, dim, ab[i]->dyn[ax], out->shape[d],
+                                &dim)) {
+        return 0;
+      }
+    }
+    out->dyn[d] = dim;
+  }
+  out->dyn[nd - 2] = a->dyn[a->ndim - 2 + ta];
+  out->dyn[nd - 1] = b->dyn[b->ndim - 1 - tb];
+  if (n->op == PTO_TOP_MATMUL_RELU_WSUM) {
+    const pto_tensor *w = n->in[2];
+    if (out->dyn[nd - 2] >= 0)
+      return refuse(p, op, a, a->ndim - 2 + ta,
+                    "its rows are grouped (whole groups of a query's heads), "
+                    "so they stay static");
+    int ax;
+    if (any_dynamic(w, &ax) && ax >= w->ndim - 2)
+      return refuse(p, op, w, ax, "the weights' rows stay static");
+    for (int d = 0; d < w->ndim - 2; d++) {
+      int o = nd - w->ndim + d;
+      int8_t j;
+      if (w->shape[d] == out->shape[o] &&
+          !pto__dim_join(p, op, out->dyn[o], w->dyn[d], out->shape[o], &j))
+        return 0;
+    }
+    if (out->dyn[nd - 1] >= 0 && (n->flags & PTO_MATMUL_CAUSAL))
+      return refuse(p, op, b, b->ndim - 1 - tb,
+                    "a causal mask is aligned to the keys' static extent");
+  } else if (n->n_in > 2) { /* the accumulator has the product's shape */
+    const pto_tensor *acc = n->in[2];
+    for (int d = 0; d < nd; d++)
+      if (!pto__dim_join(p, op, out->dyn[d], acc->dyn[d], out->shape[d],
+                         &out->dyn[d]))
+        return 0;
+  }
+  return 1;
+}
+
+static int attention_dims(pto_program *p, const char *op, const pto_node *n) {
+  const pto_tensor *q = n->in[0], *kv = n->in[1], *ix = n->in[2];
+  static const char why_static[] =
+      "sparse_attention takes its heads, head dim, keys and slots static";
+  if (q->dyn[2] >= 0)
+    return refuse(p, op, q, 2, why_static);
+  if (q->dyn[3] >= 0)
+    return refuse(p, op, q, 3, why_static);
+  if (kv->dyn[1] >= 0)
+    return refuse(p, op, kv, 1, why_static);
+  if (kv->dyn[2] >= 0)
+    return refuse(p, op, kv, 2, why_static);
+  if (ix->dyn[2] >= 0)
+    return refuse(p, op, ix, 2, why_static);
+  int8_t b, s1;
+  if (!pto__dim_join(p, op, q->dyn[0], kv->dyn[0], q->shape[0], &b) ||
+      !pto__dim_join(p, op, b, ix->dyn[0], q->shape[0], &b) ||
+      !pto__dim_join(p, op, q->dyn[1], ix->dyn[1], q->shape[1], &s1))
+    return 0;
+  for (int k = 0; k < n->n_out; k++) {
+    pto_tensor *o = n->out[k];
+    for (int d = 0; d < PTO_MAX_DIMS; d++)
+      o->dyn[d] = -1;
+    o->dyn[0] = b;
+    o->dyn[1] = s1;
+  }
+  return 1;
+}
+
+int pto__node_dims(pto_program *p, pto_node *n) {
+  const char *op = pto__top_name(n->op);
+  pto_tensor *out = n->out[0];
+  int ax;
+  switch (pto__top_class(n->op)) {
+  case PTO_TC_BINARY:
+  case PTO_TC_CMP:
+  case PTO_TC_SELECT:
+  case PTO_TC_CUSTOM:
+    return broadcast_dims(p, op, n->n_in, n->in, out);
+  case PTO_TC_SCALAR:
+  case PTO_TC_UNARY:
+  case PTO_TC_CAST:
+    copy_dims(out, n->in[0]);
+    return 1;
+  case PTO_TC_REDUCE: {
+    const int col = n->op == PTO_TOP_COLSUM || n->op == PTO_TOP_COLMAX;
+    copy_dims(out, n->in[0]);
+    out->dyn[out->ndim - 1 - col] = -1;
+    return 1;
+  }
+  case PTO_TC_MATMUL:
+    return matmul_dims(p, op, n);
+  case PTO_TC_ATTENTION:
+    return attention_dims(p, op, n);
+  case PTO_TC_TOPK: {
+    const pto_tensor *a = n->in[0];
+    if (a->dyn[a->ndim - 1] >= 0 && !(n->flags & PTO_TOPK_MASKED))
+      return refuse(p, op, a, a->ndim - 1,
+                    "pto_topk needs k of its entries; pto_topk_masked "
+                    "selects among the valid ones and pads with (-inf, -1)");
+    for (int k = 0; k < n->n_out; k++) {
+      copy_dims(n->out[k], a);
+      n->out[k]->dyn[a->ndim - 1] = -1;
+    }
+    return 1;
+  }
+  case PTO_TC_GATHER: {
+    const pto_tensor *table = n->in[0], *index = n->in[1];
+    copy_dims(out, index);
+    out->dyn[index->ndim] = table->dyn[1];
+    return 1;
+  }
+  case PTO_TC_CONCAT: {
+    const int axis = (int)n->ival;
+    for (int i = 0; i < n->n_in; i++)
+      if (n->in[i]->dyn[axis] >= 0)
+        return refuse(p, op, n->in[i], axis,
+                      "tensors are concatenated along static axes only");
+    for (int d = 0; d < out->ndim; d++) {
+      out->dyn[d] = n->in[0]->dyn[d];
+      for (int i = 1; d != axis && i < n->n_in; i++)
+        if (!pto__dim_join(p, op, out->dyn[d], n->in[i]->dyn[d],
+                           out->shape[d], &out->dyn[d]))
+          return 0;
+    }
+    return 1;
+  }
+  case PTO_TC_FILL:
+  case PTO_TC_IOTA:
+    return 1; /* the dims its shape named (pto__new_root) */
+  default:
+    for (int i = 0; i < n->n_in; i++)
+      if (any_dynamic(n->in[i], &ax))
+        return refuse(p, op, n->in[i], ax, "this op takes static tensors only");
+    return 1;
+  }
+}

@@ -1,0 +1,235 @@
+/* core: dynamic dims in programs. Declaring them, shapes that name them,
+ * ops that join or refuse them, and the evaluator at a binding
+ * (pto_program_eval_dims) against the same program built statically at
+ * those extents. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pto/pto.h"
+
+Test(core, dims_are_declared_with_a_name_and_a_maximum) {
+  pto_program *p = pto_program_new("dims");
+  int64_t s = pto_dim_dynamic(p, "S", 100);
+  cr_assert_lt(s, 0);
+  cr_expect_eq(pto_program_num_dims(p), 1);
+  cr_expect_str_eq(pto_program_dim_name(p, 0), "S");
+  cr_expect_eq(pto_program_dim_max(p, 0), 100);
+  cr_expect_eq(pto_program_find_dim(p, "S"), 0);
+  cr_expect_eq(pto_program_find_dim(p, "T"), -1);
+  const int64_t shape[2] = {s, 8};
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 2, shape);
+  cr_assert_not_null(x, "%s", pto_program_error(p));
+  cr_expect_eq(pto_tensor_dim(x, 0), 100, "the maximum");
+  cr_expect_eq(pto_tensor_dim_dynamic(x, 0), 0);
+  cr_expect_eq(pto_tensor_dim_dynamic(x, 1), -1);
+  cr_expect_eq(pto_tensor_dim_code(x, 0), s);
+  cr_expect_eq(pto_tensor_dim_code(x, 1), 8);
+  cr_expect_eq(pto_tensor_numel(x), 800);
+  pto_program_free(p);
+}
+
+static void expect_build_error(pto_program *p, pto_status st,
+                               const char *text) {
+  cr_expect_eq(pto_program_status(p), st, "%s", pto_program_error(p));
+  cr_expect(strstr(pto_program_error(p), text), "'%s' lacks '%s'",
+            pto_program_error(p), text);
+}
+
+Test(core, bad_dims_are_refused) {
+  pto_program *p = pto_program_new("bad");
+  cr_expect_eq(pto_dim_dynamic(p, "", 4), 0);
+  expect_build_error(p, PTO_EINVAL, "a name of 1 to 31 characters");
+  pto_program_free(p);
+  p = pto_program_new("bad");
+  pto_dim_dynamic(p, "S", 4);
+  cr_expect_eq(pto_dim_dynamic(p, "S", 4), 0);
+  expect_build_error(p, PTO_EINVAL, "dim 'S' is declared twice");
+  pto_program_free(p);
+  p = pto_program_new("bad");
+  cr_expect_eq(pto_dim_dynamic(p, "S", 0), 0);
+  expect_build_error(p, PTO_ERANGE, "maximum 0");
+  pto_program_free(p);
+  p = pto_program_new("bad");
+  char name[8];
+  for (int i = 0; i < PTO_DIMS_MAX; i++) {
+    snprintf(name, sizeof name, "d%d", i);
+    cr_assert_lt(pto_dim_dynamic(p, name, 2), 0);
+  }
+  cr_expect_eq(pto_dim_dynamic(p, "one_more", 2), 0);
+  expect_build_error(p, PTO_ECAPACITY, "at most 64 dynamic dims");
+  pto_program_free(p);
+  /* a code no dim has */
+  p = pto_program_new("bad");
+  const int64_t shape[2] = {PTO_DIM_CODE_BASE - 3, 4};
+  cr_expect_null(pto_input(p, "x", PTO_F32, 2, shape));
+  expect_build_error(p, PTO_EINVAL, "the code of no dynamic dim");
+  pto_program_free(p);
+}
+
+/* An op on x [S, 16] with S dynamic that must be refused with text. */
+typedef pto_tensor *(*bad_op)(pto_program *p, pto_tensor *x);
+static pto_tensor *slice_part(pto_program *p, pto_tensor *x) {
+  const int64_t b[2] = {0, 0}, e[2] = {10, 16};
+  return pto_slice(p, x, b, e);
+}
+static pto_tensor *reshape_merge(pto_program *p, pto_tensor *x) {
+  const int64_t s[1] = {32 * 16};
+  return pto_reshape(p, x, 1, s);
+}
+static pto_tensor *topk_plain(pto_program *p, pto_tensor *x) {
+  pto_tensor *i;
+  return pto_topk(p, pto_transpose(p, x, 0, 1), 4, &i);
+}
+static pto_tensor *concat_dyn(pto_program *p, pto_tensor *x) {
+  pto_tensor *two[2] = {x, x};
+  return pto_concat(p, 2, two, 0);
+}
+
+Test(core, ops_refuse_what_they_cannot_follow) {
+  const struct {
+    bad_op op;
+    const char *text;
+  } cases[] = {
+      {slice_part, "a slice takes all of it"},
+      {reshape_merge, "a reshape keeps each dynamic dim whole"},
+      {topk_plain, "pto_topk_masked selects among the valid ones"},
+      {concat_dyn, "concatenated along static axes only"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    pto_program *p = pto_program_new("refuse");
+    const int64_t shape[2] = {pto_dim_dynamic(p, "S", 32), 16};
+    pto_tensor *x = pto_input(p, "x", PTO_F32, 2, shape);
+    cr_expect_null(cases[i].op(p, x), "case %zu", i);
+    expect_build_error(p, PTO_ENOTSUP, cases[i].text);
+    cr_expect(strstr(pto_program_error(p), "dynamic dim") &&
+                  strstr(pto_program_error(p), "S<=32"),
+              "%s", pto_program_error(p));
+    pto_program_free(p);
+  }
+}
+
+/* y = rowsum(relu(x w + b)) + colsum-free chain, with x [B, S, K], w [K, N]:
+ * B and S dynamic when dyn, else static at (b, s). */
+static pto_program *chain(int dyn, int64_t b, int64_t s) {
+  pto_program *p = pto_program_new("chain");
+  const int64_t B = dyn ? pto_dim_dynamic(p, "B", 3) : b,
+                S = dyn ? pto_dim_dynamic(p, "S", 40) : s;
+  const int64_t xs[3] = {B, S, 24}, ws[2] = {24, 20}, bs[2] = {1, 20};
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 3, xs);
+  pto_tensor *w = pto_input(p, "w", PTO_F32, 2, ws);
+  pto_tensor *bias = pto_input(p, "bias", PTO_F32, 2, bs);
+  pto_tensor *h = pto_relu(p, pto_add(p, pto_matmul(p, x, w, 0), bias));
+  pto_output(p, pto_rowsum(p, h), "y");
+  pto_output(p, pto_softmax(p, pto_transpose(p, h, 1, 2)), "z");
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  return p;
+}
+
+static float val(int64_t i, int salt) {
+  return (float)((i * 31 + salt * 7) % 13) / 8.0f - 0.75f;
+}
+
+Test(core, eval_at_a_binding_equals_the_static_program) {
+  pto_program *p = chain(1, 0, 0);
+  cr_expect_eq(pto_tensor_dim_dynamic(pto_program_output(p, 0), 0), 0);
+  cr_expect_eq(pto_tensor_dim_dynamic(pto_program_output(p, 0), 1), 1);
+  cr_expect_eq(pto_tensor_dim_dynamic(pto_program_output(p, 1), 2), 1,
+               "the transpose moved S");
+  const int64_t bind[][2] = {{1, 1}, {3, 40}, {2, 17}, {1, 16}};
+  enum { BM = 3, SM = 40, K = 24, N = 20 };
+  static float x[BM * SM * K], w[K * N], bias[N], y[BM * SM], z[BM * N * SM];
+  for (int i = 0; i < BM * SM * K; i++)
+    x[i] = val(i, 1);
+  for (int i = 0; i < K * N; i++)
+    w[i] = val(i, 2);
+  for (int i = 0; i < N; i++)
+    bias[i] = val(i, 3);
+  for (size_t c = 0; c < sizeof bind / sizeof bind[0]; c++) {
+    const int64_t b = bind[c][0], s = bind[c][1];
+    for (int i = 0; i < BM * SM; i++)
+      y[i] = -999;
+    for (int i = 0; i < BM * N * SM; i++)
+      z[i] = -999;
+    const void *in[] = {x, w, bias};
+    void *out[] = {y, z};
+    cr_assert_eq(pto_program_eval_dims(p, bind[c], in, out), PTO_OK, "%s",
+                 pto_program_error(p));
+    /* the static program, on the same values packed densely */
+    pto_program *q = chain(0, b, s);
+    float *xd = malloc(sizeof(float) * (size_t)(b * s * K)),
+          *yd = malloc(sizeof(float) * (size_t)(b * s)),
+          *zd = malloc(sizeof(float) * (size_t)(b * N * s));
+    for (int64_t i = 0; i < b; i++)
+      for (int64_t r = 0; r < s; r++)
+        memcpy(xd + (i * s + r) * K, x + (i * SM + r) * K, K * sizeof(float));
+    const void *qin[] = {xd, w, bias};
+    void *qout[] = {yd, zd};
+    cr_assert_eq(pto_program_eval(q, qin, qout), PTO_OK, "%s",
+                 pto_program_error(q));
+    for (int64_t i = 0; i < BM; i++)
+      for (int64_t r = 0; r < SM; r++) {
+        const float got = y[i * SM + r];
+        if (i < b && r < s)
+          cr_expect_eq(got, yd[i * s + r], "y[%ld,%ld]", (long)i, (long)r);
+        else
+          cr_expect_eq(got, -999, "y past the extents is left alone");
+      }
+    for (int64_t i = 0; i < BM; i++)
+      for (int64_t n = 0; n < N; n++)
+        for (int64_t r = 0; r < SM; r++) {
+          const float got = z[(i * N + n) * SM + r];
+          if (i < b && r < s)
+            cr_expect_eq(got, zd[(i * N + n) * s + r]);
+          else
+            cr_expect_eq(got, -999);
+        }
+    free(xd), free(yd), free(zd);
+    pto_program_free(q);
+  }
+  pto_program_free(p);
+}
+
+Test(core, bindings_are_checked) {
+  pto_program *p = chain(1, 0, 0);
+  static float x[3 * 40 * 24], w[24 * 20], bias[20], y[3 * 40], z[3 * 20 * 40];
+  const void *in[] = {x, w, bias};
+  void *out[] = {y, z};
+  const int64_t over[2] = {4, 10}, zero[2] = {1, 0};
+  cr_expect_eq(pto_program_eval_dims(p, over, in, out), PTO_ERANGE);
+  cr_expect(strstr(pto_program_error(p),
+                   "dim 'B' is bound to 4; its maximum is 3"),
+            "%s", pto_program_error(p));
+  cr_expect_eq(pto_program_eval_dims(p, zero, in, out), PTO_ERANGE);
+  cr_expect(strstr(pto_program_error(p), "dim 'S' is bound to 0"), "%s",
+            pto_program_error(p));
+  cr_expect_eq(pto_program_eval_dims(p, NULL, in, out), PTO_EINVAL);
+  pto_program_free(p);
+  /* two dims an op matches must be bound equal */
+  p = pto_program_new("eq");
+  const int64_t a = pto_dim_dynamic(p, "A", 8), b = pto_dim_dynamic(p, "B", 8);
+  const int64_t sa[2] = {a, 4}, sb[2] = {b, 4}, sc[2] = {8, 4};
+  pto_tensor *u = pto_input(p, "u", PTO_F32, 2, sa);
+  pto_tensor *v = pto_input(p, "v", PTO_F32, 2, sb);
+  pto_tensor *c = pto_input(p, "c", PTO_F32, 2, sc);
+  pto_program_push_label(p, "sum");
+  pto_output(p, pto_add(p, pto_add(p, u, v), c), "w");
+  pto_program_pop_label(p);
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  static float bu[32], bv[32], bc[32], bw[32];
+  const void *in2[] = {bu, bv, bc};
+  void *out2[] = {bw};
+  const int64_t differ[2] = {5, 6}, short_[2] = {5, 5}, ok[2] = {8, 8};
+  cr_expect_eq(pto_program_eval_dims(p, differ, in2, out2), PTO_ESHAPE);
+  cr_expect(strstr(pto_program_error(p),
+                   "add 'sum': dim 'A' = 5 must equal dim 'B' = 6"),
+            "%s", pto_program_error(p));
+  /* against a static axis of the maximum: equal to it */
+  cr_expect_eq(pto_program_eval_dims(p, short_, in2, out2), PTO_ESHAPE);
+  cr_expect(strstr(pto_program_error(p), "must equal the static extent 8"),
+            "%s", pto_program_error(p));
+  cr_expect_eq(pto_program_eval_dims(p, ok, in2, out2), PTO_OK, "%s",
+               pto_program_error(p));
+  pto_program_free(p);
+}
