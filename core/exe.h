@@ -16,12 +16,16 @@
 typedef struct pto_ptile { /* a local tile of a program */
   pto_dtype dtype;
   uint8_t level; /* pto_mem_level */
+  /* the dynamic dims (index + 1; 0: static) clipping its valid rows and
+   * cols at run time; the offsets are each task instance's (pto_task.clip) */
+  uint8_t cr, cc;
   uint32_t rows, cols, stride, vrows, vcols;
   uint64_t offset; /* bytes into the level's scratchpad */
 } pto_ptile;
 
 typedef struct pto_pslot { /* a global operand window of a program */
   pto_dtype dtype;
+  uint8_t cr, cc, cb[2]; /* as pto_ptile's, and its two batch coordinates */
   int64_t rows, cols, rs, cs;
 } pto_pslot;
 
@@ -56,7 +60,15 @@ typedef struct pto_cprog {
   uint64_t hash;
   const char *name; /* e.g. "p1:TLOAD.TMULS.TLOAD.TADD.TSTORE" */
   uint32_t n_tasks; /* tasks that run it */
+  /* some tile or slot is clipped by a dynamic dim: each instance of a task
+   * running it has PTO_CLIP_WORDS(prog) offsets in pto_executable.clip */
+  uint8_t clipped;
 } pto_cprog;
+
+/* Clip offsets per task instance of a clipped program: rows and cols of
+ * every tile, then rows, cols and the two batch coordinates of every
+ * slot. */
+#define PTO_CLIP_WORDS(pr) (2 * (pr)->n_tiles + 4 * (pr)->n_slots)
 
 typedef struct pto_targ { /* one slot binding of one task instance */
   uint32_t storage;
@@ -75,6 +87,7 @@ typedef struct pto_task {
   pto_core_type core;
   uint64_t cost;      /* estimate: bytes moved + flops/8 */
   uint64_t path;      /* longest cost path from this task to an exit */
+  uint64_t clip;      /* its first instance's clip offsets (clipped programs) */
 } pto_task;
 
 typedef enum pto_storage_kind {
@@ -113,6 +126,8 @@ struct pto_executable {
   uint32_t *succ; /* successor lists, CSR */
   uint32_t n_edges;
   pto_targ *args;
+  int64_t *clip; /* clip offsets of the clipped programs' task instances */
+  uint64_t n_clip;
   pto_storage *storages;
   uint32_t n_storages;
   uint64_t workspace_bytes; /* each run takes its own (core/buffer.h) */

@@ -19,17 +19,32 @@
 
 #define PTO_NONE UINT32_MAX
 
+/* A run-time clip of one extent n by a dynamic dim: a run bound to extent
+ * E of dim d1 - 1 uses min(n, max(0, E - off)) in its place; d1 0: the
+ * extent is static (so a zeroed clip is none). off is where the tile starts
+ * along that dim. */
+typedef struct pto_clip {
+  uint8_t d1;
+  int64_t off;
+} pto_clip;
+
+static const pto_clip PTO_CLIP_NONE = {0, 0};
+
 typedef struct pto_gref {
   uint32_t storage;
   pto_dtype dtype; /* storage dtype */
   int64_t offset;  /* elements */
   int64_t rows, cols, rs, cs;
+  /* run-time clips of rows and cols, and of the two batch coordinates (a
+   * batch clip empties the window when E <= off) */
+  pto_clip cr, cc, cb[2];
 } pto_gref;
 
 typedef struct pto_tval {
   pto_dtype dtype;
   uint32_t rows, cols;   /* capacity */
-  uint32_t vrows, vcols; /* valid region */
+  uint32_t vrows, vcols; /* valid region (at the dims' maxima) */
+  pto_clip cr, cc;       /* its run-time clip by dynamic dims */
 } pto_tval;
 
 typedef struct pto_tinst {

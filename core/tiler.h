@@ -19,6 +19,7 @@ typedef struct view4 {
   pto_dtype dtype;
   int64_t off;
   int64_t shape[4], stride[4];
+  int8_t dyn[4]; /* the dynamic dim of each axis, or -1 */
 } view4;
 
 static inline view4 view_of(const pto_tensor *t) {
@@ -30,8 +31,21 @@ static inline view4 view_of(const pto_tensor *t) {
   for (int d = 0; d < 4; d++) {
     v.shape[d] = d < pad ? 1 : t->shape[d - pad];
     v.stride[d] = d < pad ? 0 : t->stride[d - pad];
+    v.dyn[d] = d < pad ? -1 : t->dyn[d - pad];
   }
   return v;
+}
+
+/* The clip of axis d of v for a tile starting at `at` along it (none on a
+ * static or broadcast axis; a dynamic axis is never sliced, so `at` is its
+ * coordinate in the dim). */
+static inline pto_clip axis_clip(const view4 *v, int d, int64_t at) {
+  pto_clip c = PTO_CLIP_NONE;
+  if (v->shape[d] != 1 && v->dyn[d] >= 0) {
+    c.d1 = (uint8_t)(v->dyn[d] + 1);
+    c.off = at;
+  }
+  return c;
 }
 
 /* A tile position in an output's 4-D space. */
@@ -54,6 +68,10 @@ static inline pto_gref window(const view4 *v, const tpos *p) {
   g.cols = v->shape[3] == 1 ? 1 : p->nc;
   g.rs = v->stride[2];
   g.cs = v->stride[3];
+  g.cb[0] = axis_clip(v, 0, p->b[0]);
+  g.cb[1] = axis_clip(v, 1, p->b[1]);
+  g.cr = axis_clip(v, 2, p->r0);
+  g.cc = axis_clip(v, 3, p->c0);
   return g;
 }
 
@@ -73,8 +91,11 @@ typedef struct tiler {
   int failed;
 } tiler;
 
-static inline uint32_t new_val(tiler *t, pto_dtype dt, uint32_t rows, uint32_t cols,
-                        int64_t vr, int64_t vc) {
+/* A new tile value of capacity rows x cols, valid vr x vc at the maxima
+ * and clipped at run time by cr and cc (new_val: not at all). */
+static inline uint32_t new_val_clipped(tiler *t, pto_dtype dt, uint32_t rows,
+                                       uint32_t cols, int64_t vr, int64_t vc,
+                                       pto_clip cr, pto_clip cc) {
   pto_tgraph *tg = t->tg;
   if (pto__grow((void **)&tg->vals, sizeof *tg->vals, &tg->cap_vals,
                 tg->n_vals + 1)) {
@@ -82,12 +103,21 @@ static inline uint32_t new_val(tiler *t, pto_dtype dt, uint32_t rows, uint32_t c
     return 0;
   }
   pto_tval *v = &tg->vals[tg->n_vals];
+  memset(v, 0, sizeof *v); /* padding too: values are compared bytewise */
   v->dtype = dt;
   v->rows = rows;
   v->cols = cols;
   v->vrows = (uint32_t)vr;
   v->vcols = (uint32_t)vc;
+  v->cr = cr;
+  v->cc = cc;
   return tg->n_vals++;
+}
+
+static inline uint32_t new_val(tiler *t, pto_dtype dt, uint32_t rows,
+                               uint32_t cols, int64_t vr, int64_t vc) {
+  return new_val_clipped(t, dt, rows, cols, vr, vc, PTO_CLIP_NONE,
+                         PTO_CLIP_NONE);
 }
 
 static inline pto_tinst *emit(tiler *t, int op) {
@@ -148,8 +178,8 @@ static inline uint32_t scratch(tiler *t, pto_dtype dt, int64_t elems,
 /* TLOAD a window into a new tile of capacity rows x cols. */
 static inline uint32_t load(tiler *t, const pto_gref *g, uint32_t rows,
                      uint32_t cols) {
-  uint32_t v = new_val(t, compute_dtype(g->dtype), rows, cols, g->rows,
-                       g->cols);
+  uint32_t v = new_val_clipped(t, compute_dtype(g->dtype), rows, cols,
+                               g->rows, g->cols, g->cr, g->cc);
   pto_tinst *in = emit(t, PTO_OP_TLOAD);
   in->dst[0] = v;
   in->g = *g;
@@ -166,7 +196,8 @@ static inline void store(tiler *t, uint32_t v, const pto_gref *g) {
 static inline uint32_t compute(tiler *t, int op, pto_dtype dt, uint32_t like, int n,
                         const uint32_t *src) {
   const pto_tval *l = &t->tg->vals[like];
-  uint32_t v = new_val(t, dt, l->rows, l->cols, l->vrows, l->vcols);
+  uint32_t v =
+      new_val_clipped(t, dt, l->rows, l->cols, l->vrows, l->vcols, l->cr, l->cc);
   pto_tinst *in = emit(t, op);
   for (int i = 0; i < n; i++)
     in->src[i] = src[i];

@@ -16,10 +16,14 @@
 /* Loads operand v for an output tile at pos and expands a broadcast axis to
  * the tile, unless fused_row/fused_col say the caller consumes the narrow
  * tile directly (set to 1 when it stays narrow). */
-static uint32_t load_operand(tiler *t, const view4 *v, const tpos *pos,
-                             uint32_t tr, uint32_t tc, int allow_narrow,
-                             int *narrow_rows, int *narrow_cols) {
+static uint32_t load_operand(tiler *t, const view4 *v, const view4 *out,
+                             const tpos *pos, uint32_t tr, uint32_t tc,
+                             int allow_narrow, int *narrow_rows,
+                             int *narrow_cols) {
   pto_gref g = window(v, pos);
+  /* an expanded tile is clipped as the output tile is */
+  const pto_clip ocr = axis_clip(out, 2, pos->r0),
+                 occ = axis_clip(out, 3, pos->c0);
   int bc_cols = g.cols == 1 && pos->nc > 1; /* [.., M, 1]: row vector */
   int bc_rows = g.rows == 1 && pos->nr > 1; /* [.., 1, N]: column vector */
   uint32_t x = load(t, &g, bc_rows ? 1 : tr, bc_cols ? 1 : tc);
@@ -34,14 +38,15 @@ static uint32_t load_operand(tiler *t, const view4 *v, const tpos *pos,
   }
   pto_dtype dt = t->tg->vals[x].dtype;
   if (bc_cols) { /* TROWEXPAND: dst[r][c] = src[r][0] */
-    uint32_t w = new_val(t, dt, bc_rows ? 1 : tr, tc, g.rows, pos->nc);
+    uint32_t w = new_val_clipped(t, dt, bc_rows ? 1 : tr, tc, g.rows,
+                                 pos->nc, g.cr, occ);
     pto_tinst *in = emit(t, PTO_OP_TROWEXPAND);
     in->src[0] = x;
     in->dst[0] = w;
     x = w;
   }
   if (bc_rows) { /* TCOLEXPAND: dst[r][c] = src[0][c] */
-    uint32_t w = new_val(t, dt, tr, tc, pos->nr, pos->nc);
+    uint32_t w = new_val_clipped(t, dt, tr, tc, pos->nr, pos->nc, ocr, occ);
     pto_tinst *in = emit(t, PTO_OP_TCOLEXPAND);
     in->src[0] = x;
     in->dst[0] = w;
@@ -120,7 +125,7 @@ static void tile_elementwise(tiler *t, const pto_node *n, uint32_t tr,
     int nrow[PTO_NODE_MAX_IN] = {0}, ncol[PTO_NODE_MAX_IN] = {0};
     /* only operand b of a binary op may stay narrow (fused broadcast) */
     for (int i = 0; i < n->n_in; i++)
-      src[i] = load_operand(t, &in[i], &pos, tr, tc,
+      src[i] = load_operand(t, &in[i], &out, &pos, tr, tc,
                             cls == PTO_TC_BINARY && i == 1 &&
                                 fused_bcast_insn(n->op, 1) >= 0,
                             &nrow[i], &ncol[i]);
@@ -132,8 +137,10 @@ static void tile_elementwise(tiler *t, const pto_node *n, uint32_t tr,
       if (ncol[1] || nrow[1]) {
         int fop = fused_bcast_insn(n->op, ncol[1]);
         if (fop < 0) { /* no fused column form: expand, then the plain op */
-          uint32_t w = new_val(t, t->tg->vals[src[1]].dtype, tr, tc, pos.nr,
-                               pos.nc);
+          uint32_t w = new_val_clipped(t, t->tg->vals[src[1]].dtype, tr, tc,
+                                       pos.nr, pos.nc,
+                                       axis_clip(&out, 2, pos.r0),
+                                       axis_clip(&out, 3, pos.c0));
           ins = emit(t, PTO_OP_TCOLEXPAND);
           ins->src[0] = src[1];
           ins->dst[0] = w;
@@ -213,8 +220,11 @@ static void tile_reduce(tiler *t, const pto_node *n, uint32_t tr,
       }
       pto_gref g = window(&in, &ip);
       uint32_t x = load(t, &g, tr, tc);
-      uint32_t part = new_val(t, dt, otr, otc, col ? 1 : ip.nr,
-                              col ? ip.nc : 1);
+      /* the partial keeps the unreduced axis's clip */
+      uint32_t part = new_val_clipped(
+          t, dt, otr, otc, col ? 1 : ip.nr, col ? ip.nc : 1,
+          col ? PTO_CLIP_NONE : axis_clip(&in, 2, ip.r0),
+          col ? axis_clip(&in, 3, ip.c0) : PTO_CLIP_NONE);
       pto_tinst *ins = emit(t, binary_insn(n->op));
       ins->src[0] = x;
       ins->dst[0] = part;
@@ -244,7 +254,7 @@ static void tile_gather(tiler *t, const pto_node *n, uint32_t tr,
   int64_t shape[4] = {idx.shape[1], idx.shape[2], L, out.shape[3]};
   FOR_TILES(shape, tr, tc, pos) {
     unit_begin(t, n->id, PTO_CORE_VECTOR);
-    pto_gref gi;
+    pto_gref gi = {0};
     gi.storage = idx.storage;
     gi.dtype = idx.dtype;
     gi.offset = idx.off + pos.b[0] * idx.stride[1] + pos.b[1] * idx.stride[2] +
@@ -253,8 +263,11 @@ static void tile_gather(tiler *t, const pto_node *n, uint32_t tr,
     gi.cols = pos.nr;
     gi.rs = 0;
     gi.cs = idx.stride[3];
+    gi.cc = axis_clip(&idx, 3, pos.r0);
+    gi.cb[0] = axis_clip(&idx, 1, pos.b[0]);
+    gi.cb[1] = axis_clip(&idx, 2, pos.b[1]);
     uint32_t iv = load(t, &gi, 1, tr);
-    pto_gref gt;
+    pto_gref gt = {0};
     gt.storage = tab.storage;
     gt.dtype = tab.dtype;
     gt.offset = tab.off + pos.c0 * tab.stride[3];
@@ -262,14 +275,17 @@ static void tile_gather(tiler *t, const pto_node *n, uint32_t tr,
     gt.cols = pos.nc;
     gt.rs = tab.stride[2];
     gt.cs = tab.stride[3];
-    uint32_t d = new_val(t, compute_dtype(tab.dtype), tr, tc, pos.nr, pos.nc);
+    gt.cr = axis_clip(&tab, 2, 0); /* the table's rows: a dynamic N */
+    gt.cc = axis_clip(&tab, 3, pos.c0);
+    uint32_t d = new_val_clipped(t, compute_dtype(tab.dtype), tr, tc, pos.nr,
+                                 pos.nc, gi.cc, gt.cc);
     pto_tinst *ins = emit(t, PTO_OP_TGATHER);
     ins->src[0] = iv;
     ins->dst[0] = d;
     ins->g = gt;
     if (n->flags & PTO_GATHER_STRICT)
       ins->flags |= PTO_TF_STRICT;
-    pto_gref go;
+    pto_gref go = {0};
     go.storage = out.storage;
     go.dtype = out.dtype;
     go.offset = out.off + pos.b[0] * out.stride[0] + pos.b[1] * out.stride[1] +
@@ -278,6 +294,10 @@ static void tile_gather(tiler *t, const pto_node *n, uint32_t tr,
     go.cols = pos.nc;
     go.rs = out.stride[2];
     go.cs = out.stride[3];
+    go.cb[0] = axis_clip(&out, 0, pos.b[0]);
+    go.cb[1] = axis_clip(&out, 1, pos.b[1]);
+    go.cr = axis_clip(&out, 2, pos.r0);
+    go.cc = axis_clip(&out, 3, pos.c0);
     store(t, d, &go);
     unit_end(t);
   }
@@ -326,7 +346,9 @@ static void tile_fill(tiler *t, const pto_node *n, uint32_t tr, uint32_t tc) {
   tc = clamp_tile(tc, out.shape[3]);
   FOR_TILES(out.shape, tr, tc, pos) {
     unit_begin(t, n->id, PTO_CORE_VECTOR);
-    uint32_t v = new_val(t, dt, tr, tc, pos.nr, pos.nc);
+    uint32_t v = new_val_clipped(t, dt, tr, tc, pos.nr, pos.nc,
+                                 axis_clip(&out, 2, pos.r0),
+                                 axis_clip(&out, 3, pos.c0));
     pto_tinst *ins = emit(t, PTO_OP_TEXPANDS);
     ins->dst[0] = v;
     ins->s = n->scalar;

@@ -15,6 +15,9 @@ static view4 swap_last(view4 v) {
   x = v.stride[2];
   v.stride[2] = v.stride[3];
   v.stride[3] = x;
+  const int8_t d = v.dyn[2];
+  v.dyn[2] = v.dyn[3];
+  v.dyn[3] = d;
   return v;
 }
 
@@ -53,7 +56,9 @@ static void tile_matmul_wsum(tiler *t, const pto_node *n,
     const double first_hidden = (double)pos.r0 + n->scalar + 1; /* row r0 */
     if (causal && (double)pos.c0 > (double)(pos.r0 + pos.nr - 1) + n->scalar) {
       unit_begin(t, n->id, PTO_CORE_VECTOR); /* nothing visible */
-      uint32_t v = new_val(t, PTO_F32, tr, tn, pos.nr, pos.nc);
+      uint32_t v = new_val_clipped(t, PTO_F32, tr, tn, pos.nr, pos.nc,
+                                   axis_clip(&out, 2, pos.r0),
+                                   axis_clip(&out, 3, pos.c0));
       pto_tinst *ins = emit(t, PTO_OP_TEXPANDS);
       ins->dst[0] = v;
       ins->s = -INFINITY;
@@ -73,7 +78,9 @@ static void tile_matmul_wsum(tiler *t, const pto_node *n,
     pw = pa;
     pw.nc = 1;
     pto_gref gw = window(&w, &pw);
-    uint32_t d = new_val(t, PTO_F32, tr, tn, pos.nr, pos.nc);
+    uint32_t d = new_val_clipped(t, PTO_F32, tr, tn, pos.nr, pos.nc,
+                                 axis_clip(&out, 2, pos.r0),
+                                 axis_clip(&out, 3, pos.c0));
     pto_tinst *ins;
     if (in_place) {
       tpos pq = pa, pk = pb;
@@ -131,7 +138,9 @@ void pto__tile_matmul(tiler *t, const pto_node *n, const pto_tile_shape *ts) {
   FOR_TILES(out.shape, tm, tn, pos) {
     if (masked && (double)pos.c0 > (double)(pos.r0 + pos.nr - 1) + n->scalar) {
       unit_begin(t, n->id, PTO_CORE_VECTOR); /* wholly past the diagonal */
-      uint32_t v = new_val(t, PTO_F32, tm, tn, pos.nr, pos.nc);
+      uint32_t v = new_val_clipped(t, PTO_F32, tm, tn, pos.nr, pos.nc,
+                                   axis_clip(&out, 2, pos.r0),
+                                   axis_clip(&out, 3, pos.c0));
       pto_tinst *ins = emit(t, PTO_OP_TEXPANDS);
       ins->dst[0] = v;
       ins->s = -INFINITY;
@@ -155,7 +164,9 @@ void pto__tile_matmul(tiler *t, const pto_node *n, const pto_tile_shape *ts) {
       pb.nr = kl;
       pto_gref ga = window(&a, &pa), gb = window(&b, &pb);
       uint32_t ops[2] = {load(t, &ga, tm, tk), load(t, &gb, tk, tn)};
-      uint32_t d = new_val(t, PTO_F32, tm, tn, pos.nr, pos.nc);
+      uint32_t d = new_val_clipped(t, PTO_F32, tm, tn, pos.nr, pos.nc,
+                                   axis_clip(&out, 2, pos.r0),
+                                   axis_clip(&out, 3, pos.c0));
       pto_tinst *ins = emit(t, c == PTO_NONE ? PTO_OP_TMATMUL
                                              : PTO_OP_TMATMUL_ACC);
       ins->src[0] = ops[0];
@@ -170,12 +181,12 @@ void pto__tile_matmul(tiler *t, const pto_node *n, const pto_tile_shape *ts) {
     /* the diagonal crosses the tile: row r0 hides cols from r0 + diag + 1
      * on, masked on the accumulator's way out */
     if (masked && (double)(pos.c0 + pos.nc - 1) > (double)pos.r0 + n->scalar) {
-      uint32_t d = new_val(t, PTO_F32, tm, tn, pos.nr, pos.nc);
-      pto_tinst *ins = emit(t, PTO_OP_TTRIFILL);
-      ins->src[0] = c;
-      ins->dst[0] = d;
-      ins->s = -INFINITY;
-      ins->imm[0] = (int32_t)(n->scalar + (double)(pos.r0 - pos.c0));
+      uint32_t d = compute1(t, PTO_OP_TTRIFILL, PTO_F32, c);
+      if (!t->failed) {
+        pto_tinst *ins = &t->tg->insts[t->tg->n_insts - 1];
+        ins->s = -INFINITY;
+        ins->imm[0] = (int32_t)(n->scalar + (double)(pos.r0 - pos.c0));
+      }
       c = d;
     }
     pto_gref g = window(&out, &pos);
@@ -196,6 +207,7 @@ static view4 view_with_unit_axis(const pto_tensor *t, int at) {
     const int unit = d == at;
     v.shape[d] = unit ? 1 : t->shape[s];
     v.stride[d] = unit ? 0 : t->stride[s];
+    v.dyn[d] = unit ? -1 : t->dyn[s];
     s += !unit;
   }
   return v;

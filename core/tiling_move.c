@@ -17,26 +17,28 @@ void pto__tile_iota(tiler *t, const pto_node *n, uint32_t tr, uint32_t tc) {
     unit_begin(t, n->id, PTO_CORE_VECTOR);
     uint32_t v;
     pto_tinst *ins;
+    const pto_clip cr = axis_clip(&out, 2, pos.r0),
+                   cc = axis_clip(&out, 3, pos.c0);
     if (axis == 3) { /* along the columns: TCI counts them */
-      v = new_val(t, dt, tr, tc, pos.nr, pos.nc);
+      v = new_val_clipped(t, dt, tr, tc, pos.nr, pos.nc, cr, cc);
       ins = emit(t, PTO_OP_TCI);
       ins->dst[0] = v;
       ins->imm[0] = (int32_t)(n->ival + pos.c0);
     } else if (axis == 2) { /* the rows: TCI's count turned into a rowvec */
-      uint32_t row = new_val(t, dt, 1, tr, 1, pos.nr);
+      uint32_t row = new_val_clipped(t, dt, 1, tr, 1, pos.nr, PTO_CLIP_NONE, cr);
       ins = emit(t, PTO_OP_TCI);
       ins->dst[0] = row;
       ins->imm[0] = (int32_t)(n->ival + pos.r0);
-      uint32_t col = new_val(t, dt, tr, 1, pos.nr, 1);
+      uint32_t col = new_val_clipped(t, dt, tr, 1, pos.nr, 1, cr, PTO_CLIP_NONE);
       ins = emit(t, PTO_OP_TTRANS);
       ins->src[0] = row;
       ins->dst[0] = col;
-      v = new_val(t, dt, tr, tc, pos.nr, pos.nc);
+      v = new_val_clipped(t, dt, tr, tc, pos.nr, pos.nc, cr, cc);
       ins = emit(t, PTO_OP_TROWEXPAND);
       ins->src[0] = col;
       ins->dst[0] = v;
     } else { /* a batch axis: one value per tile */
-      v = new_val(t, dt, tr, tc, pos.nr, pos.nc);
+      v = new_val_clipped(t, dt, tr, tc, pos.nr, pos.nc, cr, cc);
       ins = emit(t, PTO_OP_TEXPANDS);
       ins->dst[0] = v;
       ins->s = (double)(n->ival + pos.b[axis]);

@@ -36,11 +36,12 @@ typedef struct topk_rows {
 } topk_rows;
 
 /* A window of scratch storage st (width columns per row) for the tile at
- * pos: its rows, columns [c0, c0 + nc). */
+ * pos: its rows, columns [c0, c0 + nc), clipped as the rows of the op's
+ * input `in` are. */
 static pto_gref scratch_window(uint32_t st, pto_dtype dt, int64_t width,
                                const topk_rows *rs, const tpos *pos, int64_t c0,
-                               int64_t nc) {
-  pto_gref g;
+                               int64_t nc, const view4 *in) {
+  pto_gref g = {0};
   g.storage = st;
   g.dtype = dt;
   g.offset =
@@ -49,6 +50,9 @@ static pto_gref scratch_window(uint32_t st, pto_dtype dt, int64_t width,
   g.cols = nc;
   g.rs = width;
   g.cs = 1;
+  g.cb[0] = axis_clip(in, 0, pos->b[0]);
+  g.cb[1] = axis_clip(in, 1, pos->b[1]);
+  g.cr = axis_clip(in, 2, pos->r0);
   return g;
 }
 
@@ -59,13 +63,14 @@ typedef struct topk_dest {
   int64_t width;
 } topk_dest;
 
-static void store_pair(tiler *t, const view4 *ov, const view4 *oi,
-                       const topk_dest *d, const topk_rows *rs, const tpos *pos,
-                       int64_t c0, int64_t nc, uint32_t v, uint32_t x) {
+static void store_pair(tiler *t, const view4 *in, const view4 *ov,
+                       const view4 *oi, const topk_dest *d,
+                       const topk_rows *rs, const tpos *pos, int64_t c0,
+                       int64_t nc, uint32_t v, uint32_t x) {
   pto_gref gv, gx;
   if (d->width) {
-    gv = scratch_window(d->sv, PTO_F32, d->width, rs, pos, c0, nc);
-    gx = scratch_window(d->si, PTO_I32, d->width, rs, pos, c0, nc);
+    gv = scratch_window(d->sv, PTO_F32, d->width, rs, pos, c0, nc, in);
+    gx = scratch_window(d->si, PTO_I32, d->width, rs, pos, c0, nc, in);
   } else { /* the outputs: all k columns */
     tpos p = *pos;
     p.c0 = 0;
@@ -82,10 +87,10 @@ static void store_pair(tiler *t, const view4 *ov, const view4 *oi,
  * scalar s. */
 static void select_pair(tiler *t, int op, const uint32_t *src, int n,
                         uint32_t rows, uint32_t cap, int64_t nr, int64_t kk,
-                        int32_t imm0, int masked, double s, uint32_t *v,
-                        uint32_t *x) {
-  *v = new_val(t, PTO_F32, rows, cap, nr, kk);
-  *x = new_val(t, PTO_I32, rows, cap, nr, kk);
+                        pto_clip cr, int32_t imm0, int masked, double s,
+                        uint32_t *v, uint32_t *x) {
+  *v = new_val_clipped(t, PTO_F32, rows, cap, nr, kk, cr, PTO_CLIP_NONE);
+  *x = new_val_clipped(t, PTO_I32, rows, cap, nr, kk, cr, PTO_CLIP_NONE);
   pto_tinst *in = emit(t, op);
   for (int i = 0; i < n; i++)
     in->src[i] = src[i];
@@ -145,9 +150,9 @@ void pto__tile_topk(tiler *t, const pto_node *n, const pto_tile_shape *ts) {
       const uint32_t x = load(t, &g, tr, tc);
       const int64_t kk = nb == 1 ? k : j + 1 < nb ? a : last;
       uint32_t v, ix;
-      select_pair(t, PTO_OP_TTOPK, &x, 1, tr, cap0, pos.nr, kk, 0, masked, 0,
-                  &v, &ix);
-      store_pair(t, &ov, &oi, &dst, &rs, &pos, j * a, kk, v, ix);
+      select_pair(t, PTO_OP_TTOPK, &x, 1, tr, cap0, pos.nr, kk,
+                  axis_clip(&in, 2, pos.r0), 0, masked, 0, &v, &ix);
+      store_pair(t, &in, &ov, &oi, &dst, &rs, &pos, j * a, kk, v, ix);
       unit_end(t);
     }
   }
@@ -172,16 +177,17 @@ void pto__tile_topk(tiler *t, const pto_node *n, const pto_tile_shape *ts) {
         unit_begin(t, n->id, PTO_CORE_VECTOR);
         const int64_t c0 = gi * 4 * a, w = gi + 1 < groups ? 4 * a : wlast;
         const pto_gref gv =
-            scratch_window(src.sv, PTO_F32, src.width, &rs, &pos, c0, w);
+            scratch_window(src.sv, PTO_F32, src.width, &rs, &pos, c0, w, &in);
         const pto_gref gx =
-            scratch_window(src.si, PTO_I32, src.width, &rs, &pos, c0, w);
+            scratch_window(src.si, PTO_I32, src.width, &rs, &pos, c0, w, &in);
         const uint32_t ins[2] = {load(t, &gv, mr, (uint32_t)(4 * a)),
                                  load(t, &gx, mr, (uint32_t)(4 * a))};
         const int64_t kk = gi + 1 < groups ? b : blast;
         uint32_t v, ix;
         select_pair(t, PTO_OP_TMRGTOPK, ins, 2, mr, capo, pos.nr, kk,
-                    (int32_t)a, masked, (double)cover, &v, &ix);
-        store_pair(t, &ov, &oi, &dst, &rs, &pos, gi * b, kk, v, ix);
+                    axis_clip(&in, 2, pos.r0), (int32_t)a, masked,
+                    (double)cover, &v, &ix);
+        store_pair(t, &in, &ov, &oi, &dst, &rs, &pos, gi * b, kk, v, ix);
         unit_end(t);
       }
     }

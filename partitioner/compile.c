@@ -41,6 +41,7 @@ void pto_executable_free(pto_executable *e) {
   free(e->tasks);
   free(e->succ);
   free(e->args);
+  free(e->clip);
   free(e->storages);
   free(e->unit_subgraph);
   free(e->subgraph_task);
@@ -184,6 +185,16 @@ pto_status pto_executable_stats(const pto_executable *e, pto_exe_stats *s) {
   s->ms_graph = c->ms_graph;
   s->ms_total = c->ms_total;
   return PTO_OK;
+}
+
+int pto_executable_num_dims(const pto_executable *e) {
+  return e ? pto_program_num_dims(e->prog) : 0;
+}
+const char *pto_executable_dim_name(const pto_executable *e, int i) {
+  return e ? pto_program_dim_name(e->prog, i) : "";
+}
+int64_t pto_executable_dim_max(const pto_executable *e, int i) {
+  return e ? pto_program_dim_max(e->prog, i) : -1;
 }
 
 uint32_t pto_executable_num_tasks(const pto_executable *e) {

@@ -137,6 +137,7 @@ typedef struct cbuild {
   pto_cprog prog;
   uint32_t *tile_of_val; /* tval -> program tile, PTO_NONE */
   uint32_t *slot_inst;   /* program slot -> tile-graph instruction */
+  uint32_t *val_of_tile; /* program tile -> the tval it holds */
 } cbuild;
 
 /* Resolves forwarding: the value a tile-graph value stands for. */

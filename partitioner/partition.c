@@ -346,9 +346,14 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
   for (uint32_t k = 0; k < n_sg; k++)
     n_args += e->progs[prog_of[k]].n_slots;
   e->args = calloc(n_args + 1, sizeof *e->args);
+  /* clip offsets of the instances of programs clipped by dynamic dims */
+  for (uint32_t k = 0; k < n_sg; k++)
+    if (e->progs[prog_of[k]].clipped)
+      e->n_clip += PTO_CLIP_WORDS(&e->progs[prog_of[k]]);
+  e->clip = e->n_clip ? malloc(e->n_clip * sizeof *e->clip) : NULL;
   acc = malloc((n_args + 1) * sizeof *acc);
   uint32_t *order = malloc((n_sg + 1) * sizeof *order);
-  if (!e->tasks || !e->args || !acc || !order) {
+  if (!e->tasks || !e->args || !acc || !order || (e->n_clip && !e->clip)) {
     free(order);
     st = fail(&s, PTO_ENOMEM, "out of memory");
     goto done;
@@ -357,6 +362,7 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
   for (uint32_t k = 0; k < n_sg; k++)
     e->tasks[e->subgraph_task[k]].n_inst++;
   uint32_t a = 0, n_acc = 0;
+  uint64_t nc = 0;
   for (uint32_t t = 0; t < e->n_tasks; t++) {
     e->tasks[t].args = a; /* temporarily: next member position */
     a += e->tasks[t].n_inst;
@@ -373,9 +379,24 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
     task->node = tg->units[sgs[first].units[0]].node;
     task->label = node_label(&s, task->node);
     task->core = pr->core;
+    task->clip = nc;
     pr->n_tasks++;
     for (uint32_t inst = 0; inst < task->n_inst; inst++, i++) {
       uint32_t k = order[i];
+      if (pr->clipped) { /* this instance's offsets of its clips */
+        for (uint32_t q = 0; q < pr->n_tiles; q++) {
+          const pto_tval *tv = &tg->vals[builds[k].val_of_tile[q]];
+          e->clip[nc++] = tv->cr.off;
+          e->clip[nc++] = tv->cc.off;
+        }
+        for (uint32_t l = 0; l < pr->n_slots; l++) {
+          const pto_gref *g = &tg->insts[builds[k].slot_inst[l]].g;
+          e->clip[nc++] = g->cr.off;
+          e->clip[nc++] = g->cc.off;
+          e->clip[nc++] = g->cb[0].off;
+          e->clip[nc++] = g->cb[1].off;
+        }
+      }
       for (uint32_t l = 0; l < pr->n_slots; l++) {
         const pto_tinst *in = &tg->insts[builds[k].slot_inst[l]];
         uint64_t bytes =

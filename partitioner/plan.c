@@ -211,7 +211,8 @@ static void pack_operands(pto_cprog *pr, interval *iv, uint8_t *role,
  * into, and every other reader keeps the value it expects. Instructions
  * move up to make room; tiles are added at the end. Returns the number of
  * copies made (pr->n_insts and n_tiles grow). */
-static uint32_t copy_shared_accumulators(pto_cprog *pr, interval *iv) {
+static uint32_t copy_shared_accumulators(pto_cprog *pr, interval *iv,
+                                         uint32_t *val_of_tile) {
   const int copy = pto__insn_copy();
   uint32_t n_copies = 0;
   for (uint32_t k = 0; k < pr->n_insts; k++) {
@@ -233,6 +234,7 @@ static uint32_t copy_shared_accumulators(pto_cprog *pr, interval *iv) {
       continue;
     uint32_t t = pr->n_tiles++;
     pr->tiles[t] = pr->tiles[c];
+    val_of_tile[t] = val_of_tile[c];
     iv[t] = iv[c];
     pr->insts[j].src[2] = (uint16_t)t;
     pto_pinst *mv = &pr->insts[--j];
@@ -426,6 +428,7 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
   pr->tiles = calloc(3 * sg->n_insts + 1, sizeof *pr->tiles);
   pr->slots = calloc(sg->n_insts + 1, sizeof *pr->slots);
   b->slot_inst = calloc(sg->n_insts + 1, sizeof *b->slot_inst);
+  b->val_of_tile = calloc(3 * sg->n_insts + 1, sizeof *b->val_of_tile);
   /* the working arrays, per tile (at most 3 per instruction) */
   const size_t nt = 3 * (size_t)sg->n_insts + 1;
   const size_t bytes = nt * (sizeof(interval) + 5 * sizeof(uint32_t) + 2);
@@ -434,7 +437,8 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
     s->plan_tmp = malloc(bytes);
     s->plan_tmp_cap = s->plan_tmp ? bytes : 0;
   }
-  if (!pr->insts || !pr->tiles || !pr->slots || !b->slot_inst || !s->plan_tmp)
+  if (!pr->insts || !pr->tiles || !pr->slots || !b->slot_inst ||
+      !b->val_of_tile || !s->plan_tmp)
     return PTO_ENOMEM;
   interval *iv = s->plan_tmp;
   uint32_t *acc_of = (uint32_t *)(iv + nt); /* in place -> its accumulator */
@@ -459,6 +463,11 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
       sl->cols = in->g.cols;
       sl->rs = in->g.rs;
       sl->cs = in->g.cs;
+      sl->cr = in->g.cr.d1;
+      sl->cc = in->g.cc.d1;
+      sl->cb[0] = in->g.cb[0].d1;
+      sl->cb[1] = in->g.cb[1].d1;
+      pr->clipped |= sl->cr | sl->cc | sl->cb[0] | sl->cb[1];
       b->slot_inst[pr->n_slots] = sg->insts[k];
       pi->slot = (int32_t)pr->n_slots++;
     }
@@ -478,6 +487,10 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
         pt->stride = pto_tile_stride(tv->dtype, tv->cols);
         pt->vrows = tv->vrows;
         pt->vcols = tv->vcols;
+        pt->cr = tv->cr.d1;
+        pt->cc = tv->cc.d1;
+        pr->clipped |= pt->cr | pt->cc;
+        b->val_of_tile[t] = v;
         pt->level = (uint8_t)level_for(core);
         iv[t] = (interval){0};
         iv[t].size = pto_tile_bytes(tv->dtype, tv->rows, tv->cols);
@@ -490,7 +503,7 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
         pi->src[r] = (uint16_t)t;
     }
   }
-  if (copy_shared_accumulators(pr, iv))
+  if (copy_shared_accumulators(pr, iv, b->val_of_tile))
     for (uint32_t k = 0; k < pr->n_insts; k++) { /* last uses moved */
       const pto_pinst *pi = &pr->insts[k];
       for (int r = 0; r < pi->n_src; r++)
@@ -583,6 +596,7 @@ void pto__plan_free(cbuild *b) {
   free(b->prog.tiles);
   free(b->prog.slots);
   free(b->slot_inst);
+  free(b->val_of_tile);
 }
 
 /* Canonical bytes of a program: everything but where its tiles are. */
@@ -620,6 +634,8 @@ size_t pto__plan_canon(const pto_cprog *pr, unsigned char *buf) {
     PUT(pt->vrows);
     PUT(pt->vcols);
     PUT(pt->offset);
+    PUT(pt->cr);
+    PUT(pt->cc);
   }
   for (uint32_t l = 0; l < pr->n_slots; l++) {
     const pto_pslot *sl = &pr->slots[l];
@@ -628,6 +644,9 @@ size_t pto__plan_canon(const pto_cprog *pr, unsigned char *buf) {
     PUT(sl->cols);
     PUT(sl->rs);
     PUT(sl->cs);
+    PUT(sl->cr);
+    PUT(sl->cc);
+    PUT(sl->cb);
   }
 #undef PUT
   return n;

@@ -105,9 +105,21 @@ pto_status pto__bind(const pto_executable *e, void *workspace,
   return PTO_OK;
 }
 
-/* The global window of slot l of a task's program. */
+/* Extent n clipped by dim d1 - 1 (0: static) for a tile at off along it. */
+static inline int64_t clipped(int64_t n, uint8_t d1, int64_t off,
+                              const int64_t *ext) {
+  if (!d1)
+    return n;
+  const int64_t left = ext[d1 - 1] - off;
+  return left <= 0 ? 0 : left < n ? left : n;
+}
+
+/* The global window of slot l of a task's program, clipped by the run's
+ * extents ext (NULL: none) with the instance's offsets clip (4 per slot,
+ * after 2 per tile). */
 static void slot_view(const pto_cprog *pr, int32_t l, const pto_targ *args,
-                      unsigned char *const *base, pto_gview *g) {
+                      unsigned char *const *base, const int64_t *ext,
+                      const int64_t *clip, pto_gview *g) {
   const pto_pslot *sl = &pr->slots[l];
   const pto_targ *ga = &args[l];
   g->base = base[ga->storage] + ga->offset * (int64_t)pto_dtype_size(sl->dtype);
@@ -116,6 +128,39 @@ static void slot_view(const pto_cprog *pr, int32_t l, const pto_targ *args,
   g->cols = sl->cols;
   g->row_stride = sl->rs;
   g->col_stride = sl->cs;
+  if (ext && clip) {
+    const int64_t *o = clip + 2 * pr->n_tiles + 4 * l;
+    g->rows = clipped(g->rows, sl->cr, o[0], ext);
+    g->cols = clipped(g->cols, sl->cc, o[1], ext);
+    if (!clipped(1, sl->cb[0], o[2], ext) || !clipped(1, sl->cb[1], o[3], ext))
+      g->rows = 0; /* a batch past its extent */
+  }
+}
+
+/* Whether the run's extents leave nothing of instance inst of task t to
+ * write: every store's window (or the tile it stores) is empty. */
+int pto__task_instance_empty(const pto_executable *e, uint32_t t,
+                             uint32_t inst, const int64_t *ext) {
+  const pto_task *task = &e->tasks[t];
+  const pto_cprog *pr = &e->progs[task->prog];
+  if (!pr->clipped || !ext)
+    return 0;
+  const int64_t *clip = e->clip + task->clip + inst * PTO_CLIP_WORDS(pr);
+  for (uint32_t i = 0; i < pr->n_insts; i++) {
+    const pto_pinst *pi = &pr->insts[i];
+    for (int k = 0; k < 2; k++) {
+      const int32_t l = pto__pinst_slot(pi, k);
+      if (l < 0 || !pto__pinst_stores(pi, k))
+        continue;
+      const pto_pslot *sl = &pr->slots[l];
+      const int64_t *o = clip + 2 * pr->n_tiles + 4 * l;
+      if (clipped(sl->rows, sl->cr, o[0], ext) &&
+          clipped(sl->cols, sl->cc, o[1], ext) &&
+          clipped(1, sl->cb[0], o[2], ext) && clipped(1, sl->cb[1], o[3], ext))
+        return 0;
+    }
+  }
+  return 1;
 }
 
 /* Fills ahead with the windows of the loads starting at instruction j of
@@ -128,7 +173,7 @@ static uint32_t loads_from(const pto_cprog *pr, uint32_t j,
     const pto_pinst *pj = &pr->insts[j];
     if (!pto__insn_loads(pj->op) || pj->slot < 0)
       break;
-    slot_view(pr, pj->slot, args, base, &ahead[n++]);
+    slot_view(pr, pj->slot, args, base, NULL, NULL, &ahead[n++]);
   }
   return n;
 }
@@ -204,9 +249,11 @@ static int on_reference(const pto_pinst *pi) {
  * the untraced copy has no clock read and no test for one) and not. */
 static inline __attribute__((always_inline)) pto_status
 task_exec(const pto_executable *e, uint32_t t, uint32_t next, pto_scratch *s,
-          unsigned char *const *base, uint64_t *inst_ns, pto_error *err) {
+          unsigned char *const *base, const int64_t *ext, uint64_t *inst_ns,
+          pto_error *err) {
   const pto_task *task = &e->tasks[t];
   const pto_cprog *pr = &e->progs[task->prog];
+  const int clip_it = ext && pr->clipped;
   pto_tile *tiles = s->tiles;
   for (uint32_t i = 0; i < pr->n_tiles; i++) {
     const pto_ptile *pt = &pr->tiles[i];
@@ -223,6 +270,17 @@ task_exec(const pto_executable *e, uint32_t t, uint32_t next, pto_scratch *s,
   pto_pf pf = {.n = 0};
   for (uint32_t inst = 0; inst < task->n_inst; inst++) {
     const pto_targ *args = e->args + task->args + inst * pr->n_slots;
+    const int64_t *clip =
+        clip_it ? e->clip + task->clip + inst * PTO_CLIP_WORDS(pr) : NULL;
+    if (clip) { /* this instance's valid regions at the run's extents */
+      for (uint32_t i = 0; i < pr->n_tiles; i++) {
+        const pto_ptile *pt = &pr->tiles[i];
+        tiles[i].valid_rows =
+            (uint32_t)clipped(pt->vrows, pt->cr, clip[2 * i], ext);
+        tiles[i].valid_cols =
+            (uint32_t)clipped(pt->vcols, pt->cc, clip[2 * i + 1], ext);
+      }
+    }
     const pto_cprog *nx_pr = NULL; /* the next instance, if known */
     const pto_targ *nx_args = NULL;
     if (inst + 1 < task->n_inst)
@@ -246,9 +304,26 @@ task_exec(const pto_executable *e, uint32_t t, uint32_t next, pto_scratch *s,
       for (int r = 0; r < pi->n_src; r++)
         a.src[r] = &tiles[pi->src[r]];
       if (pi->slot >= 0)
-        slot_view(pr, pi->slot, args, base, &a.g);
+        slot_view(pr, pi->slot, args, base, ext, clip, &a.g);
       if (pi->slot2 >= 0)
-        slot_view(pr, pi->slot2, args, base, &a.g2);
+        slot_view(pr, pi->slot2, args, base, ext, clip, &a.g2);
+      if (clip) {
+        /* nothing to do where the extents empty what it writes; where they
+         * empty only what it reads, its result needs no kernel */
+        int empty = pi->n_dst ? 1 : !a.g.rows || !a.g.cols;
+        for (int d = 0; d < pi->n_dst; d++)
+          empty &= !a.dst[d]->valid_rows || !a.dst[d]->valid_cols;
+        if (!pi->n_dst && pi->n_src)
+          empty |= !a.src[0]->valid_rows || !a.src[0]->valid_cols;
+        if (empty)
+          continue;
+        a.s = pi->s;
+        a.imm[0] = pi->imm[0];
+        a.imm[1] = pi->imm[1];
+        a.flags = pi->flags;
+        if (pto__insn_empty(pi->op, &a))
+          continue;
+      }
       a.ahead = ahead;
       a.n_ahead =
           pto__loads_ahead(pr, i, args, nx_pr, nx_args, base, ahead);
@@ -282,10 +357,11 @@ task_exec(const pto_executable *e, uint32_t t, uint32_t next, pto_scratch *s,
 
 pto_status pto__task_exec(const pto_executable *e, uint32_t t, uint32_t next,
                           pto_scratch *s, unsigned char *const *base,
-                          uint64_t *inst_ns, pto_error *err) {
+                          const int64_t *ext, uint64_t *inst_ns,
+                          pto_error *err) {
   if (inst_ns)
-    return task_exec(e, t, next, s, base, inst_ns, err);
-  return task_exec(e, t, next, s, base, NULL, err);
+    return task_exec(e, t, next, s, base, ext, inst_ns, err);
+  return task_exec(e, t, next, s, base, ext, NULL, err);
 }
 
 pto_status pto__scratch_reserve(pto_scratch *s, const pto_cprog *pr) {

@@ -39,11 +39,19 @@ pto_status pto__bind(const pto_executable *e, void *workspace,
  * instruction i takes is added (a monotonic clock read before and after each
  * call; none at all when NULL), then inst_ns[n_insts + i], to which the ns
  * of the calls that ran the scalar reference are added (the table's entry
- * is the reference's, or the SIMD kernel handed the call to pto__isa_ref). */
+ * is the reference's, or the SIMD kernel handed the call to pto__isa_ref).
+ * ext: the run's extents of the executable's dynamic dims, or NULL (a
+ * static executable): tiles and windows of clipped programs are clipped
+ * to them, and an instruction left with nothing to write is skipped. */
 #define PTO_NO_TASK UINT32_MAX
 pto_status pto__task_exec(const pto_executable *e, uint32_t t, uint32_t next,
                           pto_scratch *s, unsigned char *const *base,
-                          uint64_t *inst_ns, pto_error *err);
+                          const int64_t *ext, uint64_t *inst_ns,
+                          pto_error *err);
+/* Whether a run at extents ext (one per dynamic dim; NULL: the maxima)
+ * leaves instance inst of task t nothing to write: then it need not run. */
+int pto__task_instance_empty(const pto_executable *e, uint32_t t,
+                             uint32_t inst, const int64_t *ext);
 
 /* The detail of instruction i of pr failing with status rc (tiles and args
  * as the task ran it), for its message: for a strict TGATHER the index out

@@ -221,7 +221,7 @@ pto_status pto_runtime_run_graph(pto_runtime *rt, pto_graph *g) {
   r.run.owner = g;
   r.run.finish = graph_finish;
   pto_job *j = &r.run.job;
-  j->n_tasks = g->n;
+  j->n_tasks = j->n_active = g->n;
   j->core = g->core;
   j->succ_off = g->succ_off;
   j->succ = g->succ;

@@ -5,11 +5,13 @@
  * Synchronous and asynchronous (completion on the caller's libuv loop)
  * executions, on the runtime or serially; and the executable-level calls,
  * each on a run of its own. */
+#include <inttypes.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/buffer.h"
+#include "core/dims.h"
 #include "scheduler/runtime.h"
 #include "scheduler/trace.h"
 #include "scheduler/trace_exe.h"
@@ -118,6 +120,13 @@ typedef struct exe_run {
   uint64_t *inst_ns; /* a traced execution's ns per task instruction */
   pto_trace trace;   /* the last traced execution's */
   pto_error err;     /* the last failed call's message */
+  /* the extents of the executable's dynamic dims (bound: bit i per dim),
+   * and what they make of the job: the tasks skipped and the producers
+   * each task still waits for */
+  int64_t ext[PTO_DIMS_MAX];
+  uint64_t bound;
+  uint8_t *skip;
+  uint32_t *n_pred;
   /* made by an executable-level call: its error and trace go to the
    * executable, and the call frees it */
   int transient;
@@ -141,6 +150,8 @@ static void exe_run_free(exe_run *r) {
   free(r->run.trace_worker);
   free(r->inst_ns);
   free(r->base);
+  free(r->skip);
+  free(r->n_pred);
   pto__trace_free(&r->trace);
   pto__workspace_give(r->workspace, r->workspace_cap);
   free(r);
@@ -160,6 +171,20 @@ static pto_status exe_run_make(const pto_executable *e, int transient,
   r->run.owner = (void *)(uintptr_t)e;
   r->base = malloc((e->n_storages + 1) * sizeof *r->base);
   r->run.pending = malloc((e->n_tasks + 1) * sizeof *r->run.pending);
+  const int n_dims = e->prog->n_dims;
+  if (n_dims) {
+    r->skip = calloc(e->n_tasks + 1, 1);
+    r->n_pred = malloc((e->n_tasks + 1) * sizeof *r->n_pred);
+    if (!r->skip || !r->n_pred) {
+      exe_run_free(r);
+      return pto__error_set(err, PTO_ENOMEM, "run: out of memory");
+    }
+  }
+  /* the executable-level calls run at the maxima */
+  for (int i = 0; transient && i < n_dims; i++)
+    r->ext[i] = e->prog->dims[i].max;
+  if (transient)
+    r->bound = n_dims == 64 ? ~(uint64_t)0 : ((uint64_t)1 << n_dims) - 1;
   if (e->workspace_bytes) /* mapped now, not by the first tasks */
     r->workspace = pto__workspace_take((size_t)e->workspace_bytes,
                                        &r->workspace_cap);
@@ -210,6 +235,90 @@ const pto_executable *pto_run_executable(const pto_run *run) {
   return r ? r->e : NULL;
 }
 
+pto_status pto_run_bind(pto_run *run, const char *dim, int64_t value) {
+  exe_run *r = exe_run_of(run);
+  if (!r)
+    return pto__last_error(PTO_EINVAL, "pto_run_bind: the run is NULL");
+  const pto_program *p = r->e->prog;
+  const int i = pto_program_find_dim(p, dim);
+  if (i < 0)
+    return pto__error_set(&r->err, PTO_ENOTFOUND,
+                          "bind: executable of '%s' has no dim '%s' (it has "
+                          "%d)",
+                          p->name, dim ? dim : "(null)", p->n_dims);
+  return pto_run_bind_index(run, i, value);
+}
+
+pto_status pto_run_bind_index(pto_run *run, int i, int64_t value) {
+  exe_run *r = exe_run_of(run);
+  if (!r)
+    return pto__last_error(PTO_EINVAL, "pto_run_bind_index: the run is NULL");
+  const pto_program *p = r->e->prog;
+  if (i < 0 || i >= p->n_dims)
+    return pto__error_set(&r->err, PTO_ENOTFOUND,
+                          "bind: dim %d is not one of the executable's %d", i,
+                          p->n_dims);
+  if (value < 1 || value > p->dims[i].max)
+    return pto__error_set(&r->err, PTO_ERANGE,
+                          "bind: dim '%s' = %" PRId64 " is outside [1, %" PRId64
+                          "] (its maximum)",
+                          p->dims[i].name, value, p->dims[i].max);
+  if (atomic_load_explicit(&r->busy, memory_order_acquire))
+    return pto__error_set(&r->err, PTO_ESTATE,
+                          "bind: the run is executing");
+  r->ext[i] = value;
+  r->bound |= (uint64_t)1 << i;
+  return PTO_OK;
+}
+
+int64_t pto_run_dim(const pto_run *run, const char *dim) {
+  const exe_run *r = exe_run_of(run);
+  if (!r)
+    return -1;
+  const int i = pto_program_find_dim(r->e->prog, dim);
+  return i >= 0 && (r->bound >> i & 1) ? r->ext[i] : -1;
+}
+
+/* The job at r's extents: which tasks have nothing to do (every store of
+ * every instance empty), and how many of its producers each other task
+ * waits for. A skipped task's consumers do not wait for it: it writes
+ * nothing, and every dependency is a read of what a producer wrote, so
+ * whatever else they read comes from tasks they wait for directly. */
+static pto_status exe_bind_job(exe_run *r) {
+  const pto_executable *e = r->e;
+  const pto_program *p = e->prog;
+  for (int i = 0; i < p->n_dims; i++)
+    if (!(r->bound >> i & 1))
+      return pto__error_set(&r->err, PTO_EINVAL,
+                            "run: dim '%s' (maximum %" PRId64
+                            ") is not bound (pto_run_bind)",
+                            p->dims[i].name, p->dims[i].max);
+  pto_status st = pto__dims_check(p, r->ext, &r->err);
+  if (st)
+    return st;
+  uint32_t active = 0;
+  for (uint32_t t = 0; t < e->n_tasks; t++) {
+    uint8_t skip = 1;
+    for (uint32_t k = 0; skip && k < e->tasks[t].n_inst; k++)
+      skip = (uint8_t)pto__task_instance_empty(e, t, k, r->ext);
+    r->skip[t] = skip;
+    r->n_pred[t] = 0;
+    active += !skip;
+  }
+  for (uint32_t t = 0; t < e->n_tasks; t++)
+    if (!r->skip[t])
+      for (uint32_t k = 0; k < e->tasks[t].n_succ; k++)
+        r->n_pred[e->succ[e->tasks[t].succ + k]]++;
+  pto_job *j = &r->run.job;
+  j->skip = r->skip;
+  j->n_pred = r->n_pred;
+  j->n_active = active;
+  j->reserve[0] = j->reserve[1] = 0;
+  for (uint32_t t = 0; t < e->n_tasks; t++)
+    j->reserve[r->s->core[t]] += !r->skip[t];
+  return PTO_OK;
+}
+
 /* ---- one execution ---------------------------------------------------------- */
 
 static int exe_exec(pto_run *run, uint32_t t, pto_worker *w, pto_error *err) {
@@ -227,7 +336,8 @@ static int exe_exec(pto_run *run, uint32_t t, pto_worker *w, pto_error *err) {
   uint64_t *inst_ns = NULL;
   if (r->inst_ns) /* this task's counters: written by this worker only */
     inst_ns = r->inst_ns + r->s->inst_off[t];
-  return pto__task_exec(e, t, next, &w->scratch, r->base, inst_ns, err);
+  return pto__task_exec(e, t, next, &w->scratch, r->base,
+                        r->skip ? r->ext : NULL, inst_ns, err);
 }
 
 /* Called by the last worker: the status, the error and the trace go to
@@ -314,7 +424,11 @@ static pto_status exe_prepare(exe_run *r, pto_runtime *rt,
   j->prio = s->prio;
   for (uint32_t t = 0; t < e->n_tasks; t++)
     j->reserve[s->core[t]]++;
+  j->n_active = e->n_tasks;
   j->exec = exe_exec;
+  pto_status st;
+  if (r->skip && (st = exe_bind_job(r)))
+    return st;
   run->loop_async = NULL;
   run->cb = NULL;
   run->user = NULL;
@@ -372,6 +486,8 @@ static pto_status exe_exec_serial(exe_run *r, const void *const *inputs,
   pto_status st = exe_claim(r);
   if (st)
     return st;
+  if (r->skip && (st = exe_bind_job(r)))
+    goto out;
   pto_scratch s;
   uint32_t *queue = malloc((e->n_tasks + 1) * sizeof *queue);
   if (!queue || pto__scratch_init(&s, e)) {
@@ -397,8 +513,12 @@ static pto_status exe_exec_serial(exe_run *r, const void *const *inputs,
   }
   while (head < tail) {
     uint32_t t = queue[head++];
-    st = pto__task_exec(e, t, head < tail ? queue[head] : PTO_NO_TASK, &s,
-                        r->base, NULL, &r->err);
+    /* a skipped task runs nothing, its consumers are readied as usual */
+    st = r->skip && r->skip[t]
+             ? PTO_OK
+             : pto__task_exec(e, t, head < tail ? queue[head] : PTO_NO_TASK,
+                              &s, r->base, r->skip ? r->ext : NULL, NULL,
+                              &r->err);
     if (st)
       goto done;
     const pto_task *task = &e->tasks[t];

@@ -162,7 +162,7 @@ static void rq_push_roots(pto_rq *q, pto_policy pol, pto_run *run, int core) {
   const pto_job *j = &run->job;
   lock(&q->lock);
   for (uint32_t t = 0; t < j->n_tasks; t++) {
-    if (j->n_pred[t] || j->core[t] != core)
+    if (j->n_pred[t] || j->core[t] != core || (j->skip && j->skip[t]))
       continue;
     pto_ready it = {run, t, j->prio ? j->prio[t] : 0};
     rq_insert_locked(q, pol, it);
@@ -267,7 +267,7 @@ static void run_stall(pto_run *run, uint32_t left) {
   size_t n = 0;
   for (uint32_t t = 0, shown = 0; t < j->n_tasks && shown < 4; t++) {
     unsigned p = atomic_load_explicit(&run->pending[t], memory_order_relaxed);
-    if (!p)
+    if (!p || (j->skip && j->skip[t]))
       continue;
     n += (size_t)snprintf(waiting + n, sizeof waiting - n, "%s%u (%u)",
                           shown++ ? ", " : "", t, p);
@@ -279,7 +279,7 @@ static void run_stall(pto_run *run, uint32_t left) {
                  "run: no task can make progress: %u of %u tasks left, none "
                  "ready or running (a cycle in the task graph?); waiting "
                  "tasks (unfinished producers): %s",
-                 left, j->n_tasks, waiting);
+                 left, j->n_active, waiting);
   run_fail(run, PTO_ESTATE, &err);
   run_finish(run);
 }
@@ -327,6 +327,8 @@ static int complete(pto_worker *w, pto_run *run, uint32_t t, pto_ready *keep) {
     /* acq_rel: the producer's writes are visible to whoever runs v */
     if (atomic_fetch_sub_explicit(&run->pending[v], 1, memory_order_acq_rel) !=
         1)
+      continue;
+    if (j->skip && j->skip[v]) /* not dispatched: it has nothing to do */
       continue;
     if (!units) {
       /* at most the successors left to visit, 64 at a time; relaxed: v's
@@ -777,20 +779,20 @@ pto_status pto__run_start(pto_runtime *rt, pto_run *run) {
   /* one live unit per root (pto_run.count) */
   uint32_t roots = 0;
   for (uint32_t t = 0; t < j->n_tasks; t++)
-    roots += !j->n_pred[t];
+    roots += !j->n_pred[t] && !(j->skip && j->skip[t]);
   /* relaxed: published to workers by the queue lock of the first push */
-  atomic_store_explicit(&run->count, j->n_tasks * PTO_RUN_TASK + roots,
+  atomic_store_explicit(&run->count, j->n_active * PTO_RUN_TASK + roots,
                         memory_order_relaxed);
   atomic_fetch_add_explicit(&rt->active_runs, 1, memory_order_relaxed);
   run->start_ns = uv_hrtime();
   for (uint32_t t = 0; t < j->n_tasks; t++)
     atomic_store_explicit(&run->pending[t], j->n_pred[t], memory_order_relaxed);
-  if (j->n_tasks == 0) {
+  if (j->n_active == 0) {
     run_finish(run);
     return PTO_OK;
   }
   if (!roots) { /* every task waits on another: nothing can ever start */
-    run_stall(run, j->n_tasks);
+    run_stall(run, j->n_active);
     return PTO_OK;
   }
   for (int c = 0; c < 2; c++)

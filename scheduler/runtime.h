@@ -44,6 +44,10 @@ typedef struct pto_job {
   const uint32_t *succ;
   const uint32_t *n_pred;
   const uint64_t *prio; /* NULL: all equal */
+  /* tasks this run does not dispatch (NULL: none); their consumers count
+   * only the other producers (n_pred is the run's own then) */
+  const uint8_t *skip;
+  uint32_t n_active;    /* tasks it dispatches: n_tasks less the skipped */
   uint32_t reserve[2];  /* tasks per core type: queue room to reserve */
   int (*exec)(pto_run *run, uint32_t task, pto_worker *w, pto_error *err);
 } pto_job;

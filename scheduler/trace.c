@@ -12,7 +12,12 @@ void pto__trace_free(pto_trace *t) {
   free(t->worker_serves);
   free(t->worker_pu);
   free(t->inst_ns);
+  free(t->skip);
   memset(t, 0, sizeof *t);
+}
+
+static int skipped(const pto_trace *t, uint32_t i) {
+  return t->skip && t->skip[i];
 }
 
 void pto__trace_take(pto_trace *t, pto_run *run, const void *owner,
@@ -36,6 +41,8 @@ void pto__trace_take(pto_trace *t, pto_run *run, const void *owner,
                                         << 1);
   for (uint32_t i = 0; t->worker_pu && i < rt->n_workers; i++)
     t->worker_pu[i] = rt->workers[i].pinned_pu;
+  if (run->job.skip && (t->skip = malloc(run->job.n_tasks + 1)))
+    memcpy(t->skip, run->job.skip, run->job.n_tasks);
   t->core = run->job.core;
   t->succ_off = run->job.succ_off;
   t->succ = run->job.succ;
@@ -96,13 +103,16 @@ static int invert(const pto_trace *t, uint32_t **off, uint32_t **pred) {
     free(*pred);
     return -1;
   }
-  for (uint32_t k = 0; k < m; k++)
-    (*off)[t->succ[k] + 2]++;
+  for (uint32_t u = 0; u < n; u++)
+    for (uint32_t k = t->succ_off[u]; k < t->succ_off[u + 1]; k++)
+      if (!skipped(t, u) && !skipped(t, t->succ[k]))
+        (*off)[t->succ[k] + 2]++;
   for (uint32_t v = 0; v < n; v++)
     (*off)[v + 2] += (*off)[v + 1];
   for (uint32_t u = 0; u < n; u++)
     for (uint32_t k = t->succ_off[u]; k < t->succ_off[u + 1]; k++)
-      (*pred)[(*off)[t->succ[k] + 1]++] = u;
+      if (!skipped(t, u) && !skipped(t, t->succ[k]))
+        (*pred)[(*off)[t->succ[k] + 1]++] = u;
   return 0;
 }
 
@@ -162,14 +172,22 @@ pto_status pto__trace_write_json(const pto_trace *t, FILE *f) {
   uint32_t *off, *pred;
   if (invert(t, &off, &pred))
     return PTO_ENOMEM;
+  /* the tasks it ran, numbered densely */
+  uint32_t *id = malloc((t->n_tasks + 1) * sizeof *id), n_ran = 0;
+  if (!id) {
+    free(off);
+    free(pred);
+    return PTO_ENOMEM;
+  }
+  for (uint32_t i = 0; i < t->n_tasks; i++)
+    id[i] = skipped(t, i) ? UINT32_MAX : n_ran++;
   /* PTO's own metadata first, so a reader knows what follows */
   fprintf(f, "{\"displayTimeUnit\":\"ns\",\n\"pto\":{\"format\":"
              "\"pto-trace\",\"version\":2,\"machine\":");
   json_str(f, t->machine);
   fprintf(f, ",\"makespan_ns\":%llu,\"tasks\":%u,\"edges\":%u,"
              "\"workers\":[",
-          (unsigned long long)t->makespan_ns, t->n_tasks,
-          t->succ_off[t->n_tasks]);
+          (unsigned long long)t->makespan_ns, n_ran, off[t->n_tasks]);
   for (uint32_t w = 0; w < t->n_workers; w++)
     fprintf(f, "%s{\"id\":%u,\"serves\":\"%s\",\"pu\":%d}", w ? "," : "",
             w, serves_name(t->worker_serves ? t->worker_serves[w] : 2),
@@ -192,6 +210,8 @@ pto_status pto__trace_write_json(const pto_trace *t, FILE *f) {
   const char *names[OPS_MAX];
   uint64_t ns[OPS_MAX], ref[OPS_MAX], flops[OPS_MAX];
   for (uint32_t i = 0; i < t->n_tasks; i++) {
+    if (skipped(t, i))
+      continue;
     fprintf(f, ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,"
                "\"dur\":%.3f,\"name\":",
             t->worker[i], t->start[i] / 1e3,
@@ -202,13 +222,13 @@ pto_status pto__trace_write_json(const pto_trace *t, FILE *f) {
     const char *program = t->program_of(t->owner, i);
     json_str(f, label && label[0] ? label : program);
     fprintf(f, ",\"cat\":\"%s\",\"args\":{\"task\":%u,\"label\":",
-            pto_core_type_name((pto_core_type)t->core[i]), i);
+            pto_core_type_name((pto_core_type)t->core[i]), id[i]);
     json_str(f, label);
     fprintf(f, ",\"program\":");
     json_str(f, program);
     fprintf(f, ",\"producers\":[");
     for (uint32_t k = off[i]; k < off[i + 1]; k++)
-      fprintf(f, "%s%u", k > off[i] ? "," : "", pred[k]);
+      fprintf(f, "%s%u", k > off[i] ? "," : "", id[pred[k]]);
     fprintf(f, "]");
     uint32_t n_ops = task_ops(t, i, names, ns, ref, flops, OPS_MAX);
     if (n_ops) {
@@ -229,6 +249,7 @@ pto_status pto__trace_write_json(const pto_trace *t, FILE *f) {
   fprintf(f, "\n]}\n");
   free(off);
   free(pred);
+  free(id);
   return ferror(f) ? PTO_EIO : PTO_OK;
 }
 
@@ -279,6 +300,8 @@ static pto_status label_ops(const pto_trace *t, FILE *f) {
   const char *names[OPS_MAX];
   uint64_t ns[OPS_MAX], ref[OPS_MAX], flops[OPS_MAX];
   for (uint32_t i = 0; i < t->n_tasks; i++) {
+    if (skipped(t, i))
+      continue;
     const char *l = t->label_of(t->owner, i);
     uint32_t n_ops = task_ops(t, i, names, ns, ref, flops, OPS_MAX);
     uint64_t in_ops = 0;
@@ -361,7 +384,11 @@ pto_status pto__trace_summary(const pto_trace *t, FILE *f) {
     goto out;
   }
   double span = t->makespan_ns ? (double)t->makespan_ns : 1.0;
+  uint32_t n_ran = 0;
   for (uint32_t i = 0; i < n; i++) {
+    if (skipped(t, i))
+      continue;
+    n_ran++;
     uint64_t d = t->end[i] - t->start[i];
     busy[t->worker[i]] += d;
     count[t->worker[i]]++;
@@ -408,8 +435,8 @@ pto_status pto__trace_summary(const pto_trace *t, FILE *f) {
   }
   free(order);
   free(pending);
-  fprintf(f, "trace: %u tasks on %u workers (machine %s)\n", n, t->n_workers,
-          t->machine);
+  fprintf(f, "trace: %u tasks on %u workers (machine %s)\n", n_ran,
+          t->n_workers, t->machine);
   fprintf(f, "makespan        %10.1f us\n", t->makespan_ns / 1e3);
   fprintf(f, "critical path   %10.1f us  (%.2f of the makespan)\n",
           crit / 1e3, crit / span);

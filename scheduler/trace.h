@@ -37,6 +37,10 @@ typedef struct pto_trace {
    * executable or graph, which owns the trace too) */
   const uint8_t *core;
   const uint32_t *succ_off, *succ;
+  /* the tasks the run did not dispatch (its dynamic extents left them
+   * nothing to do; owned; NULL: none): a trace shows only the others,
+   * numbered densely in their order */
+  uint8_t *skip;
   /* names: per-task label and program, through the owner */
   const void *owner;
   const char *(*label_of)(const void *owner, uint32_t task);

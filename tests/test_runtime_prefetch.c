@@ -150,7 +150,7 @@ static void prefetch_case(int kind) {
       }
       pto_error err = {0};
       uint32_t next = hinted && t + 1 < e->n_tasks ? t + 1 : PTO_NO_TASK;
-      cr_assert_eq(pto__task_exec(e, t, next, &sc, base, NULL, &err), PTO_OK);
+      cr_assert_eq(pto__task_exec(e, t, next, &sc, base, NULL, NULL, &err), PTO_OK);
     }
     cr_expect_eq(sc.prefetched, want, "hinted %d: %llu lines, want %llu",
                  hinted, (unsigned long long)sc.prefetched,

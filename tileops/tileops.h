@@ -243,6 +243,12 @@ extern const pto_isa_table pto__isa_scalar;
  * pto__ref_calls (this thread's), so that a traced run can tell how much of
  * an instruction's time went to the reference (scheduler/exec.c). */
 extern _Thread_local uint64_t pto__ref_calls;
+
+/* An instruction whose destination a run's dynamic extents leave
+ * non-empty but one of whose sources they empty (tileops/empty.c): 1 when
+ * this wrote its result (a reduction's identity, an accumulation's nothing,
+ * a selection's padding), 0 when the kernel must run. */
+int pto__insn_empty(int op, const pto_targs *a);
 int pto__isa_ref(int op, const pto_targs *a);
 
 /* The reference's TTOPK and TMRGTOPK (tileops/topk_ref.c). */

@@ -88,6 +88,12 @@ PTO_API pto_status pto_executable_dump(const pto_executable *e,
                                        pto_stage stage, pto_dump_format fmt,
                                        FILE *out);
 
+/* The dynamic dims the executable was compiled with (pto_dim_dynamic), in
+ * declaration order: what a run binds (pto_run_bind). */
+PTO_API int pto_executable_num_dims(const pto_executable *e);
+PTO_API const char *pto_executable_dim_name(const pto_executable *e, int i);
+PTO_API int64_t pto_executable_dim_max(const pto_executable *e, int i);
+
 /* Task-level queries, for tests and tools. */
 PTO_API uint32_t pto_executable_num_tasks(const pto_executable *e);
 PTO_API uint32_t pto_executable_task_program(const pto_executable *e,

@@ -92,6 +92,21 @@ PTO_API void pto_run_free(pto_run *run);
 PTO_API const char *pto_run_error(const pto_run *run);
 PTO_API const pto_executable *pto_run_executable(const pto_run *run);
 
+/* Binds dynamic dim `dim` of run's executable (pto_dim_dynamic) to value,
+ * for its executions from now on: PTO_ENOTFOUND for a dim it does not
+ * have, PTO_ERANGE for a value outside [1, its maximum] (naming the dim,
+ * the maximum and the value), PTO_ESTATE while it executes. An execution
+ * needs every dim bound, and the equalities its ops recorded to hold
+ * (PTO_ESHAPE naming the op and both sides); then it dispatches only the
+ * tasks with something inside the extents, and clips the tiles that cross
+ * them. The executable-level calls run at the maxima. Buffers are laid out
+ * for the maxima whatever the binding. */
+PTO_API pto_status pto_run_bind(pto_run *run, const char *dim, int64_t value);
+/* The same by the dim's index (pto_executable_num_dims). */
+PTO_API pto_status pto_run_bind_index(pto_run *run, int i, int64_t value);
+/* What dim is bound to, or -1. */
+PTO_API int64_t pto_run_dim(const pto_run *run, const char *dim);
+
 /* Executes run on rt with the given buffers (dense row-major, in
  * declaration order) and waits. A failing task ends the execution with its
  * status. */
