@@ -5,7 +5,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/buffer.h"
 #include "core/config.h"
 #include "core/exe.h"
 #include "partitioner/partition.h"
@@ -132,21 +131,6 @@ pto_status pto_compile(pto_program *p, const pto_config *cfg,
     goto fail_compile;
   if ((st = note_unused_settings(e, e->prog, cfg)))
     goto fail_compile;
-  if (e->workspace_bytes) {
-    /* each run takes its own workspace from the pool: leave one there,
-     * mapped, so the first run does not fault it in */
-    size_t cap = 0;
-    void *ws = e->workspace_bytes <= SIZE_MAX
-                   ? pto__workspace_take((size_t)e->workspace_bytes, &cap)
-                   : NULL;
-    if (!ws) {
-      st = pto__error_set(&p->run_err, PTO_ENOMEM,
-                          "compile: cannot allocate a %llu-byte workspace",
-                          (unsigned long long)e->workspace_bytes);
-      goto fail_compile;
-    }
-    pto__workspace_give(ws, cap);
-  }
   e->stats.ms_total = now_ms() - t0;
   pto_config_free(own);
   *out = e;
