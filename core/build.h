@@ -39,12 +39,22 @@ pto_node *pto__new_node(pto_program *p, pto_top op, int n_in,
  * static) for the ndim axes; dyn[ndim..] get -1. Codes must be p's. */
 int pto__resolve_shape(const pto_program *p, int ndim, const int64_t *shape,
                        int64_t *max, int8_t *dyn);
-/* Joins dims a and b (-1: static) of two axes an op matches, of the same
- * maximum `extent`, into *out: equal dims or both static need nothing;
- * otherwise the equality is recorded for runs to check when they bind.
- * 1, or 0 with the error (out of memory) recorded. */
-int pto__dim_join(pto_program *p, const char *op, int8_t a, int8_t b,
-                  int64_t extent, int8_t *out);
+/* Joins axes a and b that an op matches, of the same length `extent`,
+ * into *out: both static, or the same dim from the same offset, need
+ * nothing; the same dim from two offsets is refused; otherwise the
+ * equality of their valid lengths is recorded for runs to check when they
+ * bind. 1, or 0 with the error recorded. */
+int pto__dim_join(pto_program *p, const char *op, pto_dref a, pto_dref b,
+                  int64_t extent, pto_dref *out);
+/* Axis ax of t as a pto_dref, and setting it. */
+static inline pto_dref pto__axis(const pto_tensor *t, int ax) {
+  pto_dref r = {t->dyn[ax], t->dyn[ax] >= 0 ? t->dyn_off[ax] : 0};
+  return r;
+}
+static inline void pto__set_axis(pto_tensor *t, int ax, pto_dref r) {
+  t->dyn[ax] = r.dim;
+  t->dyn_off[ax] = r.dim >= 0 ? r.off : 0;
+}
 /* Sets the dynamic dims of n's results from its operands'
  * (core/program_dims.c). pto__new_node calls it for the ops whose shape
  * follows from their operands alone; the matmuls, top-k, concat and

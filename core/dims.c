@@ -13,28 +13,37 @@
 pto_status pto__dims_check(const pto_program *p, const int64_t *ext,
                            pto_error *err) {
   for (int i = 0; i < p->n_dims; i++)
-    if (ext[i] < 1 || ext[i] > p->dims[i].max)
+    if (ext[i] < 0 || ext[i] > p->dims[i].max)
       return pto__error_set(err, PTO_ERANGE,
                             "dim '%s' is bound to %" PRId64
-                            "; its maximum is %" PRId64 " (and it is >= 1)",
+                            "; it takes 0 to its maximum %" PRId64,
                             p->dims[i].name, ext[i], p->dims[i].max);
   for (unsigned k = 0; k < p->n_eqs; k++) {
     const pto_dim_eq *q = &p->eqs[k];
-    const int64_t want = q->b >= 0 ? ext[q->b] : q->v;
-    if (ext[q->a] == want)
+    const int64_t la = pto__dref_len(q->a, q->len, ext),
+                  lb = pto__dref_len(q->b, q->len, ext);
+    if (la == lb)
       continue;
-    char other[80];
-    if (q->b >= 0)
-      snprintf(other, sizeof other, "dim '%s' = %" PRId64, p->dims[q->b].name,
-               want);
-    else
-      snprintf(other, sizeof other, "the static extent %" PRId64, want);
+    char side[2][96];
+    const pto_dref *r[2] = {&q->a, &q->b};
+    for (int i = 0; i < 2; i++) {
+      if (r[i]->dim < 0)
+        snprintf(side[i], sizeof side[i], "the static extent %" PRId64,
+                 q->len);
+      else if (r[i]->off)
+        snprintf(side[i], sizeof side[i],
+                 "dim '%s' = %" PRId64 " from %" PRId64 " (%" PRId64 ")",
+                 p->dims[r[i]->dim].name, ext[r[i]->dim], r[i]->off,
+                 i ? lb : la);
+      else
+        snprintf(side[i], sizeof side[i], "dim '%s' = %" PRId64,
+                 p->dims[r[i]->dim].name, i ? lb : la);
+    }
     return pto__error_set(err, PTO_ESHAPE,
-                          "%s%s%s%s: dim '%s' = %" PRId64
-                          " must equal %s (the op matches the two axes)",
+                          "%s%s%s%s: %s must equal %s (the op matches the two "
+                          "axes)",
                           q->op, q->label[0] ? " '" : "", q->label,
-                          q->label[0] ? "'" : "", p->dims[q->a].name,
-                          ext[q->a], other);
+                          q->label[0] ? "'" : "", side[0], side[1]);
   }
   return PTO_OK;
 }

@@ -105,7 +105,12 @@ const char *pto__tensor_desc(const pto_tensor *t, char *buf, size_t size) {
   for (int i = 0; i < t->ndim && n < sizeof sh; i++) {
     /* a dynamic axis as its dim and maximum: [S<=8192,128] */
     const int d = t->dyn[i];
-    if (d >= 0 && t->prog)
+    if (d >= 0 && t->prog && t->dyn_off[i]) /* a slice: [S[3:4],16] */
+      n += (size_t)snprintf(sh + n, sizeof sh - n,
+                            "%s%s[%" PRId64 ":%" PRId64 "]", i ? "," : "",
+                            t->prog->dims[d].name, t->dyn_off[i],
+                            t->dyn_off[i] + t->shape[i]);
+    else if (d >= 0 && t->prog)
       n += (size_t)snprintf(sh + n, sizeof sh - n, "%s%s<=%" PRId64,
                             i ? "," : "", t->prog->dims[d].name, t->shape[i]);
     else
@@ -299,6 +304,7 @@ pto_tensor *pto__new_root(pto_program *p, const char *op, pto_dtype dt,
   t->dtype = dt;
   t->ndim = ndim;
   pto__resolve_shape(p, ndim, shape, t->shape, t->dyn);
+  memset(t->dyn_off, 0, sizeof t->dyn_off);
   pto__dense_strides(ndim, t->shape, t->stride);
   t->root = t;
   return t;
@@ -499,13 +505,20 @@ int pto_program_find_dim(const pto_program *p, const char *name) {
   return -1;
 }
 
-int pto__dim_join(pto_program *p, const char *op, int8_t a, int8_t b,
-                  int64_t extent, int8_t *out) {
-  *out = a >= 0 ? a : b;
-  if (a < 0 && b < 0)
+int pto__dim_join(pto_program *p, const char *op, pto_dref a, pto_dref b,
+                  int64_t extent, pto_dref *out) {
+  *out = a.dim >= 0 ? a : b;
+  if (a.dim < 0 && b.dim < 0)
     return 1;
-  if (a >= 0 && b >= 0 && a == b)
-    return 1;
+  if (a.dim >= 0 && a.dim == b.dim) {
+    if (a.off == b.off)
+      return 1;
+    pto__fail(p, op, PTO_ENOTSUP,
+              "two axes of dynamic dim '%s' from offsets %" PRId64
+              " and %" PRId64 " are matched: their valid lengths differ",
+              p->dims[a.dim].name, a.off, b.off);
+    return 0;
+  }
   /* a dynamic dim against a static extent (its maximum: the ops checked
    * the maxima) or another dim: equal extents, checked at bind time */
   if (pto__grow((void **)&p->eqs, sizeof *p->eqs, &p->cap_eqs,
@@ -514,9 +527,9 @@ int pto__dim_join(pto_program *p, const char *op, int8_t a, int8_t b,
     return 0;
   }
   pto_dim_eq *q = &p->eqs[p->n_eqs++];
-  q->a = a >= 0 ? a : b;
-  q->b = a >= 0 && b >= 0 ? b : -1;
-  q->v = extent;
+  q->a = a.dim >= 0 ? a : b;
+  q->b = a.dim >= 0 ? b : a;
+  q->len = extent;
   q->op = op;
   q->label = p->n_labels ? p->labels[p->n_labels - 1] : "";
   return 1;
@@ -854,12 +867,6 @@ pto_tensor *pto_slice(pto_program *p, pto_tensor *t, const int64_t *begin,
                        "axis %d of %s: [%" PRId64 ", %" PRId64
                        ") is not a non-empty range inside [0, %" PRId64 ")",
                        i, D(t), begin[i], end[i], t->shape[i]);
-  for (int i = 0; i < t->ndim; i++)
-    if (t->dyn[i] >= 0 && (begin[i] != 0 || end[i] != t->shape[i]))
-      return pto__fail(p, "slice", PTO_ENOTSUP,
-                       "axis %d of %s is dynamic dim '%s': a slice takes all "
-                       "of it ([0, %" PRId64 ")) or none of it",
-                       i, D(t), p->dims[t->dyn[i]].name, t->shape[i]);
   pto_tensor *v = new_view(p, "slice", t);
   if (!v)
     return NULL;
@@ -868,6 +875,10 @@ pto_tensor *pto_slice(pto_program *p, pto_tensor *t, const int64_t *begin,
     v->offset += begin[i] * t->stride[i];
     v->shape[i] = end[i] - begin[i];
     v->view_begin[i] = begin[i];
+    /* a slice of a dynamic axis: valid as far as the dim reaches past
+     * begin */
+    if (t->dyn[i] >= 0)
+      v->dyn_off[i] = t->dyn_off[i] + begin[i];
   }
   return v;
 }
@@ -888,6 +899,8 @@ static int reshape_keeps_dims(const pto_tensor *t, int ndim,
   for (int i = 0; i < t->ndim; i++) {
     if (t->dyn[i] < 0)
       continue;
+    if (t->dyn_off[i]) /* a slice of the dim keeps its own axis */
+      return 0;
     int64_t inner_old = 1, inner_new = 1;
     for (int k = i + 1; k < t->ndim; k++)
       inner_old *= t->shape[k];
@@ -941,6 +954,7 @@ pto_tensor *pto_reshape(pto_program *p, pto_tensor *t, int ndim,
   v->ndim = ndim;
   memcpy(v->shape, shape, (size_t)ndim * sizeof *shape);
   memcpy(v->dyn, dyn, sizeof v->dyn);
+  memset(v->dyn_off, 0, sizeof v->dyn_off);
   pto__dense_strides(ndim, shape, v->stride);
   return v;
 }
@@ -966,5 +980,7 @@ pto_tensor *pto_transpose(pto_program *p, pto_tensor *t, int axis0, int axis1) {
   v->stride[a1] = t->stride[a0];
   v->dyn[a0] = t->dyn[a1];
   v->dyn[a1] = t->dyn[a0];
+  v->dyn_off[a0] = t->dyn_off[a1];
+  v->dyn_off[a1] = t->dyn_off[a0];
   return v;
 }

@@ -60,8 +60,11 @@ struct pto_tensor {
   int input_index;              /* >= 0 for a program input root */
   /* per axis, the dynamic dim whose extent it has at run time (an index
    * into pto_program.dims), or -1 for a static axis; shape[] holds the
-   * maxima, which the layout (strides, storage) is built for */
+   * maxima, which the layout (strides, storage) is built for. A slice of a
+   * dynamic axis starts dyn_off into the dim: at extent E its valid length
+   * is min(shape, max(0, E - dyn_off)) */
   int8_t dyn[PTO_MAX_DIMS];
+  int64_t dyn_off[PTO_MAX_DIMS];
   /* how a view was made from its parent (PTO_VIEW_*), so a program bound
    * to other extents (pto__program_bind) can make it again */
   uint8_t view;
@@ -75,14 +78,31 @@ enum { PTO_VIEW_NONE, PTO_VIEW_SLICE, PTO_VIEW_RESHAPE, PTO_VIEW_TRANSPOSE };
 
 /* The code pto_dim_dynamic returns for dim i (pto/program.h). */
 #define PTO__DIM_CODE(i) (PTO_DIM_CODE_BASE - (int64_t)(i))
-/* A bind-time equality between dims: dim a's extent equals dim b's (b >= 0)
- * or the static extent v (b < 0); op named for the message. */
+/* An axis as far as dims go: its dynamic dim (-1: static) and where it
+ * starts in it. */
+typedef struct pto_dref {
+  int8_t dim;
+  int64_t off;
+} pto_dref;
+
+/* A bind-time equality between two axes of length len that an op matches:
+ * each one's valid length (len when static, min(len, max(0, E - off))
+ * when dynamic) must be equal; op named for the message. */
 typedef struct pto_dim_eq {
-  int8_t a, b;
-  int64_t v;
+  pto_dref a, b;
+  int64_t len;
   const char *op;    /* arena-owned */
   const char *label; /* arena-owned */
 } pto_dim_eq;
+
+/* The valid length of an axis of length len that is r, at extents ext. */
+static inline int64_t pto__dref_len(pto_dref r, int64_t len,
+                                    const int64_t *ext) {
+  if (r.dim < 0)
+    return len;
+  const int64_t left = ext[r.dim] - r.off;
+  return left <= 0 ? 0 : left < len ? left : len;
+}
 
 #define PTO_NODE_MAX_IN 8
 #define PTO_NODE_MAX_OUT 2

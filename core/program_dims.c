@@ -21,37 +21,44 @@ static int refuse(pto_program *p, const char *op, const pto_tensor *t,
 /* Joins axis ax of t (if it has one aligned with out axis d of nd, and it
  * is not a broadcast 1) into *dim. */
 static int join_aligned(pto_program *p, const char *op, const pto_tensor *t,
-                        int nd, int d, int64_t extent, int8_t *dim,
+                        int nd, int d, int64_t extent, pto_dref *dim,
                         int *seen) {
   int ax = t->ndim - nd + d;
+  if (ax >= 0 && t->shape[ax] != extent && t->dyn[ax] >= 0)
+    return refuse(p, op, t, ax,
+                  "its valid length is the dim's (at most one element of a "
+                  "slice may be past the extent), so it is not broadcast");
   if (ax < 0 || t->shape[ax] != extent)
     return 1;
   if (!*seen) {
-    *dim = t->dyn[ax];
+    *dim = pto__axis(t, ax);
     *seen = 1;
     return 1;
   }
-  return pto__dim_join(p, op, *dim, t->dyn[ax], extent, dim);
+  return pto__dim_join(p, op, *dim, pto__axis(t, ax), extent, dim);
 }
+
+static const pto_dref STATIC = {-1, 0};
 
 /* out's axes from numpy broadcasting of n inputs (right-aligned). */
 static int broadcast_dims(pto_program *p, const char *op, int n,
                           pto_tensor *const *in, pto_tensor *out) {
   for (int d = 0; d < out->ndim; d++) {
-    int8_t dim = -1;
+    pto_dref dim = STATIC;
     int seen = 0;
     for (int i = 0; i < n; i++)
       if (!join_aligned(p, op, in[i], out->ndim, d, out->shape[d], &dim,
                         &seen))
         return 0;
-    out->dyn[d] = dim;
+    pto__set_axis(out, d, dim);
   }
   return 1;
 }
 
 static void copy_dims(pto_tensor *out, const pto_tensor *in) {
   for (int d = 0; d < PTO_MAX_DIMS; d++)
-    out->dyn[d] = d < in->ndim && d < out->ndim ? in->dyn[d] : -1;
+    pto__set_axis(out, d,
+                  d < in->ndim && d < out->ndim ? pto__axis(in, d) : STATIC);
 }
 
 static int any_dynamic(const pto_tensor *t, int *axis) {
@@ -68,31 +75,36 @@ static int matmul_dims(pto_program *p, const char *op, const pto_node *n) {
   pto_tensor *out = n->out[0];
   const int ta = (n->flags & PTO_MATMUL_TRANS_A) != 0,
             tb = (n->flags & PTO_MATMUL_TRANS_B) != 0, nd = out->ndim;
-  int8_t k;
-  if (!pto__dim_join(p, op, a->dyn[a->ndim - 1 - ta], b->dyn[b->ndim - 2 + tb],
-                     a->shape[a->ndim - 1 - ta], &k))
+  pto_dref k;
+  if (!pto__dim_join(p, op, pto__axis(a, a->ndim - 1 - ta),
+                     pto__axis(b, b->ndim - 2 + tb), a->shape[a->ndim - 1 - ta],
+                     &k))
     return 0;
   for (int d = 0; d < nd - 2; d++) {
-    int8_t dim = -1;
+    pto_dref dim = STATIC;
     int seen = 0;
     const pto_tensor *ab[2] = {a, b};
     for (int i = 0; i < 2; i++) {
       /* batch axes align right of the last two */
       int ax = ab[i]->ndim - nd + d;
+      if (ax >= 0 && ax < ab[i]->ndim - 2 && ab[i]->dyn[ax] >= 0 &&
+          ab[i]->shape[ax] != out->shape[d])
+        return refuse(p, op, ab[i], ax,
+                      "a dynamic batch axis is not broadcast");
       if (ax < 0 || ax >= ab[i]->ndim - 2 || ab[i]->shape[ax] != out->shape[d])
         continue;
       if (!seen) {
-        dim = ab[i]->dyn[ax];
+        dim = pto__axis(ab[i], ax);
         seen = 1;
-      } else if (!pto__dim_join(p, op, dim, ab[i]->dyn[ax], out->shape[d],
-                                &dim)) {
+      } else if (!pto__dim_join(p, op, dim, pto__axis(ab[i], ax),
+                                out->shape[d], &dim)) {
         return 0;
       }
     }
-    out->dyn[d] = dim;
+    pto__set_axis(out, d, dim);
   }
-  out->dyn[nd - 2] = a->dyn[a->ndim - 2 + ta];
-  out->dyn[nd - 1] = b->dyn[b->ndim - 1 - tb];
+  pto__set_axis(out, nd - 2, pto__axis(a, a->ndim - 2 + ta));
+  pto__set_axis(out, nd - 1, pto__axis(b, b->ndim - 1 - tb));
   if (n->op == PTO_TOP_MATMUL_RELU_WSUM) {
     const pto_tensor *w = n->in[2];
     if (out->dyn[nd - 2] >= 0)
@@ -104,9 +116,10 @@ static int matmul_dims(pto_program *p, const char *op, const pto_node *n) {
       return refuse(p, op, w, ax, "the weights' rows stay static");
     for (int d = 0; d < w->ndim - 2; d++) {
       int o = nd - w->ndim + d;
-      int8_t j;
+      pto_dref j;
       if (w->shape[d] == out->shape[o] &&
-          !pto__dim_join(p, op, out->dyn[o], w->dyn[d], out->shape[o], &j))
+          !pto__dim_join(p, op, pto__axis(out, o), pto__axis(w, d),
+                         out->shape[o], &j))
         return 0;
     }
     if (out->dyn[nd - 1] >= 0 && (n->flags & PTO_MATMUL_CAUSAL))
@@ -114,10 +127,13 @@ static int matmul_dims(pto_program *p, const char *op, const pto_node *n) {
                     "a causal mask is aligned to the keys' static extent");
   } else if (n->n_in > 2) { /* the accumulator has the product's shape */
     const pto_tensor *acc = n->in[2];
-    for (int d = 0; d < nd; d++)
-      if (!pto__dim_join(p, op, out->dyn[d], acc->dyn[d], out->shape[d],
-                         &out->dyn[d]))
+    for (int d = 0; d < nd; d++) {
+      pto_dref j;
+      if (!pto__dim_join(p, op, pto__axis(out, d), pto__axis(acc, d),
+                         out->shape[d], &j))
         return 0;
+      pto__set_axis(out, d, j);
+    }
   }
   return 1;
 }
@@ -136,17 +152,19 @@ static int attention_dims(pto_program *p, const char *op, const pto_node *n) {
     return refuse(p, op, kv, 2, why_static);
   if (ix->dyn[2] >= 0)
     return refuse(p, op, ix, 2, why_static);
-  int8_t b, s1;
-  if (!pto__dim_join(p, op, q->dyn[0], kv->dyn[0], q->shape[0], &b) ||
-      !pto__dim_join(p, op, b, ix->dyn[0], q->shape[0], &b) ||
-      !pto__dim_join(p, op, q->dyn[1], ix->dyn[1], q->shape[1], &s1))
+  pto_dref b, s1;
+  if (!pto__dim_join(p, op, pto__axis(q, 0), pto__axis(kv, 0), q->shape[0],
+                     &b) ||
+      !pto__dim_join(p, op, b, pto__axis(ix, 0), q->shape[0], &b) ||
+      !pto__dim_join(p, op, pto__axis(q, 1), pto__axis(ix, 1), q->shape[1],
+                     &s1))
     return 0;
   for (int k = 0; k < n->n_out; k++) {
     pto_tensor *o = n->out[k];
     for (int d = 0; d < PTO_MAX_DIMS; d++)
-      o->dyn[d] = -1;
-    o->dyn[0] = b;
-    o->dyn[1] = s1;
+      pto__set_axis(o, d, STATIC);
+    pto__set_axis(o, 0, b);
+    pto__set_axis(o, 1, s1);
   }
   return 1;
 }
@@ -169,7 +187,7 @@ int pto__node_dims(pto_program *p, pto_node *n) {
   case PTO_TC_REDUCE: {
     const int col = n->op == PTO_TOP_COLSUM || n->op == PTO_TOP_COLMAX;
     copy_dims(out, n->in[0]);
-    out->dyn[out->ndim - 1 - col] = -1;
+    pto__set_axis(out, out->ndim - 1 - col, STATIC);
     return 1;
   }
   case PTO_TC_MATMUL:
@@ -184,14 +202,14 @@ int pto__node_dims(pto_program *p, pto_node *n) {
                     "selects among the valid ones and pads with (-inf, -1)");
     for (int k = 0; k < n->n_out; k++) {
       copy_dims(n->out[k], a);
-      n->out[k]->dyn[a->ndim - 1] = -1;
+      pto__set_axis(n->out[k], a->ndim - 1, STATIC);
     }
     return 1;
   }
   case PTO_TC_GATHER: {
     const pto_tensor *table = n->in[0], *index = n->in[1];
     copy_dims(out, index);
-    out->dyn[index->ndim] = table->dyn[1];
+    pto__set_axis(out, index->ndim, pto__axis(table, 1));
     return 1;
   }
   case PTO_TC_CONCAT: {
@@ -201,11 +219,12 @@ int pto__node_dims(pto_program *p, pto_node *n) {
         return refuse(p, op, n->in[i], axis,
                       "tensors are concatenated along static axes only");
     for (int d = 0; d < out->ndim; d++) {
-      out->dyn[d] = n->in[0]->dyn[d];
+      pto_dref j = pto__axis(n->in[0], d);
       for (int i = 1; d != axis && i < n->n_in; i++)
-        if (!pto__dim_join(p, op, out->dyn[d], n->in[i]->dyn[d],
-                           out->shape[d], &out->dyn[d]))
+        if (!pto__dim_join(p, op, j, pto__axis(n->in[i], d), out->shape[d],
+                           &j))
           return 0;
+      pto__set_axis(out, d, j);
     }
     return 1;
   }

@@ -24,8 +24,9 @@ static int copy_tensors(pto_tensor ***dst, pto_tensor *const *src, uint32_t n,
  * (already bound) parent for a view, dense for a root. */
 static void bind_tensor(pto_tensor *t, const int64_t *ext) {
   for (int d = 0; d < t->ndim; d++)
-    if (t->dyn[d] >= 0)
-      t->shape[d] = ext[t->dyn[d]];
+    if (t->dyn[d] >= 0) /* a slice of a dim starts dyn_off into it */
+      t->shape[d] = pto__dref_len((pto_dref){t->dyn[d], t->dyn_off[d]},
+                                  t->shape[d], ext);
   const pto_tensor *q = t->parent;
   switch (q ? t->view : PTO_VIEW_NONE) {
   case PTO_VIEW_SLICE:
@@ -50,8 +51,10 @@ static void bind_tensor(pto_tensor *t, const int64_t *ext) {
     pto__dense_strides(t->ndim, t->shape, t->stride);
     break;
   }
-  for (int d = 0; d < PTO_MAX_DIMS; d++)
+  for (int d = 0; d < PTO_MAX_DIMS; d++) {
     t->dyn[d] = -1;
+    t->dyn_off[d] = 0;
+  }
 }
 
 /* The copy; with ext, bound to those extents (no dims left). */

@@ -19,7 +19,8 @@ typedef struct view4 {
   pto_dtype dtype;
   int64_t off;
   int64_t shape[4], stride[4];
-  int8_t dyn[4]; /* the dynamic dim of each axis, or -1 */
+  int8_t dyn[4];     /* the dynamic dim of each axis, or -1 */
+  int64_t dyn_off[4]; /* where each starts in its dim (a slice of it) */
 } view4;
 
 static inline view4 view_of(const pto_tensor *t) {
@@ -32,18 +33,18 @@ static inline view4 view_of(const pto_tensor *t) {
     v.shape[d] = d < pad ? 1 : t->shape[d - pad];
     v.stride[d] = d < pad ? 0 : t->stride[d - pad];
     v.dyn[d] = d < pad ? -1 : t->dyn[d - pad];
+    v.dyn_off[d] = d < pad ? 0 : t->dyn_off[d - pad];
   }
   return v;
 }
 
 /* The clip of axis d of v for a tile starting at `at` along it (none on a
- * static or broadcast axis; a dynamic axis is never sliced, so `at` is its
- * coordinate in the dim). */
+ * static axis): at in the dim, past where v's axis starts in it. */
 static inline pto_clip axis_clip(const view4 *v, int d, int64_t at) {
   pto_clip c = PTO_CLIP_NONE;
-  if (v->shape[d] != 1 && v->dyn[d] >= 0) {
+  if (v->dyn[d] >= 0) { /* never a broadcast (core/program_dims.c) */
     c.d1 = (uint8_t)(v->dyn[d] + 1);
-    c.off = at;
+    c.off = v->dyn_off[d] + at;
   }
   return c;
 }
@@ -68,10 +69,10 @@ static inline pto_gref window(const view4 *v, const tpos *p) {
   g.cols = v->shape[3] == 1 ? 1 : p->nc;
   g.rs = v->stride[2];
   g.cs = v->stride[3];
-  g.cb[0] = axis_clip(v, 0, p->b[0]);
-  g.cb[1] = axis_clip(v, 1, p->b[1]);
-  g.cr = axis_clip(v, 2, p->r0);
-  g.cc = axis_clip(v, 3, p->c0);
+  g.cb[0] = axis_clip(v, 0, v->shape[0] == 1 ? 0 : p->b[0]);
+  g.cb[1] = axis_clip(v, 1, v->shape[1] == 1 ? 0 : p->b[1]);
+  g.cr = axis_clip(v, 2, r0);
+  g.cc = axis_clip(v, 3, c0);
   return g;
 }
 

@@ -18,6 +18,9 @@ static view4 swap_last(view4 v) {
   const int8_t d = v.dyn[2];
   v.dyn[2] = v.dyn[3];
   v.dyn[3] = d;
+  x = v.dyn_off[2];
+  v.dyn_off[2] = v.dyn_off[3];
+  v.dyn_off[3] = x;
   return v;
 }
 
@@ -208,6 +211,7 @@ static view4 view_with_unit_axis(const pto_tensor *t, int at) {
     v.shape[d] = unit ? 1 : t->shape[s];
     v.stride[d] = unit ? 0 : t->stride[s];
     v.dyn[d] = unit ? -1 : t->dyn[s];
+    v.dyn_off[d] = unit ? 0 : t->dyn_off[s];
     s += !unit;
   }
   return v;

@@ -258,9 +258,9 @@ pto_status pto_run_bind_index(pto_run *run, int i, int64_t value) {
     return pto__error_set(&r->err, PTO_ENOTFOUND,
                           "bind: dim %d is not one of the executable's %d", i,
                           p->n_dims);
-  if (value < 1 || value > p->dims[i].max)
+  if (value < 0 || value > p->dims[i].max)
     return pto__error_set(&r->err, PTO_ERANGE,
-                          "bind: dim '%s' = %" PRId64 " is outside [1, %" PRId64
+                          "bind: dim '%s' = %" PRId64 " is outside [0, %" PRId64
                           "] (its maximum)",
                           p->dims[i].name, value, p->dims[i].max);
   if (atomic_load_explicit(&r->busy, memory_order_acquire))

@@ -70,9 +70,9 @@ Test(core, bad_dims_are_refused) {
 
 /* An op on x [S, 16] with S dynamic that must be refused with text. */
 typedef pto_tensor *(*bad_op)(pto_program *p, pto_tensor *x);
-static pto_tensor *slice_part(pto_program *p, pto_tensor *x) {
-  const int64_t b[2] = {0, 0}, e[2] = {10, 16};
-  return pto_slice(p, x, b, e);
+static pto_tensor *broadcast_row(pto_program *p, pto_tensor *x) {
+  const int64_t b[2] = {3, 0}, e[2] = {4, 16};
+  return pto_add(p, x, pto_slice(p, x, b, e));
 }
 static pto_tensor *reshape_merge(pto_program *p, pto_tensor *x) {
   const int64_t s[1] = {32 * 16};
@@ -92,7 +92,7 @@ Test(core, ops_refuse_what_they_cannot_follow) {
     bad_op op;
     const char *text;
   } cases[] = {
-      {slice_part, "a slice takes all of it"},
+      {broadcast_row, "so it is not broadcast"},
       {reshape_merge, "a reshape keeps each dynamic dim whole"},
       {topk_plain, "pto_topk_masked selects among the valid ones"},
       {concat_dyn, "concatenated along static axes only"},
@@ -104,7 +104,8 @@ Test(core, ops_refuse_what_they_cannot_follow) {
     cr_expect_null(cases[i].op(p, x), "case %zu", i);
     expect_build_error(p, PTO_ENOTSUP, cases[i].text);
     cr_expect(strstr(pto_program_error(p), "dynamic dim") &&
-                  strstr(pto_program_error(p), "S<=32"),
+                  (strstr(pto_program_error(p), "S<=32") ||
+                   strstr(pto_program_error(p), "S[3:4]")),
               "%s", pto_program_error(p));
     pto_program_free(p);
   }
@@ -196,14 +197,20 @@ Test(core, bindings_are_checked) {
   static float x[3 * 40 * 24], w[24 * 20], bias[20], y[3 * 40], z[3 * 20 * 40];
   const void *in[] = {x, w, bias};
   void *out[] = {y, z};
-  const int64_t over[2] = {4, 10}, zero[2] = {1, 0};
+  const int64_t over[2] = {4, 10}, neg[2] = {1, -1}, zero[2] = {0, 5};
   cr_expect_eq(pto_program_eval_dims(p, over, in, out), PTO_ERANGE);
   cr_expect(strstr(pto_program_error(p),
-                   "dim 'B' is bound to 4; its maximum is 3"),
+                   "dim 'B' is bound to 4; it takes 0 to its maximum 3"),
             "%s", pto_program_error(p));
-  cr_expect_eq(pto_program_eval_dims(p, zero, in, out), PTO_ERANGE);
-  cr_expect(strstr(pto_program_error(p), "dim 'S' is bound to 0"), "%s",
+  cr_expect_eq(pto_program_eval_dims(p, neg, in, out), PTO_ERANGE);
+  cr_expect(strstr(pto_program_error(p), "dim 'S' is bound to -1"), "%s",
             pto_program_error(p));
+  /* an empty batch is a binding: nothing to compute, nothing written */
+  for (int i = 0; i < 3 * 40; i++)
+    y[i] = 7;
+  cr_expect_eq(pto_program_eval_dims(p, zero, in, out), PTO_OK, "%s",
+               pto_program_error(p));
+  cr_expect_eq(y[0], 7);
   cr_expect_eq(pto_program_eval_dims(p, NULL, in, out), PTO_EINVAL);
   pto_program_free(p);
   /* two dims an op matches must be bound equal */
@@ -231,5 +238,41 @@ Test(core, bindings_are_checked) {
             "%s", pto_program_error(p));
   cr_expect_eq(pto_program_eval_dims(p, ok, in2, out2), PTO_OK, "%s",
                pto_program_error(p));
+  pto_program_free(p);
+}
+
+/* Rows [2, 10) of x [S, 6] with S dynamic: at extent S the slice holds
+ * rows 2 .. S-1 (none when S <= 2). */
+Test(core, a_slice_of_a_dynamic_axis_is_valid_as_far_as_the_dim_reaches) {
+  pto_program *p = pto_program_new("slice");
+  const int64_t xs[2] = {pto_dim_dynamic(p, "S", 12), 6};
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 2, xs);
+  const int64_t b[2] = {2, 0}, e[2] = {10, 6};
+  pto_tensor *v = pto_slice(p, x, b, e);
+  cr_assert_not_null(v, "%s", pto_program_error(p));
+  cr_expect_eq(pto_tensor_dim_dynamic(v, 0), 0);
+  pto_output(p, pto_rowsum(p, pto_muls(p, v, 2)), "y");
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  float xb[12 * 6], y[8];
+  for (int i = 0; i < 12 * 6; i++)
+    xb[i] = (float)i;
+  const void *in[] = {xb};
+  void *out[] = {y};
+  for (int64_t S = 0; S <= 12; S++) {
+    for (int i = 0; i < 8; i++)
+      y[i] = -1;
+    cr_assert_eq(pto_program_eval_dims(p, &S, in, out), PTO_OK, "%s",
+                 pto_program_error(p));
+    for (int64_t r = 0; r < 8; r++) {
+      double want = 0;
+      for (int c = 0; c < 6; c++)
+        want += 2.0 * xb[(r + 2) * 6 + c];
+      if (r + 2 < S)
+        cr_expect_eq(y[r], (float)want, "S=%ld row %ld", (long)S, (long)r);
+      else
+        cr_expect_eq(y[r], -1, "S=%ld row %ld is past the extent", (long)S,
+                     (long)r);
+    }
+  }
   pto_program_free(p);
 }

@@ -157,9 +157,9 @@ Test(scheduler, dynamic_bindings_are_checked, .timeout = 60) {
             "%s", pto_run_error(run));
   cr_expect_eq(pto_run_bind(run, "S", SM + 1), PTO_ERANGE);
   cr_expect(strstr(pto_run_error(run),
-                   "dim 'S' = 51 is outside [1, 50] (its maximum)"),
+                   "dim 'S' = 51 is outside [0, 50] (its maximum)"),
             "%s", pto_run_error(run));
-  cr_expect_eq(pto_run_bind(run, "S", 0), PTO_ERANGE);
+  cr_expect_eq(pto_run_bind(run, "S", -1), PTO_ERANGE);
   cr_expect_eq(pto_run_bind(run, "T", 4), PTO_ENOTFOUND);
   cr_expect(strstr(pto_run_error(run), "no dim 'T'"), "%s", pto_run_error(run));
   cr_expect_eq(pto_run_bind_index(run, 2, 1), PTO_ENOTFOUND);
@@ -288,6 +288,62 @@ Test(scheduler, one_dynamic_executable_runs_two_sizes_at_once,
   uv_thread_join(&t2);
   cr_expect_eq(a.failures, 0);
   cr_expect_eq(b.failures, 0);
+  pto_runtime_free(rt);
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
+/* Per-row work, as per-sequence work in a batch: row i of x [B, 24] (B
+ * dynamic, up to 4) through its own matmul; a row at or past B is skipped
+ * whole, and B = 0 runs nothing. */
+Test(scheduler, dynamic_slices_run_only_the_rows_inside_the_batch,
+     .timeout = 60) {
+  enum { R = 4, C = 24, W = 20 };
+  pto_program *p = pto_program_new("rows");
+  const int64_t xs[2] = {pto_dim_dynamic(p, "B", R), C}, ws[2] = {C, W};
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 2, xs);
+  pto_tensor *w = pto_input(p, "w", PTO_F32, 2, ws);
+  for (int i = 0; i < R; i++) {
+    const int64_t b[2] = {i, 0}, e[2] = {i + 1, C};
+    char name[8];
+    snprintf(name, sizeof name, "y%d", i);
+    pto_output(p,
+               pto_rowsum(p, pto_relu(p, pto_matmul(p, pto_slice(p, x, b, e),
+                                                     w, 0))),
+               name);
+  }
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  pto_runtime *rt = runtime(2, 1);
+  float xb[R * C], wb[C * W], y[R], ref[R];
+  for (int i = 0; i < R * C; i++)
+    xb[i] = (float)(i % 9) - 4;
+  for (int i = 0; i < C * W; i++)
+    wb[i] = (float)(i % 5) - 2;
+  const void *in[] = {xb, wb};
+  void *out[] = {&y[0], &y[1], &y[2], &y[3]},
+       *refs[] = {&ref[0], &ref[1], &ref[2], &ref[3]};
+  pto_run *run = NULL;
+  cr_assert_eq(pto_run_new(e, &run), PTO_OK);
+  long prev = -1;
+  for (int64_t b = 0; b <= R; b++) {
+    cr_assert_eq(pto_run_bind(run, "B", b), PTO_OK, "%s", pto_run_error(run));
+    fill(y, R, SENTINEL);
+    fill(ref, R, SENTINEL);
+    cr_assert_eq(pto_run_exec(rt, run, in, out), PTO_OK, "%s",
+                 pto_run_error(run));
+    cr_assert_eq(pto_program_eval_dims(p, &b, in, refs), PTO_OK, "%s",
+                 pto_program_error(p));
+    for (int i = 0; i < R; i++) {
+      cr_expect_eq(y[i], ref[i], "B=%ld row %d", (long)b, i);
+      cr_expect(i < b ? ref[i] != SENTINEL : ref[i] == SENTINEL);
+    }
+    const long ran = traced_tasks(run);
+    cr_expect(b ? ran > prev : ran == 0, "B=%ld ran %ld tasks", (long)b, ran);
+    prev = ran;
+  }
+  pto_run_free(run);
   pto_runtime_free(rt);
   pto_executable_free(e);
   pto_program_free(p);

@@ -94,8 +94,9 @@ PTO_API const pto_executable *pto_run_executable(const pto_run *run);
 
 /* Binds dynamic dim `dim` of run's executable (pto_dim_dynamic) to value,
  * for its executions from now on: PTO_ENOTFOUND for a dim it does not
- * have, PTO_ERANGE for a value outside [1, its maximum] (naming the dim,
- * the maximum and the value), PTO_ESTATE while it executes. An execution
+ * have, PTO_ERANGE for a value outside [0, its maximum] (naming the dim,
+ * the maximum and the value; 0 is an empty batch: nothing of it runs),
+ * PTO_ESTATE while it executes. An execution
  * needs every dim bound, and the equalities its ops recorded to hold
  * (PTO_ESHAPE naming the op and both sides); then it dispatches only the
  * tasks with something inside the extents, and clips the tiles that cross
