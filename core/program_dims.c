@@ -105,6 +105,14 @@ static int matmul_dims(pto_program *p, const char *op, const pto_node *n) {
   }
   pto__set_axis(out, nd - 2, pto__axis(a, a->ndim - 2 + ta));
   pto__set_axis(out, nd - 1, pto__axis(b, b->ndim - 1 - tb));
+  if ((n->flags & PTO_MATMUL_CAUSAL) && out->dyn[nd - 1] >= 0)
+    return refuse(p, op, b, b->ndim - 1 - tb,
+                  "a causal mask's diagonal is static (its end-aligned "
+                  "offset follows the keys)");
+  if ((n->flags & PTO_MATMUL_CAUSAL) && out->dyn[nd - 2] >= 0)
+    return refuse(p, op, a, a->ndim - 2 + ta,
+                  "a causal mask's diagonal is static (its end-aligned "
+                  "offset follows the rows)");
   if (n->op == PTO_TOP_MATMUL_RELU_WSUM) {
     const pto_tensor *w = n->in[2];
     if (out->dyn[nd - 2] >= 0)
@@ -122,9 +130,6 @@ static int matmul_dims(pto_program *p, const char *op, const pto_node *n) {
                          out->shape[o], &j))
         return 0;
     }
-    if (out->dyn[nd - 1] >= 0 && (n->flags & PTO_MATMUL_CAUSAL))
-      return refuse(p, op, b, b->ndim - 1 - tb,
-                    "a causal mask is aligned to the keys' static extent");
   } else if (n->n_in > 2) { /* the accumulator has the product's shape */
     const pto_tensor *acc = n->in[2];
     for (int d = 0; d < nd; d++) {
