@@ -48,12 +48,14 @@ int pto__dim_join(pto_program *p, const char *op, pto_dref a, pto_dref b,
                   int64_t extent, pto_dref *out);
 /* Axis ax of t as a pto_dref, and setting it. */
 static inline pto_dref pto__axis(const pto_tensor *t, int ax) {
-  pto_dref r = {t->dyn[ax], t->dyn[ax] >= 0 ? t->dyn_off[ax] : 0};
+  pto_dref r = {t->dyn[ax], t->dyn[ax] >= 0 ? t->dyn_off[ax] : 0,
+                t->dyn[ax] >= 0 ? t->dyn_mul[ax] : 1};
   return r;
 }
 static inline void pto__set_axis(pto_tensor *t, int ax, pto_dref r) {
   t->dyn[ax] = r.dim;
   t->dyn_off[ax] = r.dim >= 0 ? r.off : 0;
+  t->dyn_mul[ax] = r.dim >= 0 ? r.mul : 1;
 }
 /* Sets the dynamic dims of n's results from its operands'
  * (core/program_dims.c). pto__new_node calls it for the ops whose shape

@@ -37,6 +37,7 @@ typedef struct pto_pinst {
   int32_t slot;                                /* global slot, or -1 */
   int32_t slot2; /* the slot a PTO_IF_STORE2 instruction writes, or -1 */
   double s;
+  pto_sterm st[2]; /* s moves by these with the run's extents */
   int32_t imm[2];
   uint32_t flags;
 } pto_pinst;
@@ -65,10 +66,10 @@ typedef struct pto_cprog {
   uint8_t clipped;
 } pto_cprog;
 
-/* Clip offsets per task instance of a clipped program: rows and cols of
- * every tile, then rows, cols and the two batch coordinates of every
- * slot. */
-#define PTO_CLIP_WORDS(pr) (2 * (pr)->n_tiles + 4 * (pr)->n_slots)
+/* Clip words per task instance of a clipped program: (offset, mul) of the
+ * rows and cols of every tile, then of the rows, cols and the two batch
+ * coordinates of every slot (tilegraph.h, pto_clip). */
+#define PTO_CLIP_WORDS(pr) (4 * (pr)->n_tiles + 8 * (pr)->n_slots)
 
 typedef struct pto_targ { /* one slot binding of one task instance */
   uint32_t storage;

@@ -305,6 +305,8 @@ pto_tensor *pto__new_root(pto_program *p, const char *op, pto_dtype dt,
   t->ndim = ndim;
   pto__resolve_shape(p, ndim, shape, t->shape, t->dyn);
   memset(t->dyn_off, 0, sizeof t->dyn_off);
+  for (int d = 0; d < PTO_MAX_DIMS; d++)
+    t->dyn_mul[d] = 1;
   pto__dense_strides(ndim, t->shape, t->stride);
   t->root = t;
   return t;
@@ -511,7 +513,7 @@ int pto__dim_join(pto_program *p, const char *op, pto_dref a, pto_dref b,
   if (a.dim < 0 && b.dim < 0)
     return 1;
   if (a.dim >= 0 && a.dim == b.dim) {
-    if (a.off == b.off)
+    if (a.off == b.off && a.mul == b.mul)
       return 1;
     pto__fail(p, op, PTO_ENOTSUP,
               "two axes of dynamic dim '%s' from offsets %" PRId64
@@ -883,39 +885,51 @@ pto_tensor *pto_slice(pto_program *p, pto_tensor *t, const int64_t *begin,
   return v;
 }
 
-/* Whether reshaping t to shape (maxima, with dyn) keeps each of t's
- * dynamic axes whole and in place: the same dim in the new shape with the
- * same number of elements after it (row-major), so its valid region is a
- * prefix of the same storage; and no new dynamic axis appears. */
-static int reshape_keeps_dims(const pto_tensor *t, int ndim,
-                              const int64_t *shape, const int8_t *dyn) {
-  int n_old = 0, n_new = 0;
-  for (int i = 0; i < t->ndim; i++)
-    n_old += t->dyn[i] >= 0;
-  for (int j = 0; j < ndim; j++)
-    n_new += dyn[j] >= 0;
-  if (n_old != n_new)
-    return 0;
+/* The dynamic axes of t reshaped to shape (maxima): each dynamic axis i of
+ * t (valid as a prefix of its block, the elements from it inward) must find
+ * an axis j of the new shape with as many elements outside it and in its
+ * block, whose inner part divides the valid prefix's unit: then j is the
+ * same dim with mul = mul_i * inner_i / inner_j (a merge of [S, H] into
+ * [S*H] gives mul H; splitting it back, 1). Codes given in the new shape
+ * (given_dyn) must agree with what is found. 1 with dyn/dmul set (dyn_off
+ * 0), or 0 when some dim does not survive the reshape whole. */
+static int reshape_dims(const pto_tensor *t, int ndim, const int64_t *shape,
+                        const int8_t *given_dyn, int8_t *dyn, int64_t *dmul) {
+  for (int j = 0; j < PTO_MAX_DIMS; j++) {
+    dyn[j] = -1;
+    dmul[j] = 1;
+  }
   for (int i = 0; i < t->ndim; i++) {
     if (t->dyn[i] < 0)
       continue;
     if (t->dyn_off[i]) /* a slice of the dim keeps its own axis */
       return 0;
-    int64_t inner_old = 1, inner_new = 1;
+    int64_t in_i = 1, out_i = 1;
     for (int k = i + 1; k < t->ndim; k++)
-      inner_old *= t->shape[k];
+      in_i *= t->shape[k];
+    for (int k = 0; k < i; k++)
+      out_i *= t->shape[k];
     int found = 0;
     for (int j = 0; j < ndim && !found; j++) {
-      if (dyn[j] != t->dyn[i])
-        continue;
-      inner_new = 1;
+      int64_t in = 1, out = 1;
       for (int k = j + 1; k < ndim; k++)
-        inner_new *= shape[k];
-      found = inner_new == inner_old;
+        in *= shape[k];
+      for (int k = 0; k < j; k++)
+        out *= shape[k];
+      const int64_t unit = t->dyn_mul[i] * in_i;
+      if (out != out_i || shape[j] * in != t->shape[i] * in_i || unit % in ||
+          dyn[j] >= 0)
+        continue;
+      dyn[j] = t->dyn[i];
+      dmul[j] = unit / in;
+      found = 1;
     }
     if (!found)
       return 0;
   }
+  for (int j = 0; j < ndim; j++)
+    if (given_dyn[j] >= 0 && (given_dyn[j] != dyn[j] || dmul[j] != 1))
+      return 0;
   return 1;
 }
 
@@ -941,11 +955,14 @@ pto_tensor *pto_reshape(pto_program *p, pto_tensor *t, int ndim,
                      "%s is not contiguous (a transposed or sliced view); "
                      "reshape to %s needs a copy: apply an op first",
                      D(t), sh);
-  if (!reshape_keeps_dims(t, ndim, shape, dyn))
+  int8_t vdyn[PTO_MAX_DIMS];
+  int64_t vmul[PTO_MAX_DIMS];
+  if (!reshape_dims(t, ndim, shape, dyn, vdyn, vmul))
     return pto__fail(p, "reshape", PTO_ENOTSUP,
-                     "%s to %s: a reshape keeps each dynamic dim whole, as "
-                     "its own axis (pass its code, pto_tensor_dim_code) with "
-                     "the same extent after it",
+                     "%s to %s: a reshape keeps each dynamic dim whole: as "
+                     "its own axis, or merged with the static axes inside "
+                     "it ([S, H] to [S*H]), and never with an axis outside "
+                     "it",
                      D(t), sh);
   pto_tensor *v = new_view(p, "reshape", t);
   if (!v)
@@ -953,7 +970,8 @@ pto_tensor *pto_reshape(pto_program *p, pto_tensor *t, int ndim,
   v->view = PTO_VIEW_RESHAPE;
   v->ndim = ndim;
   memcpy(v->shape, shape, (size_t)ndim * sizeof *shape);
-  memcpy(v->dyn, dyn, sizeof v->dyn);
+  memcpy(v->dyn, vdyn, sizeof v->dyn);
+  memcpy(v->dyn_mul, vmul, sizeof v->dyn_mul);
   memset(v->dyn_off, 0, sizeof v->dyn_off);
   pto__dense_strides(ndim, shape, v->stride);
   return v;
@@ -982,5 +1000,7 @@ pto_tensor *pto_transpose(pto_program *p, pto_tensor *t, int axis0, int axis1) {
   v->dyn[a1] = t->dyn[a0];
   v->dyn_off[a0] = t->dyn_off[a1];
   v->dyn_off[a1] = t->dyn_off[a0];
+  v->dyn_mul[a0] = t->dyn_mul[a1];
+  v->dyn_mul[a1] = t->dyn_mul[a0];
   return v;
 }

@@ -65,6 +65,10 @@ struct pto_tensor {
    * is min(shape, max(0, E - dyn_off)) */
   int8_t dyn[PTO_MAX_DIMS];
   int64_t dyn_off[PTO_MAX_DIMS];
+  /* an axis merged with the static axes inside it (a reshape of [S, H] to
+   * [S*H]) is dyn_mul elements per unit of the dim: its valid length is
+   * min(shape, max(0, E * dyn_mul - dyn_off)); 1 otherwise */
+  int64_t dyn_mul[PTO_MAX_DIMS];
   /* how a view was made from its parent (PTO_VIEW_*), so a program bound
    * to other extents (pto__program_bind) can make it again */
   uint8_t view;
@@ -82,8 +86,18 @@ enum { PTO_VIEW_NONE, PTO_VIEW_SLICE, PTO_VIEW_RESHAPE, PTO_VIEW_TRANSPOSE };
  * starts in it. */
 typedef struct pto_dref {
   int8_t dim;
-  int64_t off;
+  int64_t off, mul; /* valid length min(len, max(0, E * mul - off)) */
 } pto_dref;
+
+/* A term of a scalar that follows the extents: sign times the valid length
+ * of an axis (dref r of static length len), less that length at the
+ * maxima (base), so the scalar is right at the maxima and moves with the
+ * binding. */
+typedef struct pto_sterm {
+  pto_dref r;
+  int64_t len, base;
+  int8_t sign; /* 0: no term */
+} pto_sterm;
 
 /* A bind-time equality between two axes of length len that an op matches:
  * each one's valid length (len when static, min(len, max(0, E - off))
@@ -100,7 +114,7 @@ static inline int64_t pto__dref_len(pto_dref r, int64_t len,
                                     const int64_t *ext) {
   if (r.dim < 0)
     return len;
-  const int64_t left = ext[r.dim] - r.off;
+  const int64_t left = ext[r.dim] * r.mul - r.off;
   return left <= 0 ? 0 : left < len ? left : len;
 }
 
@@ -125,6 +139,9 @@ struct pto_node {
   unsigned flags; /* PTO_MATMUL_TRANS_*, PTO_MATMUL_CAUSAL, PTO_GATHER_STRICT,
                      PTO_TOPK_MASKED; MATMUL with in[2] set accumulates */
   const char *label; /* arena-owned, "" when none */
+  /* MATMUL_RELU_WSUM with PTO_MATMUL_CAUSAL_END on dynamic axes: the
+   * diagonal (scalar, at the maxima) moves by these terms at run time */
+  pto_sterm diag[2];
   pto_tile_shape tile;
   /* which parts of tile the program set (PTO_TILE_SET_*): a part nobody
    * set, here or in a config, is chosen by the compiler */

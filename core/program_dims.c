@@ -38,7 +38,7 @@ static int join_aligned(pto_program *p, const char *op, const pto_tensor *t,
   return pto__dim_join(p, op, *dim, pto__axis(t, ax), extent, dim);
 }
 
-static const pto_dref STATIC = {-1, 0};
+static const pto_dref STATIC = {-1, 0, 1};
 
 /* out's axes from numpy broadcasting of n inputs (right-aligned). */
 static int broadcast_dims(pto_program *p, const char *op, int n,
@@ -70,7 +70,7 @@ static int any_dynamic(const pto_tensor *t, int *axis) {
   return 0;
 }
 
-static int matmul_dims(pto_program *p, const char *op, const pto_node *n) {
+static int matmul_dims(pto_program *p, const char *op, pto_node *n) {
   const pto_tensor *a = n->in[0], *b = n->in[1];
   pto_tensor *out = n->out[0];
   const int ta = (n->flags & PTO_MATMUL_TRANS_A) != 0,
@@ -105,23 +105,52 @@ static int matmul_dims(pto_program *p, const char *op, const pto_node *n) {
   }
   pto__set_axis(out, nd - 2, pto__axis(a, a->ndim - 2 + ta));
   pto__set_axis(out, nd - 1, pto__axis(b, b->ndim - 1 - tb));
-  if ((n->flags & PTO_MATMUL_CAUSAL) && out->dyn[nd - 1] >= 0)
+  const int follows = n->op == PTO_TOP_MATMUL_RELU_WSUM &&
+                      (n->flags & PTO_MATMUL_CAUSAL_END);
+  if ((n->flags & PTO_MATMUL_CAUSAL) && !follows && out->dyn[nd - 1] >= 0)
     return refuse(p, op, b, b->ndim - 1 - tb,
-                  "a causal mask's diagonal is static (its end-aligned "
-                  "offset follows the keys)");
-  if ((n->flags & PTO_MATMUL_CAUSAL) && out->dyn[nd - 2] >= 0)
+                  "a causal mask's diagonal is static here (the indexer's "
+                  "score takes PTO_MATMUL_CAUSAL_END, which follows the keys)");
+  if ((n->flags & PTO_MATMUL_CAUSAL) && !follows &&
+      pto__axis(a, a->ndim - 2 + ta).dim >= 0)
     return refuse(p, op, a, a->ndim - 2 + ta,
-                  "a causal mask's diagonal is static (its end-aligned "
-                  "offset follows the rows)");
+                  "a causal mask's diagonal is static here (the indexer's "
+                  "score takes PTO_MATMUL_CAUSAL_END, which follows the rows)");
   if (n->op == PTO_TOP_MATMUL_RELU_WSUM) {
     const pto_tensor *w = n->in[2];
-    if (out->dyn[nd - 2] >= 0)
+    const int64_t G = n->ival;
+    /* the rows come in groups of G (a query's heads): a dynamic row axis
+     * counts whole groups ([S1, H] merged into S1*H rows: mul H) */
+    pto_dref rows = pto__axis(a, a->ndim - 2 + ta), wrows;
+    if (rows.dim >= 0 && (rows.mul % G || rows.off % G))
       return refuse(p, op, a, a->ndim - 2 + ta,
-                    "its rows are grouped (whole groups of a query's heads), "
-                    "so they stay static");
-    int ax;
-    if (any_dynamic(w, &ax) && ax >= w->ndim - 2)
-      return refuse(p, op, w, ax, "the weights' rows stay static");
+                    "its rows are grouped (whole groups of a query's heads): "
+                    "a dynamic number of rows comes in whole groups");
+    if (!pto__dim_join(p, op, rows, pto__axis(w, w->ndim - 2),
+                       a->shape[a->ndim - 2 + ta], &wrows))
+      return 0;
+    if (rows.dim >= 0) {
+      rows.mul /= G;
+      rows.off /= G;
+    }
+    pto__set_axis(out, nd - 2, rows);
+    /* an end-aligned diagonal moves with the keys (+) and the rows (-) */
+    if (follows) {
+      const pto_dref axes[2] = {pto__axis(out, nd - 1), rows};
+      const int64_t lens[2] = {out->shape[nd - 1], out->shape[nd - 2]};
+      for (int j = 0; j < 2; j++) {
+        if (axes[j].dim < 0)
+          continue;
+        pto_sterm *t = &n->diag[j];
+        t->r = axes[j];
+        t->len = lens[j];
+        int64_t at_max[PTO_DIMS_MAX];
+        for (int i = 0; i < p->n_dims; i++)
+          at_max[i] = p->dims[i].max;
+        t->base = pto__dref_len(t->r, t->len, at_max);
+        t->sign = j ? -1 : 1;
+      }
+    }
     for (int d = 0; d < w->ndim - 2; d++) {
       int o = nd - w->ndim + d;
       pto_dref j;

@@ -386,7 +386,8 @@ pto_tensor *pto_matmul_relu_wsum(pto_program *p, pto_tensor *a, pto_tensor *b,
   int64_t shape[PTO_MAX_DIMS];
   int nd;
   if (matmul_shape(p, op, a, b, flags,
-                   PTO_MATMUL_TRANS_A | PTO_MATMUL_TRANS_B | PTO_MATMUL_CAUSAL,
+                   PTO_MATMUL_TRANS_A | PTO_MATMUL_TRANS_B | PTO_MATMUL_CAUSAL |
+                       PTO_MATMUL_CAUSAL_END,
                    shape, &nd))
     return NULL;
   const int64_t M = shape[nd - 2];
@@ -411,6 +412,10 @@ pto_tensor *pto_matmul_relu_wsum(pto_program *p, pto_tensor *a, pto_tensor *b,
         "weights %s must be f32%s (one per row of a x b; batch dims "
         "may broadcast)",
         D(w), sh);
+  }
+  if (flags & PTO_MATMUL_CAUSAL_END) { /* end-aligned: keys less rows */
+    flags |= PTO_MATMUL_CAUSAL;
+    diag = shape[nd - 1] - M / group;
   }
   if ((flags & PTO_MATMUL_CAUSAL) && !diag_ok(p, op, diag))
     return NULL;

@@ -25,8 +25,9 @@ static int copy_tensors(pto_tensor ***dst, pto_tensor *const *src, uint32_t n,
 static void bind_tensor(pto_tensor *t, const int64_t *ext) {
   for (int d = 0; d < t->ndim; d++)
     if (t->dyn[d] >= 0) /* a slice of a dim starts dyn_off into it */
-      t->shape[d] = pto__dref_len((pto_dref){t->dyn[d], t->dyn_off[d]},
-                                  t->shape[d], ext);
+      t->shape[d] = pto__dref_len(
+          (pto_dref){t->dyn[d], t->dyn_off[d], t->dyn_mul[d]}, t->shape[d],
+          ext);
   const pto_tensor *q = t->parent;
   switch (q ? t->view : PTO_VIEW_NONE) {
   case PTO_VIEW_SLICE:
@@ -54,6 +55,7 @@ static void bind_tensor(pto_tensor *t, const int64_t *ext) {
   for (int d = 0; d < PTO_MAX_DIMS; d++) {
     t->dyn[d] = -1;
     t->dyn_off[d] = 0;
+    t->dyn_mul[d] = 1;
   }
 }
 
@@ -101,6 +103,16 @@ static pto_program *copy(const pto_program *p, const int64_t *ext) {
     t->producer = o->producer ? s->nodes[o->producer->id] : NULL;
     if (ext) /* a view's parent has a lower id: it is bound first */
       bind_tensor(t, ext);
+  }
+  for (uint32_t i = 0; ext && i < p->n_nodes; i++) {
+    pto_node *n = s->nodes[i]; /* scalars that move with the extents */
+    for (int k = 0; k < 2; k++)
+      if (n->diag[k].sign) {
+        n->scalar += (double)n->diag[k].sign *
+                     (double)(pto__dref_len(n->diag[k].r, n->diag[k].len, ext) -
+                              n->diag[k].base);
+        n->diag[k].sign = 0;
+      }
   }
   if (!ext) {
     for (int i = 0; i < p->n_dims; i++) {

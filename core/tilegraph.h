@@ -20,15 +20,16 @@
 #define PTO_NONE UINT32_MAX
 
 /* A run-time clip of one extent n by a dynamic dim: a run bound to extent
- * E of dim d1 - 1 uses min(n, max(0, E - off)) in its place; d1 0: the
- * extent is static (so a zeroed clip is none). off is where the tile starts
- * along that dim. */
+ * E of dim d1 - 1 uses min(n, max(0, E * mul - off)) in its place; d1 0:
+ * the extent is static (so a zeroed clip is none). off is where the tile
+ * starts along that dim, mul the elements per unit of it (core/program.h,
+ * dyn_mul). */
 typedef struct pto_clip {
   uint8_t d1;
-  int64_t off;
+  int64_t off, mul;
 } pto_clip;
 
-static const pto_clip PTO_CLIP_NONE = {0, 0};
+static const pto_clip PTO_CLIP_NONE = {0, 0, 1};
 
 typedef struct pto_gref {
   uint32_t storage;
@@ -53,6 +54,7 @@ typedef struct pto_tinst {
   uint32_t src[PTO_MAX_SRC], dst[PTO_MAX_DST]; /* tval ids */
   pto_gref g;
   double s;
+  pto_sterm st[2]; /* s's run-time terms (core/program.h); none: sign 0 */
   int32_t imm[2];
   uint32_t flags;
 } pto_tinst;

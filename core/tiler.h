@@ -21,6 +21,7 @@ typedef struct view4 {
   int64_t shape[4], stride[4];
   int8_t dyn[4];     /* the dynamic dim of each axis, or -1 */
   int64_t dyn_off[4]; /* where each starts in its dim (a slice of it) */
+  int64_t dyn_mul[4]; /* its elements per unit of the dim */
 } view4;
 
 static inline view4 view_of(const pto_tensor *t) {
@@ -34,6 +35,7 @@ static inline view4 view_of(const pto_tensor *t) {
     v.stride[d] = d < pad ? 0 : t->stride[d - pad];
     v.dyn[d] = d < pad ? -1 : t->dyn[d - pad];
     v.dyn_off[d] = d < pad ? 0 : t->dyn_off[d - pad];
+    v.dyn_mul[d] = d < pad ? 1 : t->dyn_mul[d - pad];
   }
   return v;
 }
@@ -45,6 +47,7 @@ static inline pto_clip axis_clip(const view4 *v, int d, int64_t at) {
   if (v->dyn[d] >= 0) { /* never a broadcast (core/program_dims.c) */
     c.d1 = (uint8_t)(v->dyn[d] + 1);
     c.off = v->dyn_off[d] + at;
+    c.mul = v->dyn_mul[d];
   }
   return c;
 }

@@ -21,6 +21,9 @@ static view4 swap_last(view4 v) {
   x = v.dyn_off[2];
   v.dyn_off[2] = v.dyn_off[3];
   v.dyn_off[3] = x;
+  x = v.dyn_mul[2];
+  v.dyn_mul[2] = v.dyn_mul[3];
+  v.dyn_mul[3] = x;
   return v;
 }
 
@@ -50,6 +53,9 @@ static void tile_matmul_wsum(tiler *t, const pto_node *n,
   matmul_views(n, &a, &b);
   const int64_t G = n->ival, K = a.shape[3];
   const int causal = (n->flags & PTO_MATMUL_CAUSAL) != 0;
+  /* a diagonal that moves with the extents: no tile is known wholly past
+   * it or before it, so every tile takes the mask */
+  const int moves = n->diag[0].sign || n->diag[1].sign;
   const int in_place = (n->flags & PTO_MATMUL_TRANS_B) != 0;
   const view4 at = swap_last(a), keys = swap_last(b); /* Q^T; k as stored */
   uint32_t tm = clamp_tile(ts->cube_m, a.shape[2]);
@@ -57,7 +63,8 @@ static void tile_matmul_wsum(tiler *t, const pto_node *n,
   uint32_t tn = clamp_tile(ts->cube_n, out.shape[3]);
   FOR_TILES(out.shape, tr, tn, pos) {
     const double first_hidden = (double)pos.r0 + n->scalar + 1; /* row r0 */
-    if (causal && (double)pos.c0 > (double)(pos.r0 + pos.nr - 1) + n->scalar) {
+    if (causal && !moves &&
+        (double)pos.c0 > (double)(pos.r0 + pos.nr - 1) + n->scalar) {
       unit_begin(t, n->id, PTO_CORE_VECTOR); /* nothing visible */
       uint32_t v = new_val_clipped(t, PTO_F32, tr, tn, pos.nr, pos.nc,
                                    axis_clip(&out, 2, pos.r0),
@@ -115,9 +122,11 @@ static void tile_matmul_wsum(tiler *t, const pto_node *n,
     ins->dst[0] = d;
     /* the mask only where the diagonal crosses the tile: row r0 hides
      * cols from first_hidden on */
-    if (causal && (double)(pos.c0 + pos.nc) > first_hidden) {
+    if (causal && (moves || (double)(pos.c0 + pos.nc) > first_hidden)) {
       ins->flags |= PTO_TF_CAUSAL;
       ins->s = n->scalar + (double)(pos.r0 - pos.c0);
+      ins->st[0] = n->diag[0];
+      ins->st[1] = n->diag[1];
     }
     pto_gref g = window(&out, &pos);
     store(t, d, &g);
@@ -212,6 +221,7 @@ static view4 view_with_unit_axis(const pto_tensor *t, int at) {
     v.stride[d] = unit ? 0 : t->stride[s];
     v.dyn[d] = unit ? -1 : t->dyn[s];
     v.dyn_off[d] = unit ? 0 : t->dyn_off[s];
+    v.dyn_mul[d] = unit ? 1 : t->dyn_mul[s];
     s += !unit;
   }
   return v;

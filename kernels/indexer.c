@@ -220,9 +220,11 @@ pto_tensor *pto_indexer(pto_program *p, pto_tensor *q, pto_tensor *k,
   pto_program_push_label(p, "qk");
   const int64_t q3[3] = {d.b, d.s1 * d.h, d.d}, w3[3] = {d.b, d.s1 * d.h, 1};
   const int causal = prm->mask == PTO_MASK_CAUSAL;
+  /* the mask is end-aligned: query i sees keys j <= S2 - S1 + i, at the
+   * extents a run binds where S1 or S2 are dynamic */
   pto_tensor *s = pto_matmul_relu_wsum(
       p, pto_reshape(p, q, 3, q3), k, pto_reshape(p, w, 3, w3), d.h,
-      PTO_MATMUL_TRANS_B | (causal ? PTO_MATMUL_CAUSAL : 0u), d.s2 - d.s1);
+      PTO_MATMUL_TRANS_B | (causal ? PTO_MATMUL_CAUSAL_END : 0u), 0);
   pto_program_pop_label(p);
   pto_program_pop_tile(p);
   pto_tile_shape tk = prm->topk_tile;

@@ -386,15 +386,19 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
       if (pr->clipped) { /* this instance's offsets of its clips */
         for (uint32_t q = 0; q < pr->n_tiles; q++) {
           const pto_tval *tv = &tg->vals[builds[k].val_of_tile[q]];
-          e->clip[nc++] = tv->cr.off;
-          e->clip[nc++] = tv->cc.off;
+          const pto_clip *c[2] = {&tv->cr, &tv->cc};
+          for (int j = 0; j < 2; j++) {
+            e->clip[nc++] = c[j]->off;
+            e->clip[nc++] = c[j]->d1 ? c[j]->mul : 1;
+          }
         }
         for (uint32_t l = 0; l < pr->n_slots; l++) {
           const pto_gref *g = &tg->insts[builds[k].slot_inst[l]].g;
-          e->clip[nc++] = g->cr.off;
-          e->clip[nc++] = g->cc.off;
-          e->clip[nc++] = g->cb[0].off;
-          e->clip[nc++] = g->cb[1].off;
+          const pto_clip *c[4] = {&g->cr, &g->cc, &g->cb[0], &g->cb[1]};
+          for (int j = 0; j < 4; j++) {
+            e->clip[nc++] = c[j]->off;
+            e->clip[nc++] = c[j]->d1 ? c[j]->mul : 1;
+          }
         }
       }
       for (uint32_t l = 0; l < pr->n_slots; l++) {

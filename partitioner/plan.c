@@ -450,6 +450,8 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
     pto_pinst *pi = &pr->insts[pr->n_insts++];
     pi->op = in->op;
     pi->s = in->s;
+    pi->st[0] = in->st[0];
+    pi->st[1] = in->st[1];
     pi->imm[0] = in->imm[0];
     pi->imm[1] = in->imm[1];
     pi->flags = in->flags;
@@ -622,6 +624,14 @@ size_t pto__plan_canon(const pto_cprog *pr, unsigned char *buf) {
     PUT(pi->slot);
     PUT(pi->slot2);
     PUT(pi->s);
+    for (int j = 0; j < 2; j++) { /* field by field: no padding bytes */
+      PUT(pi->st[j].r.dim);
+      PUT(pi->st[j].r.off);
+      PUT(pi->st[j].r.mul);
+      PUT(pi->st[j].len);
+      PUT(pi->st[j].base);
+      PUT(pi->st[j].sign);
+    }
     PUT(pi->imm);
     PUT(pi->flags);
   }

@@ -105,12 +105,13 @@ pto_status pto__bind(const pto_executable *e, void *workspace,
   return PTO_OK;
 }
 
-/* Extent n clipped by dim d1 - 1 (0: static) for a tile at off along it. */
-static inline int64_t clipped(int64_t n, uint8_t d1, int64_t off,
+/* Extent n clipped by dim d1 - 1 (0: static) for a tile at o[0] along it,
+ * o[1] elements per unit of the dim. */
+static inline int64_t clipped(int64_t n, uint8_t d1, const int64_t *o,
                               const int64_t *ext) {
   if (!d1)
     return n;
-  const int64_t left = ext[d1 - 1] - off;
+  const int64_t left = ext[d1 - 1] * o[1] - o[0];
   return left <= 0 ? 0 : left < n ? left : n;
 }
 
@@ -129,10 +130,11 @@ static void slot_view(const pto_cprog *pr, int32_t l, const pto_targ *args,
   g->row_stride = sl->rs;
   g->col_stride = sl->cs;
   if (ext && clip) {
-    const int64_t *o = clip + 2 * pr->n_tiles + 4 * l;
-    g->rows = clipped(g->rows, sl->cr, o[0], ext);
-    g->cols = clipped(g->cols, sl->cc, o[1], ext);
-    if (!clipped(1, sl->cb[0], o[2], ext) || !clipped(1, sl->cb[1], o[3], ext))
+    const int64_t *o = clip + 4 * pr->n_tiles + 8 * l;
+    g->rows = clipped(g->rows, sl->cr, o, ext);
+    g->cols = clipped(g->cols, sl->cc, o + 2, ext);
+    if (!clipped(1, sl->cb[0], o + 4, ext) ||
+        !clipped(1, sl->cb[1], o + 6, ext))
       g->rows = 0; /* a batch past its extent */
   }
 }
@@ -153,10 +155,10 @@ int pto__task_instance_empty(const pto_executable *e, uint32_t t,
       if (l < 0 || !pto__pinst_stores(pi, k))
         continue;
       const pto_pslot *sl = &pr->slots[l];
-      const int64_t *o = clip + 2 * pr->n_tiles + 4 * l;
-      if (clipped(sl->rows, sl->cr, o[0], ext) &&
-          clipped(sl->cols, sl->cc, o[1], ext) &&
-          clipped(1, sl->cb[0], o[2], ext) && clipped(1, sl->cb[1], o[3], ext))
+      const int64_t *o = clip + 4 * pr->n_tiles + 8 * l;
+      if (clipped(sl->rows, sl->cr, o, ext) &&
+          clipped(sl->cols, sl->cc, o + 2, ext) &&
+          clipped(1, sl->cb[0], o + 4, ext) && clipped(1, sl->cb[1], o + 6, ext))
         return 0;
     }
   }
@@ -276,9 +278,9 @@ task_exec(const pto_executable *e, uint32_t t, uint32_t next, pto_scratch *s,
       for (uint32_t i = 0; i < pr->n_tiles; i++) {
         const pto_ptile *pt = &pr->tiles[i];
         tiles[i].valid_rows =
-            (uint32_t)clipped(pt->vrows, pt->cr, clip[2 * i], ext);
+            (uint32_t)clipped(pt->vrows, pt->cr, clip + 4 * i, ext);
         tiles[i].valid_cols =
-            (uint32_t)clipped(pt->vcols, pt->cc, clip[2 * i + 1], ext);
+            (uint32_t)clipped(pt->vcols, pt->cc, clip + 4 * i + 2, ext);
       }
     }
     const pto_cprog *nx_pr = NULL; /* the next instance, if known */
@@ -307,6 +309,17 @@ task_exec(const pto_executable *e, uint32_t t, uint32_t next, pto_scratch *s,
         slot_view(pr, pi->slot, args, base, ext, clip, &a.g);
       if (pi->slot2 >= 0)
         slot_view(pr, pi->slot2, args, base, ext, clip, &a.g2);
+      a.s = pi->s;
+      a.imm[0] = pi->imm[0];
+      a.imm[1] = pi->imm[1];
+      a.flags = pi->flags;
+      if (ext && (pi->st[0].sign || pi->st[1].sign)) {
+        for (int k = 0; k < 2; k++)
+          if (pi->st[k].sign)
+            a.s += (double)pi->st[k].sign *
+                   (double)(pto__dref_len(pi->st[k].r, pi->st[k].len, ext) -
+                            pi->st[k].base);
+      }
       if (clip) {
         /* nothing to do where the extents empty what it writes; where they
          * empty only what it reads, its result needs no kernel */
@@ -317,20 +330,12 @@ task_exec(const pto_executable *e, uint32_t t, uint32_t next, pto_scratch *s,
           empty |= !a.src[0]->valid_rows || !a.src[0]->valid_cols;
         if (empty)
           continue;
-        a.s = pi->s;
-        a.imm[0] = pi->imm[0];
-        a.imm[1] = pi->imm[1];
-        a.flags = pi->flags;
         if (pto__insn_empty(pi->op, &a))
           continue;
       }
       a.ahead = ahead;
       a.n_ahead =
           pto__loads_ahead(pr, i, args, nx_pr, nx_args, base, ahead);
-      a.s = pi->s;
-      a.imm[0] = pi->imm[0];
-      a.imm[1] = pi->imm[1];
-      a.flags = pi->flags;
       const uint64_t t0 = inst_ns ? now_ns() : 0,
                      refs = inst_ns ? pto__ref_calls : 0;
       int rc = pi->fn(pi->op, &a);

@@ -75,8 +75,9 @@ static pto_tensor *broadcast_row(pto_program *p, pto_tensor *x) {
   return pto_add(p, x, pto_slice(p, x, b, e));
 }
 static pto_tensor *reshape_merge(pto_program *p, pto_tensor *x) {
-  const int64_t s[1] = {32 * 16};
-  return pto_reshape(p, x, 1, s);
+  /* rows of 32 would cut the valid prefix of 16-element rows in halves */
+  const int64_t s[2] = {16, 32};
+  return pto_reshape(p, x, 2, s);
 }
 static pto_tensor *topk_plain(pto_program *p, pto_tensor *x) {
   pto_tensor *i;
@@ -272,6 +273,41 @@ Test(core, a_slice_of_a_dynamic_axis_is_valid_as_far_as_the_dim_reaches) {
       else
         cr_expect_eq(y[r], -1, "S=%ld row %ld is past the extent", (long)S,
                      (long)r);
+    }
+  }
+  pto_program_free(p);
+}
+
+/* [S, 4, 8] merged into [S*4, 8] rows and split back: the merged axis
+ * counts 4 rows per unit of S, valid as far as S reaches. */
+Test(core, a_dynamic_axis_merges_with_the_static_axes_inside_it) {
+  pto_program *p = pto_program_new("merge");
+  const int64_t S = pto_dim_dynamic(p, "S", 6);
+  const int64_t xs[3] = {S, 4, 8}, flat[2] = {6 * 4, 8}, back[2] = {S, 4};
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 3, xs);
+  pto_tensor *r = pto_reshape(p, x, 2, flat);
+  cr_assert_not_null(r, "%s", pto_program_error(p));
+  cr_expect_eq(pto_tensor_dim_dynamic(r, 0), 0);
+  pto_tensor *sums = pto_rowsum(p, r); /* [S*4, 1] */
+  pto_tensor *y = pto_reshape(p, sums, 2, back);
+  cr_assert_not_null(y, "%s", pto_program_error(p));
+  pto_output(p, y, "y");
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  float xb[6 * 4 * 8], yb[6 * 4];
+  for (int i = 0; i < 6 * 32; i++)
+    xb[i] = (float)(i % 11);
+  const void *in[] = {xb};
+  void *out[] = {yb};
+  for (int64_t e = 0; e <= 6; e++) {
+    for (int i = 0; i < 24; i++)
+      yb[i] = -1;
+    cr_assert_eq(pto_program_eval_dims(p, &e, in, out), PTO_OK, "%s",
+                 pto_program_error(p));
+    for (int i = 0; i < 24; i++) {
+      float want = 0;
+      for (int c = 0; c < 8; c++)
+        want += xb[i * 8 + c];
+      cr_expect_eq(yb[i], i / 4 < e ? want : -1, "S=%ld y[%d]", (long)e, i);
     }
   }
   pto_program_free(p);

@@ -275,6 +275,11 @@ PTO_API pto_tensor *pto_matmul_masked(pto_program *p, pto_tensor *a,
  * down to whole groups, at least one), n cols; K is never split (ReLU
  * needs whole dot products), so k is ignored. */
 enum { PTO_MATMUL_CAUSAL = 1u << 2 };
+/* With PTO_MATMUL_CAUSAL on pto_matmul_relu_wsum: the diagonal is
+ * end-aligned, diag = N - R for the N keys and R = M / group rows (diag is
+ * ignored), and where N or R is a dynamic dim it follows the extents a run
+ * binds (the lightning indexer's mask: query i sees key j <= S2 - S1 + i). */
+enum { PTO_MATMUL_CAUSAL_END = 1u << 3 };
 PTO_API pto_tensor *pto_matmul_relu_wsum(pto_program *p, pto_tensor *a,
                                          pto_tensor *b, pto_tensor *w,
                                          int64_t group, unsigned flags,
