@@ -4,9 +4,10 @@
  * library has them. Nothing here is compiled into the library: this header
  * calls the C functions and adds what C cannot do:
  *
- *   - RAII: pto::program, pto::config, pto::executable and pto::runtime own
- *     their C handle, are move-only (moves are noexcept, a moved-from object
- *     holds nothing) and free it in a destructor that never throws.
+ *   - RAII: pto::program, pto::config, pto::executable, pto::run and
+ *     pto::runtime own their C handle, are move-only (moves are noexcept, a
+ *     moved-from object holds nothing) and free it in a destructor that
+ *     never throws.
  *   - Errors: every failing call throws pto::error, carrying the pto_status
  *     and a message "<call>: <the library's message, verbatim>", e.g.
  *     "pto::program::matmul: matmul 'mlp': K of a 'a' f32[4,8] is 8, K of
@@ -14,36 +15,44 @@
  *   - Buffers: runs and evals take lists of buffer views made from any
  *     contiguous range (std::vector, std::array, std::span, C arrays) or a
  *     pointer and a count, and check each against its tensor's element count
- *     and dtype, naming the input or output, before the C call sees it.
- *   - Scopes: tile shapes and labels are guards that pop when they leave
- *     scope, also when an exception unwinds it.
+ *     and dtype, naming the input or output, before the C call sees it. A
+ *     tensor with a dynamic axis is laid out for the dim's maximum, whatever
+ *     a run binds: so are its buffers.
+ *   - Scopes: tile shapes, labels and the two together are guards that pop
+ *     when they leave scope, also when an exception unwinds it.
  *
  *   pto::program p("example");
- *   pto::tensor A = p.input("A", PTO_F32, {64, 64});
- *   pto::tensor B = p.input("B", PTO_F32, {64, 64});
+ *   pto::dynamic_dim rows = p.dim("rows", 64); // at most 64, bound per run
+ *   pto::tensor A = p.input("A", PTO_F32, {rows, 64});
+ *   pto::tensor B = p.input("B", PTO_F32, {rows, 64});
  *   pto::tensor W = p.input("W", PTO_F32, {64, 32});
  *   {
  *     auto tile = p.vec_tile(32, 32);       // popped at the closing brace
  *     p.output(p.rowsum(p.matmul(A * 2 + B, W)), "C");
  *   }
- *   pto::executable exe = pto::compile(p);
+ *   pto::executable exe = pto::compile(p);  // once
  *   pto::runtime rt;
+ *   pto::run r(exe);                         // one per concurrent execution
  *   std::vector<float> a(64 * 64), b(64 * 64), w(64 * 32), c(64);
- *   rt.run(exe, {a, b, w}, {c});            // or exe.run_serial(...)
+ *   r.bind("rows", 40).exec(rt, {a, b, w}, {c}); // rows 0..39 of c
  *   std::vector<float> ref(64);
- *   p.eval({a, b, w}, {ref});               // the reference evaluator
+ *   p.eval_dims(r.extents(), {a, b, w}, {ref}); // the reference evaluator
  *
  * tests/cpp/example.cpp is a complete program; tests/cpp/test_cpp.cpp
  * shows every part of this header at work.
  *
  * Lifetimes. A pto::tensor is a plain handle to a tensor inside its
- * program's arena: it is valid while the program lives, as in C. An
- * executable and a scope guard share ownership of their program's C object,
- * which is freed when the last of them goes, after every executable
- * compiled from it: so any declaration or destruction order is safe, the
- * natural one (program declared first, destroyed last) and any other,
- * whatever order of pto_executable_free and pto_program_free the C API
- * asks for (pto/executable.h).
+ * program's arena: it is valid while the program lives, as in C. A scope
+ * guard shares ownership of its program's C object. An executable owns a
+ * copy of what it reads of its program (pto/executable.h), so it may
+ * outlive the pto::program it was compiled from; a pto::run shares
+ * ownership of its executable's C object, which is freed after its last
+ * run. So any declaration or destruction order is safe.
+ *
+ * Threads. An executable is immutable: any number of pto::run objects of
+ * one executable may execute at once, on any threads and runtimes. One
+ * pto::run executes once at a time (a second execution while it runs
+ * throws PTO_ESTATE): give each thread its own.
  *
  * Errors stick in a program as in C: after a build call has thrown, the
  * program keeps that first error, so a later failing call reports it again
@@ -66,6 +75,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <iterator>
 #include <memory>
@@ -145,6 +155,10 @@ inline void check(int st, const char *call, const pto_runtime *rt) {
   if (st < 0)
     fail(st, call, pto_runtime_error(rt));
 }
+inline void check(int st, const char *call, const pto_run *r) {
+  if (st < 0)
+    fail(st, call, pto_run_error(r));
+}
 /* calls with no object: the thread's pto_last_error */
 inline void check_last(int st, const char *call) {
   if (st < 0)
@@ -152,6 +166,18 @@ inline void check_last(int st, const char *call) {
 }
 
 } // namespace detail
+
+/* ---- flags ---------------------------------------------------------------- */
+
+/* The C flags as one type: PTO_MATMUL_TRANS_A/B, PTO_MATMUL_CAUSAL and
+ * PTO_MATMUL_CAUSAL_END are constants of separate C enums, which C++20
+ * deprecates or-ing together (PTO_MATMUL_TRANS_B | PTO_MATMUL_CAUSAL
+ * warns); these combine freely: pto::matmul_trans_b | pto::matmul_causal. */
+inline constexpr unsigned matmul_trans_a = PTO_MATMUL_TRANS_A;
+inline constexpr unsigned matmul_trans_b = PTO_MATMUL_TRANS_B;
+inline constexpr unsigned matmul_causal = PTO_MATMUL_CAUSAL;
+inline constexpr unsigned matmul_causal_end = PTO_MATMUL_CAUSAL_END;
+inline constexpr unsigned gather_strict = PTO_GATHER_STRICT;
 
 /* ---- list_ref: a read-only view of a contiguous list --------------------- */
 
@@ -312,18 +338,74 @@ private:
 
 /* ---- shapes -------------------------------------------------------------- */
 
-/* 1 to PTO_MAX_DIMS sizes: {64, 64}, or a contiguous range of integers.
- * More than PTO_MAX_DIMS throws PTO_EINVAL. */
+/* A dynamic dim of a program (pto_dim_dynamic): an extent known only when
+ * a run binds it, at most max(). Made by pto::program::dim; it stands for
+ * the dim wherever a shape is given ({rows, 64}). */
+class dynamic_dim {
+public:
+  dynamic_dim() noexcept = default;
+
+  /* the negative code that stands for the dim in C shapes */
+  int64_t code() const noexcept {
+    return code_;
+  }
+  /* its index among the program's dims (declaration order), -1 when null */
+  int index() const noexcept {
+    return index_;
+  }
+  const std::string &name() const noexcept {
+    return name_;
+  }
+  int64_t max() const noexcept {
+    return max_;
+  }
+  explicit operator bool() const noexcept {
+    return index_ >= 0;
+  }
+
+private:
+  friend class program;
+  dynamic_dim(int64_t code, int index, std::string name, int64_t max)
+      : code_(code), index_(index), name_(std::move(name)), max_(max) {}
+
+  int64_t code_ = 0;
+  int index_ = -1;
+  std::string name_;
+  int64_t max_ = 0;
+};
+
+/* One entry of a shape: a size, or a dynamic dim (its code). */
+class extent {
+public:
+  extent(int64_t size) noexcept : v_(size) {}
+  extent(const dynamic_dim &d) noexcept : v_(d.code()) {}
+  int64_t value() const noexcept {
+    return v_;
+  }
+
+private:
+  int64_t v_;
+};
+
+/* 1 to PTO_MAX_DIMS sizes: {64, 64}, {rows, 64} with a dynamic dim, or a
+ * contiguous range of integers (sizes or dim codes, as
+ * pto::tensor::shape_codes gives them). More than PTO_MAX_DIMS throws
+ * PTO_EINVAL. */
 class dims {
 public:
-  dims(std::initializer_list<int64_t> l) {
-    assign(l.begin(), l.size());
+  dims(std::initializer_list<extent> l) {
+    check(l.size());
+    for (const extent &e : l)
+      if (n_ < PTO_MAX_DIMS) /* always (checked): bounds the loop for GCC */
+        v_[n_++] = e.value();
   }
   template <class R, class T = detail::elem_of<const R>,
             class = std::enable_if_t<std::is_integral<T>::value>,
             class = decltype(std::size(std::declval<const R &>()))>
   dims(const R &r) {
-    assign(std::data(r), std::size(r));
+    check(std::size(r));
+    for (std::size_t i = 0; i < std::size(r) && n_ < PTO_MAX_DIMS; i++)
+      v_[n_++] = static_cast<int64_t>(std::data(r)[i]);
   }
 
   int size() const noexcept {
@@ -337,25 +419,38 @@ public:
   }
 
 private:
-  template <class T> void assign(const T *p, std::size_t n) {
+  static void check(std::size_t n) {
     if (n > PTO_MAX_DIMS)
       throw error(PTO_EINVAL, "pto::dims",
                   std::to_string(n) + " dims given, at most " +
                       std::to_string(PTO_MAX_DIMS));
-    for (std::size_t i = 0; i < n && i < PTO_MAX_DIMS; i++)
-      v_[i] = static_cast<int64_t>(p[i]);
-    n_ = static_cast<int>(n);
   }
   int64_t v_[PTO_MAX_DIMS] = {};
   int n_ = 0;
 };
 
-/* What a run's buffer must hold for one input or output. */
+/* A dynamic dim of an executable: what a run binds, 0 to max. */
+struct dim_info {
+  std::string name;
+  int64_t max;
+};
+
+/* What a run's buffer must hold for one input or output: the tensor laid
+ * out for the maxima of its dynamic axes. */
 struct tensor_info {
   std::string name; /* "" for an output declared through the C API */
   pto_dtype dtype;
-  std::vector<int64_t> shape;
-  int64_t numel;
+  std::vector<int64_t> shape; /* a dynamic axis: its dim's maximum */
+  int64_t numel;              /* at the maxima */
+  /* per axis, its dynamic dim's name, "" when static */
+  std::vector<std::string> dim_names;
+
+  bool dynamic() const noexcept {
+    for (const std::string &d : dim_names)
+      if (!d.empty())
+        return true;
+    return false;
+  }
 
   std::size_t bytes() const {
     return static_cast<std::size_t>(numel) * pto_dtype_size(dtype);
@@ -402,11 +497,34 @@ public:
   int64_t numel() const noexcept {
     return pto_tensor_numel(t_);
   }
+  /* The extents; a dynamic axis gives its dim's maximum. */
   std::vector<int64_t> shape() const {
     std::vector<int64_t> s(static_cast<std::size_t>(ndim() > 0 ? ndim() : 0));
     for (std::size_t i = 0; i < s.size(); i++)
       s[i] = dim(static_cast<int>(i));
     return s;
+  }
+  /* The index of axis's dynamic dim in its program, or -1 when static. */
+  int dim_dynamic(int axis) const noexcept {
+    return pto_tensor_dim_dynamic(t_, axis);
+  }
+  /* Axis as a shape value: its dim's code when dynamic, else its extent. */
+  int64_t dim_code(int axis) const noexcept {
+    return pto_tensor_dim_code(t_, axis);
+  }
+  /* The shape as codes: a shape built from it keeps the axes dynamic
+   * (p.full(PTO_F32, x.shape_codes(), 0)). */
+  std::vector<int64_t> shape_codes() const {
+    std::vector<int64_t> s(static_cast<std::size_t>(ndim() > 0 ? ndim() : 0));
+    for (std::size_t i = 0; i < s.size(); i++)
+      s[i] = dim_code(static_cast<int>(i));
+    return s;
+  }
+  bool dynamic() const noexcept {
+    for (int i = 0; i < ndim(); i++)
+      if (dim_dynamic(i) >= 0)
+        return true;
+    return false;
   }
 
 private:
@@ -431,9 +549,16 @@ inline pto_program *prog_of(const tensor &a, const tensor &b) noexcept {
   return a.program_handle() ? a.program_handle() : b.program_handle();
 }
 
-inline tensor_info info_of(pto_tensor *t, std::string name) {
+inline tensor_info info_of(const pto_program *p, pto_tensor *t,
+                           std::string name) {
   tensor h(nullptr, t);
-  return tensor_info{std::move(name), h.dtype(), h.shape(), h.numel()};
+  std::vector<std::string> dn(static_cast<std::size_t>(h.ndim()));
+  for (std::size_t d = 0; d < dn.size(); d++) {
+    int i = h.dim_dynamic(static_cast<int>(d));
+    dn[d] = i >= 0 ? pto_program_dim_name(p, i) : "";
+  }
+  return tensor_info{std::move(name), h.dtype(), h.shape(), h.numel(),
+                     std::move(dn)};
 }
 
 inline const char *kind_name(elem_kind k) {
@@ -451,6 +576,8 @@ inline std::string describe(const char *what, std::size_t i,
   for (std::size_t d = 0; d < t.shape.size(); d++) {
     if (d)
       s += ',';
+    if (d < t.dim_names.size() && !t.dim_names[d].empty())
+      s += t.dim_names[d] + "<=";
     s += std::to_string(t.shape[d]);
   }
   return s + "]";
@@ -470,7 +597,9 @@ std::string misfit(const char *what, std::size_t i, const tensor_info &t,
     return "";
   std::string s = describe(what, i, t) + " needs " + std::to_string(t.numel) +
                   " elements of " + std::to_string(dsize) + " bytes (" +
-                  std::to_string(want) + " bytes); given ";
+                  std::to_string(want) + " bytes" +
+                  (t.dynamic() ? ", laid out for the maxima" : "") +
+                  "); given ";
   if (!b.data())
     return s + "a null buffer";
   s += std::to_string(b.count()) + " " + kind_name(b.kind()) + " elements of " +
@@ -534,7 +663,7 @@ struct program_state {
     std::vector<tensor_info> v;
     for (int i = 0; i < pto_program_num_inputs(p); i++) {
       pto_tensor *t = pto_program_input(p, i);
-      v.push_back(info_of(t, pto_tensor_name(t)));
+      v.push_back(info_of(p, t, pto_tensor_name(t)));
     }
     return v;
   }
@@ -542,7 +671,7 @@ struct program_state {
     std::vector<tensor_info> v;
     for (int i = 0; i < pto_program_num_outputs(p); i++) {
       std::size_t j = static_cast<std::size_t>(i);
-      v.push_back(info_of(pto_program_output(p, i),
+      v.push_back(info_of(p, pto_program_output(p, i),
                           j < output_names.size() ? output_names[j] : ""));
     }
     return v;
@@ -554,11 +683,13 @@ struct program_state {
 class config;
 class executable;
 class program;
+class run;
 executable compile(program &p, const config *cfg = nullptr);
 
 /* ---- scopes -------------------------------------------------------------- */
 
-/* A pushed tile shape or label, popped when the guard is destroyed (also
+/* A pushed tile shape, label or both (program::scope), popped when the
+ * guard is destroyed (also
  * during unwinding; a failing pop is ignored there: destructors never
  * throw). Move-only; close() pops early and throws on failure. The C
  * scopes are stacks: destroy guards in reverse order of creation, as
@@ -707,30 +838,40 @@ public:
   /* ---- scopes ---- */
 
   /* auto s = p.label("mlp");  ops until s goes are labelled "...mlp" */
-  scope label(const std::string &l) {
+  pto::scope label(const std::string &l) {
     const char *call = "pto::program::label";
     detail::check(pto_program_push_label(raw(call), l.c_str()), call, get());
-    return scope(state_, pto_program_pop_label, call);
+    return pto::scope(state_, pto_program_pop_label, call);
   }
   /* A tile scope: a copy of the tile shape in force, or `shape`. */
-  scope tile() {
+  pto::scope tile() {
     return push_tile(nullptr, "pto::program::tile");
   }
-  scope tile(const pto_tile_shape &shape) {
+  pto::scope tile(const pto_tile_shape &shape) {
     return push_tile(&shape, "pto::program::tile");
   }
   /* A tile scope with the vector tile (or the cube tile) changed. */
-  scope vec_tile(uint32_t rows, uint32_t cols) {
+  pto::scope vec_tile(uint32_t rows, uint32_t cols) {
     const char *call = "pto::program::vec_tile";
-    scope s = push_tile(nullptr, call);
+    pto::scope s = push_tile(nullptr, call);
     set_vec_tile(rows, cols, call);
     return s;
   }
-  scope cube_tile(uint32_t m, uint32_t n, uint32_t k) {
+  pto::scope cube_tile(uint32_t m, uint32_t n, uint32_t k) {
     const char *call = "pto::program::cube_tile";
-    scope s = push_tile(nullptr, call);
+    pto::scope s = push_tile(nullptr, call);
     set_cube_tile(m, n, k, call);
     return s;
+  }
+  /* A label and a tile shape in one scope (pto_program_push_scope), popped
+   * together:  auto s = p.scope("ffn.up", pto_tile_shape{16, 256, 64, 64, 0});
+   * Without a tile, a copy of the one in force. Guards nest as blocks do:
+   * a guard of a label or tile opened inside it must close first. */
+  pto::scope scope(const std::string &label, const pto_tile_shape &tile) {
+    return push_scope(label.c_str(), &tile);
+  }
+  pto::scope scope(const std::string &label) {
+    return push_scope(label.c_str(), nullptr);
   }
   /* Change the innermost tile scope (the program's outermost one when no
    * guard is open). */
@@ -749,6 +890,41 @@ public:
   void set_knob(pto_knob k, int64_t value) {
     const char *call = "pto::program::set_knob";
     detail::check(pto_program_set_knob(raw(call), k, value), call, get());
+  }
+
+  /* ---- dynamic dims ---- */
+
+  /* A dim whose extent a run binds (pto_dim_dynamic), at most max: use it
+   * in shapes ({rows, 64}). Tensors with it are laid out for max; a run
+   * dispatches only the tasks inside the extents it binds. Throws for a
+   * name that is empty, taken or longer than 31 characters, a max < 1, or
+   * more than PTO_DIMS_MAX dims. */
+  dynamic_dim dim(const std::string &name, int64_t max) {
+    const char *call = "pto::program::dim";
+    int64_t code = pto_dim_dynamic(raw(call), name.c_str(), max);
+    if (code == 0)
+      detail::fail(pto_program_status(get()), call, pto_program_error(get()));
+    int i = pto_program_num_dims(get()) - 1;
+    return dynamic_dim(code, i, name, max);
+  }
+  int num_dims() const noexcept {
+    return pto_program_num_dims(get());
+  }
+  /* Dim i in declaration order (PTO_ERANGE past the last). */
+  dynamic_dim dim_at(int i) const {
+    const char *call = "pto::program::dim_at";
+    int n = pto_program_num_dims(raw(call));
+    if (i < 0 || i >= n)
+      throw error(PTO_ERANGE, call,
+                  "dim " + std::to_string(i) +
+                      " is out of range: the program has " + std::to_string(n));
+    /* dim i's code: PTO_DIM_CODE_BASE - i, as pto_dim_dynamic returns it */
+    return dynamic_dim(PTO_DIM_CODE_BASE - i, i, pto_program_dim_name(get(), i),
+                       pto_program_dim_max(get(), i));
+  }
+  /* The index of the dim named name, or -1. */
+  int find_dim(const std::string &name) const noexcept {
+    return pto_program_find_dim(get(), name.c_str());
   }
 
   /* ---- inputs and outputs ---- */
@@ -834,9 +1010,34 @@ public:
   PTO_HPP_UNARY(colsum)
   PTO_HPP_UNARY(colmax)
   PTO_HPP_UNARY(softmax)
+  /* ---- activations and row statistics (composites, pto/program.h) ---- */
+  PTO_HPP_UNARY(sigmoid)
+  PTO_HPP_UNARY(silu)
+  PTO_HPP_UNARY(gelu) /* the tanh form */
+  PTO_HPP_UNARY(mean) /* of each row: [..,M,N] -> [..,M,1] */
+  PTO_HPP_UNARY(var)  /* population variance of each row */
 #undef PTO_HPP_BINARY
 #undef PTO_HPP_SCALAR
 #undef PTO_HPP_UNARY
+
+  /* Norms over each row; gamma and beta have N entries along their last
+   * axis (a null tensor: none); eps >= 0. */
+  tensor rms_norm(const tensor &x, double eps) {
+    return rms_norm(x, tensor(), eps);
+  }
+  tensor rms_norm(const tensor &x, const tensor &gamma, double eps) {
+    const char *call = "pto::program::rms_norm";
+    return op(pto_rms_norm(raw(call), x.get(), gamma.get(), eps), call);
+  }
+  tensor layer_norm(const tensor &x, double eps) {
+    return layer_norm(x, tensor(), tensor(), eps);
+  }
+  tensor layer_norm(const tensor &x, const tensor &gamma, const tensor &beta,
+                    double eps) {
+    const char *call = "pto::program::layer_norm";
+    return op(
+        pto_layer_norm(raw(call), x.get(), gamma.get(), beta.get(), eps), call);
+  }
 
   tensor cast(const tensor &a, pto_dtype dt) {
     const char *call = "pto::program::cast";
@@ -853,7 +1054,8 @@ public:
 
   /* ---- matmul ---- */
 
-  /* flags: PTO_MATMUL_TRANS_A, PTO_MATMUL_TRANS_B */
+  /* flags: PTO_MATMUL_TRANS_A, PTO_MATMUL_TRANS_B, PTO_MATMUL_CAUSAL (the
+   * end-aligned causal mask: matmul_masked with diag = N - M) */
   tensor matmul(const tensor &a, const tensor &b, unsigned flags = 0) {
     const char *call = "pto::program::matmul";
     return op(pto_matmul(raw(call), a.get(), b.get(), flags), call);
@@ -864,6 +1066,16 @@ public:
     return op(pto_matmul_acc(raw(call), acc.get(), a.get(), b.get(), flags),
               call);
   }
+  /* a x b with -inf where col > row + diag (flags: TRANS_A, TRANS_B) */
+  tensor matmul_masked(const tensor &a, const tensor &b, unsigned flags,
+                       int64_t diag) {
+    const char *call = "pto::program::matmul_masked";
+    return op(pto_matmul_masked(raw(call), a.get(), b.get(), flags, diag),
+              call);
+  }
+  /* flags: TRANS_A, TRANS_B, PTO_MATMUL_CAUSAL (diag as given) or
+   * PTO_MATMUL_CAUSAL | PTO_MATMUL_CAUSAL_END (end-aligned, following
+   * dynamic extents) */
   tensor matmul_relu_wsum(const tensor &a, const tensor &b, const tensor &w,
                           int64_t group, unsigned flags = 0, int64_t diag = 0) {
     const char *call = "pto::program::matmul_relu_wsum";
@@ -907,10 +1119,24 @@ public:
     const char *call = "pto::program::gather";
     return op(pto_gather(raw(call), table.get(), index.get(), flags), call);
   }
+  /* Any number of tensors (one op, each copied once into its place). */
   tensor concat(list_ref<tensor> ts, int axis) {
     const char *call = "pto::program::concat";
     std::vector<pto_tensor *> v = handles(ts);
     return op(pto_concat(raw(call), static_cast<int>(v.size()), v.data(), axis),
+              call);
+  }
+  /* dst with src written over its window at begin (one entry per axis);
+   * chains of assembles are one op. */
+  tensor assemble(const tensor &dst, const tensor &src, const dims &begin) {
+    const char *call = "pto::program::assemble";
+    if (dst && begin.size() != dst.ndim()) {
+      std::string m = dst.describe() + " has " + std::to_string(dst.ndim()) +
+                      " dims; begin has " + std::to_string(begin.size());
+      pto_program_fail(raw(call), PTO_ESHAPE, "assemble", "%s", m.c_str());
+      detail::fail(pto_program_status(get()), call, pto_program_error(get()));
+    }
+    return op(pto_assemble(raw(call), dst.get(), src.get(), begin.data()),
               call);
   }
   tensor full(pto_dtype dt, const dims &shape, double value) {
@@ -920,6 +1146,14 @@ public:
   tensor iota(pto_dtype dt, const dims &shape, int64_t start = 0) {
     const char *call = "pto::program::iota";
     return op(pto_iota(raw(call), dt, shape.size(), shape.data(), start), call);
+  }
+  /* iota counting along any axis: out[idx] = start + idx[axis] */
+  tensor iota_axis(pto_dtype dt, const dims &shape, int axis,
+                   int64_t start = 0) {
+    const char *call = "pto::program::iota_axis";
+    return op(pto_iota_axis(raw(call), dt, shape.size(), shape.data(), axis,
+                            start),
+              call);
   }
   /* A custom tile instruction (pto/tileop.h) over tensors of equal shape. */
   tensor custom(int id, list_ref<tensor> inputs) {
@@ -943,6 +1177,34 @@ public:
     detail::check(
         pto_program_eval(s.p, detail::array_of(in), detail::array_of(out)),
         call, s.p);
+  }
+
+  /* pto_program_eval_dims: the program evaluated at the extents of its
+   * dynamic dims, one per dim in declaration order (run::extents() gives a
+   * run's), 0 to each maximum; buffers laid out for the maxima, only the
+   * valid region of each output written. */
+  void eval_dims(list_ref<int64_t> extents, list_ref<const_buffer> inputs,
+                 list_ref<buffer> outputs) {
+    const char *call = "pto::program::eval_dims";
+    const detail::program_state &s = state(call);
+    const int n = pto_program_num_dims(s.p);
+    if (extents.size() != static_cast<std::size_t>(n)) {
+      std::string names;
+      for (int i = 0; i < n; i++)
+        names += (i ? ", " : "") + std::string(pto_program_dim_name(s.p, i));
+      throw error(PTO_EINVAL, call,
+                  std::to_string(n) + " extents expected (" + names + "), " +
+                      std::to_string(extents.size()) + " given");
+    }
+    std::vector<const void *> in;
+    std::vector<void *> out;
+    detail::bind(call, "input", s.inputs(), inputs, in);
+    detail::bind(call, "output", s.outputs(), outputs, out);
+    const int64_t none = 0;
+    detail::check(pto_program_eval_dims(s.p, n ? extents.data() : &none,
+                                        detail::array_of(in),
+                                        detail::array_of(out)),
+                  call, s.p);
   }
 
 private:
@@ -976,9 +1238,14 @@ private:
       v.push_back(t.get());
     return v;
   }
-  scope push_tile(const pto_tile_shape *shape, const char *call) {
+  pto::scope push_scope(const char *label, const pto_tile_shape *tile) {
+    const char *call = "pto::program::scope";
+    detail::check(pto_program_push_scope(raw(call), label, tile), call, get());
+    return pto::scope(state_, pto_program_pop_scope, call);
+  }
+  pto::scope push_tile(const pto_tile_shape *shape, const char *call) {
     detail::check(pto_program_push_tile(raw(call), shape), call, get());
-    return scope(state_, pto_program_pop_tile, call);
+    return pto::scope(state_, pto_program_pop_tile, call);
   }
 
   std::shared_ptr<detail::program_state> state_;
@@ -1165,129 +1432,165 @@ inline pto_machine machine_ascend() noexcept {
 
 /* ---- executable ---------------------------------------------------------- */
 
+namespace detail {
+
+/* What an executable shares with its runs: the C object, freed when the
+ * last of them goes (after every run: pto_run_free comes first), and the
+ * buffers its runs take. */
+struct exe_state {
+  pto_executable *e;
+  std::vector<tensor_info> inputs, outputs;
+
+  explicit exe_state(pto_executable *x) noexcept : e(x) {}
+  ~exe_state() {
+    pto_executable_free(e);
+  }
+  exe_state(const exe_state &) = delete;
+  exe_state &operator=(const exe_state &) = delete;
+
+  void bind(const char *call, list_ref<const_buffer> in_bufs,
+            list_ref<buffer> out_bufs, std::vector<const void *> &in,
+            std::vector<void *> &out) const {
+    detail::bind(call, "input", inputs, in_bufs, in);
+    detail::bind(call, "output", outputs, out_bufs, out);
+  }
+};
+
+inline const std::vector<tensor_info> &no_tensors() noexcept {
+  static const std::vector<tensor_info> none;
+  return none;
+}
+
+} // namespace detail
+
 /* A compiled program (pto/executable.h): compiled programs and the
- * execution graph. It shares ownership of its program's C object, freed
- * only after the executable, so it may outlive the pto::program it was
- * compiled from. Runs go through pto::runtime::run or run_serial. */
+ * execution graph, immutable. It owns a copy of what it reads of its
+ * program, so it may outlive the pto::program it was compiled from.
+ * Executions go through a pto::run (any number at once, dynamic dims
+ * bound per run), or through runtime::run and run_serial, which execute
+ * at the dims' maxima on a run of their own and keep the last error and
+ * trace here. */
 class executable {
 public:
-  executable(executable &&o) noexcept
-      : e_(o.e_), prog_(std::move(o.prog_)), inputs_(std::move(o.inputs_)),
-        outputs_(std::move(o.outputs_)) {
-    o.e_ = nullptr;
-  }
-  executable &operator=(executable &&o) noexcept {
-    if (this != &o) {
-      pto_executable_free(e_); /* before its program may go, below */
-      e_ = o.e_;
-      o.e_ = nullptr;
-      prog_ = std::move(o.prog_);
-      inputs_ = std::move(o.inputs_);
-      outputs_ = std::move(o.outputs_);
-    }
-    return *this;
-  }
+  executable(executable &&) noexcept = default;
+  executable &operator=(executable &&) noexcept = default;
   executable(const executable &) = delete;
   executable &operator=(const executable &) = delete;
-  /* Frees the executable, then drops its share of the program. */
-  ~executable() {
-    pto_executable_free(e_);
-  }
+  /* Frees the executable once no pto::run of it is left. */
+  ~executable() = default;
 
+  /* NULL when moved from. */
   pto_executable *get() const noexcept {
-    return e_;
+    return s_ ? s_->e : nullptr;
   }
-  /* The inputs and outputs as they were when compiled: what run's buffers
-   * must hold. */
+  /* The inputs and outputs as they were when compiled: what the buffers of
+   * its executions must hold (laid out for the maxima). */
   const std::vector<tensor_info> &inputs() const noexcept {
-    return inputs_;
+    return s_ ? s_->inputs : detail::no_tensors();
   }
   const std::vector<tensor_info> &outputs() const noexcept {
-    return outputs_;
+    return s_ ? s_->outputs : detail::no_tensors();
+  }
+  /* The dynamic dims a run binds, in declaration order. */
+  int num_dims() const noexcept {
+    return pto_executable_num_dims(get());
+  }
+  std::string dim_name(int i) const {
+    const char *n = pto_executable_dim_name(get(), i);
+    return n ? n : "";
+  }
+  /* -1 when there is no such dim */
+  int64_t dim_max(int i) const noexcept {
+    return pto_executable_dim_max(get(), i);
+  }
+  std::vector<dim_info> dims() const {
+    std::vector<dim_info> v;
+    for (int i = 0; i < num_dims(); i++)
+      v.push_back(dim_info{dim_name(i), dim_max(i)});
+    return v;
   }
   /* What the compile noticed but did not refuse, one line each. */
   std::string warnings() const {
-    return pto_executable_warnings(e_);
+    return pto_executable_warnings(get());
+  }
+  std::string error_message() const {
+    const char *m = pto_executable_error(get());
+    return m ? m : "";
   }
   pto_exe_stats stats() const {
     const char *call = "pto::executable::stats";
     pto_exe_stats s;
-    detail::check(pto_executable_stats(raw(call), &s), call, e_);
+    detail::check(pto_executable_stats(raw(call), &s), call, get());
     return s;
   }
 
   uint32_t num_tasks() const noexcept {
-    return pto_executable_num_tasks(e_);
+    return pto_executable_num_tasks(get());
   }
   uint32_t task_program(uint32_t task) const noexcept {
-    return pto_executable_task_program(e_, task);
+    return pto_executable_task_program(get(), task);
   }
   std::string task_label(uint32_t task) const {
-    const char *l = pto_executable_task_label(e_, task);
+    const char *l = pto_executable_task_label(get(), task);
     return l ? l : "";
   }
   list_ref<uint32_t> task_successors(uint32_t task) const noexcept {
     const uint32_t *s = nullptr;
-    uint32_t n = pto_executable_task_succ(e_, task, &s);
+    uint32_t n = pto_executable_task_succ(get(), task, &s);
     return list_ref<uint32_t>(s, s ? n : 0);
   }
   std::string program_name(uint32_t prog) const {
-    const char *n = pto_executable_program_name(e_, prog);
+    const char *n = pto_executable_program_name(get(), prog);
     return n ? n : "";
   }
 
   void dump(pto_stage stage, pto_dump_format fmt, std::FILE *out) const {
     const char *call = "pto::executable::dump";
-    detail::check(pto_executable_dump(raw(call), stage, fmt, out), call, e_);
+    detail::check(pto_executable_dump(raw(call), stage, fmt, out), call,
+                  get());
   }
-  /* The last traced run's trace (pto/runtime.h), as Chrome trace JSON or a
-   * text summary. */
+  /* The trace of the last traced runtime::run (pto/runtime.h), as Chrome
+   * trace JSON or a text summary; a pto::run keeps its own. */
   void write_trace(const std::string &path) const {
     const char *call = "pto::executable::write_trace";
     detail::check(pto_executable_write_trace(raw(call), path.c_str()), call,
-                  e_);
+                  get());
   }
   void trace_summary(std::FILE *out) const {
     const char *call = "pto::executable::trace_summary";
-    detail::check(pto_executable_trace_summary(raw(call), out), call, e_);
+    detail::check(pto_executable_trace_summary(raw(call), out), call, get());
   }
 
-  /* Runs every task on the calling thread, in a topological order. */
+  /* Runs every task on the calling thread, in a topological order, at the
+   * dims' maxima. */
   void run_serial(list_ref<const_buffer> inputs, list_ref<buffer> outputs) {
     const char *call = "pto::executable::run_serial";
     std::vector<const void *> in;
     std::vector<void *> out;
-    bind(call, inputs, outputs, in, out);
-    detail::check(pto_executable_run_serial(e_, detail::array_of(in),
+    state(call).bind(call, inputs, outputs, in, out);
+    detail::check(pto_executable_run_serial(get(), detail::array_of(in),
                                             detail::array_of(out)),
-                  call, e_);
+                  call, get());
   }
 
 private:
   friend class runtime;
+  friend class pto::run;
   friend executable compile(program &, const config *);
 
-  executable(pto_executable *e, std::shared_ptr<detail::program_state> p)
-      : e_(e), prog_(std::move(p)) {}
+  explicit executable(std::shared_ptr<detail::exe_state> s) noexcept
+      : s_(std::move(s)) {}
 
   pto_executable *raw(const char *call) const {
-    if (!e_)
-      detail::fail(PTO_ESTATE, call, "the executable was moved from");
-    return e_;
+    return state(call).e;
   }
-  void bind(const char *call, list_ref<const_buffer> inputs,
-            list_ref<buffer> outputs, std::vector<const void *> &in,
-            std::vector<void *> &out) const {
-    raw(call);
-    detail::bind(call, "input", inputs_, inputs, in);
-    detail::bind(call, "output", outputs_, outputs, out);
+  const detail::exe_state &state(const char *call) const {
+    if (!s_)
+      detail::fail(PTO_ESTATE, call, "the executable was moved from");
+    return *s_;
   }
 
-  pto_executable *e_;
-  /* declared after e_ and released after the destructor's body: the
-   * executable goes first */
-  std::shared_ptr<detail::program_state> prog_;
-  std::vector<tensor_info> inputs_, outputs_;
+  std::shared_ptr<detail::exe_state> s_;
 };
 
 /* Compiles p (pto_compile); cfg nullptr: the defaults, with the file
@@ -1298,10 +1601,16 @@ inline executable compile(program &p, const config *cfg) {
   pto_program *raw = p.raw(call);
   pto_executable *e = nullptr;
   detail::check(pto_compile(raw, cfg ? cfg->get() : nullptr, &e), call, raw);
-  executable x(e, p.state_);
-  x.inputs_ = p.state_->inputs();
-  x.outputs_ = p.state_->outputs();
-  return x;
+  std::shared_ptr<detail::exe_state> s;
+  try {
+    s = std::make_shared<detail::exe_state>(e);
+  } catch (...) {
+    pto_executable_free(e);
+    throw;
+  }
+  s->inputs = p.state_->inputs();
+  s->outputs = p.state_->outputs();
+  return executable(std::move(s));
 }
 inline executable compile(program &p, const config &cfg) {
   return compile(p, &cfg);
@@ -1319,7 +1628,8 @@ struct runtime_params : pto_runtime_params {
       : pto_runtime_params(pto_runtime_params_from_config(cfg.get())) {}
 };
 
-/* Worker threads running executables' tasks (pto/runtime.h). */
+/* Worker threads running executables' tasks (pto/runtime.h). Any number
+ * of runs, of one executable or several, may execute on it at once. */
 class runtime {
 public:
   runtime() : runtime(runtime_params()) {}
@@ -1358,28 +1668,237 @@ public:
     return pto_runtime_worker_pu(rt_, worker);
   }
 
-  /* Runs e with these buffers (checked against e.inputs() and e.outputs())
-   * and waits. A failing task throws its status with the message naming the
-   * task, program and label. */
+  /* Runs e at its dims' maxima with these buffers (checked against
+   * e.inputs() and e.outputs()) and waits. A failing task throws its
+   * status with the message naming the task, program and label. */
   void run(executable &e, list_ref<const_buffer> inputs,
            list_ref<buffer> outputs) {
     const char *call = "pto::runtime::run";
-    if (!rt_)
-      detail::fail(PTO_ESTATE, call, "the runtime was moved from");
+    pto_runtime *rt = raw(call);
     std::vector<const void *> in;
     std::vector<void *> out;
-    e.bind(call, inputs, outputs, in, out);
-    int st =
-        pto_runtime_run(rt_, e.e_, detail::array_of(in), detail::array_of(out));
+    e.state(call).bind(call, inputs, outputs, in, out);
+    int st = pto_runtime_run(rt, e.get(), detail::array_of(in),
+                             detail::array_of(out));
     if (st < 0) {
-      const char *m = pto_executable_error(e.e_);
+      const char *m = pto_executable_error(e.get());
       detail::fail(st, call, m && m[0] ? m : pto_runtime_error(rt_));
     }
   }
 
 private:
+  friend class pto::run;
+  pto_runtime *raw(const char *call) const {
+    if (!rt_)
+      detail::fail(PTO_ESTATE, call, "the runtime was moved from");
+    return rt_;
+  }
+
   pto_runtime *rt_ = nullptr;
 };
+
+/* ---- runs ---------------------------------------------------------------- */
+
+/* One execution context of an executable (pto_run, pto/runtime.h): the
+ * binding of its dynamic dims, its workspace (mapped when the run is
+ * made), its last trace and error. It shares ownership of the executable's
+ * C object, so it may outlive the pto::executable. Any number of runs of
+ * one executable execute at once, from any threads; one run executes once
+ * at a time (PTO_ESTATE otherwise), again and again, and keeps its binding
+ * between executions.
+ *
+ *   pto::run r(exe);
+ *   for (int64_t n : {2048, 1000, 1})
+ *     r.bind("rows", n).exec(rt, {x, w, b}, {y});
+ */
+class run {
+public:
+  /* A new run of e (PTO_ENOMEM when its workspace cannot be mapped). */
+  explicit run(const executable &e) {
+    const char *call = "pto::run";
+    const detail::exe_state &s = e.state(call);
+    detail::check_last(pto_run_new(s.e, &r_), call);
+    exe_ = e.s_;
+  }
+  run(run &&o) noexcept : r_(o.r_), exe_(std::move(o.exe_)) {
+    o.r_ = nullptr;
+  }
+  run &operator=(run &&o) noexcept {
+    if (this != &o) {
+      pto_run_free(r_); /* before its executable may go, below */
+      r_ = o.r_;
+      o.r_ = nullptr;
+      exe_ = std::move(o.exe_);
+    }
+    return *this;
+  }
+  run(const run &) = delete;
+  run &operator=(const run &) = delete;
+  /* Waits for an execution in flight, frees the run, then drops its share
+   * of the executable. */
+  ~run() {
+    pto_run_free(r_);
+  }
+
+  /* NULL when moved from. */
+  pto_run *get() const noexcept {
+    return r_;
+  }
+  explicit operator bool() const noexcept {
+    return r_ != nullptr;
+  }
+  /* The buffers an execution takes (the executable's). */
+  const std::vector<tensor_info> &inputs() const noexcept {
+    return exe_ ? exe_->inputs : detail::no_tensors();
+  }
+  const std::vector<tensor_info> &outputs() const noexcept {
+    return exe_ ? exe_->outputs : detail::no_tensors();
+  }
+  /* The message of the run's last failed call or execution ("" if none). */
+  std::string error_message() const {
+    return r_ ? pto_run_error(r_) : "";
+  }
+
+  /* ---- dynamic dims ---- */
+
+  /* Binds dim `name` to value (0 to its maximum; 0: nothing of it runs)
+   * for the executions from now on; throws the library's message for a dim
+   * the executable does not have (PTO_ENOTFOUND) or a value out of range
+   * (PTO_ERANGE). Returns *this: r.bind("rows", n).exec(rt, ...). */
+  run &bind(const std::string &name, int64_t value) {
+    const char *call = "pto::run::bind";
+    detail::check(pto_run_bind(raw(call), name.c_str(), value), call, r_);
+    return *this;
+  }
+  /* The same by the dim's index (executable::dims()). */
+  run &bind_index(int i, int64_t value) {
+    const char *call = "pto::run::bind_index";
+    detail::check(pto_run_bind_index(raw(call), i, value), call, r_);
+    return *this;
+  }
+  /* Every dim at once, in declaration order. */
+  run &bind_all(list_ref<int64_t> values) {
+    const char *call = "pto::run::bind_all";
+    raw(call);
+    int n = pto_executable_num_dims(exe_->e);
+    if (values.size() != static_cast<std::size_t>(n))
+      throw error(PTO_EINVAL, call,
+                  std::to_string(n) + " dims to bind (" + dim_names() + "), " +
+                      std::to_string(values.size()) + " given");
+    for (int i = 0; i < n; i++)
+      detail::check(
+          pto_run_bind_index(r_, i, values[static_cast<std::size_t>(i)]), call,
+          r_);
+    return *this;
+  }
+  /* What dim `name` is bound to, or -1 (unbound, or no such dim). */
+  int64_t dim(const std::string &name) const noexcept {
+    return pto_run_dim(r_, name.c_str());
+  }
+  /* Every dim's binding in declaration order (-1: unbound): what
+   * program::eval_dims takes. */
+  std::vector<int64_t> extents() const {
+    std::vector<int64_t> v;
+    int n = exe_ ? pto_executable_num_dims(exe_->e) : 0;
+    for (int i = 0; i < n; i++)
+      v.push_back(pto_run_dim(r_, pto_executable_dim_name(exe_->e, i)));
+    return v;
+  }
+
+  /* ---- executing ---- */
+
+  /* Executes the run on rt with these buffers (checked against inputs()
+   * and outputs(), laid out for the maxima) and waits. Throws the run's
+   * message: an unbound dim, an equality the binding breaks (PTO_ESHAPE),
+   * a failing task (naming it, its program and label). */
+  run &exec(runtime &rt, list_ref<const_buffer> inputs,
+            list_ref<buffer> outputs) {
+    const char *call = "pto::run::exec";
+    pto_run *r = raw(call);
+    pto_runtime *prt = rt.raw(call);
+    std::vector<const void *> in;
+    std::vector<void *> out;
+    exe_->bind(call, inputs, outputs, in, out);
+    detail::check(
+        pto_run_exec(prt, r, detail::array_of(in), detail::array_of(out)),
+        call, r);
+    return *this;
+  }
+  /* Every task on the calling thread, in a topological order. */
+  run &exec_serial(list_ref<const_buffer> inputs, list_ref<buffer> outputs) {
+    const char *call = "pto::run::exec_serial";
+    pto_run *r = raw(call);
+    std::vector<const void *> in;
+    std::vector<void *> out;
+    exe_->bind(call, inputs, outputs, in, out);
+    detail::check(
+        pto_run_exec_serial(r, detail::array_of(in), detail::array_of(out)),
+        call, r);
+    return *this;
+  }
+  /* Tasks of the execution in flight not yet started are skipped; it
+   * throws PTO_ECANCELED on the thread that executes it. */
+  void cancel() noexcept {
+    pto_run_cancel(r_);
+  }
+
+  /* The last execution's trace (on a runtime made with params.trace or
+   * PTO_TRACE): only the tasks that ran, as Chrome trace JSON or a text
+   * summary. */
+  void write_trace(const std::string &path) const {
+    const char *call = "pto::run::write_trace";
+    detail::check(pto_run_write_trace(raw(call), path.c_str()), call, r_);
+  }
+  void trace_summary(std::FILE *out) const {
+    const char *call = "pto::run::trace_summary";
+    detail::check(pto_run_trace_summary(raw(call), out), call, r_);
+  }
+
+private:
+  pto_run *raw(const char *call) const {
+    if (!r_)
+      detail::fail(PTO_ESTATE, call, "the run was moved from");
+    return r_;
+  }
+  std::string dim_names() const {
+    std::string s;
+    for (int i = 0; i < pto_executable_num_dims(exe_->e); i++)
+      s += (i ? ", " : "") + std::string(pto_executable_dim_name(exe_->e, i));
+    return s;
+  }
+
+  pto_run *r_ = nullptr;
+  /* declared after r_ and released after the destructor's body: the run
+   * goes first */
+  std::shared_ptr<detail::exe_state> exe_;
+};
+
+namespace detail {
+/* The length of a name in a fixed array, NUL-terminated or full. */
+inline std::size_t name_len(const char *s, std::size_t cap) noexcept {
+  const void *z = std::memchr(s, 0, cap);
+  return z ? static_cast<std::size_t>(static_cast<const char *>(z) - s) : cap;
+}
+} // namespace detail
+
+/* The cube tile the compiler gives a matmul nobody tiled (pto_matmul_tile):
+ * `batch` M x N x K products on machine m run by `workers` workers. */
+inline pto_tile_shape matmul_tile(const pto_machine &m, int64_t batch,
+                                  int64_t M, int64_t N, int64_t K,
+                                  uint32_t workers) {
+  pto_tile_shape t{};
+  int st = pto_matmul_tile(&m, batch, M, N, K, workers, &t);
+  if (st < 0)
+    detail::fail(st, "pto::matmul_tile",
+                 (std::string(pto_strerror(st)) + ": batch " +
+                  std::to_string(batch) + " of " + std::to_string(M) + " x " +
+                  std::to_string(N) + " x " + std::to_string(K) + " on " +
+                  std::to_string(workers) + " workers of '" +
+                  std::string(m.name, detail::name_len(m.name, sizeof m.name)) +
+                  "'")
+                     .c_str());
+  return t;
+}
 
 /* ---- operators built with the API ---------------------------------------- */
 

@@ -1,19 +1,27 @@
 // cpp: the header-only C++ wrapper (pto/pto.hpp). Results against the
 // reference evaluator, errors thrown with the library's own message, the
 // buffer checks only the wrapper can make, move semantics and lifetimes,
-// and scope guards that pop on every way out of a scope.
+// scope guards that pop on every way out of a scope, and runs: a dynamic
+// program compiled once and run at many sizes, runs of one executable on
+// two threads at once, bindings refused with the library's message.
 #include "pto/pto.hpp"
 
 #include <criterion/criterion.h>
 
 #include <array>
+#include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <limits>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
+
+#include <unistd.h>
 
 // ---- what the types promise, checked at compile time ------------------------
 
@@ -27,6 +35,11 @@ static_assert(std::is_nothrow_move_assignable_v<pto::executable>);
 static_assert(!std::is_copy_constructible_v<pto::runtime>);
 static_assert(std::is_nothrow_move_constructible_v<pto::runtime>);
 static_assert(std::is_nothrow_move_assignable_v<pto::runtime>);
+static_assert(!std::is_copy_constructible_v<pto::run>);
+static_assert(!std::is_copy_assignable_v<pto::run>);
+static_assert(std::is_nothrow_move_constructible_v<pto::run>);
+static_assert(std::is_nothrow_move_assignable_v<pto::run>);
+static_assert(std::is_nothrow_destructible_v<pto::run>);
 static_assert(!std::is_copy_constructible_v<pto::config>);
 static_assert(std::is_nothrow_move_constructible_v<pto::config>);
 static_assert(!std::is_copy_constructible_v<pto::scope>);
@@ -62,7 +75,8 @@ static void expect_close(const std::vector<float> &got,
                          const char *what) {
   cr_assert_eq(got.size(), want.size());
   for (std::size_t i = 0; i < want.size(); i++)
-    if (!(std::fabs(got[i] - want[i]) <= rtol * (1.0 + std::fabs(want[i])))) {
+    if (!(got[i] == want[i] || /* infinities (a mask's -inf) */
+          std::fabs(got[i] - want[i]) <= rtol * (1.0 + std::fabs(want[i])))) {
       cr_assert_fail("%s[%zu]: %.9g, eval %.9g", what, i, got[i], want[i]);
     }
 }
@@ -516,7 +530,7 @@ Test(cpp, executable_may_outlive_its_program) {
     pto::program p = pypto_example();
     p.eval({a, b, w}, {ref});
     return pto::compile(p);
-  }(); // the pto::program is gone; its C object lives on in exe
+  }(); // the pto::program is gone; exe owns a copy of what it reads
   pto::runtime rt;
   rt.run(exe, {a, b, w}, {c});
   expect_close(c, ref, 1e-5, "outliving");
@@ -634,4 +648,492 @@ Test(cpp, scope_close_pops_early_and_moves_transfer_the_pop) {
     return tmp.label("l");
   }();
   keep.close();
+}
+
+// ---- dynamic dims and runs --------------------------------------------------
+
+static constexpr float SENTINEL = -12345.0f;
+
+// y = rowsum(relu(x w + b)) and z = softmax(x) over a dynamic number of
+// rows (at most 96), under tiles small enough that the extents cut them.
+struct dyn_prog {
+  pto::program p{"dyn"};
+  pto::dynamic_dim rows;
+  dyn_prog() {
+    rows = p.dim("rows", 96);
+    pto::tensor x = p.input("x", PTO_F32, {rows, 40});
+    pto::tensor w = p.input("w", PTO_F32, {40, 24});
+    pto::tensor b = p.input("b", PTO_F32, {1, 24});
+    auto s = p.scope("mlp", pto_tile_shape{16, 16, 16, 16, 16});
+    p.output(p.rowsum(p.relu(p.matmul(x, w) + b)), "y");
+    p.output(p.softmax(x), "z");
+  }
+};
+
+struct dyn_bufs {
+  std::vector<float> x = fill(96 * 40, 21), w = fill(40 * 24, 22),
+                     b = fill(24, 23);
+  std::vector<float> y = std::vector<float>(96), z = std::vector<float>(96 * 40);
+  std::vector<float> ry = std::vector<float>(96),
+                     rz = std::vector<float>(96 * 40);
+  void clear() {
+    std::fill(y.begin(), y.end(), SENTINEL);
+    std::fill(z.begin(), z.end(), SENTINEL);
+    std::fill(ry.begin(), ry.end(), SENTINEL);
+    std::fill(rz.begin(), rz.end(), SENTINEL);
+  }
+  // 0 when the run equals the evaluator inside the extent and left every
+  // element past it alone (as the evaluator does)
+  int compare(int64_t n) const {
+    int bad = 0;
+    for (std::size_t i = 0; i < y.size(); i++) {
+      bool inside = static_cast<int64_t>(i) < n;
+      bad += inside ? !(std::fabs(y[i] - ry[i]) <= 1e-5 * (1 + std::fabs(ry[i])))
+                    : y[i] != SENTINEL || ry[i] != SENTINEL;
+    }
+    for (std::size_t i = 0; i < z.size(); i++) {
+      bool inside = static_cast<int64_t>(i / 40) < n;
+      bad += inside ? !(std::fabs(z[i] - rz[i]) <= 1e-6)
+                    : z[i] != SENTINEL || rz[i] != SENTINEL;
+    }
+    return bad;
+  }
+};
+
+// The task events ("ph":"X") of a trace file.
+static int trace_tasks(const std::string &path) {
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  cr_assert_not_null(f, "%s", path.c_str());
+  std::string text;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;)
+    text.append(buf, n);
+  std::fclose(f);
+  int events = 0;
+  for (std::size_t at = 0;
+       (at = text.find("{\"ph\":\"X\"", at)) != std::string::npos; at++)
+    events++;
+  return events;
+}
+
+Test(cpp, a_dynamic_program_compiles_once_and_runs_at_every_size) {
+  dyn_prog d;
+  pto::program &p = d.p;
+  cr_expect_eq(p.num_dims(), 1);
+  cr_expect_eq(p.find_dim("rows"), 0);
+  cr_expect_eq(p.find_dim("cols"), -1);
+  cr_expect_eq(d.rows.code(), p.dim_at(0).code(), "dim_at gives the code");
+  cr_expect_lt(d.rows.code(), 0);
+  EXPECT_STR(p.dim_at(0).name(), "rows");
+  cr_expect_eq(p.dim_at(0).max(), 96);
+  pto::tensor x = p.input_at(0);
+  EXPECT_STR(x.describe(), "'x' f32[rows<=96,40]");
+  cr_expect_eq(x.dim(0), 96, "an axis's extent is its maximum");
+  cr_expect_eq(x.dim_dynamic(0), 0);
+  cr_expect_eq(x.dim_dynamic(1), -1);
+  cr_expect_eq(x.dim_code(0), d.rows.code());
+  cr_expect(x.dynamic());
+  cr_expect(!p.input_at(1).dynamic());
+  cr_expect(x.shape_codes() == (std::vector<int64_t>{d.rows.code(), 40}));
+
+  pto::executable exe = pto::compile(p);
+  cr_expect_eq(exe.num_dims(), 1);
+  EXPECT_STR(exe.dim_name(0), "rows");
+  cr_expect_eq(exe.dim_max(0), 96);
+  cr_expect_eq(exe.dim_max(1), -1);
+  cr_expect_eq(exe.dims().size(), 1u);
+  const pto::tensor_info &xi = exe.inputs().at(0);
+  cr_expect(xi.dynamic());
+  cr_expect(xi.dim_names == (std::vector<std::string>{"rows", ""}));
+  cr_expect_eq(xi.numel, 96 * 40, "laid out for the maximum");
+
+  dyn_bufs B;
+  pto_runtime_params prm = pto::runtime_params();
+  prm.trace = 1;
+  pto::runtime rt(prm);
+  pto::run r(exe);
+  cr_expect_eq(r.dim("rows"), -1, "unbound");
+  const std::string trace = "/tmp/pto_cpp_trace_" +
+                            std::to_string(static_cast<long>(::getpid())) +
+                            ".json";
+  std::vector<int> ran; // tasks traced at each size
+  for (int64_t n : {1, 16, 17, 50, 95, 96}) {
+    r.bind("rows", n);
+    cr_expect_eq(r.dim("rows"), n);
+    cr_expect(r.extents() == std::vector<int64_t>{n});
+    B.clear();
+    p.eval_dims(r.extents(), {B.x, B.w, B.b}, {B.ry, B.rz});
+    r.exec(rt, {B.x, B.w, B.b}, {B.y, B.z});
+    cr_expect_eq(B.compare(n), 0, "rows %ld on the runtime", (long)n);
+    r.write_trace(trace);
+    ran.push_back(trace_tasks(trace));
+    B.clear();
+    p.eval_dims({n}, {B.x, B.w, B.b}, {B.ry, B.rz});
+    r.exec_serial({B.x, B.w, B.b}, {B.y, B.z});
+    cr_expect_eq(B.compare(n), 0, "rows %ld serially", (long)n);
+  }
+  std::remove(trace.c_str());
+  // the trace holds the tasks that ran: one more 16-row tile's from 17 rows
+  // on, every task (and only then) at the maximum
+  const int all = static_cast<int>(exe.num_tasks());
+  cr_expect(ran[0] == ran[1] && ran[1] < ran[2] && ran[2] < ran[3] &&
+                ran[3] < ran[4] && ran[4] == all && ran[5] == all,
+            "tasks at 1, 16, 17, 50, 95, 96 rows: %d %d %d %d %d %d of %d",
+            ran[0], ran[1], ran[2], ran[3], ran[4], ran[5], all);
+  std::FILE *f = std::tmpfile();
+  cr_assert_not_null(f);
+  r.trace_summary(f);
+  cr_expect_gt(std::ftell(f), 0);
+  std::fclose(f);
+  // 0 rows: nothing runs, nothing is written
+  B.clear();
+  r.bind_all({0}).exec(rt, {B.x, B.w, B.b}, {B.y, B.z});
+  p.eval_dims({0}, {B.x, B.w, B.b}, {B.ry, B.rz});
+  cr_expect_eq(B.compare(0), 0, "rows 0");
+  // the executable-level calls run at the maxima
+  B.clear();
+  rt.run(exe, {B.x, B.w, B.b}, {B.y, B.z});
+  p.eval({B.x, B.w, B.b}, {B.ry, B.rz});
+  cr_expect_eq(B.compare(96), 0, "runtime::run at the maximum");
+  // a shape of codes keeps the axis dynamic
+  pto::program q("codes");
+  pto::dynamic_dim s = q.dim("s", 8);
+  pto::tensor in = q.input("in", PTO_F32, {s, 4});
+  pto::tensor one = q.full(PTO_F32, in.shape_codes(), 1.0);
+  cr_expect_eq(one.dim_dynamic(0), 0);
+  cr_expect_eq(q.iota(PTO_I32, {4, s}).dim_dynamic(1), 0);
+}
+
+Test(cpp, two_threads_run_one_executable_at_two_sizes_at_once) {
+  dyn_prog d;
+  pto::executable exe = pto::compile(d.p);
+  const int64_t sizes[2] = {7, 90};
+  dyn_bufs refs[2];
+  for (int k = 0; k < 2; k++) {
+    refs[k].clear();
+    d.p.eval_dims({sizes[k]}, {refs[k].x, refs[k].w, refs[k].b},
+                  {refs[k].ry, refs[k].rz});
+  }
+  pto::runtime rt;
+  std::atomic<int> failures[2] = {{0}, {0}};
+  std::string errors[2];
+  auto body = [&](int k) {
+    try {
+      dyn_bufs B;
+      pto::run r(exe); // a run per thread: its binding, workspace, trace
+      r.bind("rows", sizes[k]);
+      for (int i = 0; i < 25; i++) {
+        std::fill(B.y.begin(), B.y.end(), SENTINEL);
+        std::fill(B.z.begin(), B.z.end(), SENTINEL);
+        if (i % 5 == 4)
+          r.exec_serial({B.x, B.w, B.b}, {B.y, B.z});
+        else
+          r.exec(rt, {B.x, B.w, B.b}, {B.y, B.z});
+        B.ry = refs[k].ry;
+        B.rz = refs[k].rz;
+        failures[k] += B.compare(sizes[k]) != 0;
+      }
+    } catch (const pto::error &e) {
+      errors[k] = e.what();
+      failures[k]++;
+    }
+  };
+  std::thread t0(body, 0), t1(body, 1);
+  t0.join();
+  t1.join();
+  for (int k = 0; k < 2; k++)
+    cr_expect_eq(failures[k].load(), 0, "thread %d (rows %ld): %s", k,
+                 (long)sizes[k], errors[k].c_str());
+}
+
+Test(cpp, bad_bindings_throw_the_library_message) {
+  dyn_prog d;
+  pto::executable exe = pto::compile(d.p);
+  pto::runtime rt;
+  pto::run r(exe);
+  dyn_bufs B;
+  // nothing bound yet
+  pto::error e = thrown([&] { r.exec(rt, {B.x, B.w, B.b}, {B.y, B.z}); });
+  cr_expect_eq(e.status(), PTO_EINVAL, "%s", e.what());
+  EXPECT_STR(e.call(), "pto::run::exec");
+  EXPECT_STR(e.detail(), pto_run_error(r.get()));
+  cr_expect(has(e.detail(), "dim 'rows' (maximum 96) is not bound"), "%s",
+            e.what());
+  // a dim the executable does not have
+  e = thrown([&] { r.bind("rowz", 3); });
+  cr_expect_eq(e.status(), PTO_ENOTFOUND, "%s", e.what());
+  EXPECT_STR(e.call(), "pto::run::bind");
+  EXPECT_STR(e.detail(), pto_run_error(r.get()));
+  EXPECT_STR(e.detail(), r.error_message());
+  cr_expect(has(e.detail(), "has no dim 'rowz'"), "%s", e.what());
+  // out of range, either way
+  e = thrown([&] { r.bind("rows", 97); });
+  cr_expect_eq(e.status(), PTO_ERANGE, "%s", e.what());
+  EXPECT_STR(e.detail(), pto_run_error(r.get()));
+  cr_expect(has(e.detail(), "dim 'rows' = 97 is outside [0, 96] (its maximum)"),
+            "%s", e.what());
+  e = thrown([&] { r.bind("rows", -1); });
+  cr_expect_eq(e.status(), PTO_ERANGE, "%s", e.what());
+  cr_expect_eq(r.dim("rows"), -1, "a refused binding binds nothing");
+  e = thrown([&] { r.bind_index(1, 4); });
+  cr_expect_eq(e.status(), PTO_ENOTFOUND, "%s", e.what());
+  EXPECT_STR(e.call(), "pto::run::bind_index");
+  e = thrown([&] { r.bind_all({1, 2}); });
+  cr_expect_eq(e.status(), PTO_EINVAL);
+  cr_expect(has(e.detail(), "1 dims to bind (rows), 2 given"), "%s", e.what());
+  // buffers sized for the extent instead of the maximum
+  r.bind("rows", 10);
+  std::vector<float> x10(10 * 40);
+  e = thrown([&] { r.exec(rt, {x10, B.w, B.b}, {B.y, B.z}); });
+  cr_expect_eq(e.status(), PTO_EINVAL);
+  cr_expect(has(e.detail(), "input 0 'x' f32[rows<=96,40] needs 3840 elements"),
+            "%s", e.what());
+  cr_expect(has(e.detail(), "laid out for the maxima"), "%s", e.what());
+  cr_expect(has(e.detail(), "given 400"), "%s", e.what());
+  e = thrown([&] { r.exec_serial({B.x, B.w, B.b}, {B.y}); });
+  EXPECT_STR(e.call(), "pto::run::exec_serial");
+  cr_expect(has(e.detail(), "2 output buffers expected (y, z), 1 given"), "%s",
+            e.what());
+  // the evaluator: one extent per dim, each in range
+  e = thrown([&] { d.p.eval_dims({}, {B.x, B.w, B.b}, {B.ry, B.rz}); });
+  cr_expect_eq(e.status(), PTO_EINVAL);
+  cr_expect(has(e.detail(), "1 extents expected (rows), 0 given"), "%s",
+            e.what());
+  e = thrown([&] { d.p.eval_dims({97}, {B.x, B.w, B.b}, {B.ry, B.rz}); });
+  cr_expect_eq(e.status(), PTO_ERANGE, "%s", e.what());
+  EXPECT_STR(e.detail(), d.p.error_message());
+  cr_expect(has(e.detail(), "'rows'"), "%s", e.what());
+  // none of it stuck: a good binding runs
+  B.clear();
+  r.bind("rows", 10).exec(rt, {B.x, B.w, B.b}, {B.y, B.z});
+  d.p.eval_dims({10}, {B.x, B.w, B.b}, {B.ry, B.rz});
+  cr_expect_eq(B.compare(10), 0);
+  EXPECT_STR(r.error_message(), "");
+  // a moved-from run throws; the one it moved to keeps the binding
+  pto::run r2(std::move(r));
+  cr_expect_null(r.get());
+  e = thrown([&] { r.bind("rows", 1); });
+  cr_expect_eq(e.status(), PTO_ESTATE);
+  cr_expect(has(e.detail(), "moved from"), "%s", e.what());
+  cr_expect_eq(r2.dim("rows"), 10);
+  pto::run r3(exe);
+  r3 = std::move(r2); // frees r3's own run first
+  cr_expect_eq(r3.dim("rows"), 10);
+  // a run may outlive its executable
+  pto::run keep = [&] {
+    pto::executable tmp = pto::compile(d.p);
+    return pto::run(tmp);
+  }();
+  B.clear();
+  keep.bind("rows", 33).exec(rt, {B.x, B.w, B.b}, {B.y, B.z});
+  d.p.eval_dims({33}, {B.x, B.w, B.b}, {B.ry, B.rz});
+  cr_expect_eq(B.compare(33), 0, "after its executable is gone");
+  cr_expect_eq(keep.inputs().size(), 3u);
+}
+
+Test(cpp, dims_an_op_matches_are_checked_when_bound) {
+  pto::program p("two");
+  pto::dynamic_dim n = p.dim("n", 8), m = p.dim("m", 8);
+  pto::tensor a = p.input("a", PTO_F32, {n, 4});
+  pto::tensor b = p.input("b", PTO_F32, {m, 4});
+  {
+    auto l = p.label("sum");
+    p.output(a + b, "c");
+  }
+  pto::executable exe = pto::compile(p);
+  pto::runtime rt;
+  pto::run r(exe);
+  std::vector<float> av = fill(32, 1), bv = fill(32, 2), c(32, SENTINEL),
+                     ref(32, SENTINEL);
+  r.bind("n", 3).bind("m", 4);
+  pto::error e = thrown([&] { r.exec(rt, {av, bv}, {c}); });
+  cr_expect_eq(e.status(), PTO_ESHAPE, "%s", e.what());
+  EXPECT_STR(e.detail(), pto_run_error(r.get()));
+  cr_expect(has(e.detail(), "add 'sum'"), "%s", e.what());
+  cr_expect(has(e.detail(), "dim 'n' = 3 must equal dim 'm' = 4"), "%s",
+            e.what());
+  cr_expect_eq(c[0], SENTINEL, "nothing ran");
+  e = thrown([&] { p.eval_dims({3, 4}, {av, bv}, {ref}); });
+  cr_expect_eq(e.status(), PTO_ESHAPE, "%s", e.what());
+  cr_expect(has(e.detail(), "must equal"), "%s", e.what());
+  r.bind("m", 3).exec(rt, {av, bv}, {c});
+  p.eval_dims({3, 3}, {av, bv}, {ref});
+  cr_expect(c == ref, "3 rows of a + b, the rest untouched");
+  cr_expect_eq(c[12], SENTINEL);
+
+  // what an op cannot follow at a run-time extent is refused when built
+  pto::program q("refused");
+  pto::dynamic_dim s = q.dim("s", 16);
+  pto::tensor x = q.input("x", PTO_F32, {4, s});
+  e = thrown([&] { q.topk(x, 2); });
+  cr_expect_eq(e.status(), PTO_ENOTSUP, "%s", e.what());
+  EXPECT_STR(e.detail(), q.error_message());
+  cr_expect(has(e.detail(), "is dynamic dim 's'"), "%s", e.what());
+  // and bad dims when declared
+  pto::program r1("dims1");
+  e = thrown([&] { r1.dim("", 4); });
+  cr_expect_eq(e.status(), PTO_EINVAL, "%s", e.what());
+  EXPECT_STR(e.detail(), r1.error_message());
+  pto::program r2("dims2");
+  e = thrown([&] { r2.dim("s", 0); });
+  cr_expect_lt(e.status(), 0);
+  EXPECT_STR(e.detail(), r2.error_message());
+  pto::program r3("dims3");
+  r3.dim("s", 4);
+  e = thrown([&] { r3.dim("s", 4); });
+  cr_expect(has(e.detail(), "declared twice"), "%s", e.what());
+  e = thrown([&] { r3.dim_at(1); });
+  cr_expect_eq(e.status(), PTO_ERANGE);
+}
+
+// ---- the activations, norms, masks and data movement -------------------------
+
+Test(cpp, new_ops_run_as_eval_computes) {
+  pto::program p("nn");
+  pto::tensor x = p.input("x", PTO_F32, {16, 40});
+  pto::tensor g = p.input("g", PTO_F32, {40});
+  pto::tensor be = p.input("be", PTO_F32, {1, 40});
+  pto::tensor a = p.input("a", PTO_F32, {12, 20});
+  pto::tensor bm = p.input("bm", PTO_F32, {20, 12});
+  pto::tensor q = p.input("q", PTO_F32, {6, 20});
+  const pto_tile_shape outer = p.current_tile();
+  {
+    auto s = p.scope("act", pto_tile_shape{8, 16, 0, 0, 0});
+    cr_expect_eq(p.current_tile().vec_rows, 8u);
+    p.output(p.sigmoid(x), "sig");
+    p.output(p.silu(x), "silu");
+    p.output(p.gelu(x), "gelu");
+  }
+  cr_expect_eq(p.current_tile().vec_rows, outer.vec_rows, "popped");
+  {
+    auto s = p.scope("stats"); // the tile in force, copied
+    cr_expect_eq(p.current_tile().vec_rows, outer.vec_rows);
+    p.output(p.mean(x), "mean");
+    p.output(p.var(x), "var");
+    p.output(p.rms_norm(x, g, 1e-6), "rms");
+    p.output(p.rms_norm(x, 1e-6), "rms1");
+    p.output(p.layer_norm(x, g, be, 1e-5), "ln");
+    p.output(p.layer_norm(x, 1e-5), "ln1");
+  }
+  p.output(p.matmul_masked(a, bm, 0, -2), "masked");
+  p.output(p.matmul(q, a, pto::matmul_trans_b | pto::matmul_causal), "causal");
+  p.output(p.iota_axis(PTO_I32, {4, 6}, 0, 3), "iota_r");
+  p.output(p.iota_axis(PTO_F32, {4, 6}, -1, -2), "iota_c");
+  p.output(p.concat({p.slice(x, {0, 0}, {16, 3}), p.slice(x, {0, 10}, {16, 17}),
+                     p.rowsum(x), p.full(PTO_F32, {16, 2}, 7),
+                     p.slice(x, {0, 39}, {16, 40})},
+                    1),
+           "cat");
+  pto::tensor y = p.full(PTO_F32, {8, 8}, 0);
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++)
+      y = p.assemble(
+          y, p.slice(x, {4 * i, 4 * j}, {4 * i + 4, 4 * j + 4}) * (2 * i + j + 1),
+          {4 * i, 4 * j});
+  p.output(y, "asm");
+  cr_assert_eq(p.status(), PTO_OK, "%s", p.error_message().c_str());
+
+  std::vector<float> xv = fill(16 * 40, 31), gv = fill(40, 32),
+                     bev = fill(40, 33), av = fill(12 * 20, 34),
+                     bmv = fill(20 * 12, 35), qv = fill(6 * 20, 36);
+  const std::size_t nf[] = {640, 640, 640, 16, 16, 640, 640, 640, 640,
+                            144, 72,  0,   24,  16 * 14, 64};
+  std::vector<std::vector<float>> run(15), ref(15);
+  std::vector<int32_t> iota_run(24), iota_ref(24);
+  for (int k = 0; k < 15; k++) {
+    run[k].assign(nf[k], SENTINEL);
+    ref[k].assign(nf[k], SENTINEL);
+  }
+  auto outs = [&](std::vector<std::vector<float>> &o,
+                  std::vector<int32_t> &io) {
+    std::vector<pto::buffer> v;
+    for (int k = 0; k < 15; k++)
+      if (k == 11)
+        v.emplace_back(io);
+      else
+        v.emplace_back(o[k]);
+    return v;
+  };
+  std::vector<pto::buffer> run_out = outs(run, iota_run),
+                           ref_out = outs(ref, iota_ref);
+  p.eval({xv, gv, bev, av, bmv, qv}, ref_out);
+  pto::executable exe = pto::compile(p);
+  pto::runtime rt;
+  rt.run(exe, {xv, gv, bev, av, bmv, qv}, run_out);
+  const char *names[] = {"sig", "silu",   "gelu",   "mean",   "var",
+                         "rms", "rms1",   "ln",     "ln1",    "masked",
+                         "causal", "iota_r", "iota_c", "cat", "asm"};
+  for (int k = 0; k < 15; k++)
+    if (k != 11)
+      expect_close(run[k], ref[k], 1e-5, names[k]);
+  cr_expect(iota_run == iota_ref);
+  cr_expect(run[14] == ref[14], "assemble is exact");
+
+  // against the formulas, by hand
+  const double x0 = xv[0];
+  cr_expect(std::fabs(ref[0][0] - 1 / (1 + std::exp(-x0))) <= 1e-6, "sigmoid");
+  cr_expect(std::fabs(ref[1][0] - x0 / (1 + std::exp(-x0))) <= 1e-6, "silu");
+  const double v = std::sqrt(2 / M_PI) * (x0 + 0.044715 * x0 * x0 * x0);
+  cr_expect(std::fabs(ref[2][0] - 0.5 * x0 * (1 + std::tanh(v))) <= 1e-6,
+            "gelu (tanh form)");
+  double sum = 0, sq = 0;
+  for (int c = 0; c < 40; c++)
+    sum += xv[c];
+  const double mean = sum / 40;
+  for (int c = 0; c < 40; c++)
+    sq += (xv[c] - mean) * (xv[c] - mean);
+  cr_expect(std::fabs(ref[3][0] - mean) <= 1e-6, "mean");
+  cr_expect(std::fabs(ref[4][0] - sq / 40) <= 1e-6, "population variance");
+  const double ln0 = (xv[0] - mean) / std::sqrt(sq / 40 + 1e-5) * gv[0] + bev[0];
+  cr_expect(std::fabs(ref[7][0] - ln0) <= 1e-5, "layer norm: %g vs %g",
+            ref[7][0], ln0);
+  const float ninf = -std::numeric_limits<float>::infinity();
+  cr_expect_eq(ref[9][0 * 12 + 0], ninf, "masked: j > i - 2");
+  cr_expect_eq(ref[9][2 * 12 + 1], ninf);
+  double dot = 0;
+  for (int k = 0; k < 20; k++)
+    dot += static_cast<double>(av[2 * 20 + k]) * bmv[k * 12 + 0];
+  cr_expect(std::fabs(ref[9][2 * 12 + 0] - dot) <= 1e-5, "masked: a value");
+  cr_expect_eq(ref[10][0 * 12 + 7], ninf, "causal: key 7 > 12 - 6 + 0");
+  cr_expect(std::isfinite(ref[10][0 * 12 + 6]));
+  cr_expect(std::isfinite(ref[10][5 * 12 + 11]), "the last query sees all");
+  cr_expect_eq(iota_ref[2 * 6 + 5], 5, "iota along the rows: 3 + r");
+  cr_expect_eq(ref[12][3 * 6 + 4], 2.0f, "iota along the cols: -2 + c");
+  cr_expect_eq(ref[13][1 * 14 + 3], xv[1 * 40 + 10], "concat's second part");
+  cr_expect_eq(ref[13][1 * 14 + 11], 7.0f, "concat's fourth part");
+  cr_expect_eq(ref[13][1 * 14 + 13], xv[1 * 40 + 39], "concat's last part");
+  cr_expect_eq(ref[14][5 * 8 + 6], xv[5 * 40 + 6] * 4, "block (1, 1) times 4");
+  // the scopes' labels follow their tasks
+  int act = 0, stats = 0;
+  for (const std::string &l : labels(exe)) {
+    act += l == "act";
+    stats += l == "stats";
+  }
+  cr_expect_gt(act, 0);
+  cr_expect_gt(stats, 0);
+}
+
+Test(cpp, scopes_nest_and_a_wrong_pop_is_refused) {
+  pto::program p("nest");
+  pto::tensor x = p.input("x", PTO_F32, {8, 8});
+  auto outer = p.scope("outer");
+  auto inner = p.label("inner");
+  pto::error e = thrown([&] { outer.close(); });
+  cr_expect_eq(e.status(), PTO_ESTATE, "%s", e.what());
+  EXPECT_STR(e.call(), "pto::program::scope");
+  EXPECT_STR(e.detail(), p.error_message());
+  (void)x;
+}
+
+Test(cpp, matmul_tile_is_the_compiler_choice) {
+  pto_machine m = pto::machine_host();
+  pto_tile_shape t = pto::matmul_tile(m, 1, 2048, 256, 256, 2);
+  pto_tile_shape c{};
+  cr_assert_eq(pto_matmul_tile(&m, 1, 2048, 256, 256, 2, &c), PTO_OK);
+  cr_expect(t.cube_m == c.cube_m && t.cube_n == c.cube_n &&
+            t.cube_k == c.cube_k);
+  cr_expect_gt(t.cube_m, 0u);
+  pto::error e = thrown([&] { pto::matmul_tile(m, 1, 0, 256, 256, 2); });
+  cr_expect_eq(e.status(), PTO_EINVAL);
+  cr_expect(has(e.detail(), "0 x 256 x 256"), "%s", e.what());
 }
