@@ -104,12 +104,6 @@ static uint64_t gather_cols(const pto_insn_shape *s) { /* dst's */
 static uint64_t gather_bytes(const pto_insn_shape *s) {
   return (uint64_t)s->dst[0][0] * gather_cols(s) * gsize(s->gdt);
 }
-static uint64_t gatherpack_cols(const pto_insn_shape *s) { /* D or dv */
-  return s->dst[0][0] > s->dst[1][1] ? s->dst[0][0] : s->dst[1][1];
-}
-static uint64_t gatherpack_bytes(const pto_insn_shape *s) {
-  return area(s->src[0]) * gatherpack_cols(s) * gsize(s->gdt);
-}
 static uint64_t ga_cols(const pto_insn_shape *s) { /* K */
   return s->src[1][0];
 }
@@ -315,15 +309,6 @@ const pto_insn_facts pto__class_table[PTO_CLASS_COUNT] = {
             .bytes = all_bytes,
             .scratch = wsg_scratch,
         },
-    /* the second layout waits in L1 for its matmul, as a gathered block
-     * waits in L1 on Ascend while L0B holds the first */
-    [PTO_CLASS_GATHERPACK] = {.src = {O(INDEX, I32)},
-                              .dst = {OX(PACKED_B, DEF, PANELS, 0, F32),
-                                      OX(PACKED_B, PTO_MEM_L1, PANELS,
-                                         PTO_OA_PIN, F32)},
-                              G_ROWS(MM),
-                              .bytes = gatherpack_bytes,
-                              .gcols = gatherpack_cols},
     /* the indices stand where the operand whose rows they pick would */
     [PTO_CLASS_MATMUL_GA] = {.src = {OL(INDEX, L0A, I32), OL(MM_B, L0B, MM)},
                              .dst = {OL(MM_C, L0C, F32)},

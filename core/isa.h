@@ -59,7 +59,7 @@ typedef enum pto_insn_family {
   X(GATHER) X(BINARY) X(UNARY) X(CMP) X(SEL) X(CONVERT) X(SCALAR) X(FILL)      \
   X(ROWRED) X(COLRED) X(ROWEXPAND) X(ROWEXPAND2) X(ROWEXPDIF) X(ROWEXPSUM)     \
   X(COLEXPAND) X(COLEXPAND2) X(MATMUL) X(MATMUL_ACC) X(MATMUL_WSUM)            \
-  X(MATMUL_WSUM_G) X(GATHERPACK) X(MATMUL_GA) X(MATMUL_GB) X(SMONLINE)        \
+  X(MATMUL_WSUM_G) X(MATMUL_GA) X(MATMUL_GB) X(SMONLINE)                       \
   X(SMFINAL) X(EXTRACT) X(INSERT) X(TRANS) X(FILLPAD) X(SORT32) X(MRGSORT)     \
   X(TOPK) X(MRGTOPK)
 
@@ -214,10 +214,8 @@ enum {
   /* a TLOAD's destination: may be loaded packed as either matmul operand
    * (PTO_TF_PACK_A or PACK_B, panel imm[0]) */
   PTO_OA_PACKABLE = 1u << 0,
-  /* the level it is defined in wins over the ones its uses ask for */
-  PTO_OA_PIN = 1u << 1,
   /* its valid region is set by the instruction (TFILLPAD), not read */
-  PTO_OA_SETS_VALID = 1u << 2,
+  PTO_OA_SETS_VALID = 1u << 1,
 };
 
 typedef struct pto_operand {

@@ -537,7 +537,7 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
   }
   /* a tile's level follows its use, not its definition: the operands of a
    * matmul live in L0A/L0B and its accumulator in L0C (the levels the
-   * table gives its operands), even though a load defined them ... */
+   * table gives its operands), even though a load defined them */
   for (uint32_t k = 0; core == PTO_CORE_CUBE && k < pr->n_insts; k++) {
     const pto_pinst *pi = &pr->insts[k];
     for (int r = 0; r < pi->n_src; r++) {
@@ -547,17 +547,7 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
     }
     for (int d = 0; d < pi->n_dst; d++) {
       const pto_operand o = dst_of(pi, d);
-      if (o.level < PTO_MEM_LEVEL_COUNT && !(o.attr & PTO_OA_PIN))
-        pr->tiles[pi->dst[d]].level = o.level;
-    }
-  }
-  /* ... but a destination whose level is pinned (PTO_OA_PIN) stays there
-   * (core/isa.c: TGATHERPACK's second layout waits in L1 for its matmul) */
-  for (uint32_t k = 0; core == PTO_CORE_CUBE && k < pr->n_insts; k++) {
-    const pto_pinst *pi = &pr->insts[k];
-    for (int d = 0; d < pi->n_dst; d++) {
-      const pto_operand o = dst_of(pi, d);
-      if (o.attr & PTO_OA_PIN)
+      if (o.level < PTO_MEM_LEVEL_COUNT)
         pr->tiles[pi->dst[d]].level = o.level;
     }
   }

@@ -22,13 +22,13 @@
  *                            and with Q^T packed on every table
  *  test_tileops_memory.c     move and memory drivers
  *  test_tileops_sort.c       TSORT32 TMRGSORT TTOPK TMRGTOPK, their stress
- *  test_tileops_attention.c  TGATHERPACK TSOFTMAXONLINE (also on transposed
- *                            scores) TSOFTMAXFINAL; a sparse attention step
+ *  test_tileops_attention.c  TSOFTMAXONLINE (also on transposed scores)
+ *                            TSOFTMAXFINAL; a sparse attention step
  *                            chaining them with TMATMUL_GA and TMATMUL_GB
  *  test_tileops_check.c      pto__tileop_check's operand rules: geometry,
  *                            element-wise, axis, memory, movement, sort,
  *                            aliasing
- *  test_tileops_check_matmul.c  ... of the matmul family, TGATHERPACK,
+ *  test_tileops_check_matmul.c  ... of the matmul family,
  *                            TSOFTMAXONLINE, TSOFTMAXFINAL, packed operands
  *  test_tileops_simd.c       every table directly: prefetch, the exp/log
  *                            sweeps, SIMD stress against the scalar table
@@ -226,7 +226,6 @@ static const oracle_case cases[PTO_OP_COUNT] = {
     [PTO_OP_TLOADROWMAX] = {.drive = drive_loadmax},
     [PTO_OP_TLOADEXPDIFSUM] = {.drive = drive_loadexpsum, .fb = o_expdif},
     [PTO_OP_TLOADSOFTMAXSTORE] = {.drive = drive_loadsoftmax},
-    [PTO_OP_TGATHERPACK] = {.drive = drive_gatherpack},
     [PTO_OP_TSOFTMAXONLINE] = {.drive = drive_smonline},
     [PTO_OP_TSOFTMAXFINAL] = {.drive = drive_smfinal},
     [PTO_OP_TTOPK] = {.drive = drive_topk},

@@ -4,11 +4,10 @@
 #include "tests/tileops_test.h"
 
 /* ---- drivers: attention's instructions ------------------------------------
- * TGATHERPACK is exact: its whole buffers are compared with the layouts
- * written out here (core/isa.def); TSOFTMAXONLINE and TSOFTMAXFINAL take
- * exps, logs and sums: each value within a relative 4e-6 (a few ulp of
- * vf_exp plus a sum of up to 40 positive terms in another order) of the
- * double-precision result, every untouched byte still the sentinel. */
+ * TSOFTMAXONLINE and TSOFTMAXFINAL take exps, logs and sums: each value
+ * within a relative 4e-6 (a few ulp of vf_exp plus a sum of up to 40
+ * positive terms in another order) of the double-precision result, every
+ * untouched byte still the sentinel. */
 
 /* An index tile of n slots (1 x n valid in 1 x cap), every fifth invalid
  * (-1, rows, INT32_MIN, or rows + 3 in turn), the rest rows apart. */
@@ -37,54 +36,6 @@ static pto_tile *index_tile_2d(const pto_tile *ix, uint32_t n) {
   for (uint32_t c = 0; c < n; c++)
     seti(t, c / (n / 4), c % (n / 4), geti(ix, 0, c));
   return t;
-}
-
-void drive_gatherpack(int op, const oracle_case *oc) {
-  (void)oc;
-  /* slots n, D, dv, panel width, table rows */
-  static const uint32_t dims[][5] = {
-      {16, 24, 16, 16, 50}, {13, 37, 20, 16, 9}, {7, 5, 5, 5, 30},
-      {1, 1, 1, 1, 2},      {33, 64, 48, 8, 100}, {10, 22, 18, 8, 40}};
-  static const pto_dtype gdts[] = {PTO_F32, PTO_BF16, PTO_F16};
-  for (int gi = 0; gi < 3; gi++)
-    for (int di = 0; di < 6; di++)
-      for (int cm = 0; cm < 2; cm++) { /* table row- or column-major */
-        const uint32_t *D = dims[di];
-        const uint32_t n = D[0], K = D[1], dv = D[2], w = D[3];
-        rng r = rng_seed(seed_of(op, gi, di, cm));
-        gbuf tb = gbuf_gen(&r, gdts[gi], D[4], K + 2, cm, G_MM);
-        pto_tile *ix = index_tile(&r, n, n + 3, (int32_t)D[4]);
-        const uint32_t np = (n + w - 1) / w * w, vp = (dv + w - 1) / w * w;
-        pto_tile *gt = dst_new(PTO_F32, K + 1, np + 2, K, n);
-        pto_tile *v = dst_new(PTO_F32, n + 2, vp, n, dv);
-        pto_tile *wg = tile_clone(gt), *wv = tile_clone(v);
-        for (uint32_t t = 0; t < np; t++) {
-          const int ok = t < n && index_ok(ix, t, D[4]);
-          const int32_t j = ok ? geti(ix, 0, t) : 0;
-          for (uint32_t d = 0; d < K; d++) /* G^T: (d, t) */
-            ((float *)wg->data)[pto__pack_b_index(wg, w, d, t)] =
-                ok ? (float)value_of(tb.g.dtype, gat(&tb.g, j, d)) : 0.0f;
-          for (uint32_t c = 0; t < n && c < vp; c++) /* V: (t, c) */
-            ((float *)wv->data)[pto__pack_b_index(wv, w, t, c)] =
-                ok && c < dv ? (float)value_of(tb.g.dtype, gat(&tb.g, j, c))
-                             : 0.0f;
-        }
-        char ctx[128];
-        snprintf(ctx, sizeof ctx, "%s %s table%s n=%u D=%u dv=%u w=%u",
-                 pto__insn_name(op), pto_dtype_name(gdts[gi]),
-                 cm ? " (col-major)" : "", n, K, dv, w);
-        pto_targs a = {0};
-        a.dst[0] = gt;
-        a.dst[1] = v;
-        a.src[0] = ix;
-        a.g = tb.g;
-        a.imm[0] = (int32_t)w;
-        run_ok(op, &a, ctx);
-        cr_assert(memcmp(gt->data, wg->data, tile_size(gt)) == 0,
-                  "%s: G^T differs from the packed layout", ctx);
-        cr_assert(memcmp(v->data, wv->data, tile_size(v)) == 0,
-                  "%s: V differs from the packed layout", ctx);
-      }
 }
 
 /* within 4e-6 relative, or both the same infinity or zero */

@@ -1,7 +1,7 @@
 /* tileops: pto__tileop_check on the matmul family (TMATMUL, TMATMUL_ACC
  * and its row scale, TMATMUL_RELU_WSUM, TMATMUL_GA, TMATMUL_GB,
  * TMATMUL_RELU_WSUM_G, packed operands) and on the attention instructions
- * around it (TGATHERPACK, TSOFTMAXONLINE, TSOFTMAXFINAL): rejects bad
+ * around it (TSOFTMAXONLINE, TSOFTMAXFINAL): rejects bad
  * operands, naming the instruction and what is wrong, and accepts good ones
  * (tileops/check_matmul.c). */
 #include "tests/tileops_test.h"
@@ -51,34 +51,7 @@ Test(tileops, check_attention_operands, .fini = free_all) {
   expect_reject(PTO_OP_TMATMUL, &a, PTO_EINVAL, "TMATMUL_ACC only", NULL);
   a.src[2] = NULL;
   expect_reject(PTO_OP_TMATMUL_ACC, &a, PTO_EINVAL, "src2", NULL);
-  /* TGATHERPACK */
-  pto_tile *ix = dst_new(PTO_I32, 1, 32, 1, 20),
-           *gt = dst_new(PTO_F32, 24, 30, 24, 20),
-           *v = dst_new(PTO_F32, 32, 25, 20, 16);
-  float table[10 * 24];
-  pto_targs g = {0};
-  g.src[0] = ix;
-  g.dst[0] = gt;
-  g.dst[1] = v;
-  g.g = (pto_gview){table, PTO_F32, 10, 24, 24, 1};
-  g.imm[0] = 16;
-  expect_accept(PTO_OP_TGATHERPACK, &g);
-  g.imm[0] = 0;
-  expect_reject(PTO_OP_TGATHERPACK, &g, PTO_EINVAL, "imm[0]", NULL);
-  g.imm[0] = 16;
-  ix->valid_cols = 19;
-  expect_reject(PTO_OP_TGATHERPACK, &g, PTO_ESHAPE, "19 indices", "20");
-  ix->valid_cols = 20;
-  g.g.cols = 23;
-  expect_reject(PTO_OP_TGATHERPACK, &g, PTO_ESHAPE, "10x23", "24");
-  g.g.cols = 24;
-  g.g.dtype = PTO_I32;
-  expect_reject(PTO_OP_TGATHERPACK, &g, PTO_EDTYPE, "i32", NULL);
-  g.g.dtype = PTO_F32;
-  g.imm[0] = 25; /* 20 slots in panels of 25 need 25 cols: dst0 has 32 */
-  expect_accept(PTO_OP_TGATHERPACK, &g);
-  gt->valid_cols = ix->valid_cols = v->valid_rows = 30; /* 50 > 32 */
-  expect_reject(PTO_OP_TGATHERPACK, &g, PTO_ESHAPE, "panels of 25", "50");
+  pto_tile *ix = dst_new(PTO_I32, 1, 32, 1, 20);
   /* TSOFTMAXONLINE */
   pto_tile *S = dst_new(PTO_F32, 12, 32, 12, 20),
            *P = dst_new(PTO_F32, 12, 32, 12, 20),

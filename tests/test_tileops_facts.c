@@ -419,16 +419,6 @@ static void g_matmul_wsum_g(inst *x, rng *r) {
   x->N = N;
   x->K = K;
 }
-static void g_gatherpack(inst *x, rng *r) {
-  const uint32_t n = dim(r, 12), D = dim(r, 10), dv = dim(r, 10), w = dim(r, 8);
-  const int64_t rows = n + below(r, 6);
-  x->indices_unique = below(r, 3) != 0;
-  x->a.src[0] = indices(x, r, n, rows, x->indices_unique);
-  x->a.dst[0] = tile(x, r, PTO_F32, D, up(n, w), D, n, -1);
-  x->a.dst[1] = tile(x, r, PTO_F32, n, up(dv, w), n, dv, -1);
-  x->a.imm[0] = (int32_t)w;
-  view_new(x, r, 0, mm_dtype(r), rows, (D > dv ? D : dv) + below(r, 3));
-}
 static void g_matmul_ga(inst *x, rng *r) {
   const uint32_t n = dim(r, 12), N = dim(r, 20), K = dim(r, 16), w = dim(r, 8);
   const int64_t rows = n + below(r, 6);
@@ -612,7 +602,6 @@ static const gen_fn gens[PTO_CLASS_COUNT] = {
     [PTO_CLASS_MATMUL_ACC] = g_matmul_acc,
     [PTO_CLASS_MATMUL_WSUM] = g_matmul_wsum,
     [PTO_CLASS_MATMUL_WSUM_G] = g_matmul_wsum_g,
-    [PTO_CLASS_GATHERPACK] = g_gatherpack,
     [PTO_CLASS_MATMUL_GA] = g_matmul_ga,
     [PTO_CLASS_MATMUL_GB] = g_matmul_gb,
     [PTO_CLASS_SMONLINE] = g_smonline,

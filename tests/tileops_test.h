@@ -220,7 +220,6 @@ void drive_topk(int op, const oracle_case *oc);
 void drive_mrgtopk(int op, const oracle_case *oc);
 
 /* test_tileops_attention.c */
-void drive_gatherpack(int op, const oracle_case *oc);
 void drive_smonline(int op, const oracle_case *oc);
 void drive_smfinal(int op, const oracle_case *oc);
 

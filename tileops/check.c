@@ -475,10 +475,6 @@ static int rule_MATMUL_ACC(const chk *k, const pto_targs *a) {
   return rule_MATMUL(k, a);
 }
 
-static int rule_GATHERPACK(const chk *k, const pto_targs *a) {
-  return pto__check_tgatherpack(k, a);
-}
-
 static int rule_MATMUL_GA(const chk *k, const pto_targs *a) {
   return pto__check_tmatmul_gathered(k, a, 1);
 }

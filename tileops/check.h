@@ -126,7 +126,6 @@ int pto__check_tmatmul_relu_wsum(const chk *k, const pto_targs *a);
 /* TMATMUL_GA (ga 1) and TMATMUL_GB (ga 0) */
 int pto__check_tmatmul_gathered(const chk *k, const pto_targs *a, int ga);
 int pto__check_tmatmul_relu_wsum_g(const chk *k, const pto_targs *a);
-int pto__check_tgatherpack(const chk *k, const pto_targs *a);
 int pto__check_tsoftmaxonline(const chk *k, const pto_targs *a);
 int pto__check_tsoftmaxfinal(const chk *k, const pto_targs *a);
 

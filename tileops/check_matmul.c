@@ -1,9 +1,9 @@
 /* The operand rules of the matmul family (TMATMUL, TMATMUL_ACC,
  * TMATMUL_RELU_WSUM, TMATMUL_GA, TMATMUL_GB, TMATMUL_RELU_WSUM_G) and of
- * the attention instructions around it (TGATHERPACK, TSOFTMAXONLINE,
- * TSOFTMAXFINAL), from core/isa.def's semantics: operand dtypes, K
- * agreement, packed panels, the table rows are read from and the row scale.
- * One function per operand class, called by tileops/check.c's rules. */
+ * the attention instructions around it (TSOFTMAXONLINE, TSOFTMAXFINAL),
+ * from core/isa.def's semantics: operand dtypes, K agreement, packed
+ * panels, the table rows are read from and the row scale. One function per
+ * operand class, called by tileops/check.c's rules. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
@@ -57,8 +57,8 @@ static int check_matmul(const chk *k, const pto_targs *a, uint32_t *M,
   return PTO_OK;
 }
 
-/* The table whose rows an instruction reads by index (TGATHERPACK,
- * TMATMUL_GA/GB): a global view of f32, bf16 or f16. */
+/* The table whose rows an instruction reads (TMATMUL_GA/GB by index,
+ * TMATMUL_RELU_WSUM_G): a global view of f32, bf16 or f16. */
 static int check_table(const chk *k, const pto_gview *g) {
   int st = check_gview_base(k, g, "global view");
   if (st)
@@ -218,31 +218,6 @@ int pto__check_tmatmul_relu_wsum_g(const chk *k, const pto_targs *a) {
                 " (src0 valid %" PRIu32 "x%" PRIu32 ")",
                 a->g.rows, a->g.cols, N, K, qt->valid_rows, qt->valid_cols);
   return check_groups(k, a, M, "src0's", " cols");
-}
-
-/* TGATHERPACK: indices, a table, two packed destinations. */
-int pto__check_tgatherpack(const chk *k, const pto_targs *a) {
-  const pto_tile *d = a->dst[0], *d1 = a->dst[1], *s0 = a->src[0];
-  int st;
-  TRY(check_dtype_is(k, "src0", s0, PTO_I32));
-  TRY(check_dtype_is(k, "dst0", d, PTO_F32));
-  TRY(check_dtype_is(k, "dst1", d1, PTO_F32));
-  TRY(check_table(k, &a->g));
-  const uint64_t n = (uint64_t)s0->valid_rows * s0->valid_cols;
-  if (d->valid_cols != n || d1->valid_rows != n)
-    return fail(k, PTO_ESHAPE,
-                "src0 holds %" PRIu64 " indices: dst0 valid %" PRIu32
-                "x%" PRIu32 " needs %" PRIu64 " cols, dst1 valid %" PRIu32
-                "x%" PRIu32 " %" PRIu64 " rows",
-                n, d->valid_rows, d->valid_cols, n, d1->valid_rows,
-                d1->valid_cols, n);
-  if (a->g.cols < d->valid_rows || a->g.cols < d1->valid_cols)
-    return fail(k, PTO_ESHAPE,
-                "global view %" PRId64 "x%" PRId64 " has fewer cols than "
-                "dst0's rows (%" PRIu32 ") or dst1's cols (%" PRIu32 ")",
-                a->g.rows, a->g.cols, d->valid_rows, d1->valid_cols);
-  TRY(check_packed(k, "dst0", d, 0, a->imm[0], 0));
-  return check_packed(k, "dst1", d1, 0, a->imm[0], 0);
 }
 
 /* TSOFTMAXONLINE: scores M x N, or N x M with

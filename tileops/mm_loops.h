@@ -498,7 +498,6 @@ static void mm_install(pto_isa_table *t) {
   t->fn[PTO_OP_TMATMUL] = mm_TMATMUL;
   t->fn[PTO_OP_TMATMUL_ACC] = mm_TMATMUL_ACC;
   t->fn[PTO_OP_TMATMUL_RELU_WSUM] = mm_TMATMUL_RELU_WSUM;
-  t->fn[PTO_OP_TGATHERPACK] = pto__tgatherpack;
   t->fn[PTO_OP_TMATMUL_GA] = mm_TMATMUL_GA;
   t->fn[PTO_OP_TMATMUL_GB] = mm_TMATMUL_GB;
   t->fn[PTO_OP_TMATMUL_RELU_WSUM_G] = mm_TMATMUL_RELU_WSUM_G;

@@ -586,7 +586,6 @@ static int ref_TMRGTOPK(int op, const pto_targs *a) {
 
 /* the instructions reading global rows in place, and attention's softmax,
  * live in tileops/ref_attn.c */
-#define ref_TGATHERPACK pto__ref_TGATHERPACK
 #define ref_TSOFTMAXONLINE pto__ref_TSOFTMAXONLINE
 #define ref_TSOFTMAXFINAL pto__ref_TSOFTMAXFINAL
 #define ref_TMATMUL_GA pto__ref_TMATMUL_GA

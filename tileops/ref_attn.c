@@ -1,7 +1,6 @@
 /* The scalar reference of the instructions that read global rows where
- * they lie, and of attention's softmax (core/isa.def): TGATHERPACK,
- * TMATMUL_GA, TMATMUL_GB, TMATMUL_RELU_WSUM_G, TSOFTMAXONLINE and
- * TSOFTMAXFINAL, written to be obviously right; tileops/ref.c puts them in
+ * they lie, and of attention's softmax (core/isa.def): TMATMUL_GA,
+ * TMATMUL_GB, TMATMUL_RELU_WSUM_G, TSOFTMAXONLINE and TSOFTMAXFINAL, written to be obviously right; tileops/ref.c puts them in
  * the scalar table. Compiled with -ffp-contract=off, as ref.c. */
 #include <math.h>
 #include <stdint.h>
@@ -16,41 +15,6 @@ static float *f32_at(const pto_tile *t, size_t i) {
 
 static float ldf(const pto_tile *t, uint32_t r, uint32_t c) {
   return *f32_at(t, (size_t)r * t->stride + c);
-}
-
-/* Zeroes a packed B operand (K x N valid) whole panels deep: the padding
- * columns of its last panel stay zero, everything else is written after. */
-static void zero_panels_b(pto_tile *t, uint32_t w) {
-  uint32_t panels = (t->valid_cols + w - 1) / w;
-  for (uint32_t p = 0; p < panels; p++)
-    for (uint32_t k = 0; k < t->valid_rows; k++)
-      memset(f32_at(t, pto__pack_b_index(t, w, k, p * w)), 0,
-             w * sizeof(float));
-}
-
-int pto__ref_TGATHERPACK(int op, const pto_targs *a) {
-  (void)op;
-  pto_tile *gt = a->dst[0], *v = a->dst[1];
-  const pto_tile *idx = a->src[0];
-  const pto_gview *g = &a->g;
-  const uint32_t w = (uint32_t)a->imm[0], n = gt->valid_cols;
-  const size_t es = pto__dtype_bytes(g->dtype);
-  zero_panels_b(gt, w);
-  zero_panels_b(v, w);
-  for (uint32_t t = 0; t < n; t++) {
-    int32_t i = pto__index_at(idx, t);
-    if (i < 0 || i >= g->rows)
-      continue; /* a zero row */
-    const unsigned char *row =
-        (const unsigned char *)g->base + (int64_t)i * g->row_stride * (int64_t)es;
-    for (uint32_t d = 0; d < gt->valid_rows; d++)
-      *f32_at(gt, pto__pack_b_index(gt, w, d, t)) =
-          pto__to_f32(g->dtype, row + (int64_t)d * g->col_stride * (int64_t)es);
-    for (uint32_t c = 0; c < v->valid_cols; c++)
-      *f32_at(v, pto__pack_b_index(v, w, t, c)) =
-          pto__to_f32(g->dtype, row + (int64_t)c * g->col_stride * (int64_t)es);
-  }
-  return PTO_OK;
 }
 
 /* Element (r, c) of a matmul operand as f32: packed as TLOAD packs A

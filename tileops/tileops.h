@@ -186,7 +186,7 @@ static inline int32_t pto__index_at(const pto_tile *t, uint32_t i) {
                                     i % t->valid_cols];
 }
 /* The row of table g that slot t of the index tile idx picks, NULL when
- * its index is outside [0, g->rows) (TGATHERPACK, TMATMUL_GA/GB). */
+ * its index is outside [0, g->rows) (TMATMUL_GA/GB). */
 static inline const unsigned char *pto__table_row(const pto_tile *idx,
                                                   const pto_gview *g,
                                                   uint32_t t) {
@@ -204,9 +204,6 @@ void pto__widen_bf16(float *restrict d, const void *restrict s, uint32_t n);
  * tile are f32 (and through the reference otherwise): the packing the SIMD
  * tables share (tileops/pack.c). Same contract as a table entry. */
 int pto__tload_pack(int op, const pto_targs *a);
-/* TGATHERPACK, fast for an f32 table with contiguous rows (tileops/pack.c),
- * the reference otherwise. */
-int pto__tgatherpack(int op, const pto_targs *a);
 /* TSTORE of an f32 tile to an f32 global with unit column stride (a matmul
  * result leaving L0C), row by row; the reference for anything else.
  * Bit-exact with the reference, PTO_TF_ACC included. The matmul tables
@@ -228,7 +225,6 @@ static inline int pto__sorts_before(float v0, int32_t i0, float v1,
 
 /* The references of attention's instructions (tileops/ref_attn.c), entries
  * of the scalar table. */
-int pto__ref_TGATHERPACK(int op, const pto_targs *a);
 int pto__ref_TSOFTMAXONLINE(int op, const pto_targs *a);
 int pto__ref_TSOFTMAXFINAL(int op, const pto_targs *a);
 int pto__ref_TMATMUL_GA(int op, const pto_targs *a);
