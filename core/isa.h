@@ -53,6 +53,7 @@ typedef enum pto_insn_family {
  * the same operand rules (tileops/check.c: rule_<CLASS>). A class is the
  * last column of an isa.def row. CUSTOM is first, so that a custom
  * instruction's zeroed info is of it. */
+/* clang-format off */
 #define PTO_CLASS_MAP(X)                                                       \
   X(CUSTOM)                                                                    \
   X(LOAD) X(STORE) X(MULSTORE) X(LOADMAX) X(LOADEXPSUM) X(LOADSTORE)           \
@@ -62,6 +63,7 @@ typedef enum pto_insn_family {
   X(MATMUL_WSUM_G) X(MATMUL_GA) X(MATMUL_GB) X(SMONLINE)                       \
   X(SMFINAL) X(EXTRACT) X(INSERT) X(TRANS) X(FILLPAD) X(SORT32) X(MRGSORT)     \
   X(TOPK) X(MRGTOPK)
+/* clang-format on */
 
 typedef enum pto_insn_class {
 #define PTO__CLASS_ENUM(name) PTO_CLASS_##name,
@@ -219,11 +221,11 @@ enum {
 };
 
 typedef struct pto_operand {
-  uint8_t role;   /* pto_role */
-  uint8_t level;  /* a cube program keeps it in this pto_mem_level;
-                     PTO_MEM_LEVEL_COUNT: its program's default level */
-  uint8_t writes; /* destinations: pto_extent */
-  uint8_t attr;   /* PTO_OA_* */
+  uint8_t role;    /* pto_role */
+  uint8_t level;   /* a cube program keeps it in this pto_mem_level;
+                      PTO_MEM_LEVEL_COUNT: its program's default level */
+  uint8_t writes;  /* destinations: pto_extent */
+  uint8_t attr;    /* PTO_OA_* */
   uint16_t dtypes; /* accepted: PTO_DT_* */
 } pto_operand;
 

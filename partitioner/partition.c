@@ -408,9 +408,9 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
         e->args[a].storage = in->g.storage;
         e->args[a].offset = in->g.offset;
         a++;
-        acc[n_acc++] = pto__graph_access(
-            t, &in->g, in->g.offset,
-            pto__insn_facts(in->op)->g == PTO_GA_WRITE);
+        acc[n_acc++] =
+            pto__graph_access(t, &in->g, in->g.offset,
+                              pto__insn_facts(in->op)->g == PTO_GA_WRITE);
         task->cost += bytes;
         e->stats.boundary_bytes += bytes;
       }

@@ -63,8 +63,10 @@ static int slots_apart(const pto_executable *e, uint32_t q, int32_t l1,
 typedef struct ref {
   uint8_t i, d, j;
 } ref;
-#define S(i, j) {i, 0, j}
-#define D(i, j) {i, 1, j}
+#define S(i, j)                                                                \
+  { i, 0, j }
+#define D(i, j)                                                                \
+  { i, 1, j }
 
 /* What a rule's own condition sees: the executable, the program (number
  * q) and the matched instructions m[0 .. n). */
@@ -245,8 +247,8 @@ static int dtypes_ok(const rule *r, const match *x) {
   for (int s = 0; s < r->n_src + r->n_dst; s++) {
     const int is_dst = s >= r->n_src;
     const ref at = is_dst ? r->dst[s - r->n_src] : r->src[s];
-    const pto_operand o = pto__insn_operand(r->to, is_dst,
-                                            is_dst ? s - r->n_src : s);
+    const pto_operand o =
+        pto__insn_operand(r->to, is_dst, is_dst ? s - r->n_src : s);
     if (!(o.dtypes & PTO_DT(tile(x, at)->dtype)))
       return 0;
   }

@@ -343,7 +343,6 @@ static int mm_TMATMUL_GA(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
-
 /* TMATMUL_RELU_WSUM_G's scores past the causal diagonal, when the flag is
  * set: -inf where n > r + s. */
 static int wsg_causal(const pto_targs *a) {
@@ -632,9 +631,8 @@ static int mm_TMATMUL_GB(int op, const pto_targs *a) {
   const float *Ad = A->data; /* A's panels, a_panel apart */
   float *ac = NULL; /* the valid slots' columns of A: the plan's scratch */
   if (vt[n - 1] != n - 1) {
-    if (!(ac = pto__targs_scratch(a, 1,
-                                  (M + MR - 1) / MR * (size_t)MR * n *
-                                      sizeof(float))))
+    if (!(ac = pto__targs_scratch(
+              a, 1, (M + MR - 1) / MR * (size_t)MR * n * sizeof(float))))
       return pto__isa_ref(op, a);
     for (uint32_t p = 0; p < (M + MR - 1) / MR; p++)
       for (uint32_t k = 0; k < n; k++)
