@@ -489,7 +489,7 @@ uint64_t pto__insn_gcols_of(const pto_insn_shape *s) {
 }
 
 void pto__insn_footprint(const pto_insn_shape *s, pto_core_type core,
-                         const uint32_t rc[PTO_MAX_SRC + PTO_MAX_DST][2],
+                         const uint32_t *cap,
                          uint64_t bytes[PTO_MEM_LEVEL_COUNT]) {
   const pto_mem_level home = core == PTO_CORE_CUBE ? PTO_MEM_L1 : PTO_MEM_UB;
   for (int k = 0; k < s->n_src + s->n_dst; k++) {
@@ -497,7 +497,7 @@ void pto__insn_footprint(const pto_insn_shape *s, pto_core_type core,
     const pto_operand o = pto__insn_operand(s->op, is_dst, r);
     const pto_mem_level l =
         core == PTO_CORE_CUBE && o.level < DEF ? (pto_mem_level)o.level : home;
-    const uint32_t *x = rc[is_dst ? PTO_MAX_SRC + r : r];
+    const uint32_t *x = cap + 2 * (is_dst ? PTO_MAX_SRC + r : r);
     bytes[l] += pto_tile_bytes(is_dst ? s->ddt[r] : s->sdt[r], x[0], x[1]);
   }
   bytes[home] += pto__insn_scratch_of(s);

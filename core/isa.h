@@ -366,12 +366,12 @@ uint64_t pto__insn_scratch_of(const pto_insn_shape *s);
 uint64_t pto__insn_gcols_of(const pto_insn_shape *s);
 
 /* The local bytes of op's operands per level (bytes[PTO_MEM_LEVEL_COUNT],
- * added to), each tile a rows x cols capacity given by rc (rows, cols of
- * source r at rc[r], of destination d at rc[PTO_MAX_SRC + d]), in the
- * level a program of core type `core` keeps it, and its scratch in the
- * program's level. */
+ * added to): each tile's capacity in cap (rows, cols of source r at
+ * cap[2 r], cap[2 r + 1], of destination d at cap[2 (PTO_MAX_SRC + d)]
+ * ...), in the level a program of core type `core` keeps it, and its
+ * scratch in the program's level. */
 void pto__insn_footprint(const pto_insn_shape *s, pto_core_type core,
-                         const uint32_t rc[PTO_MAX_SRC + PTO_MAX_DST][2],
+                         const uint32_t *cap,
                          uint64_t bytes[PTO_MEM_LEVEL_COUNT]);
 
 /* Whether op may write element i (in elements from its data) of its

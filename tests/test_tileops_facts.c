@@ -853,6 +853,28 @@ static void check_instance(inst *x, const char *ctx) {
                  "%s: the bytes column says %llu, it touched %llu", ctx,
                  (unsigned long long)pto__insn_bytes_of(&sh),
                  (unsigned long long)want);
+  /* the local footprint: its tiles' bytes (and its scratch), all in UB
+   * on a vector core, in the levels the table gives them on a cube */
+  uint32_t rc[PTO_MAX_SRC + PTO_MAX_DST][2] = {{0, 0}};
+  uint64_t total = pto__insn_scratch_of(&sh);
+  for (int k = 0; k < sh.n_src + sh.n_dst; k++) {
+    const int is_dst = k >= sh.n_src, j = is_dst ? k - sh.n_src : k;
+    const pto_tile *t = is_dst ? x->a.dst[j] : x->a.src[j];
+    rc[is_dst ? PTO_MAX_SRC + j : j][0] = t->rows;
+    rc[is_dst ? PTO_MAX_SRC + j : j][1] = t->cols;
+    total += pto_tile_bytes(t->dtype, t->rows, t->cols);
+  }
+  for (int c = 0; c < 2; c++) {
+    uint64_t lv[PTO_MEM_LEVEL_COUNT] = {0}, sum = 0;
+    pto__insn_footprint(&sh, c ? PTO_CORE_CUBE : PTO_CORE_VECTOR, &rc[0][0],
+                        lv);
+    for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++)
+      sum += lv[l];
+    cr_assert_eq(sum, total, "%s: footprint %llu bytes, its tiles %llu", ctx,
+                 (unsigned long long)sum, (unsigned long long)total);
+    cr_assert(c || lv[PTO_MEM_UB] == total,
+              "%s: a vector core's footprint outside UB", ctx);
+  }
   if (info->family == PTO_FAMILY_MATMUL)
     cr_assert_eq(pto__insn_flops_of(&sh), 2 * x->M * x->N * x->K,
                  "%s: the flops column says %llu, 2 M N K = 2 x %llu x %llu "
