@@ -6,9 +6,11 @@
  *                                 runs on each runtime: races)
  *   fuzz_diff --minimize SEED     a smaller failing case, as C
  *
- * Seeds run in a child process watched by this one; a hang (no progress for
- * --timeout seconds) or a crash is reported with its seed and stage, and
- * each failing seed's C program is printed (and written to DIR/seed-S.c).
+ * A case with dynamic dims runs at each of its bindings (randprog.h); the
+ * summary counts them. Seeds run in a child process watched by this one; a
+ * hang (no progress for --timeout seconds) or a crash is reported with its
+ * seed and stage, and each failing seed's C program is printed (and written
+ * to DIR/seed-S.c).
  * PTO_RP_FIXED="name,..." checks known bugs as fixed (see randprog.h).
  * Exit status: 0 when no seed failed. */
 #include <inttypes.h>
@@ -28,7 +30,8 @@ static void usage(FILE *o) {
              "    PTO_RP_FIXED=name,...|all to check it (the default):\n"
              "  matmul_acc_alias fusion_cycle l1_reuse_hang huge_shapes "
              "fusion_parallelism\n  dead_strict_gather dead_op_store "
-             "slow_split_plan\n");
+             "slow_split_plan softmax_batch_tail\n  empty_max_reduce "
+             "empty_strict_gather\n");
 }
 
 int main(int argc, char **argv) {
@@ -112,11 +115,13 @@ int main(int argc, char **argv) {
   }
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
-  printf("fuzz_diff: %" PRIu64 " seeds (%" PRIu64 " ops) in %.1f s: %" PRIu64
+  printf("fuzz_diff: %" PRIu64 " seeds (%" PRIu64 " ops; %" PRIu64
+         " with dynamic dims, at %" PRIu64 " bindings) in %.1f s: %" PRIu64
          " pass, %" PRIu64 " skip (capacity), %" PRIu64 " known, %" PRIu64
          " fail (%" PRIu64 " hangs, %" PRIu64 " crashes)\n",
-         tot.seeds, tot.ops, s, tot.by[RP_PASS], tot.by[RP_SKIP],
-         tot.by[RP_KNOWN], tot.by[RP_FAIL], tot.hangs, tot.crashes);
+         tot.seeds, tot.ops, tot.dynamic, tot.binds, s, tot.by[RP_PASS],
+         tot.by[RP_SKIP], tot.by[RP_KNOWN], tot.by[RP_FAIL], tot.hangs,
+         tot.crashes);
   if (tot.by[RP_FAIL])
     printf("fuzz_diff: first failing seed %" PRIu64 "\n", tot.first_fail);
   return tot.by[RP_FAIL] ? 1 : 0;

@@ -90,6 +90,13 @@ int rp_case_num_ops(const rp_case *c) {
   return n;
 }
 
+int rp_case_num_dims(const rp_case *c) {
+  return c->n_dims;
+}
+int rp_case_num_binds(const rp_case *c) {
+  return c->n_binds;
+}
+
 void rp_case_free(rp_case *c) {
   if (!c)
     return;
@@ -746,13 +753,20 @@ static rp_case *generate(rp_src *r, uint64_t seed, const rp_switches *sw) {
   memset(&g, 0, sizeof g);
   g.c = c;
   g.r = r;
-  nn_init(&g, r->bytes ? (uint64_t)r->size * 0x9e3779b97f4a7c15ull ^
-                             (r->size ? r->data[0] : 0)
-                       : seed);
+  const uint64_t side = r->bytes ? (uint64_t)r->size * 0x9e3779b97f4a7c15ull ^
+                                       (r->size ? r->data[0] : 0)
+                                 : seed;
+  nn_init(&g, side);
   gen_case(&g);
   if (c->sw.dead_op_store)
     prune(c); /* no dead ops: they may make a live tensor lose its storage */
   c->seed = seed; /* inputs drew their fill seeds from it */
+  /* the dims come from a stream of their own too (fuzzer bytes: all of
+   * them), so the steps stay what they were */
+  uint64_t h = side;
+  for (size_t i = 0; r->bytes && i < r->size; i++)
+    h = (h ^ r->data[i]) * 0x100000001b3ull;
+  dims_overlay(c, h);
   return c;
 }
 

@@ -14,7 +14,16 @@
  * matmul must be bit-exact too; EXACT: made by correctly rounded ops from
  * exact operands, so bit-exact; APPROX: an absolute error bound derived op
  * by op (exp/log/rsqrt within a few ulp, f32 sums in any order within
- * (n+1) u sum|x|, softmax, and everything downstream of them). */
+ * (n+1) u sum|x|, softmax, and everything downstream of them).
+ *
+ * About a quarter of the cases (chosen by a stream of their own, so the
+ * steps stay what the seed made) declare dynamic dims on some axes of
+ * their inputs and fills (randprog_dims.c): such a case is compiled once
+ * and run at several bindings (extents of 0 and 1, tile boundaries, the
+ * maxima, random ones; now and then one that breaks an equality the ops
+ * recorded, which must be refused) against the evaluator at each, with
+ * every output buffer starting from a pattern that what lies past the
+ * extents must keep. */
 #ifndef PTO_TESTS_RANDPROG_H
 #define PTO_TESTS_RANDPROG_H
 
@@ -25,8 +34,8 @@
 
 /* Bugs the generator can steer around, each behind its own switch: 1 =
  * the bug is open, avoid the pattern (or classify its symptom as known);
- * 0 = it is fixed, generate the pattern and check it. X(name, open): every
- * bug listed is fixed now (the regression tests in tests/test_random.c
+ * 0 = it is fixed, generate the pattern and check it. X(name, open): the
+ * bugs listed as 0 are fixed (the regression tests in tests/test_random.c
  * keep them so); a bug found later is added here open until it is fixed.
  * PTO_RP_KNOWN="name,name" in the environment sets switches to 1, and
  * PTO_RP_FIXED="name,name" (or "all") to 0. */
@@ -39,7 +48,11 @@
   /* found by this test: */                                                    \
   X(dead_strict_gather, 0) /* eval fails on a strict gather no output needs */ \
   X(dead_op_store, 0) /* merged instances store to no storage */               \
-  X(slow_split_plan, 0) /* tiny tiles: an over-fused subgraph plans in n^2 */
+  X(slow_split_plan, 0) /* tiny tiles: an over-fused subgraph plans in n^2 */  \
+  /* found by its dynamic cases, open: */                                      \
+  X(softmax_batch_tail, 1)  /* fused softmax writes rows past a batch dim */   \
+  X(empty_max_reduce, 1)    /* max/min over an extent of 0: -inf, eval 0 */    \
+  X(empty_strict_gather, 1) /* D of 0: the run skips it, eval: ERANGE */
 
 typedef struct rp_switches {
 #define RP__SW(name, open) int name;
@@ -67,11 +80,15 @@ rp_case *rp_generate_bytes(const uint8_t *data, size_t size,
 void rp_case_free(rp_case *c);
 uint64_t rp_case_seed(const rp_case *c);
 int rp_case_num_ops(const rp_case *c);
+/* Its dynamic dims (0: a static case) and the bindings it runs at. */
+int rp_case_num_dims(const rp_case *c);
+int rp_case_num_binds(const rp_case *c);
 
 /* The case as a C program against the public API (pto/pto.h) that builds
  * the program, fills the inputs, compiles under the case's config, runs
- * serially and on each of the case's runtimes and compares with the
- * evaluator; it exits 0 when everything matches. */
+ * serially and on each of the case's runtimes (a dynamic case: at each of
+ * its bindings) and compares with the evaluator; it exits 0 when
+ * everything matches. */
 void rp_print_c(const rp_case *c, FILE *out);
 
 typedef enum rp_outcome {
@@ -124,8 +141,8 @@ rp_outcome rp_run_config(rp_env *env, const rp_case *c, const pto_config *cfg,
 
 /* A smaller case that fails the same way (each candidate runs in a child
  * process, so crashes and hangs minimize too): outputs, dead ops, scopes,
- * config settings and runtimes removed one at a time. NULL (and msg says
- * why) when c does not fail; else msg is the failure. */
+ * dims, bindings, config settings and runtimes removed one at a time.
+ * NULL (and msg says why) when c does not fail; else msg is the failure. */
 rp_case *rp_minimize(const rp_case *c, double timeout_s, char *msg, size_t size,
                      FILE *log);
 
@@ -136,7 +153,8 @@ rp_case *rp_minimize(const rp_case *c, double timeout_s, char *msg, size_t size,
  * program_dir/seed-<seed>.c). */
 typedef struct rp_totals {
   uint64_t seeds, by[RP_OUTCOME_COUNT], hangs, crashes, ops;
-  uint64_t first_fail; /* UINT64_MAX if none */
+  uint64_t first_fail;     /* UINT64_MAX if none */
+  uint64_t dynamic, binds; /* cases with dynamic dims, their bindings */
 } rp_totals;
 int rp_supervise(uint64_t start, uint64_t count, const rp_switches *sw,
                  double timeout_s, const char *program_dir, int verbose,

@@ -37,6 +37,8 @@ typedef struct rp_val {
   int hidden; /* made by the nn stream (randprog_nn.c): the main stream
                  never sees it */
   int live;
+  int8_t dim[4]; /* dynamic dims (randprog_dims.c): 1 + the dim of each axis
+                    that is the whole dim (valid length its extent), else 0 */
 } rp_val;
 
 enum { /* steps */
@@ -105,6 +107,8 @@ typedef struct rp_step {
   int fill_kind, fill_q; /* inputs */
   double fill_lo, fill_hi;
   uint64_t fill_seed;
+  int8_t dim[4]; /* shapes of inputs, fills and iotas: 1 + the case's
+                    dynamic dim of each axis, 0 for a static one */
 } rp_step;
 
 typedef struct rp_label_cfg {
@@ -133,6 +137,20 @@ typedef struct rp_rt_spec {
   int shared, variant, policy, repeat;
 } rp_rt_spec;
 
+/* Dynamic dims (randprog_dims.c): each declared with the extent of the
+ * axes it is given as its maximum; a binding gives each one an extent. */
+#define RP_MAX_DIMS 4
+#define RP_MAX_BINDS 8
+typedef struct rp_dim {
+  char name[8];
+  int64_t max;
+} rp_dim;
+typedef struct rp_bind {
+  int64_t ext[RP_MAX_DIMS];
+  int expect; /* PTO_OK, or PTO_ESHAPE: an equality the ops recorded is
+                 broken on purpose */
+} rp_bind;
+
 struct rp_case {
   uint64_t seed;
   int from_bytes;
@@ -146,6 +164,10 @@ struct rp_case {
   rp_cfg cfg;
   int n_rts;
   rp_rt_spec rts[3];
+  int n_dims; /* none: a static case, run as before dims existed */
+  rp_dim dims[RP_MAX_DIMS];
+  int n_binds;
+  rp_bind binds[RP_MAX_BINDS];
 };
 
 /* ---- choices: a PRNG or fuzzer bytes (randprog.c) ------------------------ */
@@ -262,6 +284,21 @@ void nn_init(gen *g, uint64_t seed);
 void nn_step(gen *g);
 /* Outputs for the nn stream's leaves. */
 void nn_outputs(gen *g);
+
+/* ---- dynamic dims (randprog_dims.c) -------------------------------------- */
+
+/* Maybe (by a PRNG of its own, from seed) makes some axes of c's inputs
+ * and fills dynamic, keeping only the dims the builder accepts and the
+ * value tracking stays sound for at every extent, and picks c's bindings;
+ * c's steps are otherwise unchanged. */
+void dims_overlay(rp_case *c, uint64_t seed);
+/* Makes dim k static everywhere (its bindings' column goes too). */
+void dims_drop(rp_case *c, int k);
+/* Declares c's dims in p: codes[k] is case dim k's code. */
+void dims_declare(const rp_case *c, pto_program *p, int64_t *codes);
+/* "D0=5 D1=1" */
+void dims_describe(const rp_case *c, const int64_t *ext, char *buf,
+                   size_t size);
 
 /* ---- sparse attention (randprog_attention.c) ----------------------------- */
 

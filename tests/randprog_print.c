@@ -23,9 +23,51 @@ static void print_shape(FILE *o, int nd, const int64_t *s) {
   fprintf(o, "}");
 }
 
+/* A step's shape with its dynamic axes as the dims' codes (d[k] when
+ * printed). */
+static void print_dshape(FILE *o, const rp_step *s) {
+  fprintf(o, "(const int64_t[]){");
+  for (int i = 0; i < s->nd; i++) {
+    if (s->dim[i])
+      fprintf(o, "%sd[%d]", i ? ", " : "", s->dim[i] - 1);
+    else
+      fprintf(o, "%s%" PRId64, i ? ", " : "", s->shape[i]);
+  }
+  fprintf(o, "}");
+}
+static const int64_t *dshape(const rp_step *s, const int64_t *codes,
+                             int64_t *buf) {
+  for (int i = 0; i < s->nd; i++)
+    buf[i] = s->dim[i] ? codes[s->dim[i] - 1] : s->shape[i];
+  return buf;
+}
+
+void dims_declare(const rp_case *c, pto_program *p, int64_t *codes) {
+  for (int k = 0; k < c->n_dims; k++)
+    codes[k] = pto_dim_dynamic(p, c->dims[k].name, c->dims[k].max);
+}
+
+void dims_describe(const rp_case *c, const int64_t *ext, char *buf,
+                   size_t size) {
+  size_t n = 0;
+  buf[0] = 0;
+  for (int k = 0; k < c->n_dims && n < size; k++)
+    n += (size_t)snprintf(buf + n, size - n, "%s%s=%" PRId64, k ? " " : "",
+                          c->dims[k].name, ext[k]);
+}
+
 /* Builds the program into p (tensors into T) or, with o non-NULL, prints
  * the same calls as C. */
 void emit_program(const rp_case *c, pto_program *p, pto_tensor **T, FILE *o) {
+  int64_t codes[RP_MAX_DIMS] = {0}, sh[4];
+  if (o && c->n_dims) {
+    fprintf(o, "  int64_t d[%d];\n", c->n_dims);
+    for (int k = 0; k < c->n_dims; k++)
+      fprintf(o, "  d[%d] = pto_dim_dynamic(p, \"%s\", %" PRId64 ");\n", k,
+              c->dims[k].name, c->dims[k].max);
+  } else if (!o) {
+    dims_declare(c, p, codes);
+  }
   for (int i = 0; i < c->n_steps; i++) {
     const rp_step *s = &c->steps[i];
     const int *in = s->in;
@@ -34,10 +76,10 @@ void emit_program(const rp_case *c, pto_program *p, pto_tensor **T, FILE *o) {
       if (o) {
         fprintf(o, "  t[%d] = pto_input(p, \"%s\", %s, %d, ", s->out, s->name,
                 dt_c(s->dt), s->nd);
-        print_shape(o, s->nd, s->shape);
+        print_dshape(o, s);
         fprintf(o, ");\n");
       } else
-        T[s->out] = pto_input(p, s->name, s->dt, s->nd, s->shape);
+        T[s->out] = pto_input(p, s->name, s->dt, s->nd, dshape(s, codes, sh));
       break;
     case S_OUTPUT:
       if (o)
@@ -233,10 +275,11 @@ void emit_program(const rp_case *c, pto_program *p, pto_tensor **T, FILE *o) {
     case O_IOTA_AXIS:
       if (o) {
         fprintf(o, "pto_iota_axis(p, %s, %d, ", dt_c(s->dt), s->nd);
-        print_shape(o, s->nd, s->shape);
+        print_dshape(o, s);
         fprintf(o, ", %d, %" PRId64 ");\n", s->a0, s->ival);
       } else
-        r = pto_iota_axis(p, s->dt, s->nd, s->shape, s->a0, s->ival);
+        r = pto_iota_axis(p, s->dt, s->nd, dshape(s, codes, sh), s->a0,
+                          s->ival);
       break;
     case O_ASSEMBLE:
       if (o) {
@@ -320,18 +363,18 @@ void emit_program(const rp_case *c, pto_program *p, pto_tensor **T, FILE *o) {
     case O_FULL:
       if (o) {
         fprintf(o, "pto_full(p, %s, %d, ", dt_c(s->dt), s->nd);
-        print_shape(o, s->nd, s->shape);
+        print_dshape(o, s);
         fprintf(o, ", %.17g);\n", s->scalar);
       } else
-        r = pto_full(p, s->dt, s->nd, s->shape, s->scalar);
+        r = pto_full(p, s->dt, s->nd, dshape(s, codes, sh), s->scalar);
       break;
     case O_IOTA:
       if (o) {
         fprintf(o, "pto_iota(p, %s, %d, ", dt_c(s->dt), s->nd);
-        print_shape(o, s->nd, s->shape);
+        print_dshape(o, s);
         fprintf(o, ", %" PRId64 ");\n", s->ival);
       } else
-        r = pto_iota(p, s->dt, s->nd, s->shape, s->ival);
+        r = pto_iota(p, s->dt, s->nd, dshape(s, codes, sh), s->ival);
       break;
     case O_SLICE:
       if (o) {
@@ -581,6 +624,102 @@ void rt_machine(const rp_rt_spec *r, uint32_t *cube, uint32_t *vec) {
   *vec = r->shared ? (uint32_t)r->variant + 1 : ded[r->variant][1];
 }
 
+/* The end of a dynamic case's program: one run bound to each binding in
+ * turn, the evaluator at that binding, the outputs (past the extents too)
+ * compared after every execution; a binding that breaks an equality must
+ * be refused by both. */
+static void print_dynamic(const rp_case *c, FILE *o, int n_out) {
+  emit_config(c, o, 0, NULL, 0);
+  fprintf(
+      o,
+      "  pto_executable *e = NULL;\n  pto_status st = pto_compile(p, c, &e);\n"
+      "  if (st)\n    return printf(\"compile: %%s: %%s\\n\", "
+      "pto_status_name(st), pto_program_error(p)), 1;\n");
+  fprintf(o, "  static const char *const names[%d] = {", c->n_dims);
+  for (int k = 0; k < c->n_dims; k++)
+    fprintf(o, "%s\"%s\"", k ? ", " : "", c->dims[k].name);
+  fprintf(o, "};\n  static const int64_t binds[%d][%d] = {", c->n_binds,
+          c->n_dims);
+  for (int i = 0; i < c->n_binds; i++) {
+    fprintf(o, "%s{", i ? ", " : "");
+    for (int k = 0; k < c->n_dims; k++)
+      fprintf(o, "%s%" PRId64, k ? ", " : "", c->binds[i].ext[k]);
+    fprintf(o, "}");
+  }
+  fprintf(o,
+          "};\n  /* PTO_ESHAPE: an equality the ops recorded, broken */\n"
+          "  static const pto_status expect[%d] = {",
+          c->n_binds);
+  for (int i = 0; i < c->n_binds; i++)
+    fprintf(o, "%s%s", i ? ", " : "",
+            c->binds[i].expect ? "PTO_ESHAPE" : "PTO_OK");
+  fprintf(o, "};\n  static const int pats[4] = {0xa5, 0x5a, 0x3c, 0xc3};\n");
+  fprintf(o, "  pto_runtime *rt[%d] = {0};\n", c->n_rts + 1);
+  for (int i = 0; i < c->n_rts; i++) {
+    uint32_t cu, ve;
+    rt_machine(&c->rts[i], &cu, &ve);
+    fprintf(o,
+            "  {\n    pto_machine m;\n    pto_machine_host(&m);\n"
+            "    m.workers[PTO_CORE_CUBE] = %u;\n"
+            "    m.workers[PTO_CORE_VECTOR] = %u;\n    m.shared = %d;\n"
+            "    pto_runtime_params prm = pto_runtime_params_default();\n"
+            "    prm.machine = &m;\n    prm.policy = (pto_policy)%d;\n"
+            "    if (pto_runtime_new(&prm, &rt[%d]))\n"
+            "      return printf(\"runtime: %%s\\n\", "
+            "pto_runtime_error(NULL)), 1;\n  }\n",
+            cu, ve, c->rts[i].shared, c->rts[i].policy, i);
+  }
+  fprintf(o, "  pto_run *r = NULL;\n  if (pto_run_new(e, &r))\n"
+             "    return printf(\"run: %%s\\n\", pto_last_error()), 1;\n");
+  fprintf(o, "  int bad = 0;\n  char msg[256];\n");
+  fprintf(o, "  for (int b = 0; b < %d; b++) {\n", c->n_binds);
+  fprintf(o,
+          "    for (int k = 0; k < %d; k++)\n"
+          "      if (pto_run_bind(r, names[k], binds[b][k]))\n"
+          "        return printf(\"bind: %%s\\n\", pto_run_error(r)), 1;\n"
+          "    for (int j = 0; j < %d; j++)\n"
+          "      memset(want[j], pats[b %% 4], (size_t)n_out[j] * 4);\n"
+          "    pto_status est = pto_program_eval_dims(p, binds[b], "
+          "(const void *const *)in, want);\n",
+          c->n_dims, n_out);
+  fprintf(o, "    if (expect[b]) {\n      st = pto_run_exec_serial(r, "
+             "(const void *const *)in, got);\n"
+             "      if (est != expect[b] || st != expect[b]) {\n"
+             "        printf(\"binding %%d: eval %%s, serial %%s: want "
+             "%%s\\n\", b, pto_status_name(est), pto_status_name(st), "
+             "pto_status_name(expect[b]));\n        bad = 1;\n      }\n"
+             "      continue;\n    }\n");
+  fprintf(o, "    for (int run = 0; run <= %d; run++) {\n", c->n_rts);
+  fprintf(o,
+          "      for (int j = 0; j < %d; j++)\n"
+          "        memset(got[j], pats[b %% 4], (size_t)n_out[j] * 4);\n"
+          "      st = run ? pto_run_exec(rt[run - 1], r, (const void *const "
+          "*)in, got)\n"
+          "               : pto_run_exec_serial(r, (const void *const *)in, "
+          "got);\n"
+          "      if (st != est) {\n"
+          "        printf(\"binding %%d, run %%d: %%s (%%s), eval: %%s "
+          "(%%s)\\n\", b, run, pto_status_name(st), pto_run_error(r), "
+          "pto_status_name(est), pto_program_error(p));\n"
+          "        bad = 1;\n      }\n",
+          n_out);
+  fprintf(o,
+          "      for (int j = 0; j < %d && !st && !est; j++)\n"
+          "        if (rp_compare(got[j], want[j], dt_out[j], n_out[j], "
+          "tol[j], msg, sizeof msg) >= 0) {\n"
+          "          printf(\"binding %%d, run %%d, output %%d: %%s\\n\", b, "
+          "run, j, msg);\n"
+          "          bad = 1;\n        }\n    }\n  }\n",
+          n_out);
+  fprintf(o,
+          "  printf(\"%%s\\n\", bad ? \"FAIL\" : \"ok\");\n"
+          "  pto_run_free(r);\n"
+          "  for (int i = 0; i < %d; i++)\n    pto_runtime_free(rt[i]);\n"
+          "  pto_executable_free(e);\n  pto_config_free(c);\n"
+          "  pto_program_free(p);\n  return bad;\n}\n",
+          c->n_rts);
+}
+
 void rp_print_c(const rp_case *c, FILE *o) {
   fprintf(o, "/* Random differential test case: seed %" PRIu64 " (", c->seed);
   rp_switches_print(&c->sw, o);
@@ -640,6 +779,10 @@ void rp_print_c(const rp_case *c, FILE *o) {
             "calloc((size_t)n_out[%d], 4);\n",
             k, k, k, k);
     k++;
+  }
+  if (c->n_dims) {
+    print_dynamic(c, o, n_out);
+    return;
   }
   fprintf(o, "  pto_status est = pto_program_eval(p, (const void *const *)in, "
              "want);\n");

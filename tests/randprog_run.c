@@ -150,12 +150,157 @@ static rp_outcome check_outputs(const run_bufs *b, const char *what, char *msg,
   return RP_PASS;
 }
 
-static void fill_pattern(const run_bufs *b, int pat) {
+static void fill_bufs(const run_bufs *b, void **bufs, int pat) {
   for (int j = 0; j < b->n_out; j++) {
     const rp_val *v = b->outv[j];
-    memset(b->got[j], pat,
+    memset(bufs[j], pat,
            (size_t)numel_of(v->nd, v->shape) * pto_dtype_size(v->dt));
   }
+}
+static void fill_pattern(const run_bufs *b, int pat) {
+  fill_bufs(b, b->got, pat);
+}
+
+/* The trace of a traced execution summarises. */
+static pto_status summarise(const pto_executable *e, const pto_run *run) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mf = open_memstream(&text, &len);
+  pto_status st = !mf   ? PTO_ENOMEM
+                  : run ? pto_run_trace_summary(run, mf)
+                        : pto_executable_trace_summary(e, mf);
+  if (mf)
+    fclose(mf);
+  free(text);
+  return st;
+}
+
+/* A dynamic case: one run of e, bound to each of c's bindings in turn and
+ * executed serially and on each of the case's runtimes, against the
+ * evaluator at that binding. Every output buffer starts with a pattern of
+ * the binding's, so what lies past the extents (which neither writes)
+ * must match too, and a run that wrote its last binding's results where
+ * this one's are not would show. A binding that breaks an equality on
+ * purpose must be refused by both. */
+static rp_outcome run_dynamic(rp_env *env, const rp_case *c, pto_program *p,
+                              const pto_executable *e, const run_bufs *b,
+                              char *msg, size_t size) {
+  pto_run *run = NULL;
+  pto_status st = pto_run_new(e, &run);
+  if (st != PTO_OK)
+    return fail_msg(msg, size, "run: pto_run_new: %s (%s)", pto_status_name(st),
+                    pto_last_error());
+  rp_outcome res = RP_PASS;
+  const void *const *in = (const void *const *)b->in;
+  /* above a maximum: refused, naming the dim and the value */
+  const rp_dim *d0 = &c->dims[0];
+  char v0[32];
+  snprintf(v0, sizeof v0, "= %" PRId64, d0->max + 1);
+  st = pto_run_bind(run, d0->name, d0->max + 1);
+  if (st != PTO_ERANGE || !strstr(pto_run_error(run), d0->name) ||
+      !strstr(pto_run_error(run), v0)) {
+    res = fail_msg(msg, size,
+                   "bind: dim '%s' (maximum %" PRId64 ") bound to %" PRId64
+                   ": %s (%s), want PTO_ERANGE naming the dim and value",
+                   d0->name, d0->max, d0->max + 1, pto_status_name(st),
+                   pto_run_error(run));
+    goto done;
+  }
+  static const int pats[] = {0xa5, 0x5a, 0x3c, 0xc3};
+  for (int bi = 0; bi < c->n_binds; bi++) {
+    const rp_bind *bd = &c->binds[bi];
+    char at[128];
+    dims_describe(c, bd->ext, at, sizeof at);
+    for (int k = 0; k < c->n_dims; k++) {
+      st = (k + bi) & 1 ? pto_run_bind_index(run, k, bd->ext[k])
+                        : pto_run_bind(run, c->dims[k].name, bd->ext[k]);
+      if (st != PTO_OK) {
+        res =
+            fail_msg(msg, size, "bind: at %s: dim '%s': %s (%s)", at,
+                     c->dims[k].name, pto_status_name(st), pto_run_error(run));
+        goto done;
+      }
+    }
+    const int pat = pats[bi % 4];
+    stage(env, RP_STAGE_EVAL);
+    fill_bufs(b, b->want, pat);
+    const pto_status est = pto_program_eval_dims(p, bd->ext, in, b->want);
+    if (bd->expect != PTO_OK) { /* an equality broken on purpose */
+      if (est != bd->expect || !strstr(pto_program_error(p), "must equal")) {
+        res = fail_msg(msg, size,
+                       "eval: at %s (an equality broken): %s (%s), want %s", at,
+                       pto_status_name(est), pto_program_error(p),
+                       pto_status_name((pto_status)bd->expect));
+        goto done;
+      }
+      stage(env, RP_STAGE_SERIAL);
+      fill_pattern(b, pat);
+      st = pto_run_exec_serial(run, in, b->got);
+      if (st != bd->expect || !strstr(pto_run_error(run), "must equal")) {
+        res = fail_msg(msg, size,
+                       "serial: at %s (an equality broken): %s (%s), want %s",
+                       at, pto_status_name(st), pto_run_error(run),
+                       pto_status_name((pto_status)bd->expect));
+        goto done;
+      }
+      continue;
+    }
+    if (est != PTO_OK && est != PTO_ERANGE) {
+      res = fail_msg(msg, size, "eval: at %s: %s: %s", at, pto_status_name(est),
+                     pto_program_error(p));
+      goto done;
+    }
+    stage(env, RP_STAGE_SERIAL);
+    fill_pattern(b, pat);
+    st = pto_run_exec_serial(run, in, b->got);
+    char what[256];
+    snprintf(what, sizeof what, "serial: at %s", at);
+    if (st != est) {
+      res = fail_msg(msg, size, "%s: %s (%s), eval: %s (%s)", what,
+                     pto_status_name(st), pto_run_error(run),
+                     pto_status_name(est), pto_program_error(p));
+      goto done;
+    }
+    if (est == PTO_OK && (res = check_outputs(b, what, msg, size)) != RP_PASS)
+      goto done;
+    for (int i = 0; i < c->n_rts && !env->serial_only; i++) {
+      const rp_rt_spec *r = &c->rts[i];
+      stage(env, RP_STAGE_RUNTIME);
+      pto_runtime *rt = env_runtime(env, r, msg, size);
+      if (!rt) {
+        res = RP_FAIL;
+        goto done;
+      }
+      const int reps = bi == c->n_binds - 1 ? r->repeat + env->repeat : 0;
+      for (int rep = 0; rep <= reps; rep++) {
+        fill_pattern(b, pat);
+        st = pto_run_exec(rt, run, in, b->got);
+        uint32_t cu, ve;
+        rt_machine(r, &cu, &ve);
+        snprintf(
+            what, sizeof what, "runtime (%u cube + %u vector%s, %s%s): at %s",
+            cu, ve, r->shared ? " shared" : "",
+            pto_policy_name((pto_policy)r->policy), rep ? ", again" : "", at);
+        if (st != est) {
+          res = fail_msg(msg, size, "%s: %s (%s), eval: %s", what,
+                         pto_status_name(st), pto_run_error(run),
+                         pto_status_name(est));
+          goto done;
+        }
+        if (est == PTO_OK &&
+            (res = check_outputs(b, what, msg, size)) != RP_PASS)
+          goto done;
+        if (r->variant == 2 && (st = summarise(e, run)) != PTO_OK) {
+          res = fail_msg(msg, size, "%s: trace summary: %s (%s)", what,
+                         pto_status_name(st), pto_run_error(run));
+          goto done;
+        }
+      }
+    }
+  }
+done:
+  pto_run_free(run);
+  return res;
 }
 
 static rp_outcome run_impl(rp_env *env, const rp_case *c, int ext,
@@ -334,7 +479,10 @@ static rp_outcome run_impl(rp_env *env, const rp_case *c, int ext,
     }
   }
   stage(env, RP_STAGE_EVAL);
-  pto_status est = pto_program_eval(p, (const void *const *)b.in, b.want);
+  /* a dynamic case evaluates at each binding (run_dynamic) */
+  pto_status est = c->n_dims
+                       ? PTO_OK
+                       : pto_program_eval(p, (const void *const *)b.in, b.want);
   if (est != PTO_OK && est != PTO_ERANGE) {
     res = fail_msg(msg, size, "eval: %s: %s", pto_status_name(est),
                    pto_program_error(p));
@@ -409,6 +557,10 @@ static rp_outcome run_impl(rp_env *env, const rp_case *c, int ext,
       res = fail_msg(msg, size, "compile: the task graph has a cycle");
     goto done;
   }
+  if (c->n_dims) {
+    res = run_dynamic(env, c, p, e, &b, msg, size);
+    goto done;
+  }
   stage(env, RP_STAGE_SERIAL);
   fill_pattern(&b, 0xa5);
   st = pto_executable_run_serial(e, (const void *const *)b.in, b.got);
@@ -448,13 +600,7 @@ static rp_outcome run_impl(rp_env *env, const rp_case *c, int ext,
           (res = check_outputs(&b, what, msg, size)) != RP_PASS)
         goto done;
       if (r->variant == 2) { /* the trace of a traced run summarises */
-        char *text = NULL;
-        size_t len = 0;
-        FILE *mf = open_memstream(&text, &len);
-        st = mf ? pto_executable_trace_summary(e, mf) : PTO_ENOMEM;
-        if (mf)
-          fclose(mf);
-        free(text);
+        st = summarise(e, NULL);
         if (st != PTO_OK) {
           res = fail_msg(msg, size, "%s: trace summary: %s (%s)", what,
                          pto_status_name(st), pto_executable_error(e));

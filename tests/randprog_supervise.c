@@ -66,6 +66,8 @@ static void child_loop(shared_state *sh, uint64_t end, const rp_switches *sw,
     sh->tot.by[r]++;
     sh->tot.seeds++;
     sh->tot.ops += (uint64_t)c->n_ops;
+    sh->tot.dynamic += c->n_dims > 0;
+    sh->tot.binds += (uint64_t)c->n_binds;
     if (r == RP_FAIL) {
       if (sh->tot.first_fail == UINT64_MAX)
         sh->tot.first_fail = seed;
@@ -356,6 +358,7 @@ rp_case *rp_minimize(const rp_case *orig, double timeout_s, char *msg,
       t->dt = v->dt;
       t->nd = v->nd;
       memcpy(t->shape, v->shape, sizeof t->shape);
+      memcpy(t->dim, v->dim, sizeof t->dim); /* whole dims stay dynamic */
       snprintf(t->name, sizeof t->name, "m%d", out);
       t->fill_seed = (uint64_t)out * 7919u;
       t->fill_kind = v->dt == PTO_I32 ? RP_FILL_INT : RP_FILL_GRID;
@@ -364,6 +367,19 @@ rp_case *rp_minimize(const rp_case *orig, double timeout_s, char *msg,
       t->fill_hi = v->dt == PTO_I32 ? 3 : 4;
       prune(d);
       changed |= adopt_if_fails(&c, d, want, timeout_s, log);
+    }
+    /* the dims (each made static) and the bindings, one at a time */
+    for (int k = 0; k < c->n_dims; k++) {
+      rp_case *d = case_copy(c);
+      dims_drop(d, k);
+      changed |= adopt_if_fails(&c, d, want, timeout_s, log);
+    }
+    for (int i = 0; c->n_binds > 1 && i < c->n_binds; i++) {
+      rp_case *d = case_copy(c);
+      memmove(&d->binds[i], &d->binds[i + 1],
+              (size_t)(d->n_binds - i - 1) * sizeof d->binds[0]);
+      d->n_binds--;
+      changed |= adopt_if_fails(&c, d, want, timeout_s, NULL);
     }
     /* the config and the runs, one setting at a time */
     for (int k = 0; k < 12; k++) {

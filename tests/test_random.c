@@ -1,10 +1,15 @@
 /* e2e: random programs over the whole builder API, compiled under random
  * configs (machines, knobs, label overrides), run serially and on runtimes
  * of 1-3 workers with every policy, compared with the reference evaluator
- * (tests/randprog.h). A fixed set of seeds; fuzz_diff runs more. */
+ * (tests/randprog.h); about a quarter of them with dynamic dims, compiled
+ * once and run at several bindings (extents of 0 and 1, tile boundaries,
+ * the maxima) against the evaluator at each. A fixed set of seeds;
+ * fuzz_diff runs more. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "tests/randprog.h"
 
@@ -19,6 +24,10 @@ static void run_seeds(uint64_t start, uint64_t n) {
   cr_expect_gt(t.by[RP_PASS], n / 2,
                "only %" PRIu64 " of %" PRIu64 " seeds compared anything",
                t.by[RP_PASS], n);
+  if (n >= 50)
+    cr_expect_gt(t.dynamic, n / 8,
+                 "only %" PRIu64 " of %" PRIu64 " seeds have dynamic dims",
+                 t.dynamic, n);
   cr_assert_eq(t.by[RP_FAIL], 0,
                "%" PRIu64 " of %" PRIu64 " seeds failed (%" PRIu64
                " hangs, %" PRIu64 " crashes), the first %" PRIu64
@@ -202,5 +211,122 @@ Test(e2e, regress_l1_reuse_k1, .timeout = 30) {
   cr_assert_eq(pto_compile(p, c, &e), PTO_OK, "%s", pto_program_error(p));
   pto_executable_free(e);
   pto_config_free(c);
+  pto_program_free(p);
+}
+
+/* -------------------------------------------------------------------------- */
+
+/* Fills n floats with small values, or with a pattern's bytes. */
+static void fill_vals(float *v, int n, int pattern) {
+  for (int i = 0; i < n; i++)
+    v[i] = (float)(i % 7) / 4 - 0.5f;
+  if (pattern)
+    memset(v, pattern, (size_t)n * sizeof *v);
+}
+
+/* Compiled once, bound to ext and run serially, p's outputs (at most 2,
+ * f32, n[i] floats at the maxima) against the evaluator at ext, past the
+ * extents too (both start from one pattern); in the input of n_in. */
+static void expect_as_eval(pto_program *p, const int64_t *ext, int n_in,
+                           const int *n) {
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  static float in[4096], want[2][4096], got[2][4096];
+  fill_vals(in, n_in, 0);
+  const int n_out = pto_program_num_outputs(p);
+  void *w[2] = {want[0], want[1]}, *g[2] = {got[0], got[1]};
+  for (int j = 0; j < n_out; j++) {
+    fill_vals(want[j], n[j], 0xa5);
+    fill_vals(got[j], n[j], 0xa5);
+  }
+  const void *ins[] = {in};
+  pto_status est = pto_program_eval_dims(p, ext, ins, w);
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  pto_run *run = NULL;
+  cr_assert_eq(pto_run_new(e, &run), PTO_OK);
+  for (int k = 0; k < pto_program_num_dims(p); k++)
+    cr_assert_eq(pto_run_bind_index(run, k, ext[k]), PTO_OK);
+  pto_status st = pto_run_exec_serial(run, ins, g);
+  cr_expect_eq(st, est, "run %s (%s), eval %s (%s)", pto_status_name(st),
+               pto_run_error(run), pto_status_name(est), pto_program_error(p));
+  for (int j = 0; j < n_out && st == PTO_OK && est == PTO_OK; j++) {
+    int bad = 0, first = -1;
+    for (int i = 0; i < n[j]; i++)
+      if (memcmp(&got[j][i], &want[j][i], sizeof(float)) &&
+          !(fabsf(got[j][i] - want[j][i]) <= 1e-5f) && bad++ == 0)
+        first = i;
+    cr_expect_eq(bad, 0,
+                 "output %d: %d of %d differ, the first [%d]: %g, "
+                 "eval %g",
+                 j, bad, n[j], first, first < 0 ? 0 : got[j][first],
+                 first < 0 ? 0 : want[j][first]);
+  }
+  pto_run_free(run);
+  pto_executable_free(e);
+}
+
+/* softmax of x [B<=7, 1, 13] at B = 5: the fused softmax (one
+ * TLOADSOFTMAXSTORE over the rows) wrote rows 5 and 6 too, past B's extent,
+ * where the evaluator writes nothing (unfused, it is right). Seed 1680. */
+Test(e2e, regress_softmax_batch_tail, .timeout = 60) {
+  if (switches().softmax_batch_tail)
+    cr_skip_test("known bug softmax_batch_tail "
+                 "(PTO_RP_FIXED=softmax_batch_tail runs it)");
+  pto_program *p = pto_program_new("softmax_batch_tail");
+  const int64_t B = pto_dim_dynamic(p, "B", 7);
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 3, (const int64_t[]){B, 1, 13});
+  pto_output(p, pto_softmax(p, x), "y");
+  const int64_t ext[1] = {5};
+  expect_as_eval(p, ext, 91, (const int[]){91});
+  pto_program_free(p);
+}
+
+/* rowmax of x [4, S<=8] and colmax of its transpose at S = 0: the
+ * evaluator gives 0 (its running max starts there), a run -inf (the max's
+ * identity; INT32_MIN in i32, and +inf for rowmin). One of the two is
+ * wrong; program.h says nothing of an empty row. Seeds 381, 679, 1584. */
+Test(e2e, regress_empty_max_reduce, .timeout = 60) {
+  if (switches().empty_max_reduce)
+    cr_skip_test("known bug empty_max_reduce "
+                 "(PTO_RP_FIXED=empty_max_reduce runs it)");
+  pto_program *p = pto_program_new("empty_max_reduce");
+  const int64_t S = pto_dim_dynamic(p, "S", 8);
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 2, (const int64_t[]){4, S});
+  pto_output(p, pto_rowmax(p, x), "rows");
+  pto_output(p, pto_colmax(p, pto_transpose(p, x, 0, 1)), "cols");
+  const int64_t ext[1] = {0};
+  expect_as_eval(p, ext, 32, (const int[]){4, 4});
+  pto_program_free(p);
+}
+
+/* A strict gather from table [2, D<=4] by an index out of range, at D = 0:
+ * the evaluator checks the indices and fails with PTO_ERANGE; the run has
+ * nothing to store, skips the task and succeeds. Seeds 3087, 3209. */
+Test(e2e, regress_empty_strict_gather, .timeout = 60) {
+  if (switches().empty_strict_gather)
+    cr_skip_test("known bug empty_strict_gather "
+                 "(PTO_RP_FIXED=empty_strict_gather runs it)");
+  pto_program *p = pto_program_new("empty_strict_gather");
+  const int64_t D = pto_dim_dynamic(p, "D", 4);
+  pto_tensor *t = pto_input(p, "t", PTO_F32, 2, (const int64_t[]){2, D});
+  pto_tensor *i = pto_input(p, "i", PTO_I32, 1, (const int64_t[]){3});
+  pto_output(p, pto_gather(p, t, i, PTO_GATHER_STRICT), "y");
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  float tb[8] = {0}, y[12];
+  const int32_t ix[3] = {0, 7, 1}; /* 7 is outside [0, 2) */
+  const void *in[] = {tb, ix};
+  void *out[] = {y};
+  const int64_t ext[1] = {0};
+  pto_status est = pto_program_eval_dims(p, ext, in, out);
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  pto_run *run = NULL;
+  cr_assert_eq(pto_run_new(e, &run), PTO_OK);
+  cr_assert_eq(pto_run_bind(run, "D", 0), PTO_OK);
+  pto_status st = pto_run_exec_serial(run, in, out);
+  cr_expect_eq(st, est, "run %s (%s), eval %s (%s)", pto_status_name(st),
+               pto_run_error(run), pto_status_name(est), pto_program_error(p));
+  pto_run_free(run);
+  pto_executable_free(e);
   pto_program_free(p);
 }
