@@ -1,0 +1,1165 @@
+/* Calibration (pto_profile_calibrate, pto/sim.h): every instruction of the
+ * table timed at several tile shapes through the active instruction table,
+ * its operands made per operand class (valid ones: pto__tileop_check
+ * passes them) and hot in the core's cache; each instruction's cost terms
+ * (core/cost.h: the class's column) fitted by non-negative least squares
+ * on relative error; then the memory system: what a core streams from the
+ * last-level cache and from DRAM, alone and with every worker streaming,
+ * and how large the last-level cache is in effect. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <uv.h>
+
+#include "core/cost.h"
+#include "tileops/calibrate.h"
+#include "tileops/tileops.h"
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* ---- operands ------------------------------------------------------------- */
+
+#define POOL_BYTES ((size_t)24 << 20) /* tiles of one instruction call */
+#define GBUF_BYTES ((size_t)8 << 20)  /* each global view */
+
+typedef struct cal {
+  unsigned char *pool;
+  size_t used;
+  unsigned char *gbuf[2]; /* a.g, a.g2 */
+  uint64_t rng;
+  uint32_t mr, nr;
+  char msg[256];
+} cal;
+
+static uint64_t rnd(cal *c) { /* splitmix64 */
+  uint64_t z = (c->rng += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+static float unif(cal *c, float lo, float hi) {
+  return lo + (hi - lo) * (float)((rnd(c) >> 40) * (1.0 / 16777216.0));
+}
+static uint32_t up(uint32_t v, uint32_t m) {
+  return m ? (v + m - 1) / m * m : v;
+}
+
+/* Fills n elements of dtype dt at p: floats in [lo, hi), small integers. */
+static void fill(cal *c, pto_dtype dt, void *p, size_t n, float lo,
+                 float hi) {
+  for (size_t i = 0; i < n; i++) {
+    const float v = unif(c, lo, hi);
+    switch (dt) {
+    case PTO_F32:
+      ((float *)p)[i] = v;
+      break;
+    case PTO_I32:
+      ((int32_t *)p)[i] = (int32_t)(rnd(c) % 64);
+      break;
+    default: { /* bf16, f16: the top half of an f32 will do for timing */
+      uint32_t u;
+      memcpy(&u, &v, sizeof u);
+      ((uint16_t *)p)[i] = (uint16_t)(u >> 16);
+    }
+    }
+  }
+}
+
+/* A tile of capacity rows x cols, valid vr x vc, from the pool, its bytes
+ * random in [lo, hi) (i32: small integers). */
+static pto_tile *tile_r(cal *c, pto_dtype dt, uint32_t rows, uint32_t cols,
+                        uint32_t vr, uint32_t vc, float lo, float hi) {
+  static pto_tile tiles[16];
+  static int next;
+  pto_tile *t = &tiles[next++ & 15];
+  const size_t bytes = pto_tile_bytes(dt, rows, cols);
+  const size_t at = (c->used + 63) & ~(size_t)63;
+  if (at + bytes > POOL_BYTES)
+    return NULL;
+  c->used = at + bytes;
+  t->data = c->pool + at;
+  t->dtype = dt;
+  t->rows = rows;
+  t->cols = cols;
+  t->stride = pto_tile_stride(dt, cols);
+  t->valid_rows = vr;
+  t->valid_cols = vc;
+  fill(c, dt, t->data, bytes / pto_dtype_size(dt), lo, hi);
+  return t;
+}
+static pto_tile *tile(cal *c, pto_dtype dt, uint32_t vr, uint32_t vc) {
+  return tile_r(c, dt, vr, vc, vr, vc, -2, 2);
+}
+
+/* A global view `which` of rows x cols, dense rows, random data. */
+static int view(cal *c, pto_targs *a, int which, pto_dtype dt, int64_t rows,
+                int64_t cols) {
+  const size_t es = pto_dtype_size(dt);
+  if ((size_t)(rows * cols) * es > GBUF_BYTES)
+    return -1;
+  pto_gview *g = which ? &a->g2 : &a->g;
+  g->base = c->gbuf[which];
+  g->dtype = dt;
+  g->rows = rows;
+  g->cols = cols;
+  g->row_stride = cols;
+  g->col_stride = 1;
+  fill(c, dt, g->base, (size_t)(rows * cols), -2, 2);
+  return 0;
+}
+
+/* n indices in [0, rows) in a 1 x n tile */
+static pto_tile *indices(cal *c, uint32_t n, int64_t rows) {
+  pto_tile *t = tile(c, PTO_I32, 1, n);
+  if (t)
+    for (uint32_t i = 0; i < n; i++)
+      ((int32_t *)t->data)[i] = (int32_t)(rnd(c) % (uint64_t)rows);
+  return t;
+}
+
+/* A matmul operand of valid vr x vc packed (pack_a: as A, panels of w rows;
+ * else as B, panels of w cols) by the reference's TLOAD. */
+static pto_tile *packed(cal *c, pto_dtype dt, uint32_t vr, uint32_t vc,
+                        int pack_a, uint32_t w) {
+  const uint32_t q = pto_dtype_size(dt) == 2 ? 2 : 1;
+  pto_tile *t = tile_r(c, dt, pack_a ? up(vr, w) : up(vr, q),
+                       pack_a ? up(vc, q) : up(vc, w), vr, vc, 0, 0);
+  if (!t)
+    return NULL;
+  const size_t at = c->used;
+  float *vals = (float *)(c->pool + ((at + 63) & ~(size_t)63));
+  if ((size_t)((unsigned char *)vals - c->pool) + (size_t)vr * vc * 4 >
+      POOL_BYTES)
+    return NULL;
+  fill(c, PTO_F32, vals, (size_t)vr * vc, -2, 2);
+  pto_targs la;
+  memset(&la, 0, sizeof la);
+  la.dst[0] = t;
+  la.g = (pto_gview){vals, PTO_F32, vr, vc, vc, 1};
+  la.flags = pack_a ? PTO_TF_PACK_A : PTO_TF_PACK_B;
+  la.imm[0] = (int32_t)w;
+  return pto__isa_scalar.fn[PTO_OP_TLOAD](PTO_OP_TLOAD, &la) ? NULL : t;
+}
+
+/* Sorts each run of w columns of every row of (v, ix) as TSORT32 orders
+ * them: value descending, then index ascending (insertion sort: runs are
+ * short or few). */
+static void sort_runs(pto_tile *v, pto_tile *ix, uint32_t w) {
+  for (uint32_t r = 0; r < v->valid_rows; r++) {
+    float *x = (float *)v->data + (size_t)r * v->stride;
+    int32_t *y = (int32_t *)ix->data + (size_t)r * ix->stride;
+    for (uint32_t c0 = 0; c0 < v->valid_cols; c0 += w) {
+      const uint32_t n = v->valid_cols - c0 < w ? v->valid_cols - c0 : w;
+      for (uint32_t i = 0; i < n; i++)
+        y[c0 + i] = (int32_t)i;
+      for (uint32_t i = 1; i < n; i++) {
+        float kv = x[c0 + i];
+        int32_t ki = y[c0 + i];
+        uint32_t j = i;
+        while (j > 0 && pto__sorts_before(kv, ki, x[c0 + j - 1], y[c0 + j - 1])) {
+          x[c0 + j] = x[c0 + j - 1];
+          y[c0 + j] = y[c0 + j - 1];
+          j--;
+        }
+        x[c0 + j] = kv;
+        y[c0 + j] = ki;
+      }
+    }
+  }
+}
+
+/* The dtype an operand of op takes: f32 where it may, else i32, else the
+ * first it accepts. */
+static pto_dtype dt_of(int op, int is_dst, int r) {
+  const uint16_t d = pto__insn_operand(op, is_dst, r).dtypes;
+  if (d & PTO_DT_F32)
+    return PTO_F32;
+  if (d & PTO_DT_I32)
+    return PTO_I32;
+  for (int k = 0; k < PTO_DTYPE_COUNT; k++)
+    if (d & PTO_DT(k))
+      return (pto_dtype)k;
+  return PTO_F32;
+}
+
+/* ---- the makers: one per operand class ------------------------------------- */
+
+/* Makes the operands of op's call number k (its shape) of variant v into a;
+ * 0 made, 1 no such shape, -1 out of room. */
+typedef int (*maker)(cal *c, int op, int k, int v, pto_targs *a);
+
+/* vector tiles: valid rows x cols, from 2 KiB to 256 KiB of f32 */
+static const uint32_t vshape[][2] = {{1, 64},   {4, 256},  {16, 64},
+                                     {8, 1024}, {32, 256}, {64, 128},
+                                     {16, 2048}, {128, 512}, {4, 8192},
+                                     {256, 256}};
+#define N_VSHAPE (int)(sizeof vshape / sizeof vshape[0])
+
+#define VSHAPE(k)                                                              \
+  if ((k) >= N_VSHAPE)                                                         \
+    return 1;                                                                  \
+  const uint32_t R = vshape[k][0], C = vshape[k][1]
+
+#define NEED(x)                                                                \
+  do {                                                                         \
+    if (!(x))                                                                  \
+      return -1;                                                               \
+  } while (0)
+
+/* Operand values: positive where the instruction wants them (a log, a
+ * square root), away from 0 for a divisor. */
+static pto_tile *src_for(cal *c, int op, int r, uint32_t vr, uint32_t vc) {
+  const pto_dtype dt = dt_of(op, 0, r);
+  const char *n = pto__insn_name(op);
+  const int pos = !strcmp(n, "TLOG") || !strcmp(n, "TSQRT") ||
+                  !strcmp(n, "TRSQRT") || !strcmp(n, "TRECIP") ||
+                  (r == 1 && strstr(n, "DIV"));
+  return tile_r(c, dt, vr, vc, vr, vc, pos ? 0.5f : -2, 2);
+}
+
+static int m_elementwise(cal *c, int op, int k, int v, pto_targs *a) {
+  (void)v;
+  VSHAPE(k);
+  const pto_insn_info *i = pto__insn_info(op);
+  for (int r = 0; r < i->n_src; r++)
+    NEED(a->src[r] = src_for(c, op, r, R, C));
+  for (int d = 0; d < i->n_dst; d++)
+    NEED(a->dst[d] = tile(c, dt_of(op, 1, d), R, C));
+  a->s = 1.5;
+  return 0;
+}
+
+/* sources of the class's roles: a tile R x C, a rowvec R x 1, a colvec
+ * 1 x C; destinations likewise */
+static int m_roles(cal *c, int op, int k, int v, pto_targs *a) {
+  (void)v;
+  VSHAPE(k);
+  const pto_insn_info *i = pto__insn_info(op);
+  for (int x = 0; x < i->n_src + i->n_dst; x++) {
+    const int is_dst = x >= i->n_src, r = is_dst ? x - i->n_src : x;
+    const pto_operand o = pto__insn_operand(op, is_dst, r);
+    const uint32_t vr = o.role == PTO_ROLE_COLVEC ? 1 : R,
+                   vc = o.role == PTO_ROLE_ROWVEC ? 1 : C;
+    pto_tile *t = is_dst ? tile(c, dt_of(op, 1, r), vr, vc)
+                         : src_for(c, op, r, vr, vc);
+    NEED(t);
+    if (is_dst)
+      a->dst[r] = t;
+    else
+      a->src[r] = t;
+  }
+  a->s = 1.5;
+  return 0;
+}
+
+static int m_fill(cal *c, int op, int k, int v, pto_targs *a) {
+  (void)v;
+  VSHAPE(k);
+  NEED(a->dst[0] = tile(c, dt_of(op, 1, 0), R, C));
+  a->s = 1.5;
+  return 0;
+}
+
+/* TLOAD: plain (v 0), packed as A (v 1: M x K windows) or as B (v 2:
+ * K x N windows). */
+static const uint32_t pack_shape[][2] = {{12, 64},   {48, 128}, {96, 256},
+                                         {192, 256}, {516, 256}, {24, 576},
+                                         {256, 512}, {128, 1792}};
+#define N_PACK (int)(sizeof pack_shape / sizeof pack_shape[0])
+
+static int m_load(cal *c, int op, int k, int v, pto_targs *a) {
+  uint32_t R, C;
+  if (v == 0) {
+    if (k >= N_VSHAPE)
+      return 1;
+    R = vshape[k][0];
+    C = vshape[k][1];
+  } else {
+    if (k >= N_PACK)
+      return 1;
+    R = pack_shape[k][v == 1 ? 0 : 1];
+    C = pack_shape[k][v == 1 ? 1 : 0];
+  }
+  const pto_insn_info *i = pto__insn_info(op);
+  const pto_insn_facts *f = pto__insn_facts(op);
+  if (v == 0) {
+    for (int d = 0; d < i->n_dst; d++) {
+      const pto_operand o = pto__insn_operand(op, 1, d);
+      NEED(a->dst[d] = tile(c, dt_of(op, 1, d), R,
+                            o.role == PTO_ROLE_ROWVEC ? 1 : C));
+    }
+  } else {
+    const uint32_t w = v == 1 ? c->mr : c->nr;
+    NEED(a->dst[0] = tile_r(c, PTO_F32, v == 1 ? up(R, w) : R,
+                            v == 1 ? C : up(C, w), R, C, 0, 0));
+    a->flags |= v == 1 ? PTO_TF_PACK_A : PTO_TF_PACK_B;
+    a->imm[0] = (int32_t)w;
+  }
+  NEED(!view(c, a, 0, PTO_F32, R, C));
+  if (f->g2 != PTO_GA_NONE)
+    NEED(!view(c, a, 1, PTO_F32, R, C));
+  return 0;
+}
+
+/* stores: sources R x C (rowvecs R x 1), the view R x C */
+static int m_store(cal *c, int op, int k, int v, pto_targs *a) {
+  (void)v;
+  VSHAPE(k);
+  const pto_insn_info *i = pto__insn_info(op);
+  for (int r = 0; r < i->n_src; r++) {
+    const pto_operand o = pto__insn_operand(op, 0, r);
+    NEED(a->src[r] = tile(c, dt_of(op, 0, r), R,
+                          o.role == PTO_ROLE_ROWVEC ? 1 : C));
+  }
+  NEED(!view(c, a, 0, PTO_F32, R, C));
+  return 0;
+}
+
+/* TGATHER: n rows of C columns picked from a table of T rows */
+static const uint32_t gather_shape[][2] = {{16, 64},   {64, 256}, {256, 128},
+                                           {512, 512}, {128, 576}, {32, 2048}};
+#define N_GATHER (int)(sizeof gather_shape / sizeof gather_shape[0])
+
+static int m_gather(cal *c, int op, int k, int v, pto_targs *a) {
+  (void)v;
+  if (k >= N_GATHER)
+    return 1;
+  const uint32_t n = gather_shape[k][0], C = gather_shape[k][1];
+  const int64_t T = (int64_t)(GBUF_BYTES / 4 / C) < 4 * (int64_t)n
+                        ? (int64_t)(GBUF_BYTES / 4 / C)
+                        : 4 * (int64_t)n;
+  NEED(a->src[0] = indices(c, n, T));
+  NEED(a->dst[0] = tile(c, dt_of(op, 1, 0), n, C));
+  NEED(!view(c, a, 0, PTO_F32, T, C));
+  return 0;
+}
+
+/* TGATHERPACK: n rows of a D-wide table, packed as G^T (D x n) and as its
+ * first dv columns (n x dv), both as B in panels of nr */
+static const uint32_t gpack_shape[][3] = {{64, 576, 512},  {448, 576, 512},
+                                          {128, 128, 64},  {256, 576, 512},
+                                          {32, 192, 128},  {512, 64, 64}};
+#define N_GPACK (int)(sizeof gpack_shape / sizeof gpack_shape[0])
+
+static int m_gatherpack(cal *c, int op, int k, int v, pto_targs *a) {
+  (void)v;
+  (void)op;
+  if (k >= N_GPACK)
+    return 1;
+  const uint32_t n = gpack_shape[k][0], D = gpack_shape[k][1],
+                 dv = gpack_shape[k][2], w = c->nr;
+  const int64_t T = 1024;
+  NEED(a->src[0] = indices(c, n, T));
+  NEED(a->dst[0] = tile_r(c, PTO_F32, D, up(n, w), D, n, 0, 0));
+  NEED(a->dst[1] = tile_r(c, PTO_F32, n, up(dv, w), n, dv, 0, 0));
+  a->imm[0] = (int32_t)w;
+  NEED(!view(c, a, 0, PTO_F32, T, D));
+  return 0;
+}
+
+/* matmuls: M x N x K, both operands packed (as the compiler packs them) */
+static const uint32_t mm_shape[][3] = {
+    {12, 32, 64},    {24, 64, 128},   {48, 128, 128},  {96, 128, 256},
+    {192, 256, 256}, {384, 512, 256}, {516, 512, 256}, {12, 512, 576},
+    {128, 128, 448}, {64, 1024, 64}};
+#define N_MM (int)(sizeof mm_shape / sizeof mm_shape[0])
+
+static int m_matmul(cal *c, int op, int k, int v, pto_targs *a) {
+  (void)v;
+  (void)op;
+  if (k >= N_MM)
+    return 1;
+  const uint32_t M = mm_shape[k][0], N = mm_shape[k][1], K = mm_shape[k][2];
+  NEED(a->src[0] = packed(c, PTO_F32, M, K, 1, c->mr));
+  NEED(a->src[1] = packed(c, PTO_F32, K, N, 0, c->nr));
+  NEED(a->dst[0] = tile_r(c, PTO_F32, M, N, M, N, 0, 0));
+  a->flags = PTO_TF_PACK_A | PTO_TF_PACK_B;
+  a->imm[0] = (int32_t)c->mr;
+  a->imm[1] = (int32_t)c->nr;
+  return 0;
+}
+
+/* the indexer's weighted sum: R queries of G heads (M = R G rows), N keys,
+ * K the head dim */
+static const uint32_t wsum_shape[][4] = {{1, 64, 256, 128}, {4, 64, 512, 128},
+                                         {8, 64, 1024, 128}, {28, 64, 2048, 128},
+                                         {2, 16, 2048, 64}, {16, 8, 512, 128},
+                                         {4, 32, 4096, 128}};
+#define N_WSUM (int)(sizeof wsum_shape / sizeof wsum_shape[0])
+
+static int m_wsum(cal *c, int op, int k, int v, pto_targs *a) {
+  (void)v;
+  (void)op;
+  if (k >= N_WSUM)
+    return 1;
+  const uint32_t R = wsum_shape[k][0], G = wsum_shape[k][1],
+                 N = wsum_shape[k][2], K = wsum_shape[k][3], M = R * G;
+  NEED(a->src[0] = packed(c, PTO_F32, M, K, 1, c->mr));
+  NEED(a->src[1] = packed(c, PTO_F32, K, N, 0, c->nr));
+  NEED(a->src[2] = tile_r(c, PTO_F32, M, 1, M, 1, 0, 1));
+  NEED(a->dst[0] = tile_r(c, PTO_F32, R, N, R, N, 0, 0));
+  a->flags = PTO_TF_PACK_A | PTO_TF_PACK_B;
+  a->imm[0] = (int32_t)c->mr;
+  a->imm[1] = (int32_t)c->nr;
+  return 0;
+}
+
+/* ... with the keys read from global memory where they lie: src0 = Q^T
+ * (K x M, packed as B), src1 the weights, g the N x K keys */
+static int m_wsum_g(cal *c, int op, int k, int v, pto_targs *a) {
+  (void)v;
+  (void)op;
+  if (k >= N_WSUM)
+    return 1;
+  const uint32_t R = wsum_shape[k][0], G = wsum_shape[k][1],
+                 N = wsum_shape[k][2], K = wsum_shape[k][3], M = R * G;
+  NEED(a->src[0] = packed(c, PTO_F32, K, M, 0, c->nr));
+  NEED(a->src[1] = tile_r(c, PTO_F32, M, 1, M, 1, 0, 1));
+  NEED(a->dst[0] = tile_r(c, PTO_F32, R, N, R, N, 0, 0));
+  NEED(!view(c, a, 0, PTO_F32, N, K));
+  a->flags = PTO_TF_PACK_B;
+  a->imm[1] = (int32_t)c->nr;
+  return 0;
+}
+
+/* attention's S^T = G Q^T: n gathered rows of a table of K+ columns by
+ * B (K x N, packed as B) */
+static const uint32_t ga_shape[][3] = {{64, 576, 128},  {128, 576, 128},
+                                       {448, 576, 128}, {256, 128, 64},
+                                       {448, 576, 32},  {32, 576, 128},
+                                       {512, 192, 128}};
+#define N_GA (int)(sizeof ga_shape / sizeof ga_shape[0])
+
+static int m_ga(cal *c, int op, int k, int v, pto_targs *a) {
+  (void)v;
+  (void)op;
+  if (k >= N_GA)
+    return 1;
+  const uint32_t n = ga_shape[k][0], K = ga_shape[k][1], N = ga_shape[k][2];
+  const int64_t T = 512;
+  NEED(a->src[0] = indices(c, n, T));
+  NEED(a->src[1] = packed(c, PTO_F32, K, N, 0, c->nr));
+  NEED(a->dst[0] = tile_r(c, PTO_F32, n, N, n, N, 0, 0));
+  NEED(!view(c, a, 0, PTO_F32, T, K));
+  a->flags = PTO_TF_PACK_B;
+  a->imm[1] = (int32_t)c->nr;
+  return 0;
+}
+
+/* attention's O = P V: A (M x n, packed as A) by n gathered rows, N of
+ * their columns */
+static const uint32_t gb_shape[][3] = {{128, 64, 512},  {128, 448, 512},
+                                       {32, 256, 512},  {128, 128, 128},
+                                       {16, 448, 512},  {64, 448, 64},
+                                       {128, 256, 512}};
+#define N_GB (int)(sizeof gb_shape / sizeof gb_shape[0])
+
+static int m_gb(cal *c, int op, int k, int v, pto_targs *a) {
+  (void)v;
+  (void)op;
+  if (k >= N_GB)
+    return 1;
+  const uint32_t M = gb_shape[k][0], n = gb_shape[k][1], N = gb_shape[k][2];
+  const int64_t T = 512;
+  NEED(a->src[0] = packed(c, PTO_F32, M, n, 1, c->mr));
+  NEED(a->src[1] = indices(c, n, T));
+  NEED(a->dst[0] = tile_r(c, PTO_F32, M, N, M, N, 0, 0));
+  NEED(!view(c, a, 0, PTO_F32, T, N));
+  a->flags = PTO_TF_PACK_A;
+  a->imm[0] = (int32_t)c->mr;
+  return 0;
+}
+
+/* the online softmax's step on M rows of n scores, the scores transposed
+ * (n x M) as TMATMUL_GA leaves them */
+static const uint32_t sm_shape[][2] = {{128, 64}, {128, 448}, {32, 256},
+                                       {128, 128}, {16, 448}, {64, 512},
+                                       {128, 256}};
+#define N_SM (int)(sizeof sm_shape / sizeof sm_shape[0])
+
+static int m_smonline(cal *c, int op, int k, int v, pto_targs *a) {
+  (void)v;
+  (void)op;
+  if (k >= N_SM)
+    return 1;
+  const uint32_t M = sm_shape[k][0], n = sm_shape[k][1];
+  NEED(a->src[0] = tile(c, PTO_F32, n, M));
+  NEED(a->src[1] = indices(c, n, 8192));
+  NEED(a->dst[0] = tile_r(c, PTO_F32, up(M, c->mr), n, M, n, 0, 0));
+  NEED(a->dst[1] = tile_r(c, PTO_F32, M, 3, M, 3, 0, 0));
+  a->flags = PTO_TF_TRANS_A;
+  a->imm[0] = (int32_t)c->mr;
+  a->imm[1] = 8192;
+  a->s = 0.125;
+  return 0;
+}
+
+static int m_smfinal(cal *c, int op, int k, int v, pto_targs *a) {
+  (void)v;
+  (void)op;
+  VSHAPE(k);
+  NEED(a->src[0] = tile(c, PTO_F32, R, C));
+  NEED(a->src[1] = tile_r(c, PTO_F32, R, 3, R, 3, 1, 2)); /* l > 0 */
+  NEED(a->dst[0] = tile(c, PTO_F32, R, C));
+  NEED(a->dst[1] = tile(c, PTO_F32, R, 1));
+  return 0;
+}
+
+static int m_extract(cal *c, int op, int k, int v, pto_targs *a) {
+  (void)v;
+  VSHAPE(k);
+  const pto_dtype dt = dt_of(op, 0, 0);
+  const int insert = pto__insn_operand(op, 1, 0).writes == PTO_EXT_WINDOW;
+  const uint32_t r = R > 1 ? R / 2 : 1, q = C / 2;
+  NEED(a->src[0] = insert ? tile(c, dt, r, q) : tile(c, dt, R, C));
+  NEED(a->dst[0] = insert ? tile(c, dt, R, C) : tile(c, dt, r, q));
+  a->imm[0] = (int32_t)(R - r);
+  a->imm[1] = (int32_t)(C - q);
+  return 0;
+}
+
+static int m_trans(cal *c, int op, int k, int v, pto_targs *a) {
+  (void)v;
+  VSHAPE(k);
+  NEED(a->src[0] = tile(c, dt_of(op, 0, 0), R, C));
+  NEED(a->dst[0] = tile(c, dt_of(op, 1, 0), C, R));
+  return 0;
+}
+
+static int m_fillpad(cal *c, int op, int k, int v, pto_targs *a) {
+  (void)v;
+  VSHAPE(k);
+  NEED(a->src[0] = tile_r(c, dt_of(op, 0, 0), R, C, R > 1 ? R - 1 : 1,
+                          C > 16 ? C - 16 : C, -2, 2));
+  NEED(a->dst[0] = tile(c, dt_of(op, 1, 0), R, C));
+  return 0;
+}
+
+static int m_sort(cal *c, int op, int k, int v, pto_targs *a) {
+  (void)v;
+  VSHAPE(k);
+  pto_tile *sv, *si;
+  NEED(sv = tile(c, PTO_F32, R, C));
+  NEED(si = tile(c, PTO_I32, R, C));
+  a->src[0] = sv;
+  a->src[1] = si;
+  NEED(a->dst[0] = tile(c, PTO_F32, R, C));
+  NEED(a->dst[1] = tile(c, PTO_I32, R, C));
+  if (strcmp(pto__insn_name(op), "TSORT32")) { /* merges sorted runs */
+    sort_runs(sv, si, 32);
+    a->imm[0] = 32;
+    a->imm[1] = 4;
+  }
+  return 0;
+}
+
+/* TTOPK: the k largest of N per row */
+static const uint32_t topk_shape[][3] = {{1, 1024, 64},   {4, 8192, 512},
+                                         {8, 2048, 128},  {4, 8192, 2048},
+                                         {16, 4096, 256}, {2, 32768, 2048},
+                                         {1, 8192, 2048}};
+#define N_TOPK (int)(sizeof topk_shape / sizeof topk_shape[0])
+
+static int m_topk(cal *c, int op, int k, int v, pto_targs *a) {
+  (void)v;
+  (void)op;
+  if (k >= N_TOPK)
+    return 1;
+  const uint32_t R = topk_shape[k][0], N = topk_shape[k][1],
+                 K = topk_shape[k][2];
+  NEED(a->src[0] = tile(c, PTO_F32, R, N));
+  NEED(a->dst[0] = tile(c, PTO_F32, R, K));
+  NEED(a->dst[1] = tile(c, PTO_I32, R, K));
+  a->imm[0] = 0;
+  a->imm[1] = 1;
+  return 0;
+}
+
+/* TMRGTOPK: four sorted runs of kk per row merged, the first kk kept */
+static const uint32_t mrg_shape[][2] = {{1, 64},   {4, 512},  {8, 128},
+                                        {4, 2048}, {16, 256}, {1, 2048}};
+#define N_MRG (int)(sizeof mrg_shape / sizeof mrg_shape[0])
+
+static int m_mrgtopk(cal *c, int op, int k, int v, pto_targs *a) {
+  (void)v;
+  (void)op;
+  if (k >= N_MRG)
+    return 1;
+  const uint32_t R = mrg_shape[k][0], K = mrg_shape[k][1];
+  pto_tile *sv, *si;
+  NEED(sv = tile(c, PTO_F32, R, 4 * K));
+  NEED(si = tile(c, PTO_I32, R, 4 * K));
+  sort_runs(sv, si, K);
+  a->src[0] = sv;
+  a->src[1] = si;
+  NEED(a->dst[0] = tile(c, PTO_F32, R, K));
+  NEED(a->dst[1] = tile(c, PTO_I32, R, K));
+  a->imm[0] = (int32_t)K;
+  a->imm[1] = 1;
+  a->s = K;
+  return 0;
+}
+
+/* The maker of each operand class (by name: the classes change with the
+ * table; a class missing here fails the calibration, and its test). */
+typedef struct class_maker {
+  const char *cls;
+  maker fn;
+  int variants; /* 1: the base only; LOAD: plain, pack_a, pack_b */
+} class_maker;
+
+static const class_maker makers[] = {
+    {"LOAD", m_load, 3},           {"LOADMAX", m_load, 1},
+    {"LOADEXPSUM", m_load, 1},     {"LOADSTORE", m_load, 1},
+    {"STORE", m_store, 1},         {"MULSTORE", m_store, 1},
+    {"GATHER", m_gather, 1},       {"GATHERPACK", m_gatherpack, 1},
+    {"BINARY", m_elementwise, 1},  {"UNARY", m_elementwise, 1},
+    {"CMP", m_elementwise, 1},     {"SEL", m_elementwise, 1},
+    {"CONVERT", m_elementwise, 1}, {"SCALAR", m_elementwise, 1},
+    {"FILL", m_fill, 1},           {"ROWRED", m_roles, 1},
+    {"COLRED", m_roles, 1},        {"ROWEXPAND", m_roles, 1},
+    {"ROWEXPAND2", m_roles, 1},    {"ROWEXPDIF", m_roles, 1},
+    {"ROWEXPSUM", m_roles, 1},     {"COLEXPAND", m_roles, 1},
+    {"COLEXPAND2", m_roles, 1},    {"MATMUL", m_matmul, 1},
+    {"MATMUL_ACC", m_matmul, 1},   {"MATMUL_WSUM", m_wsum, 1},
+    {"MATMUL_WSUM_G", m_wsum_g, 1}, {"MATMUL_GA", m_ga, 1},
+    {"MATMUL_GB", m_gb, 1},        {"SMONLINE", m_smonline, 1},
+    {"SMFINAL", m_smfinal, 1},     {"EXTRACT", m_extract, 1},
+    {"INSERT", m_extract, 1},      {"TRANS", m_trans, 1},
+    {"FILLPAD", m_fillpad, 1},     {"SORT32", m_sort, 1},
+    {"MRGSORT", m_sort, 1},        {"TOPK", m_topk, 1},
+    {"MRGTOPK", m_mrgtopk, 1},
+};
+#define N_MAKERS (sizeof makers / sizeof makers[0])
+
+static const class_maker *maker_of(int op) {
+  const char *cls = pto__class_name(pto__insn_info(op)->cls);
+  for (size_t i = 0; i < N_MAKERS; i++)
+    if (!strcmp(makers[i].cls, cls))
+      return &makers[i];
+  return NULL;
+}
+
+int pto__calibrate_covers(int op) {
+  return maker_of(op) != NULL;
+}
+
+/* ---- timing ------------------------------------------------------------------ */
+
+/* ns per call of fn on a: the median of 5 batches, each long enough
+ * (about 20 us) for the clock, after two calls that warm the caches. */
+static double time_call(pto_tileop_fn fn, int op, const pto_targs *a) {
+  fn(op, a);
+  double t0 = now_ns();
+  fn(op, a);
+  const double one = now_ns() - t0;
+  uint32_t reps = one > 0 ? (uint32_t)(20000.0 / one) + 1 : 1000;
+  if (reps > 4096)
+    reps = 4096;
+  const int batches = one > 2e6 ? 3 : 5; /* a slow call: 3 of one each */
+  double v[5];
+  for (int b = 0; b < batches; b++) {
+    t0 = now_ns();
+    for (uint32_t r = 0; r < reps; r++)
+      fn(op, a);
+    v[b] = (now_ns() - t0) / reps;
+  }
+  for (int i = 1; i < batches; i++) /* sorted: the median */
+    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+      double t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  return v[batches / 2];
+}
+
+/* ---- the fit ------------------------------------------------------------------ */
+
+#define MAX_SAMPLES 16
+
+/* Least squares of y against the terms in mask, each sample weighted by
+ * 1 / y (relative error), coefficients >= 0: every subset of the terms
+ * solved by its normal equations, the best one with no negative
+ * coefficient kept (five terms: 32 subsets). The mean relative error into
+ * *err. */
+static void nnls_fit(const double (*x)[PTO_COST_TERMS], const double *y,
+                     int n, uint32_t mask, double out[PTO_COST_TERMS],
+                     double *err) {
+  double best = INFINITY;
+  memset(out, 0, sizeof(double) * PTO_COST_TERMS);
+  for (uint32_t sub = 1; sub < (1u << PTO_COST_TERMS); sub++) {
+    if ((sub & mask) != sub)
+      continue;
+    int idx[PTO_COST_TERMS], m = 0;
+    for (int k = 0; k < PTO_COST_TERMS; k++)
+      if (sub & (1u << k))
+        idx[m++] = k;
+    if (m > n)
+      continue;
+    double A[PTO_COST_TERMS][PTO_COST_TERMS + 1];
+    memset(A, 0, sizeof A);
+    for (int s = 0; s < n; s++) {
+      const double w = 1.0 / (y[s] * y[s]);
+      for (int i = 0; i < m; i++) {
+        for (int j = 0; j < m; j++)
+          A[i][j] += w * x[s][idx[i]] * x[s][idx[j]];
+        A[i][m] += w * x[s][idx[i]] * y[s];
+      }
+    }
+    /* Gaussian elimination with partial pivoting */
+    int ok = 1;
+    for (int i = 0; i < m && ok; i++) {
+      int piv = i;
+      for (int r = i + 1; r < m; r++)
+        if (fabs(A[r][i]) > fabs(A[piv][i]))
+          piv = r;
+      if (fabs(A[piv][i]) < 1e-300) {
+        ok = 0;
+        break;
+      }
+      for (int j = 0; j <= m; j++) {
+        double t = A[i][j];
+        A[i][j] = A[piv][j];
+        A[piv][j] = t;
+      }
+      for (int r = 0; r < m; r++) {
+        if (r == i)
+          continue;
+        const double f = A[r][i] / A[i][i];
+        for (int j = i; j <= m; j++)
+          A[r][j] -= f * A[i][j];
+      }
+    }
+    if (!ok)
+      continue;
+    double coef[PTO_COST_TERMS] = {0};
+    for (int i = 0; i < m; i++) {
+      coef[idx[i]] = A[i][m] / A[i][i];
+      if (!(coef[idx[i]] >= 0) || !isfinite(coef[idx[i]]))
+        ok = 0;
+    }
+    if (!ok)
+      continue;
+    double e = 0;
+    for (int s = 0; s < n; s++) {
+      double p = 0;
+      for (int k = 0; k < PTO_COST_TERMS; k++)
+        p += coef[k] * x[s][k];
+      e += (p - y[s]) * (p - y[s]) / (y[s] * y[s]);
+    }
+    if (e < best - 1e-12) {
+      best = e;
+      memcpy(out, coef, sizeof coef);
+    }
+  }
+  double rel = 0;
+  for (int s = 0; s < n; s++) {
+    double p = 0;
+    for (int k = 0; k < PTO_COST_TERMS; k++)
+      p += out[k] * x[s][k];
+    rel += fabs(p - y[s]) / y[s];
+  }
+  *err = n ? rel / n : 0;
+}
+
+/* ---- the memory probes --------------------------------------------------------- */
+
+typedef struct probe {
+  const pto_isa_table *tab;
+  unsigned char *buf;
+  size_t bytes;      /* the region this thread sweeps */
+  unsigned char *tl; /* its tile */
+  int passes;
+  double gbps;
+} probe;
+
+#define PROBE_ROWS 64
+#define PROBE_COLS 1024 /* 256 KiB windows */
+
+/* Sweeps the region with TLOAD of 64 x 1024 f32 windows `passes` times
+ * after one untimed pass, each window timed alone: GB/s at the median
+ * window's time (a neighbour that takes the core for a while slows a few
+ * windows, not the figure). */
+static int cmp_double(const void *x, const void *y) {
+  const double a = *(const double *)x, b = *(const double *)y;
+  return a < b ? -1 : a > b;
+}
+
+static void probe_main(void *arg) {
+  probe *p = arg;
+  pto_tile t = {p->tl, PTO_F32, PROBE_ROWS, PROBE_COLS,
+                PROBE_COLS, PROBE_ROWS, PROBE_COLS};
+  pto_targs a;
+  memset(&a, 0, sizeof a);
+  a.dst[0] = &t;
+  const size_t win = (size_t)PROBE_ROWS * PROBE_COLS * 4;
+  const size_t n = p->bytes / win;
+  double *dt = malloc((n * (size_t)p->passes + 1) * sizeof *dt);
+  size_t m = 0;
+  for (int pass = -1; pass < p->passes; pass++)
+    for (size_t i = 0; i < n; i++) {
+      a.g = (pto_gview){p->buf + i * win, PTO_F32, PROBE_ROWS, PROBE_COLS,
+                        PROBE_COLS, 1};
+      const double t0 = now_ns();
+      p->tab->fn[PTO_OP_TLOAD](PTO_OP_TLOAD, &a);
+      if (pass >= 0 && dt)
+        dt[m++] = now_ns() - t0;
+    }
+  if (!dt || !m) {
+    free(dt);
+    p->gbps = 0;
+    return;
+  }
+  qsort(dt, m, sizeof *dt, cmp_double);
+  p->gbps = (double)win / dt[m / 2];
+  free(dt);
+}
+
+/* GB/s per thread and in total, `threads` threads each sweeping its own
+ * `bytes` of buf. */
+static double sweep(const pto_isa_table *tab, unsigned char *buf, size_t bytes,
+                    uint32_t threads, unsigned char *tiles, int passes,
+                    double *total) {
+  probe p[64];
+  uv_thread_t th[64];
+  if (threads > 64)
+    threads = 64;
+  for (uint32_t i = 0; i < threads; i++) {
+    p[i] = (probe){tab, buf + i * bytes, bytes,
+                   tiles + i * (size_t)PROBE_ROWS * PROBE_COLS * 4, passes, 0};
+  }
+  if (threads == 1) {
+    probe_main(&p[0]);
+  } else {
+    uint32_t started = 0;
+    for (; started < threads; started++)
+      if (uv_thread_create(&th[started], probe_main, &p[started]))
+        break;
+    for (uint32_t i = 0; i < started; i++)
+      uv_thread_join(&th[i]);
+    threads = started;
+  }
+  double sum = 0, least = INFINITY;
+  for (uint32_t i = 0; i < threads; i++) {
+    sum += p[i].gbps;
+    least = p[i].gbps < least ? p[i].gbps : least;
+  }
+  *total = sum;
+  return threads ? sum / threads : 0;
+}
+
+typedef struct memfig {
+  double l2_bytes, llc_bytes, llc_core, llc_total, dram_core, dram_total;
+  double curve[8][2]; /* bytes, GB/s of one core */
+  int n_curve;
+} memfig;
+
+static void log_line(FILE *log, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void log_line(FILE *log, const char *fmt, ...) {
+  if (!log)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(log, "calibrate: ");
+  vfprintf(log, fmt, ap);
+  fputc('\n', log);
+  va_end(ap);
+}
+
+/* The bandwidth a core gets from regions of growing size, from its L2 up
+ * to DRAM: the last-level cache's effective size is where it falls toward
+ * DRAM's; then every worker at once from each level. */
+static int probe_memory(const pto_isa_table *tab, uint32_t workers,
+                        FILE *log, memfig *m) {
+  static const size_t mib = (size_t)1 << 20;
+  static const size_t sizes[] = {8, 32, 128, 512, 1536};
+  const size_t n_sizes = sizeof sizes / sizeof sizes[0];
+  const size_t big = sizes[n_sizes - 1] * mib;
+  if (workers > 64)
+    workers = 64;
+  unsigned char *buf = malloc(big + 64);
+  unsigned char *tiles = aligned_alloc(64, (size_t)64 * PROBE_ROWS *
+                                               PROBE_COLS * 4);
+  if (!buf || !tiles) {
+    free(buf);
+    free(tiles);
+    return -1;
+  }
+  memset(buf, 1, big); /* faulted in once */
+  double bw[8];
+  for (size_t i = 0; i < n_sizes; i++) {
+    double tot;
+    const int passes = sizes[i] <= 32 ? 4 : 1;
+    bw[i] = sweep(tab, buf, sizes[i] * mib, 1, tiles, passes, &tot);
+    m->curve[i][0] = (double)sizes[i] * mib;
+    m->curve[i][1] = bw[i];
+    log_line(log, "one core streams %4zu MiB at %6.1f GB/s", sizes[i], bw[i]);
+  }
+  m->n_curve = (int)n_sizes;
+  m->llc_core = bw[1];
+  m->dram_core = bw[n_sizes - 1] < bw[1] ? bw[n_sizes - 1] : bw[1];
+  /* the largest size still clearly above DRAM's rate */
+  m->llc_bytes = (double)sizes[0] * mib;
+  for (size_t i = 0; i < n_sizes; i++)
+    if (bw[i] > m->dram_core + 0.5 * (m->llc_core - m->dram_core))
+      m->llc_bytes = (double)sizes[i] * mib;
+  /* every worker at once: from the cache (regions that fit it together)
+   * and from DRAM */
+  size_t each = (size_t)(m->llc_bytes / 2 / workers);
+  each = each / ((size_t)PROBE_ROWS * PROBE_COLS * 4) *
+         ((size_t)PROBE_ROWS * PROBE_COLS * 4);
+  double tot = 0;
+  if (workers > 1 && each >= 4 * mib) {
+    sweep(tab, buf, each, workers, tiles, 4, &tot);
+    m->llc_total = tot > m->llc_core ? tot : m->llc_core;
+  } else {
+    m->llc_total = m->llc_core * workers;
+  }
+  each = big / workers;
+  each = each / ((size_t)PROBE_ROWS * PROBE_COLS * 4) *
+         ((size_t)PROBE_ROWS * PROBE_COLS * 4);
+  if (workers > 1) {
+    sweep(tab, buf, each, workers, tiles, 1, &tot);
+    m->dram_total = tot > m->dram_core ? tot : m->dram_core;
+  } else {
+    m->dram_total = m->dram_core;
+  }
+  log_line(log,
+           "last-level cache ~%.0f MiB: %.1f GB/s a core, %.1f GB/s for %u "
+           "workers; DRAM %.1f GB/s a core, %.1f GB/s for %u",
+           m->llc_bytes / mib, m->llc_core, m->llc_total, workers,
+           m->dram_core, m->dram_total, workers);
+  free(buf);
+  free(tiles);
+  return 0;
+}
+
+/* ---- the call --------------------------------------------------------------------- */
+
+pto_calibrate_params pto_calibrate_params_default(void) {
+  pto_calibrate_params p;
+  memset(&p, 0, sizeof p);
+  p.seconds = 4;
+  return p;
+}
+
+static void cpu_model(char *buf, size_t n) {
+  snprintf(buf, n, "unknown");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f)
+    return;
+  char line[256];
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, "model name", 10)) {
+      const char *v = strchr(line, ':');
+      if (v) {
+        v++;
+        while (*v == ' ')
+          v++;
+        snprintf(buf, n, "%.*s", (int)strcspn(v, "\n"), v);
+      }
+      break;
+    }
+  fclose(f);
+}
+
+static json_t *terms_json(const double ns[PTO_COST_TERMS]) {
+  json_t *o = json_object();
+  for (int k = 0; o && k < PTO_COST_TERMS; k++)
+    if (ns[k] > 0 || k == PTO_COST_CALL)
+      json_object_set_new(o, pto__cost_term_key[k],
+                          json_real(ns[k] < 1e-9 && k ? 0 : ns[k]));
+  return o;
+}
+
+pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
+                                 pto_profile **out) {
+  if (!out)
+    return pto__last_error(PTO_EINVAL, "calibrate: out is NULL");
+  *out = NULL;
+  pto_calibrate_params p = prm ? *prm : pto_calibrate_params_default();
+  char isa_msg[256];
+  if (pto__isa_check(isa_msg, sizeof isa_msg))
+    return pto__last_error(PTO_EISA, "calibrate: %s", isa_msg);
+  const pto_isa_table *tab = pto__isa_active();
+  pto_machine host;
+  if (pto_machine_host(&host)) {
+    memset(&host, 0, sizeof host);
+    snprintf(host.name, sizeof host.name, "host");
+    host.workers[0] = host.workers[1] = 1;
+    host.shared = 1;
+    for (int l = 0; l < PTO_MEM_LEVEL_COUNT; l++)
+      host.mem[l] = (size_t)1 << 20;
+  }
+  if (p.workers) {
+    host.workers[0] = host.workers[1] = p.workers;
+  }
+  const uint32_t workers = host.workers[0];
+  const double budget = (p.seconds > 0 ? p.seconds : 4) * 1e9;
+  const double t_start = now_ns();
+  cal c;
+  memset(&c, 0, sizeof c);
+  c.rng = 0x5eed;
+  c.pool = aligned_alloc(64, POOL_BYTES);
+  c.gbuf[0] = aligned_alloc(64, GBUF_BYTES);
+  c.gbuf[1] = aligned_alloc(64, GBUF_BYTES);
+  json_t *insns = json_object(), *fit = json_object();
+  pto_status st = PTO_OK;
+  if (!c.pool || !c.gbuf[0] || !c.gbuf[1] || !insns || !fit) {
+    st = pto__last_error(PTO_ENOMEM, "calibrate: out of memory");
+    goto done;
+  }
+  c.mr = tab->mm_mr;
+  c.nr = tab->mm_nr;
+  /* PTO_CALIBRATE_SAMPLES=1: every timed shape into the log */
+  const char *ds = getenv("PTO_CALIBRATE_SAMPLES");
+  const int dump = ds && ds[0] == '1' && p.log;
+  /* about a third of the budget for the instructions, shared evenly */
+  const double per_insn = budget * 0.35 / PTO_OP_COUNT;
+  for (int op = 0; op < PTO_OP_COUNT; op++) {
+    const class_maker *mk = maker_of(op);
+    const char *name = pto__insn_name(op);
+    if (!mk) {
+      st = pto__last_error(PTO_ENOTSUP,
+                           "calibrate: no microbenchmark for %s (class %s): "
+                           "tileops/calibrate.c has no maker for the class",
+                           name, pto__class_name(pto__insn_info(op)->cls));
+      goto done;
+    }
+    const uint32_t mask = pto__class_cost(pto__insn_info(op)->cls);
+    for (int v = 0; v < mk->variants; v++) {
+      double x[MAX_SAMPLES][PTO_COST_TERMS], y[MAX_SAMPLES];
+      int n = 0;
+      const double t_op = now_ns();
+      for (int k = 0; k < MAX_SAMPLES; k++) {
+        pto_targs a;
+        memset(&a, 0, sizeof a);
+        c.used = 0;
+        const int made = mk->fn(&c, op, k, v, &a);
+        if (made == 1)
+          break;
+        if (made < 0) {
+          st = pto__last_error(PTO_ENOMEM,
+                               "calibrate: %s shape %d does not fit the "
+                               "calibration's buffers",
+                               name, k);
+          goto done;
+        }
+        char why[256];
+        if (pto__tileop_check(op, &a, why, sizeof why)) {
+          st = pto__last_error(PTO_EINVAL,
+                               "calibrate: the operands made for %s shape %d "
+                               "are refused: %s",
+                               name, k, why);
+          goto done;
+        }
+        pto_insn_shape sh;
+        pto__shape_of(op, &a, c.mr, &sh);
+        pto_cost_feat f;
+        pto__cost_features(&sh, &f);
+        y[n] = time_call(tab->fn[op], op, &a);
+        if (!(y[n] > 0))
+          y[n] = 0.5;
+        memcpy(x[n], f.x, sizeof f.x);
+        if (dump)
+          log_line(p.log, "  %s%s shape %d: rows %g in %g out %g flops %g: "
+                          "%.1f ns",
+                   name, v == 1 ? ".pack_a" : v == 2 ? ".pack_b" : "", k,
+                   f.x[PTO_COST_ROW], f.x[PTO_COST_IN], f.x[PTO_COST_OUT],
+                   f.x[PTO_COST_FLOP], y[n]);
+        n++;
+        if (now_ns() - t_op > per_insn * 3 && n >= 4)
+          break; /* slow instruction: enough shapes */
+      }
+      double coef[PTO_COST_TERMS], err;
+      nnls_fit((const double(*)[PTO_COST_TERMS])x, y, n, mask, coef, &err);
+      char key[64];
+      snprintf(key, sizeof key, "%s%s", name,
+               v == 1 ? ".pack_a" : v == 2 ? ".pack_b" : "");
+      json_object_set_new(insns, key, terms_json(coef));
+      json_object_set_new(fit, key, json_real(round(err * 1e4) / 1e4));
+      log_line(p.log, "%-22s %2d shapes, mean fit error %4.1f%%", key, n,
+               100 * err);
+    }
+  }
+  memfig mf;
+  memset(&mf, 0, sizeof mf);
+  if (probe_memory(tab, workers, p.log, &mf)) {
+    st = pto__last_error(PTO_ENOMEM, "calibrate: out of memory for the "
+                                     "memory probes");
+    goto done;
+  }
+  char cpu[128];
+  cpu_model(cpu, sizeof cpu);
+  json_t *curve = json_array();
+  for (int i = 0; curve && i < mf.n_curve; i++)
+    json_array_append_new(curve, json_pack("[f,f]", mf.curve[i][0],
+                                           mf.curve[i][1]));
+  /* the host's per-core L2: its scratchpads are half of it
+   * (pto_machine_host) */
+  const double l2 = 2.0 * (double)host.mem[PTO_MEM_UB];
+  json_t *doc = json_object();
+  json_t *mach = json_pack("{ss si si sb}", "name", "host", "cube_workers",
+                           (int)workers, "vector_workers", (int)workers,
+                           "shared", 1);
+  /* the runtime's costs: estimates until a run measures them */
+  json_t *rt = json_pack("{sf sf sf sf sf}", "dispatch_ns", 300.0,
+                         "handoff_ns", 600.0, "task_ns", 200.0, "instance_ns",
+                         30.0, "call_ns", 15.0);
+  json_t *mem = json_pack("{s{sf} s{sf sf sf} s{sf sf}}", "l2", "bytes", l2,
+                          "llc", "bytes", mf.llc_bytes, "core_gbps",
+                          mf.llc_core, "total_gbps", mf.llc_total, "dram",
+                          "core_gbps", mf.dram_core, "total_gbps",
+                          mf.dram_total);
+  json_t *costs = json_pack("{s{sO}}", "any", "insns", insns);
+  json_t *about = json_pack("{ss ss sf sO sO}", "cpu", cpu, "isa", tab->name,
+                            "seconds", (now_ns() - t_start) / 1e9,
+                            "fit_error", fit, "stream_curve", curve);
+  json_decref(curve);
+  if (!doc || !mach || !rt || !mem || !costs || !about) {
+    json_decref(doc);
+    json_decref(mach);
+    json_decref(rt);
+    json_decref(mem);
+    json_decref(costs);
+    json_decref(about);
+    st = pto__last_error(PTO_ENOMEM, "calibrate: out of memory");
+    goto done;
+  }
+  json_object_set_new(doc, "format", json_string("pto-profile"));
+  json_object_set_new(doc, "version", json_integer(1));
+  json_object_set_new(doc, "name", json_string(p.name ? p.name : "host"));
+  json_object_set_new(
+      doc, "about",
+      json_string("calibrated on this CPU by pto_profile_calibrate "
+                  "(pto-bench calibrate): each instruction timed at several "
+                  "tile shapes through the active instruction table, its "
+                  "operands hot in the core's cache, its cost terms fitted; "
+                  "the memory system probed with TLOAD sweeps of growing "
+                  "regions, one core and every worker at once"));
+  json_object_set_new(doc, "machine", mach);
+  json_object_set_new(doc, "runtime", rt);
+  json_object_set_new(doc, "memory", mem);
+  json_object_set_new(doc, "costs", costs);
+  json_object_set_new(doc, "calibration", about);
+  pto_error err;
+  pto__error_clear(&err);
+  if ((st = pto__profile_from_json(doc, NULL, out, &err)))
+    pto__last_error(st, "calibrate: the profile it made is refused: %s",
+                    err.msg);
+done:
+  json_decref(insns);
+  json_decref(fit);
+  free(c.pool);
+  free(c.gbuf[0]);
+  free(c.gbuf[1]);
+  return st;
+}
