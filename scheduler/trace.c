@@ -185,9 +185,11 @@ pto_status pto__trace_write_json(const pto_trace *t, FILE *f) {
   fprintf(f, "{\"displayTimeUnit\":\"ns\",\n\"pto\":{\"format\":"
              "\"pto-trace\",\"version\":2,\"machine\":");
   json_str(f, t->machine);
-  fprintf(f, ",\"makespan_ns\":%llu,\"tasks\":%u,\"edges\":%u,"
-             "\"workers\":[",
+  fprintf(f, ",\"makespan_ns\":%llu,\"tasks\":%u,\"edges\":%u,",
           (unsigned long long)t->makespan_ns, n_ran, off[t->n_tasks]);
+  if (t->sim)
+    fprintf(f, "\"simulated\":true,\"sim\":%s,", t->sim);
+  fprintf(f, "\"workers\":[");
   for (uint32_t w = 0; w < t->n_workers; w++)
     fprintf(f, "%s{\"id\":%u,\"serves\":\"%s\",\"pu\":%d}", w ? "," : "",
             w, serves_name(t->worker_serves ? t->worker_serves[w] : 2),

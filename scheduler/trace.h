@@ -54,6 +54,10 @@ typedef struct pto_trace {
   const pto_trace_detail *detail;
   uint64_t *inst_ns;
   const uint32_t *inst_off;
+  /* a simulated run's (scheduler/sim.c): a JSON object describing the
+   * simulation, written as "simulated": true and "sim": it; NULL for a
+   * measured run */
+  const char *sim;
 } pto_trace;
 
 /* Moves run's trace arrays into t (freeing what t held). */
