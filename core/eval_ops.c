@@ -115,15 +115,18 @@ static int topk_order(const void *x, const void *y) {
 pto_status pto__eval_topk(eval_ctx *e, const pto_node *n) {
   const pto_tensor *a = n->in[0], *vals = n->out[0], *inds = n->out[1];
   int nd = a->ndim;
-  int64_t len = a->shape[nd - 1], k = n->ival, rows = numel(a) / len;
+  int64_t len = a->shape[nd - 1], k = n->ival, rows = 1;
+  for (int d = 0; d < nd - 1; d++) /* not numel / len: a row may be empty */
+    rows *= a->shape[d];
   const int masked = (n->flags & PTO_TOPK_MASKED) != 0;
-  topk_item *items = malloc((size_t)len * sizeof *items);
+  topk_item *items = malloc((size_t)(len ? len : 1) * sizeof *items);
   if (!items)
     return run_fail(e->p, "topk", n->label, PTO_ENOMEM,
                     "out of memory for a row of %" PRId64, len);
   int64_t idx[PTO_MAX_DIMS];
   for (int64_t r = 0; r < rows; r++) {
-    unravel(r * len, nd, a->shape, idx);
+    if (len) /* an empty row has no entries to index */
+      unravel(r * len, nd, a->shape, idx);
     int64_t m = 0;
     for (int64_t c = 0; c < len; c++) {
       idx[nd - 1] = c;
