@@ -78,6 +78,30 @@ static void choose(rp_case *c, rp_src *r) {
   }
 }
 
+/* A plain topk over a dynamic last axis is refused: the topks whose
+ * results nothing reads (outputs may) become pto_topk_masked, which takes
+ * one (a row of fewer than k valid entries is padded with -inf and -1,
+ * which only an output sees); how many did. */
+static int topk_to_masked(rp_case *c) {
+  int n = 0;
+  for (int i = 0; i < c->n_steps; i++) {
+    rp_step *s = &c->steps[i];
+    if (s->kind != S_OP || s->op != O_TOPK || (s->flags & RP_TOPK_MASKED))
+      continue;
+    int read = 0;
+    for (int j = i + 1; j < c->n_steps && !read; j++)
+      for (int k = 0; k < c->steps[j].n_in && c->steps[j].kind == S_OP; k++)
+        read |= c->steps[j].in[k] == s->out || c->steps[j].in[k] == s->out2;
+    if (!read) {
+      s->flags |= RP_TOPK_MASKED;
+      c->vals[s->out].neginf = 1;
+      c->vals[s->out2].lo = -1;
+      n++;
+    }
+  }
+  return n;
+}
+
 /* Drops the dims no axis has. */
 static void drop_unused(rp_case *c) {
   for (int k = c->n_dims - 1; k >= 0; k--) {
@@ -479,6 +503,11 @@ void dims_overlay(rp_case *c, uint64_t seed) {
     int64_t low[RP_MAX_DIMS] = {0};
     if (pto_program_status(p) != PTO_OK) {
       drop = named_dims(c, pto_program_error(p));
+      if (drop && strstr(pto_program_error(p), "pto_topk_masked selects") &&
+          topk_to_masked(c)) {
+        pto_program_free(p);
+        continue;
+      }
       if (drop && pto_program_status(p) == PTO_ENOTSUP &&
           drop_at_input(c, pto_program_error(p), drop)) {
         pto_program_free(p);

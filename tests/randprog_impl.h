@@ -87,6 +87,7 @@ enum {
 };
 
 #define MAX_IN 24
+enum { RP_TOPK_MASKED = 1u << 0 };
 
 typedef struct rp_step {
   int kind, op;
@@ -96,7 +97,7 @@ typedef struct rp_step {
   int nd;
   int64_t shape[4], end[4]; /* shape; slice begin (shape) and end */
   int a0, a1;               /* transpose axes; concat axis; cmp mode */
-  unsigned flags;
+  unsigned flags; /* O_TOPK: RP_TOPK_MASKED for pto_topk_masked */
   double scalar;
   int64_t ival;
   uint32_t tile[5];

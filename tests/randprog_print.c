@@ -325,8 +325,11 @@ void emit_program(const rp_case *c, pto_program *p, pto_tensor **T, FILE *o) {
       break;
     case O_TOPK:
       if (o)
-        fprintf(o, "pto_topk(p, t[%d], %" PRId64 ", &t[%d]);\n", in[0], s->ival,
-                s->out2);
+        fprintf(o, "%s(p, t[%d], %" PRId64 ", &t[%d]);\n",
+                s->flags & RP_TOPK_MASKED ? "pto_topk_masked" : "pto_topk",
+                in[0], s->ival, s->out2);
+      else if (s->flags & RP_TOPK_MASKED)
+        r = pto_topk_masked(p, T[in[0]], s->ival, &T[s->out2]);
       else
         r = pto_topk(p, T[in[0]], s->ival, &T[s->out2]);
       break;

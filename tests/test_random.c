@@ -330,3 +330,49 @@ Test(e2e, regress_empty_strict_gather, .timeout = 60) {
   pto_executable_free(e);
   pto_program_free(p);
 }
+
+/* pto_topk_masked over x [3, S<=8] at S = 0 and 1: rows of no entries (or
+ * one) are all padding, -inf and -1. The evaluator divided by the row
+ * length (rows = numel / len) and died of SIGFPE at S = 0; the run was
+ * right. Seeds 132, 575, 610. */
+Test(e2e, regress_topk_masked_empty_row, .timeout = 60) {
+  pto_program *p = pto_program_new("topk_masked_empty_row");
+  const int64_t S = pto_dim_dynamic(p, "S", 8);
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 2, (const int64_t[]){3, S});
+  pto_tensor *idx = NULL;
+  pto_output(p, pto_topk_masked(p, x, 2, &idx), "v");
+  pto_output(p, idx, "i");
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  pto_run *run = NULL;
+  cr_assert_eq(pto_run_new(e, &run), PTO_OK);
+  float xb[24];
+  for (int i = 0; i < 24; i++)
+    xb[i] = (float)(i % 5);
+  const void *in[] = {xb};
+  for (int64_t s = 0; s <= 1; s++) {
+    float v[2][6];
+    int32_t ix[2][6];
+    void *want[] = {v[0], ix[0]}, *got[] = {v[1], ix[1]};
+    cr_assert_eq(pto_program_eval_dims(p, &s, in, want), PTO_OK, "%s",
+                 pto_program_error(p));
+    cr_assert_eq(pto_run_bind(run, "S", s), PTO_OK);
+    cr_assert_eq(pto_run_exec_serial(run, in, got), PTO_OK, "%s",
+                 pto_run_error(run));
+    for (int r = 0; r < 3; r++)
+      for (int c = 0; c < 2; c++) {
+        const int j = r * 2 + c, pad = c >= s;
+        cr_expect(pad ? v[0][j] == -INFINITY && ix[0][j] == -1
+                      : v[0][j] == xb[r * 8] && ix[0][j] == 0,
+                  "S=%ld [%d,%d]: eval %g, %d", (long)s, r, c, v[0][j],
+                  ix[0][j]);
+        cr_expect(v[1][j] == v[0][j] && ix[1][j] == ix[0][j],
+                  "S=%ld [%d,%d]: run %g, %d; eval %g, %d", (long)s, r, c,
+                  v[1][j], ix[1][j], v[0][j], ix[0][j]);
+      }
+  }
+  pto_run_free(run);
+  pto_executable_free(e);
+  pto_program_free(p);
+}
