@@ -31,7 +31,7 @@
 
 #include "core/program.h" /* the equalities the ops recorded, axes' drefs */
 
-/* -------------------------------------------------------------------------- */
+/* ---- choosing dims ------------------------------------------------------- */
 
 static int has_shape(const rp_step *s) {
   return s->kind == S_INPUT ||
@@ -102,6 +102,29 @@ static int topk_to_masked(rp_case *c) {
   return n;
 }
 
+/* Known bug strict_gather_tail: a strict gather checks the index rows of
+ * a tile past the extent too, which hold what an earlier execution left.
+ * While it is open, the live strict gathers whose index has a dynamic axis
+ * become plain ones (an index out of range gives a row of zeros, which the
+ * tracking has room for); how many did. */
+static int unstrict(rp_case *c, pto_tensor *const *T) {
+  int n = 0;
+  for (int i = 0; i < c->n_steps && c->sw.strict_gather_tail; i++) {
+    rp_step *s = &c->steps[i];
+    if (s->kind != S_OP || s->op != O_GATHER ||
+        !(s->flags & PTO_GATHER_STRICT) || !step_live(c, s) || !T[s->in[1]])
+      continue;
+    int dyn = 0;
+    for (int d = 0; d < c->vals[s->in[1]].nd; d++)
+      dyn |= pto_tensor_dim_dynamic(T[s->in[1]], d) >= 0;
+    if (dyn) {
+      s->flags &= ~(unsigned)PTO_GATHER_STRICT;
+      n++;
+    }
+  }
+  return n;
+}
+
 /* Drops the dims no axis has. */
 static void drop_unused(rp_case *c) {
   for (int k = c->n_dims - 1; k >= 0; k--) {
@@ -135,7 +158,7 @@ void dims_drop(rp_case *c, int k) {
     c->n_binds = 0;
 }
 
-/* -------------------------------------------------------------------------- */
+/* ---- what the builder and the tracking accept ---------------------------- */
 
 /* The dims msg names ("dynamic dim 'D1'", or a shape "[D1<=33,...]",
  * "[D1[3:4],...]"), as a mask. */
@@ -275,7 +298,7 @@ static pto_program *build(const rp_case *c, pto_tensor **T) {
   return p;
 }
 
-/* -------------------------------------------------------------------------- */
+/* ---- bindings ------------------------------------------------------------ */
 
 typedef struct eqs {
   int n;
@@ -480,7 +503,33 @@ static void choose_bindings(rp_case *c, const eqs *E, const int64_t *low,
   }
 }
 
-/* -------------------------------------------------------------------------- */
+/* A dim an op matched with a static axis of its maximum can only be bound
+ * to that: widening gives it every static axis of that extent of the
+ * inputs and fills too, which frees it where the static axis was one of
+ * them. The steps' dims go to before first; 0 if nothing is pinned. */
+static int widen(rp_case *c, const pto_program *p, int8_t (*before)[4]) {
+  unsigned pinned = 0;
+  for (unsigned i = 0; i < p->n_eqs; i++)
+    if ((p->eqs[i].a.dim < 0) != (p->eqs[i].b.dim < 0))
+      pinned |=
+          1u << (p->eqs[i].a.dim >= 0 ? p->eqs[i].a.dim : p->eqs[i].b.dim);
+  if (!pinned)
+    return 0;
+  int n = 0;
+  for (int i = 0; i < c->n_steps; i++) {
+    rp_step *s = &c->steps[i];
+    memcpy(before[i], s->dim, sizeof s->dim);
+    for (int d = 0; has_shape(s) && d < s->nd && d < 4; d++)
+      for (int k = 0; k < c->n_dims && !s->dim[d]; k++)
+        if (pinned >> k & 1 && s->shape[d] == c->dims[k].max) {
+          s->dim[d] = (int8_t)(k + 1);
+          n++;
+        }
+  }
+  return n > 0;
+}
+
+/* ---- the overlay --------------------------------------------------------- */
 
 void dims_overlay(rp_case *c, uint64_t seed) {
   rp_src r;
@@ -494,6 +543,11 @@ void dims_overlay(rp_case *c, uint64_t seed) {
   pto_tensor **T = calloc((size_t)c->n_vals + 1, sizeof *T);
   if (!T)
     abort();
+  /* the steps' dims before widening (below), while it is tried */
+  int8_t(*before)[4] = malloc(((size_t)c->n_steps + 1) * sizeof *before);
+  int widened = 0, trying = 0;
+  if (!before)
+    abort();
   for (;;) {
     drop_unused(c);
     if (!c->n_dims)
@@ -501,6 +555,15 @@ void dims_overlay(rp_case *c, uint64_t seed) {
     pto_program *p = build(c, T);
     unsigned drop = 0;
     int64_t low[RP_MAX_DIMS] = {0};
+    if (trying && (pto_program_status(p) != PTO_OK ||
+                   unsound_dims(c, T, low))) { /* back to what worked */
+      for (int i = 0; i < c->n_steps; i++)
+        memcpy(c->steps[i].dim, before[i], sizeof before[i]);
+      trying = 0;
+      pto_program_free(p);
+      continue;
+    }
+    trying = 0;
     if (pto_program_status(p) != PTO_OK) {
       drop = named_dims(c, pto_program_error(p));
       if (drop && strstr(pto_program_error(p), "pto_topk_masked selects") &&
@@ -535,6 +598,15 @@ void dims_overlay(rp_case *c, uint64_t seed) {
     } else {
       drop = unsound_dims(c, T, low);
     }
+    if (!drop && unstrict(c, T)) {
+      pto_program_free(p);
+      continue;
+    }
+    if (!drop && !widened && widen(c, p, before)) {
+      widened = trying = 1; /* once: if it fails, back to this */
+      pto_program_free(p);
+      continue;
+    }
     if (!drop) {
       eqs E = {(int)p->n_eqs, malloc(((size_t)p->n_eqs + 1) * sizeof *E.q)};
       if (!E.q)
@@ -559,5 +631,6 @@ void dims_overlay(rp_case *c, uint64_t seed) {
       if (drop >> k & 1)
         dims_drop(c, k);
   }
+  free(before);
   free(T);
 }
