@@ -9,15 +9,21 @@
  * What the builder refuses on a dynamic axis (concat along it, plain topk
  * over it, attention's heads, keys and slots, causal masks, assemble,
  * reshapes that split a dim, two slices of a dim matched) is found by
- * building the program: the dims the refusal names are made static and the
- * program is built again, so a refusal is never a finding. The value
+ * building the program: the dim the refusal names is made static at the
+ * input it names, or everywhere, and the program is built again, so a
+ * refusal is never a finding (a plain topk whose results only outputs read
+ * becomes pto_topk_masked instead, which takes a dynamic axis). The value
  * tracking was done at the maxima; it stays sound at smaller extents
  * (sums and matmuls over fewer terms have smaller rounding bounds, the
  * exactness conditions only get easier) except where a bound used the
  * count of terms: a sum, max or min over a dynamic axis of values of one
  * sign (fewer terms, or none at an extent of 0, which gives 0, fall
  * outside [n lo, n hi]), and the variance and the norms, which divide by
- * the maximum whatever the extent. Those dims are made static too.
+ * the maximum whatever the extent. Those dims are made static too, as
+ * are those an open bug's pattern needs (randprog.h). A dim an op pins to
+ * its maximum (matched with a static axis of that extent) is given every
+ * static axis of its extent once, to free it. A case that keeps no dim is
+ * left as the seed made it.
  *
  * A case that keeps some dims gets bindings: all ones, the maxima, a tile
  * boundary, some zeros, random ones, each repaired to satisfy the
@@ -538,11 +544,17 @@ void dims_overlay(rp_case *c, uint64_t seed) {
   c->n_dims = c->n_binds = 0;
   if (!chance(&r, 35))
     return;
+  /* the case as the seed made it: what a case that keeps no dim goes back
+   * to (topks made masked and gathers made plain included) */
+  rp_step *steps0 = malloc(((size_t)c->n_steps + 1) * sizeof *steps0);
+  rp_val *vals0 = malloc(((size_t)c->n_vals + 1) * sizeof *vals0);
+  pto_tensor **T = calloc((size_t)c->n_vals + 1, sizeof *T);
+  if (!steps0 || !vals0 || !T)
+    abort();
+  memcpy(steps0, c->steps, (size_t)c->n_steps * sizeof *steps0);
+  memcpy(vals0, c->vals, (size_t)c->n_vals * sizeof *vals0);
   choose(c, &r);
   mark_live(c);
-  pto_tensor **T = calloc((size_t)c->n_vals + 1, sizeof *T);
-  if (!T)
-    abort();
   /* the steps' dims before widening (below), while it is tried */
   int8_t(*before)[4] = malloc(((size_t)c->n_steps + 1) * sizeof *before);
   int widened = 0, trying = 0;
@@ -631,6 +643,12 @@ void dims_overlay(rp_case *c, uint64_t seed) {
       if (drop >> k & 1)
         dims_drop(c, k);
   }
+  if (!c->n_dims) {
+    memcpy(c->steps, steps0, (size_t)c->n_steps * sizeof *steps0);
+    memcpy(c->vals, vals0, (size_t)c->n_vals * sizeof *vals0);
+  }
+  free(steps0);
+  free(vals0);
   free(before);
   free(T);
 }
