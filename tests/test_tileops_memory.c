@@ -530,3 +530,110 @@ void drive_gather(int op, const oracle_case *oc) {
       }
 }
 
+
+/* ---- empty sources ---------------------------------------------------------
+ * A run's dynamic extents may empty what a reduction reads but not the
+ * vector it writes (a softmax over S = 1 with tiles of 16 columns: the
+ * tiles past the first have no valid column). The executor then asks
+ * pto__insn_empty for the result, else the table's kernel runs
+ * (scheduler/exec.c); either way every valid element of each destination
+ * is the identity of its reduction. Every instruction with a per-row or
+ * per-column destination is checked, on every table, destinations
+ * poisoned with NaN first. */
+
+typedef struct empty_case {
+  int op;
+  float want[2]; /* dst0's, dst1's identity (NAN: not checked) */
+} empty_case;
+
+static const empty_case empty_cases[] = {
+    {PTO_OP_TROWSUM, {0.0f, NAN}},
+    {PTO_OP_TROWMAX, {-INFINITY, NAN}},
+    {PTO_OP_TROWMIN, {INFINITY, NAN}},
+    {PTO_OP_TCOLSUM, {0.0f, NAN}},
+    {PTO_OP_TCOLMAX, {-INFINITY, NAN}},
+    {PTO_OP_TCOLMIN, {INFINITY, NAN}},
+    {PTO_OP_TLOADROWMAX, {NAN, -INFINITY}},
+    {PTO_OP_TLOADEXPDIFSUM, {NAN, 0.0f}},
+    {PTO_OP_TLOADSOFTMAXSTORE, {NAN, 0.0f}},
+    {PTO_OP_TROWEXPANDEXPDIFSUM, {NAN, 0.0f}},
+};
+#define N_EMPTY (sizeof empty_cases / sizeof empty_cases[0])
+
+static int has_role(int op, int role) {
+  const pto_insn_info *in = pto__insn_info(op);
+  for (int d = 0; d < in->n_dst; d++)
+    if (pto__insn_operand(op, 1, d).role == role)
+      return 1;
+  return 0;
+}
+
+/* The operands of c's instruction with R rows whose reduced axis is
+ * empty; poisoned destinations. */
+static pto_targs empty_args(const empty_case *c, uint32_t R, float *g2mem) {
+  static float gmem[4];
+  pto_targs a = {0};
+  const int col = has_role(c->op, PTO_ROLE_COLVEC);
+  const pto_insn_facts *f = pto__insn_facts(c->op);
+  if (f->g == PTO_GA_READ) /* a load of a window with no column */
+    a.g = (pto_gview){gmem, PTO_F32, R, 0, 1, 1};
+  if (f->g2 == PTO_GA_WRITE)
+    a.g2 = (pto_gview){g2mem, PTO_F32, R, 0, 1, 1};
+  const pto_insn_info *in = pto__insn_info(c->op);
+  for (int s = 0; s < in->n_src; s++) {
+    const int role = pto__insn_operand(c->op, 0, s).role;
+    a.src[s] = role == PTO_ROLE_ROWVEC
+                   ? tile_new(PTO_F32, R, 1, R, 1, 0)
+                   : tile_new(PTO_F32, 8, 16, col ? 0 : R, col ? 16 : 0, 0);
+  }
+  const uint32_t nan_bytes = 0xff; /* every byte 0xff: a NaN */
+  for (int d = 0; d < in->n_dst; d++) {
+    const int role = pto__insn_operand(c->op, 1, d).role;
+    a.dst[d] = role == PTO_ROLE_ROWVEC   ? tile_new(PTO_F32, R, 1, R, 1, nan_bytes)
+               : role == PTO_ROLE_COLVEC ? tile_new(PTO_F32, 1, 16, 1, 16, nan_bytes)
+                                         : tile_new(PTO_F32, 8, 16, R, 0, nan_bytes);
+  }
+  return a;
+}
+
+Test(tileops, empty_sources_give_identities, .fini = free_all) {
+  /* every instruction with a per-row or per-column destination is here */
+  for (int op = 0; op < PTO_OP_COUNT; op++) {
+    if (!has_role(op, PTO_ROLE_ROWVEC) && !has_role(op, PTO_ROLE_COLVEC))
+      continue;
+    /* TSOFTMAXFINAL's per-row result comes from the per-row state of
+     * the online softmax, not from an axis the extents cut */
+    int listed = op == PTO_OP_TSOFTMAXFINAL;
+    for (size_t i = 0; i < N_EMPTY; i++)
+      listed |= empty_cases[i].op == op;
+    cr_expect(listed,
+              "%s writes a per-row or per-column vector: give its empty "
+              "identity (tileops/empty.c) and a row in empty_cases",
+              pto__insn_name(op));
+  }
+  const isa_list L = tables_here();
+  for (int t = 0; t < L.n; t++)
+    for (size_t i = 0; i < N_EMPTY; i++) {
+      const empty_case *c = &empty_cases[i];
+      const uint32_t R = 5;
+      float g2mem[4] = {1, 2, 3, 4};
+      pto_targs a = empty_args(c, R, g2mem);
+      char ctx[96];
+      snprintf(ctx, sizeof ctx, "%s on %s, an empty reduced axis",
+               pto__insn_name(c->op), L.t[t]->name);
+      if (!pto__insn_empty(c->op, &a))
+        run_on(L.t[t], c->op, &a, ctx);
+      for (int d = 0; d < 2; d++) {
+        if (isnan(c->want[d]))
+          continue;
+        const pto_tile *x = a.dst[d];
+        for (uint32_t r = 0; r < x->valid_rows; r++)
+          for (uint32_t k = 0; k < x->valid_cols; k++)
+            cr_expect(getf(x, r, k) == c->want[d],
+                      "%s: dst%d[%u][%u] is %g, not %g", ctx, d, r, k,
+                      (double)getf(x, r, k), (double)c->want[d]);
+      }
+      for (int k = 0; k < 4; k++)
+        cr_expect_eq(g2mem[k], (float)(k + 1), "%s: it stored", ctx);
+    }
+}

@@ -61,6 +61,24 @@ int pto__insn_empty(int op, const pto_targs *a) {
       return 0;
     fill(d, INFINITY, INT32_MAX);
     return 1;
+  /* the fused loads of softmax: what the row reductions of an empty
+   * window give (the loaded tile, dst0, is as empty as the window) */
+  case PTO_OP_TLOADROWMAX:
+    if (!empty_tile(d))
+      return 0;
+    fill(a->dst[1], -INFINITY, 0);
+    return 1;
+  case PTO_OP_TLOADEXPDIFSUM:
+  case PTO_OP_TLOADSOFTMAXSTORE: /* and it stores nothing */
+    if (!empty_tile(d))
+      return 0;
+    fill(a->dst[1], 0.0f, 0);
+    return 1;
+  case PTO_OP_TROWEXPANDEXPDIFSUM: /* a row sum of no exp */
+    if (!empty_tile(x))
+      return 0;
+    fill(a->dst[1], 0.0f, 0);
+    return 1;
   case PTO_OP_TMATMUL:
   case PTO_OP_TMATMUL_ACC:
   case PTO_OP_TMATMUL_RELU_WSUM:
