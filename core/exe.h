@@ -38,6 +38,7 @@ typedef struct pto_pinst {
   int32_t slot2; /* the slot a PTO_IF_STORE2 instruction writes, or -1 */
   double s;
   pto_sterm st[2]; /* s moves by these with the run's extents */
+  pto_sterm it;    /* and imm[1] by this one */
   int32_t imm[2];
   uint32_t flags;
 } pto_pinst;

@@ -105,7 +105,11 @@ const char *pto__tensor_desc(const pto_tensor *t, char *buf, size_t size) {
   for (int i = 0; i < t->ndim && n < sizeof sh; i++) {
     /* a dynamic axis as its dim and maximum: [S<=8192,128] */
     const int d = t->dyn[i];
-    if (d >= 0 && t->prog && t->dyn_off[i]) /* a slice: [S[3:4],16] */
+    if (d >= 0 && t->prog && t->dyn_off[i] < 0) /* after static rows */
+      n += (size_t)snprintf(sh + n, sizeof sh - n, "%s%" PRId64 "+%s<=%" PRId64,
+                            i ? "," : "", -t->dyn_off[i],
+                            t->prog->dims[d].name, t->shape[i]);
+    else if (d >= 0 && t->prog && t->dyn_off[i]) /* a slice: [S[3:4],16] */
       n += (size_t)snprintf(sh + n, sizeof sh - n,
                             "%s%s[%" PRId64 ":%" PRId64 "]", i ? "," : "",
                             t->prog->dims[d].name, t->dyn_off[i],
@@ -829,7 +833,12 @@ int64_t pto_tensor_dim_code(const pto_tensor *t, int axis) {
     axis += t->ndim;
   if (axis < 0 || axis >= t->ndim)
     return -1;
-  return t->dyn[axis] >= 0 ? PTO__DIM_CODE(t->dyn[axis]) : t->shape[axis];
+  /* the code only where the axis is the dim itself, not a slice or a
+   * merge of it (its length is not the dim's maximum there) */
+  return t->dyn[axis] >= 0 && !t->dyn_off[axis] && t->dyn_mul[axis] == 1 &&
+                 t->shape[axis] == t->prog->dims[t->dyn[axis]].max
+             ? PTO__DIM_CODE(t->dyn[axis])
+             : t->shape[axis];
 }
 int64_t pto_tensor_numel(const pto_tensor *t) {
   if (!t)
@@ -894,16 +903,16 @@ pto_tensor *pto_slice(pto_program *p, pto_tensor *t, const int64_t *begin,
  * (given_dyn) must agree with what is found. 1 with dyn/dmul set (dyn_off
  * 0), or 0 when some dim does not survive the reshape whole. */
 static int reshape_dims(const pto_tensor *t, int ndim, const int64_t *shape,
-                        const int8_t *given_dyn, int8_t *dyn, int64_t *dmul) {
+                        const int8_t *given_dyn, int8_t *dyn, int64_t *dmul,
+                        int64_t *doff) {
   for (int j = 0; j < PTO_MAX_DIMS; j++) {
     dyn[j] = -1;
     dmul[j] = 1;
+    doff[j] = 0;
   }
   for (int i = 0; i < t->ndim; i++) {
     if (t->dyn[i] < 0)
       continue;
-    if (t->dyn_off[i]) /* a slice of the dim keeps its own axis */
-      return 0;
     int64_t in_i = 1, out_i = 1;
     for (int k = i + 1; k < t->ndim; k++)
       in_i *= t->shape[k];
@@ -916,19 +925,23 @@ static int reshape_dims(const pto_tensor *t, int ndim, const int64_t *shape,
         in *= shape[k];
       for (int k = 0; k < j; k++)
         out *= shape[k];
-      const int64_t unit = t->dyn_mul[i] * in_i;
+      /* a valid prefix of (E * mul - off) * in_i elements: in units of
+       * the new axis, E * mul * in_i / in - off * in_i / in */
+      const int64_t unit = t->dyn_mul[i] * in_i, shift = t->dyn_off[i] * in_i;
       if (out != out_i || shape[j] * in != t->shape[i] * in_i || unit % in ||
-          dyn[j] >= 0)
+          shift % in || dyn[j] >= 0)
         continue;
       dyn[j] = t->dyn[i];
       dmul[j] = unit / in;
+      doff[j] = shift / in;
       found = 1;
     }
     if (!found)
       return 0;
   }
   for (int j = 0; j < ndim; j++)
-    if (given_dyn[j] >= 0 && (given_dyn[j] != dyn[j] || dmul[j] != 1))
+    if (given_dyn[j] >= 0 &&
+        (given_dyn[j] != dyn[j] || dmul[j] != 1 || doff[j]))
       return 0;
   return 1;
 }
@@ -956,8 +969,8 @@ pto_tensor *pto_reshape(pto_program *p, pto_tensor *t, int ndim,
                      "reshape to %s needs a copy: apply an op first",
                      D(t), sh);
   int8_t vdyn[PTO_MAX_DIMS];
-  int64_t vmul[PTO_MAX_DIMS];
-  if (!reshape_dims(t, ndim, shape, dyn, vdyn, vmul))
+  int64_t vmul[PTO_MAX_DIMS], voff[PTO_MAX_DIMS];
+  if (!reshape_dims(t, ndim, shape, dyn, vdyn, vmul, voff))
     return pto__fail(p, "reshape", PTO_ENOTSUP,
                      "%s to %s: a reshape keeps each dynamic dim whole: as "
                      "its own axis, or merged with the static axes inside "
@@ -972,7 +985,7 @@ pto_tensor *pto_reshape(pto_program *p, pto_tensor *t, int ndim,
   memcpy(v->shape, shape, (size_t)ndim * sizeof *shape);
   memcpy(v->dyn, vdyn, sizeof v->dyn);
   memcpy(v->dyn_mul, vmul, sizeof v->dyn_mul);
-  memset(v->dyn_off, 0, sizeof v->dyn_off);
+  memcpy(v->dyn_off, voff, sizeof v->dyn_off);
   pto__dense_strides(ndim, shape, v->stride);
   return v;
 }

@@ -175,13 +175,11 @@ static int matmul_dims(pto_program *p, const char *op, pto_node *n) {
 static int attention_dims(pto_program *p, const char *op, const pto_node *n) {
   const pto_tensor *q = n->in[0], *kv = n->in[1], *ix = n->in[2];
   static const char why_static[] =
-      "sparse_attention takes its heads, head dim, keys and slots static";
+      "sparse_attention takes its heads, head dim and slots static";
   if (q->dyn[2] >= 0)
     return refuse(p, op, q, 2, why_static);
   if (q->dyn[3] >= 0)
     return refuse(p, op, q, 3, why_static);
-  if (kv->dyn[1] >= 0)
-    return refuse(p, op, kv, 1, why_static);
   if (kv->dyn[2] >= 0)
     return refuse(p, op, kv, 2, why_static);
   if (ix->dyn[2] >= 0)
@@ -247,17 +245,30 @@ int pto__node_dims(pto_program *p, pto_node *n) {
     return 1;
   }
   case PTO_TC_CONCAT: {
-    const int axis = (int)n->ival;
-    for (int i = 0; i < n->n_in; i++)
+    /* along the axis only the last tensor may be dynamic (from the start
+     * of its dim): then every tensor starts where it does at the maxima,
+     * and the result's valid length is the others' plus the last's */
+    const int axis = (int)n->ival, last = n->n_in - 1;
+    for (int i = 0; i < last; i++)
       if (n->in[i]->dyn[axis] >= 0)
         return refuse(p, op, n->in[i], axis,
-                      "tensors are concatenated along static axes only");
+                      "only the last tensor of a concat may be dynamic along "
+                      "its axis (the others' starts would move)");
+    if (n->in[last]->dyn[axis] >= 0 && n->in[last]->dyn_off[axis])
+      return refuse(p, op, n->in[last], axis,
+                    "the last tensor of a concat along a dynamic axis starts "
+                    "at the start of its dim");
     for (int d = 0; d < out->ndim; d++) {
       pto_dref j = pto__axis(n->in[0], d);
       for (int i = 1; d != axis && i < n->n_in; i++)
         if (!pto__dim_join(p, op, j, pto__axis(n->in[i], d), out->shape[d],
                            &j))
           return 0;
+      if (d == axis) {
+        j = pto__axis(n->in[last], d);
+        if (j.dim >= 0) /* E * mul valid rows after the others' */
+          j.off = -(out->shape[d] - n->in[last]->shape[d]);
+      }
       pto__set_axis(out, d, j);
     }
     return 1;

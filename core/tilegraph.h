@@ -55,6 +55,7 @@ typedef struct pto_tinst {
   pto_gref g;
   double s;
   pto_sterm st[2]; /* s's run-time terms (core/program.h); none: sign 0 */
+  pto_sterm it;    /* imm[1]'s run-time term */
   int32_t imm[2];
   uint32_t flags;
 } pto_tinst;

@@ -283,6 +283,16 @@ static void tile_attention(tiler *t, const pto_node *n,
       in->dst[1] = st;
       in->s = n->scalar;
       in->imm[1] = (int32_t)S2;
+      if (kv->dyn[1] >= 0) { /* the valid rows move with the extents */
+        in->it.r = (pto_dref){kv->dyn[1], kv->dyn_off[1], kv->dyn_mul[1]};
+        in->it.len = S2;
+        in->it.base = S2 < t->p->dims[kv->dyn[1]].max * kv->dyn_mul[1] -
+                                  kv->dyn_off[1]
+                          ? S2
+                          : t->p->dims[kv->dyn[1]].max * kv->dyn_mul[1] -
+                                kv->dyn_off[1];
+        in->it.sign = 1;
+      }
       in->flags |= PTO_TF_TRANS_A;
       if (state != PTO_NONE) { /* continue the running max and sum */
         in->n_src = 3;

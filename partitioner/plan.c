@@ -452,6 +452,7 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
     pi->s = in->s;
     pi->st[0] = in->st[0];
     pi->st[1] = in->st[1];
+    pi->it = in->it;
     pi->imm[0] = in->imm[0];
     pi->imm[1] = in->imm[1];
     pi->flags = in->flags;
@@ -622,6 +623,12 @@ size_t pto__plan_canon(const pto_cprog *pr, unsigned char *buf) {
       PUT(pi->st[j].base);
       PUT(pi->st[j].sign);
     }
+    PUT(pi->it.r.dim);
+    PUT(pi->it.r.off);
+    PUT(pi->it.r.mul);
+    PUT(pi->it.len);
+    PUT(pi->it.base);
+    PUT(pi->it.sign);
     PUT(pi->imm);
     PUT(pi->flags);
   }

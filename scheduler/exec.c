@@ -313,6 +313,10 @@ task_exec(const pto_executable *e, uint32_t t, uint32_t next, pto_scratch *s,
       a.imm[0] = pi->imm[0];
       a.imm[1] = pi->imm[1];
       a.flags = pi->flags;
+      if (ext && pi->it.sign)
+        a.imm[1] += (int32_t)(pi->it.sign *
+                              (pto__dref_len(pi->it.r, pi->it.len, ext) -
+                               pi->it.base));
       if (ext && (pi->st[0].sign || pi->st[1].sign)) {
         for (int k = 0; k < 2; k++)
           if (pi->st[k].sign)

@@ -96,7 +96,7 @@ Test(core, ops_refuse_what_they_cannot_follow) {
       {broadcast_row, "so it is not broadcast"},
       {reshape_merge, "a reshape keeps each dynamic dim whole"},
       {topk_plain, "pto_topk_masked selects among the valid ones"},
-      {concat_dyn, "concatenated along static axes only"},
+      {concat_dyn, "only the last tensor of a concat may be dynamic"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     pto_program *p = pto_program_new("refuse");

@@ -154,8 +154,11 @@ PTO_API int64_t pto_tensor_dim(const pto_tensor *t, int axis); /* -1: last */
 /* Axis's dynamic dim (an index for pto_program_dim_name), or -1 when it is
  * static (pto_tensor_dim gives a dynamic axis's maximum). */
 PTO_API int pto_tensor_dim_dynamic(const pto_tensor *t, int axis);
-/* Axis as a shape value: its dim's code when dynamic, else its extent; a
- * shape built from these keeps the axes dynamic. */
+/* Axis as a shape value: its dim's code when the axis is that dynamic dim
+ * itself, else its extent (a slice or a merge of a dim gives its length:
+ * pto_reshape finds the dims of a reshaped tensor by where they lie, so
+ * codes are needed only where a shape is made from nothing, as pto_full's
+ * or pto_iota's). */
 PTO_API int64_t pto_tensor_dim_code(const pto_tensor *t, int axis);
 PTO_API int64_t pto_tensor_numel(const pto_tensor *t);
 
