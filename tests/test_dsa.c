@@ -562,3 +562,111 @@ Test(kernels, dsa_block_table_entry_out_of_range_fails_the_run, .timeout = 60) {
   pto_program_free(p);
   case_free(&c);
 }
+
+/* ---- serving: one program for every step ---------------------------------
+ * pto_dsa_serve_program compiled once at small dims, then steps of a
+ * continuous batch bound to it: decode, prefill, a mix, empty slots. Each
+ * step's inputs are a static step's (x, cos, sin, the table's first b rows
+ * are prefixes of the serving buffers), so pto_dsa_check judges the
+ * results once the slots' outputs are laid out by token. */
+
+enum { SV_SLOTS = 3, SV_TOKENS = 10, SV_NEW = 6, SV_LEN = 40, SV_BLOCKS = 40,
+       SV_MB = 10, SV_TOPK = 8 };
+
+Test(kernels, dsa_serve_runs_every_step_on_one_executable, .timeout = 300) {
+  const pto_dsa_serve sv = {SV_SLOTS, SV_TOKENS, SV_NEW, SV_LEN, SV_BLOCKS,
+                            SV_MB};
+  pto_dsa_params prm = pto_dsa_params_default();
+  prm.topk = SV_TOPK;
+  pto_program *p = pto_dsa_serve_program(&small, &sv, &prm);
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  /* one case at the maxima gives the weights, caches and buffers */
+  const int64_t n1[1] = {SV_TOKENS}, l1[1] = {SV_TOKENS};
+  dsa_case big;
+  case_new(&big, &small, 1, n1, l1, SV_TOPK, 77);
+  const pto_dsa_step full = {1, n1, l1, SV_BLOCKS, SV_MB};
+  void *in[PTO_DSA_INPUT_COUNT + 1];
+  for (int i = 0; i < PTO_DSA_INPUT_COUNT; i++) {
+    int64_t sh[PTO_MAX_DIMS];
+    int nd = pto_dsa_input_shape(&small, &full, i, sh);
+    if (i == PTO_DSA_BLOCK_TABLE)
+      sh[0] = SV_SLOTS;
+    in[i] = random_f32(numel(sh, nd), 500 + (unsigned)i);
+    if (i != PTO_DSA_KV_CACHE && i != PTO_DSA_K_CACHE &&
+        i != PTO_DSA_BLOCK_TABLE && i != PTO_DSA_X) /* the case's weights */
+      memcpy(in[i], big.in[i], (size_t)numel(sh, nd) * 4);
+  }
+  int32_t seq[SV_SLOTS * 2];
+  in[PTO_DSA_INPUT_COUNT] = seq;
+  const int n_out = 2 + 3 * SV_SLOTS;
+  void *out[2 + 3 * SV_SLOTS];
+  const int64_t H = small.h, L = small.latent;
+  const size_t per_out[3] = {(size_t)(SV_NEW * H * L), (size_t)(SV_NEW * H),
+                             (size_t)(SV_NEW * SV_TOPK)};
+  out[0] = malloc((size_t)SV_TOKENS * (size_t)(L + small.rope) * 4);
+  out[1] = malloc((size_t)SV_TOKENS * (size_t)small.di * 4);
+  for (int k = 0; k < SV_SLOTS; k++)
+    for (int j = 0; j < 3; j++)
+      out[2 + 3 * k + j] = malloc(per_out[j] * 4);
+  pto_run *run = NULL;
+  cr_assert_eq(pto_run_new(e, &run), PTO_OK);
+  pto_runtime *rt = NULL;
+  cr_assert_eq(pto_runtime_new(NULL, &rt), PTO_OK);
+  /* the steps: B, n[], len[] */
+  static const struct {
+    int64_t b, n[3], len[3];
+  } steps[] = {
+      {3, {1, 1, 1}, {5, 13, 30}},  /* decode; one shorter than topk */
+      {1, {6, 0, 0}, {6, 0, 0}},    /* a fresh prefill */
+      {2, {1, 4, 0}, {21, 9, 0}},   /* a decode beside a prefill */
+      {3, {2, 6, 2}, {40, 6, 3}},   /* the maxima, a prefill, a short one */
+      {1, {1, 0, 0}, {1, 0, 0}},    /* a one-token sequence */
+  };
+  for (size_t c = 0; c < sizeof steps / sizeof steps[0]; c++) {
+    const pto_dsa_step st = {steps[c].b, steps[c].n, steps[c].len, SV_BLOCKS,
+                             SV_MB};
+    /* each sequence's blocks: distinct, shuffled by the step */
+    int32_t *table = in[PTO_DSA_BLOCK_TABLE];
+    for (int64_t k = 0; k < SV_SLOTS * SV_MB; k++)
+      table[k] = (int32_t)((k * 7 + (int64_t)c * 13) % SV_BLOCKS);
+    char msg[512];
+    cr_assert_eq(pto_dsa_serve_bind(run, &small, &sv, &st, seq, msg,
+                                    sizeof msg),
+                 PTO_OK, "%s", msg);
+    cr_assert_eq(pto_run_exec(rt, run, (const void *const *)in, out), PTO_OK,
+                 "step %zu: %s", c, pto_run_error(run));
+    /* the static step's outputs, token by token */
+    const int64_t T = pto_dsa_tokens(&st);
+    float *o = malloc((size_t)(T * H * L) * 4), *l = malloc((size_t)(T * H) * 4);
+    int32_t *ix = malloc((size_t)(T * SV_TOPK) * 4);
+    for (int64_t k = 0, t0 = 0; k < st.b; t0 += st.n[k], k++) {
+      memcpy(o + t0 * H * L, out[2 + 3 * k], (size_t)(st.n[k] * H * L) * 4);
+      memcpy(l + t0 * H, out[3 + 3 * k], (size_t)(st.n[k] * H) * 4);
+      memcpy(ix + t0 * SV_TOPK, out[4 + 3 * k],
+             (size_t)(st.n[k] * SV_TOPK) * 4);
+    }
+    const void *so[PTO_DSA_OUTPUT_COUNT] = {o, l, out[0], out[1], ix};
+    int rc = pto_dsa_check(&small, &st, &prm, (const void *const *)in, so, msg,
+                           sizeof msg);
+    cr_expect_eq(rc, 0, "step %zu: %s", c, msg);
+    free(o), free(l), free(ix);
+  }
+  /* a step past the maxima is refused before anything runs */
+  const int64_t bn[1] = {SV_NEW + 1}, bl[1] = {SV_NEW + 1};
+  const pto_dsa_step over = {1, bn, bl, SV_BLOCKS, SV_MB};
+  char msg[256];
+  cr_expect_eq(pto_dsa_serve_bind(run, &small, &sv, &over, seq, msg, sizeof msg),
+               PTO_ERANGE);
+  cr_expect(strstr(msg, "new tokens (at most 6)"), "%s", msg);
+  pto_run_free(run);
+  pto_runtime_free(rt);
+  for (int i = 0; i < PTO_DSA_INPUT_COUNT; i++)
+    free(in[i]);
+  for (int i = 0; i < n_out; i++)
+    free(out[i]);
+  case_free(&big);
+  pto_executable_free(e);
+  pto_program_free(p);
+}

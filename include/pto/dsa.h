@@ -166,6 +166,48 @@ PTO_API pto_program *pto_dsa_program(const pto_dsa_dims *d,
                                      const pto_dsa_step *s,
                                      const pto_dsa_params *prm);
 
+/* ---- serving: one program for every step ------------------------------ */
+
+/* A step's counts are build-time parameters of pto_dsa_program, so each
+ * decode step of a server would compile anew. pto_dsa_serve_program builds
+ * the chain once for any step within these maxima, as dynamic dims
+ * (pto_dim_dynamic): "T" the step's new tokens, and per slot k "n<k>" its
+ * new tokens and "len<k>" its length after them. A step puts its
+ * sequences in slots 0 .. b-1 and binds the rest to 0: nothing of an
+ * empty slot runs. */
+#define PTO_DSA_SERVE_SLOTS_MAX 16
+typedef struct pto_dsa_serve {
+  int64_t slots;      /* sequences a step may hold, 1..16 */
+  int64_t max_tokens; /* T: new tokens of a step, all slots together */
+  int64_t max_new;    /* n: new tokens of one sequence in a step */
+  int64_t max_len;    /* len: a sequence's length after a step */
+  int64_t blocks, max_blocks; /* the caches' blocks, a table row's */
+} pto_dsa_serve;
+
+/* Inputs: pto_dsa_program's, with x, cos and sin [T, .] and block_table
+ * [slots, max_blocks] (slot k's row), then "seq" i32 [slots, 2]: per slot,
+ * the row of its first token among the step's T and its cached tokens
+ * (len - n). Outputs: "kv_new" [T, L+R], "k_new" [T, DI], then per slot k
+ * "out.<k>" [n<k>, H, L], "lse.<k>" [n<k>, H] and "indices.<k>" [n<k>,
+ * topk]; buffers laid out for the maxima (a slot's n<k> rows of max_new).
+ * Its results are pto_dsa_program's for the step, within pto_dsa_check's
+ * tolerances (one attention over the cached and new positions together,
+ * where pto_dsa merges two). NULL on ENOMEM; check pto_program_status. */
+PTO_API pto_program *pto_dsa_serve_program(const pto_dsa_dims *d,
+                                           const pto_dsa_serve *s,
+                                           const pto_dsa_params *prm);
+
+struct pto_run;
+/* Binds run (of an executable of pto_dsa_serve_program(d, s, ...)) to
+ * step: its dims, every slot past step->b empty; and fills seq (i32
+ * [slots, 2], the input). PTO_EINVAL (PTO_ERANGE for a sequence past the
+ * maxima) for a step that does not fit, with msg saying which count. */
+PTO_API pto_status pto_dsa_serve_bind(struct pto_run *run,
+                                      const pto_dsa_dims *d,
+                                      const pto_dsa_serve *s,
+                                      const pto_dsa_step *step, int32_t *seq,
+                                      char *msg, size_t size);
+
 /* GFLOP of one step, counting the work the chain needs: the prologs'
  * matmuls, 2 * HI * DI per visible (token, key) pair of the indexer, and
  * 2 * H * (L+R + L) per selected key (min(topk, visible)) of the
