@@ -17,14 +17,15 @@
 /* ---- the cost column ------------------------------------------------------ */
 
 #define R PTO_COST_BIT(PTO_COST_ROW)
-#define I PTO_COST_BIT(PTO_COST_IN)
-#define O PTO_COST_BIT(PTO_COST_OUT)
+#define I (PTO_COST_BIT(PTO_COST_IN) | PTO_COST_BIT(PTO_COST_SPILL))
+#define O (PTO_COST_BIT(PTO_COST_OUT) | PTO_COST_BIT(PTO_COST_SPILL))
 #define F PTO_COST_BIT(PTO_COST_FLOP)
 /* One per class; a class without one does not compile. Element-wise work
  * goes by the elements it writes (its flops are a multiple of them), a
  * reduction or a store by those it reads, a matmul by its flops, the
  * operands it reads (packed panels) and the accumulator it writes; every
- * class pays per call and per row. */
+ * class pays per call and per row, and for its elements beyond the L1's
+ * rate when its operands overflow the L1. */
 #define COST_CUSTOM (R | I | O)
 #define COST_LOAD (R | O)
 #define COST_STORE (R | I)
@@ -82,7 +83,7 @@ uint32_t pto__class_cost(pto_insn_class c) {
 }
 
 const char *const pto__cost_term_key[PTO_COST_TERMS] = {
-    "call_ns", "row_ns", "in_ns", "out_ns", "flop_ns"};
+    "call_ns", "row_ns", "in_ns", "out_ns", "spill_ns", "flop_ns"};
 
 const char *const pto__cost_pack_suffix[PTO_COST_PACKS] = {"", ".pack_a",
                                                            ".pack_b",
@@ -94,7 +95,7 @@ static double area(const uint32_t rc[2]) {
   return (double)rc[0] * rc[1];
 }
 
-void pto__cost_features(const pto_insn_shape *s, pto_cost_feat *f) {
+void pto__cost_features(const pto_insn_shape *s, double l1, pto_cost_feat *f) {
   memset(f, 0, sizeof *f);
   f->x[PTO_COST_CALL] = 1;
   uint32_t rows = 0;
@@ -103,10 +104,15 @@ void pto__cost_features(const pto_insn_shape *s, pto_cost_feat *f) {
   if (s->n_src && s->src[0][0] > rows)
     rows = s->src[0][0];
   f->x[PTO_COST_ROW] = rows;
-  for (int r = 0; r < s->n_src && r < PTO_MAX_SRC; r++)
+  double set = 0; /* the bytes of its operands */
+  for (int r = 0; r < s->n_src && r < PTO_MAX_SRC; r++) {
     f->x[PTO_COST_IN] += area(s->src[r]);
-  for (int d = 0; d < s->n_dst && d < PTO_MAX_DST; d++)
+    set += area(s->src[r]) * (double)pto_dtype_size(s->sdt[r]);
+  }
+  for (int d = 0; d < s->n_dst && d < PTO_MAX_DST; d++) {
     f->x[PTO_COST_OUT] += area(s->dst[d]);
+    set += area(s->dst[d]) * (double)pto_dtype_size(s->ddt[d]);
+  }
   f->x[PTO_COST_FLOP] = (double)pto__insn_flops_of(s);
   const pto_insn_facts *fa = pto__insn_facts(s->op);
   const double bytes = (double)pto__insn_bytes_of(s);
@@ -117,6 +123,8 @@ void pto__cost_features(const pto_insn_shape *s, pto_cost_feat *f) {
     f->gbytes[1] = b2 < bytes ? b2 : bytes;
   }
   f->gbytes[0] = bytes - f->gbytes[1];
+  if (set + bytes > l1)
+    f->x[PTO_COST_SPILL] = f->x[PTO_COST_IN] + f->x[PTO_COST_OUT];
 }
 
 void pto__cost_shape(const pto_cprog *pr, const pto_pinst *pi,
@@ -302,15 +310,16 @@ static pto_status parse_terms(const ld *x, const json_t *o, const char *path,
   if (!json_is_object(o))
     return ld_fail(x, PTO_ECONFIG, path, "expected an object of %s, ... got %s",
                    pto__cost_term_key[0], describe(o, b, sizeof b));
-  static const char *const keys[] = {"call_ns", "row_ns", "in_ns", "out_ns",
-                                     "flop_ns", NULL};
+  static const char *const keys[] = {"call_ns", "row_ns",   "in_ns",
+                                     "out_ns",  "spill_ns", "flop_ns",
+                                     NULL};
   pto_status st = only_keys(x, o, path, keys);
   if (st)
     return st;
   if (!json_object_size(o))
     return ld_fail(x, PTO_ECONFIG, path,
                    "no cost: give at least one of call_ns, row_ns, in_ns, "
-                   "out_ns, flop_ns");
+                   "out_ns, spill_ns, flop_ns");
   memset(t, 0, sizeof *t);
   for (int k = 0; k < PTO_COST_TERMS; k++)
     if ((st = number(x, o, path, pto__cost_term_key[k], 0, 0, &t->ns[k])))
@@ -465,10 +474,20 @@ static pto_status parse_memory(const ld *x, const json_t *m, pto_profile *p) {
   if (!json_is_object(m))
     return ld_fail(x, PTO_ECONFIG, "memory",
                    "missing or not an object (l2, llc, dram)");
-  static const char *const keys[] = {"l2", "llc", "dram", NULL};
+  static const char *const keys[] = {"l1", "l2", "llc", "dram", NULL};
   pto_status st = only_keys(x, m, "memory", keys);
   if (st)
     return st;
+  /* the core's L1 (optional: none, every call spills) */
+  json_t *l1 = json_object_get(m, "l1");
+  if (l1) {
+    static const char *const k_l1[] = {"bytes", NULL};
+    if (!json_is_object(l1))
+      return ld_fail(x, PTO_ECONFIG, "memory.l1", "expected an object");
+    if ((st = only_keys(x, l1, "memory.l1", k_l1)) ||
+        (st = size_of(x, l1, "memory.l1", "bytes", &p->l1)))
+      return st;
+  }
   static const char *const names[3] = {"l2", "llc", "dram"};
   pto_mem_tier *tier[3] = {&p->l2, &p->llc, &p->dram};
   const uint32_t workers =

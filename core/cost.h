@@ -23,13 +23,17 @@ enum {
                     destination) */
   PTO_COST_IN,   /* per valid element of its local sources */
   PTO_COST_OUT,  /* per valid element of its local destinations */
+  /* per element read or written (in + out) of a call whose operands do not
+   * fit the core's L1 together (the profile's memory.l1.bytes): what the
+   * elements cost beyond the L1's rate, from the L2 */
+  PTO_COST_SPILL,
   PTO_COST_FLOP, /* per flop of the table's flops column */
   PTO_COST_TERMS
 };
 #define PTO_COST_BIT(t) (1u << (t))
 #define PTO_COST_ALL ((1u << PTO_COST_TERMS) - 1)
 
-/* "call_ns", "row_ns", ... */
+/* "call_ns", "row_ns", "in_ns", "out_ns", "spill_ns", "flop_ns" */
 extern const char *const pto__cost_term_key[PTO_COST_TERMS];
 
 /* The cost column: the terms class c's time depends on (PTO_COST_BIT of
@@ -43,7 +47,9 @@ typedef struct pto_cost_feat {
   double gbytes[2];
 } pto_cost_feat;
 
-void pto__cost_features(const pto_insn_shape *s, pto_cost_feat *f);
+/* l1: the core's L1 in bytes (a call whose operands and global window
+ * exceed it spills: PTO_COST_SPILL). */
+void pto__cost_features(const pto_insn_shape *s, double l1, pto_cost_feat *f);
 /* The shape block of instruction pi of program pr (valid shapes and
  * dtypes of its tiles, its views' shapes), as the partitioner builds it. */
 void pto__cost_shape(const pto_cprog *pr, const pto_pinst *pi,
@@ -78,6 +84,7 @@ struct pto_profile {
   pto_machine machine;
   int has_machine; /* its "machine"; else the host's */
   pto_sim_runtime rt;
+  double l1; /* the core's L1 data cache, bytes (0: none) */
   pto_mem_tier l2, llc, dram;
   /* resolved costs of the built-in instructions: [program core type][op]
    * [packing][key dtype] */

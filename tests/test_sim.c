@@ -360,33 +360,47 @@ Test(scheduler, sim_dram_is_shared_by_the_tasks_streaming_at_once, .timeout = 60
   pto_executable_free(e);
 }
 
-/* A producer's output is in its worker's L2 when its consumer runs there
- * next; warm runs find their inputs in the last-level cache. */
+/* The cache model: a window is in its worker's L2 when that worker touched
+ * it last, recently enough; in the last-level cache when another did, or
+ * when it was not touched yet and every tensor fits there; a store with
+ * PTO_TF_STREAM goes to DRAM. A warm run is the second of two. */
 Test(scheduler, sim_cache_model_places_the_bytes, .timeout = 60) {
-  pto_profile *p = load_doc(round_doc());
   pto_executable *e = chain();
+  cr_assert(e->progs[e->tasks[2].prog].insts[2].flags & PTO_TF_STREAM);
   pto_machine m = workers(1);
   pto_sim_params sp = pto_sim_params_default();
-  sp.profile = p;
   sp.machine = &m;
   pto_sim_result r;
-  cr_assert_eq(pto_simulate(e, &sp, &r), PTO_OK);
   const double tile = 8 * 64 * 4;
-  /* warm: the input and the two intermediates' windows (written afresh)
-   * from the LLC, the intermediates loaded where their producer left
-   * them, in the worker's L2; the output stored around the caches
-   * (PTO_TF_STREAM), to DRAM */
-  cr_assert(e->progs[e->tasks[2].prog].insts[2].flags & PTO_TF_STREAM);
-  cr_expect(fabs(r.l2_bytes - 2 * tile) < 1e-6, "l2 %g", r.l2_bytes);
-  cr_expect(fabs(r.llc_bytes - 3 * tile) < 1e-6, "llc %g", r.llc_bytes);
+  /* warm, one worker: the first run left everything in its L2, but the
+   * output, which it streamed around the caches */
+  pto_profile *p = load_doc(round_doc());
+  sp.profile = p;
+  cr_assert_eq(pto_simulate(e, &sp, &r), PTO_OK);
+  cr_expect(fabs(r.l2_bytes - 5 * tile) < 1e-6, "l2 %g", r.l2_bytes);
+  cr_expect(r.llc_bytes == 0, "llc %g", r.llc_bytes);
   cr_expect(fabs(r.dram_bytes - tile) < 1e-6, "dram %g", r.dram_bytes);
-  /* cold: the input and the fresh windows from DRAM as well */
+  /* cold: the input and the windows the first stores write from DRAM;
+   * the intermediates loaded where their producer left them, in its L2 */
   sp.cold = 1;
   cr_assert_eq(pto_simulate(e, &sp, &r), PTO_OK);
   cr_expect(fabs(r.dram_bytes - 4 * tile) < 1e-6, "dram %g", r.dram_bytes);
   cr_expect(fabs(r.l2_bytes - 2 * tile) < 1e-6, "l2 %g", r.l2_bytes);
-  pto_executable_free(e);
   pto_profile_free(p);
+  /* an L2 too small for a tile: warm, all of it from the last-level
+   * cache */
+  json_t *doc = round_doc();
+  json_object_set_new(json_object_get(json_object_get(doc, "memory"), "l2"),
+                      "bytes", json_integer(512));
+  p = load_doc(doc);
+  sp.profile = p;
+  sp.cold = 0;
+  cr_assert_eq(pto_simulate(e, &sp, &r), PTO_OK);
+  cr_expect(r.l2_bytes == 0, "l2 %g", r.l2_bytes);
+  cr_expect(fabs(r.llc_bytes - 5 * tile) < 1e-6, "llc %g", r.llc_bytes);
+  cr_expect(fabs(r.dram_bytes - tile) < 1e-6, "dram %g", r.dram_bytes);
+  pto_profile_free(p);
+  pto_executable_free(e);
 }
 
 /* ---- policies ------------------------------------------------------------------- */
@@ -641,19 +655,22 @@ Test(scheduler, cost_features_of_a_call, .timeout = 60) {
   s.src[1][0] = 64, s.src[1][1] = 128; /* B 64 x 128 */
   s.dst[0][0] = 48, s.dst[0][1] = 128;
   pto_cost_feat f;
-  pto__cost_features(&s, &f);
+  pto__cost_features(&s, 1 << 30, &f);
   cr_expect_eq(f.x[PTO_COST_CALL], 1);
   cr_expect_eq(f.x[PTO_COST_ROW], 48); /* dst0's (and src0's) */
   cr_expect_eq(f.x[PTO_COST_IN], 48 * 64 + 64 * 128);
   cr_expect_eq(f.x[PTO_COST_OUT], 48 * 128);
   cr_expect_eq(f.x[PTO_COST_FLOP], 2.0 * 48 * 128 * 64);
   cr_expect_eq(f.gbytes[0] + f.gbytes[1], 0);
+  cr_expect_eq(f.x[PTO_COST_SPILL], 0); /* 68 KiB in a 1 GiB L1 */
+  pto__cost_features(&s, 48 << 10, &f); /* ... not in a 48 KiB one */
+  cr_expect_eq(f.x[PTO_COST_SPILL], 48 * 64 + 64 * 128 + 48 * 128);
   pto_insn_shape l = {.op = PTO_OP_TLOADSOFTMAXSTORE, .n_dst = 2,
                       .gdt = PTO_F32, .g2dt = PTO_F32};
   l.dst[0][0] = 10, l.dst[0][1] = 4096;
   l.dst[1][0] = 10, l.dst[1][1] = 1;
   l.g[0] = 10, l.g[1] = 4096, l.g2[0] = 10, l.g2[1] = 4096;
-  pto__cost_features(&l, &f);
+  pto__cost_features(&l, 48 << 10, &f);
   cr_expect_eq(f.gbytes[0], 10 * 4096 * 4); /* read */
   cr_expect_eq(f.gbytes[1], 10 * 4096 * 4); /* written */
   cr_expect_eq(f.x[PTO_COST_OUT], 10 * 4096 + 10);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "core/cost.h"
@@ -341,29 +342,6 @@ static int m_gather(cal *c, int op, int k, int v, pto_targs *a) {
   return 0;
 }
 
-/* TGATHERPACK: n rows of a D-wide table, packed as G^T (D x n) and as its
- * first dv columns (n x dv), both as B in panels of nr */
-static const uint32_t gpack_shape[][3] = {{64, 576, 512},  {448, 576, 512},
-                                          {128, 128, 64},  {256, 576, 512},
-                                          {32, 192, 128},  {512, 64, 64}};
-#define N_GPACK (int)(sizeof gpack_shape / sizeof gpack_shape[0])
-
-static int m_gatherpack(cal *c, int op, int k, int v, pto_targs *a) {
-  (void)v;
-  (void)op;
-  if (k >= N_GPACK)
-    return 1;
-  const uint32_t n = gpack_shape[k][0], D = gpack_shape[k][1],
-                 dv = gpack_shape[k][2], w = c->nr;
-  const int64_t T = 1024;
-  NEED(a->src[0] = indices(c, n, T));
-  NEED(a->dst[0] = tile_r(c, PTO_F32, D, up(n, w), D, n, 0, 0));
-  NEED(a->dst[1] = tile_r(c, PTO_F32, n, up(dv, w), n, dv, 0, 0));
-  a->imm[0] = (int32_t)w;
-  NEED(!view(c, a, 0, PTO_F32, T, D));
-  return 0;
-}
-
 /* matmuls: M x N x K, both operands packed (as the compiler packs them) */
 static const uint32_t mm_shape[][3] = {
     {12, 32, 64},    {24, 64, 128},   {48, 128, 128},  {96, 128, 256},
@@ -619,7 +597,7 @@ static const class_maker makers[] = {
     {"LOAD", m_load, 3},           {"LOADMAX", m_load, 1},
     {"LOADEXPSUM", m_load, 1},     {"LOADSTORE", m_load, 1},
     {"STORE", m_store, 1},         {"MULSTORE", m_store, 1},
-    {"GATHER", m_gather, 1},       {"GATHERPACK", m_gatherpack, 1},
+    {"GATHER", m_gather, 1},
     {"BINARY", m_elementwise, 1},  {"UNARY", m_elementwise, 1},
     {"CMP", m_elementwise, 1},     {"SEL", m_elementwise, 1},
     {"CONVERT", m_elementwise, 1}, {"SCALAR", m_elementwise, 1},
@@ -906,11 +884,16 @@ static int probe_memory(const pto_isa_table *tab, uint32_t workers,
   m->n_curve = (int)n_sizes;
   m->llc_core = bw[1];
   m->dram_core = bw[n_sizes - 1] < bw[1] ? bw[n_sizes - 1] : bw[1];
-  /* the largest size still clearly above DRAM's rate */
+  /* the largest size still clearly above DRAM's rate; where a core
+   * streams the cache no faster than DRAM (a single core's reads bound by
+   * its latency), its size as the CPU reports it */
   m->llc_bytes = (double)sizes[0] * mib;
   for (size_t i = 0; i < n_sizes; i++)
     if (bw[i] > m->dram_core + 0.5 * (m->llc_core - m->dram_core))
       m->llc_bytes = (double)sizes[i] * mib;
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (m->dram_core > 0.9 * m->llc_core)
+    m->llc_bytes = l3 > 0 ? (double)l3 : (double)sizes[1] * mib;
   /* every worker at once: from the cache (regions that fit it together)
    * and from DRAM */
   size_t each = (size_t)(m->llc_bytes / 2 / workers);
@@ -1019,6 +1002,9 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
   }
   c.mr = tab->mm_mr;
   c.nr = tab->mm_nr;
+  /* the core's L1 data cache (glibc's view of CPUID; 32 KiB unknown) */
+  long l1_sys = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+  const double l1 = l1_sys > 0 ? (double)l1_sys : 32768.0;
   /* PTO_CALIBRATE_SAMPLES=1: every timed shape into the log */
   const char *ds = getenv("PTO_CALIBRATE_SAMPLES");
   const int dump = ds && ds[0] == '1' && p.log;
@@ -1064,17 +1050,17 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
         pto_insn_shape sh;
         pto__shape_of(op, &a, c.mr, &sh);
         pto_cost_feat f;
-        pto__cost_features(&sh, &f);
+        pto__cost_features(&sh, l1, &f);
         y[n] = time_call(tab->fn[op], op, &a);
         if (!(y[n] > 0))
           y[n] = 0.5;
         memcpy(x[n], f.x, sizeof f.x);
         if (dump)
-          log_line(p.log, "  %s%s shape %d: rows %g in %g out %g flops %g: "
-                          "%.1f ns",
+          log_line(p.log, "  %s%s shape %d: rows %g in %g out %g spill %g "
+                          "flops %g: %.1f ns",
                    name, v == 1 ? ".pack_a" : v == 2 ? ".pack_b" : "", k,
                    f.x[PTO_COST_ROW], f.x[PTO_COST_IN], f.x[PTO_COST_OUT],
-                   f.x[PTO_COST_FLOP], y[n]);
+                   f.x[PTO_COST_SPILL], f.x[PTO_COST_FLOP], y[n]);
         n++;
         if (now_ns() - t_op > per_insn * 3 && n >= 4)
           break; /* slow instruction: enough shapes */
@@ -1114,7 +1100,8 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
   json_t *rt = json_pack("{sf sf sf sf sf}", "dispatch_ns", 300.0,
                          "handoff_ns", 600.0, "task_ns", 200.0, "instance_ns",
                          30.0, "call_ns", 15.0);
-  json_t *mem = json_pack("{s{sf} s{sf sf sf} s{sf sf}}", "l2", "bytes", l2,
+  json_t *mem = json_pack("{s{sf} s{sf} s{sf sf sf} s{sf sf}}", "l1", "bytes",
+                          l1, "l2", "bytes", l2,
                           "llc", "bytes", mf.llc_bytes, "core_gbps",
                           mf.llc_core, "total_gbps", mf.llc_total, "dram",
                           "core_gbps", mf.dram_core, "total_gbps",

@@ -11,7 +11,7 @@
  * The cost model (docs/simulation.md). An instruction call costs
  *
  *   t = max(call + row * rows + in * in_elems + out * out_elems
- *               + flop * flops,
+ *               + spill * (in_elems + out_elems) + flop * flops,
  *           call + llc_bytes / b_llc + dram_bytes / b_dram)
  *
  * ns: the first line its work with its global data in the core's own cache
@@ -21,7 +21,9 @@
  * b_dram are what the core gets of each level's bandwidth while the other
  * tasks streaming at the same time share it (processor sharing). rows are
  * the rows it walks, in_elems and out_elems the valid elements of its local
- * sources and destinations, flops and bytes the instruction table's.
+ * sources and destinations (spill counts them only when its operands and
+ * global window overflow the core's L1), flops and bytes the instruction
+ * table's.
  * Which terms an instruction's operand class has is a column of the table
  * beside its other facts (core/cost.c); their ns come from the profile, per
  * instruction or per class, per core type.
@@ -34,15 +36,15 @@
  *    "machine": "host" | "ascend" | {the config's machine object},
  *    "runtime": {"dispatch_ns", "handoff_ns", "task_ns", "instance_ns",
  *                "call_ns"},
- *    "memory": {"l2": {"bytes", "core_gbps"},
+ *    "memory": {"l1": {"bytes"}, "l2": {"bytes", "core_gbps"},
  *               "llc": {"bytes", "core_gbps", "total_gbps"},
  *               "dram": {"core_gbps", "total_gbps"}},      (required)
  *    "costs": {"any" | "cube" | "vector":                    (required)
  *               {"classes": {"<class>": TERMS},
  *                "insns": {"<NAME>[.pack_a|.pack_b|.pack_ab][.f32|.bf16|
  *                          .f16|.i32]": TERMS}}}}
- * TERMS is {"call_ns", "row_ns", "in_ns", "out_ns", "flop_ns"} (ns each, an
- * absent one 0, at least one given). An instruction's cost on core type c
+ * TERMS is {"call_ns", "row_ns", "in_ns", "out_ns", "spill_ns", "flop_ns"}
+ * (ns each, an absent one 0, at least one given). An instruction's cost on core type c
  * is the first entry found of: its name with its packing and dtype
  * variant, with its packing, with its dtype, bare, then its class, in
  * section c, then in "any". A profile is refused (PTO_ECONFIG, the message
@@ -135,8 +137,9 @@ typedef struct pto_sim_params {
   const pto_machine *machine;
   pto_policy policy; /* the runtime's dispatch policy */
   /* 1: the caches hold nothing when the run starts (as after a flush);
-   * 0: what repeated runs leave: every tensor in the last-level cache when
-   * all of them fit there */
+   * 0: what repeated runs leave: the run simulated is the second of two,
+   * the caches as the first left them (and what no task of it touched in
+   * the last-level cache when every tensor fits there) */
   int cold;
   /* where the simulated trace goes (Chrome trace JSON, pto-trace's
    * format): a file (NULL: none), or an open stream (NULL: none) */
