@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "bench/case.h"
+#include "bench/sim.h"
 #include "bench/parallel.h"
 
 void bench_case_result_free(bench_case_result *r) {
@@ -336,6 +337,9 @@ static int case_run(const bench_opts *o, const bench_workload *w,
       goto done;
   }
   bench_pto_stop(&r); /* PTO's workers stop before the peer runs */
+  if (x->sim) /* a failure is printed; the measured case stands */
+    bench_sim_case_of(x->sim, cmd, x->h.trace_path, c->preset, several, r.e, p,
+                      cfg, &res->sim_ms);
   if (peer) {
     /* the peer on the same inputs, its outputs under the same check */
     if (bench_case_peer(o, w, x, c, peer, threads, repeats, res) ||
@@ -513,6 +517,8 @@ static int case_one(const bench_opts *o, const bench_workload *w,
                       e->engine ? json_string(e->engine) : json_null());
   if (w->after)
     w->after(x, made ? c : NULL, &res, f, j);
+  if (x->sim && res.sim_ms > 0)
+    bench_sim_report(f, j, x->sim, res.sim_ms, res.pto.n ? res.pto.median : 0);
   fflush(f);
   json_array_append_new(bench_results(), j);
   bench_case_result_free(&res);
@@ -554,6 +560,12 @@ int bench_case_main(const bench_opts *o, const bench_workload *w,
   bench_preset_finish(w->table, &x->sel, o->quick);
   case_env e;
   e.threads = bench_cores(o);
+  bench_sim sim;
+  if (x->h.simulate) {
+    if (bench_sim_open(o, cmd, x->h.simulate, e.threads, &sim))
+      return 1;
+    x->sim = &sim;
+  }
   pto_config *cfg = bench_harness_config(&x->h, e.threads);
   if (!cfg)
     return 1;
@@ -604,6 +616,8 @@ int bench_case_main(const bench_opts *o, const bench_workload *w,
   pto_config_free(cfg);
   pto_config_free(x->against_cfg);
   x->against_cfg = NULL;
+  bench_sim_close(x->sim);
+  x->sim = NULL;
   return rc;
 }
 

@@ -35,6 +35,7 @@ typedef struct bench_case_result {
   uint32_t tasks;
   json_t *variants; /* the peer's {"name": median ms or null}; owned */
   char best[32];    /* the peer's fastest variant */
+  double sim_ms;    /* --simulate: the simulated makespan (0: none) */
 } bench_case_result;
 
 void bench_case_result_free(bench_case_result *r); /* its variants */
@@ -49,6 +50,8 @@ typedef struct bench_case_opts {
   bench_preset_sel sel;
   /* --against's config, read once at start-up (NULL without it) */
   pto_config *against_cfg;
+  /* --simulate's profile, opened once at start-up (NULL without it) */
+  struct bench_sim *sim;
 } bench_case_opts;
 
 #define BENCH_CASE_MAX_IN 20

@@ -26,6 +26,7 @@
 #include "bench/dsa.h"
 #include "bench/files.h"
 #include "bench/preset.h"
+#include "bench/sim.h"
 #include "pto/pto.h"
 
 enum { P_B, P_N, P_LEN, P_LEN_MAX, P_STEPS, P_TOPK, P_SMALL, N_PARAMS };
@@ -548,6 +549,10 @@ static int run_step(const bench_opts *o, const bench_case_opts *x, dsa_case *c,
     if (x->h.trace_path && s == c->steps - 1)
       fprintf(stderr, "pto-bench dsa: %s: swimlane (%s) in %s\n", bc->preset,
               what[v], path);
+    if (x->sim) /* both settings simulated; the last step's swimlanes */
+      bench_sim_case_of(x->sim, "dsa",
+                        x->h.trace_path && s == c->steps - 1 ? path : NULL,
+                        bc->preset, 0, pr[v].e, p, cfg[v], &r->sim_ms[v]);
   }
   rc = 0;
 fail:

@@ -34,6 +34,7 @@ int dsa_parts_add(dsa_parts *p, const char *path, char *err, size_t size);
 /* One step of a case, on both PTO settings (0 MPMD, 1 stage barriers). */
 typedef struct dsa_step_result {
   double compile_ms[2];
+  double sim_ms[2]; /* --simulate: MPMD and stage barriers (0: none) */
   bench_stats run[2];
   uint32_t tasks[2];
   int64_t len_min, len_max;

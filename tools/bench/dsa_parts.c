@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bench/dsa.h"
+#include "bench/sim.h"
 
 const char *const dsa_part_names[DSA_PARTS] = {"mla_prolog", "indexer_prolog",
                                                "indexer", "attention"};
@@ -86,7 +87,6 @@ static json_t *parts_json(const dsa_parts *p) {
 
 void dsa_after(const bench_case_opts *x, const bench_case *bc,
                const bench_case_result *res, FILE *f, json_t *j) {
-  (void)x;
   const dsa_case *c = (const dsa_case *)bc;
   const int ok = c && c->ran_steps == c->steps && res->pto_checked;
   const int bar_ok = ok && c->bar_checked;
@@ -104,6 +104,31 @@ void dsa_after(const bench_case_opts *x, const bench_case *bc,
                                                       : "failed"));
   json_object_set_new(j, "compile_counted",
                       json_boolean(c && c->compile_counted));
+  if (x->sim && c && c->ran_steps) { /* --simulate: both settings */
+    double sim[2] = {0, 0}, meas[2] = {0, 0};
+    for (int s = 0; s < c->ran_steps; s++)
+      for (int v = 0; v < 2; v++) {
+        sim[v] += c->step[s].sim_ms[v];
+        meas[v] += c->step[s].run[v].median;
+      }
+    if (sim[0] > 0 && sim[1] > 0) {
+      fprintf(f,
+              "  simulated on %s: MPMD %.3f ms, stage barriers %.3f ms: "
+              "bar/PTO %.2fx (measured, the steps' medians without their "
+              "compiles, %.3f and %.3f ms: simulated / measured %.3f and "
+              "%.3f)\n",
+              x->sim->name, sim[0], sim[1], sim[1] / sim[0], meas[0], meas[1],
+              meas[0] > 0 ? sim[0] / meas[0] : 0,
+              meas[1] > 0 ? sim[1] / meas[1] : 0);
+      json_object_set_new(j, "sim_ms", json_real(sim[0]));
+      json_object_set_new(j, "sim_barrier_ms", json_real(sim[1]));
+      json_object_set_new(j, "sim_machine", json_string(x->sim->name));
+      json_object_set_new(j, "sim_barrier_ratio", json_real(sim[1] / sim[0]));
+      json_object_set_new(j, "sim_ratio", meas[0] > 0
+                                              ? json_real(sim[0] / meas[0])
+                                              : json_null());
+    }
+  }
   if (!c || !c->ran_steps)
     return;
   json_t *steps = json_array();

@@ -21,6 +21,7 @@
 #include "bench/bench.h"
 #include "bench/gemm_peer.h"
 #include "bench/harness.h"
+#include "bench/sim.h"
 #include "pto/gemm.h"
 #include "pto/pto.h"
 
@@ -114,6 +115,8 @@ typedef struct gemm_opts {
   int no_peer;        /* --no-peer: no PyTorch (bf16) */
   const char *python; /* --python PATH */
   const char *script; /* --peer-script FILE */
+  const char *simulate; /* --simulate MACHINE */
+  bench_sim *sim;       /* its profile, or NULL */
 } gemm_opts;
 
 typedef struct result {
@@ -125,6 +128,7 @@ typedef struct result {
   double torch_err;           /* PyTorch's C against OpenBLAS's */
   bench_gemm_torch_result tr; /* tr.ms 0: PyTorch not run */
   int torch_wrong;
+  double sim_ms; /* --simulate: the simulated makespan (0: none) */
 } result;
 
 /* The buffers of a case: A and B as f32 (for bf16: the bf16 values
@@ -264,6 +268,22 @@ static int run_case(const bench_opts *o, const gemm_opts *go, const gcase *c,
     pair[r] = tb[r] / t[r];
   res->ratio = bench_stats_of(pair, repeats);
   res->pto_ms = bench_median(t, repeats);
+  if (go->sim) { /* the measured executable, or the program tiled for the
+                  * simulated machine */
+    pto_program *ps = NULL;
+    if (!go->sim->same) {
+      const pto_machine *sm = bench_sim_machine(go->sim);
+      pto_tile_shape st_tile;
+      if (!pto_gemm_tile(sm, c->m, c->n, c->k, sm->workers[PTO_CORE_CUBE],
+                         &st_tile))
+        ps = pto_gemm_program_dtype(c->m, c->n, c->k, &st_tile, go->dtype);
+    }
+    go->sim->threads = threads;
+    if (bench_sim_case("gemm", go->sim, e, go->sim->same ? p : ps, cfg, 0,
+                       NULL, &res->sim_ms, NULL))
+      res->sim_ms = 0;
+    pto_program_free(ps);
+  }
   res->blas_ms = bench_median(tb, repeats);
   if (sb) {
     res->sb_ms = bench_median(ts, repeats);
@@ -347,7 +367,8 @@ static void usage(FILE *f) {
   fputs("usage: pto-bench [--json] [--quick] [--repeats N] [--threads N] "
         "gemm [--dtype f32|bf16]\n"
         "                 [--trace] [--no-peer] [--python PATH]\n"
-        "                 [--peer-script FILE] [MxNxK...]\n"
+        "                 [--peer-script FILE] [--simulate MACHINE] "
+        "[MxNxK...]\n"
         "\n"
         "GEMM, C = A x B row-major, C f32: PTO (kernels/gemm.c: pto_compile,\n"
         "pto_runtime_run on that many workers) against its peers, same\n"
@@ -382,7 +403,12 @@ static void usage(FILE *f) {
         "bf16 products are exact in f32, so the bound is the same), or\n"
         "PyTorch's bf16 C by more than 0.1 (it rounds C to bf16 and may\n"
         "sum in bf16). --trace: one extra traced PTO run per case,\n"
-        "summarised on stderr.\n"
+        "summarised on stderr. --simulate MACHINE: each case also simulated\n"
+        "(pto/sim.h) on MACHINE: host (this CPU's profile, pto-bench\n"
+        "calibrate; the measured executable itself), host:N (its cores N\n"
+        "times over), ascend, or a profile file; the figure goes under the\n"
+        "row and into sim_ms, sim_machine, sim_ratio (simulated over\n"
+        "measured).\n"
         "JSON fields: m, n, k, threads, dtype, engine, tile, tasks, pto_ms,\n"
         "openblas_ms, pto_gflops, openblas_gflops, peer (the fastest),\n"
         "peer_gflops, peak_gflops, ratio (PTO / OpenBLAS, the median pair),\n"
@@ -424,6 +450,14 @@ static int parse(int argc, char **argv, gemm_opts *go, gcase *cases,
         return 2;
       }
       *(argv[a][2] == 'p' && argv[a][3] == 'y' ? &go->python : &go->script) = v;
+      a++;
+    } else if (!strcmp(argv[a], "--simulate")) {
+      if (!v || !*v) {
+        fprintf(stderr, "pto-bench gemm: --simulate needs a machine (host, "
+                        "host:N, ascend or a profile file)\n");
+        return 2;
+      }
+      go->simulate = v;
       a++;
     } else if (!strcmp(argv[a], "--dtype")) {
       if (v && !strcmp(v, "f32")) {
@@ -469,7 +503,7 @@ static double best_peer(const gcase *c, const gemm_opts *go, const result *r,
 static int run(const bench_opts *o, int argc, char **argv) {
   gcase cases[MAX_CASES];
   size_t n_cases = 0;
-  gemm_opts go = {PTO_F32, 0, 0, NULL, NULL};
+  gemm_opts go = {PTO_F32, 0, 0, NULL, NULL, NULL, NULL};
   int prc = parse(argc, argv, &go, cases, &n_cases);
   if (prc)
     return prc;
@@ -500,6 +534,12 @@ static int run(const bench_opts *o, int argc, char **argv) {
               why);
   }
   int cores = bench_cores(o), n_thr = 0, thr[2];
+  bench_sim sim;
+  if (go.simulate) {
+    if (bench_sim_open(o, "gemm", go.simulate, cores, &sim))
+      return 1;
+    go.sim = &sim;
+  }
   if (o->threads) {
     thr[n_thr++] = o->threads;
   } else {
@@ -639,8 +679,11 @@ static int run(const bench_opts *o, int argc, char **argv) {
             j, "sbgemm", json_string(ob.sbgemm ? "exported" : "not exported"));
       }
       json_decref(r.tr.variants);
+      if (go.sim && r.sim_ms > 0)
+        bench_sim_report(out, j, go.sim, r.sim_ms, r.pto_ms);
       json_array_append_new(bench_results(), j);
     }
+  bench_sim_close(go.sim);
   return rc;
 }
 

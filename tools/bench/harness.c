@@ -24,6 +24,7 @@ int bench_harness_arg(bench_harness *h, int argc, char **argv, int *i) {
       {"--trace", offsetof(bench_harness, trace_path)},
       {"--python", offsetof(bench_harness, python)},
       {"--peer-script", offsetof(bench_harness, peer_script)},
+      {"--simulate", offsetof(bench_harness, simulate)},
   };
   const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
   if (!strcmp(a, "--peak-each")) {
@@ -61,7 +62,9 @@ int bench_harness_arg(bench_harness *h, int argc, char **argv, int *i) {
     ++*i;
     if (!v || !*v) {
       fprintf(stderr, "pto-bench %s: %s needs a %s\n", h->cmd, a,
-              k == 0 ? "directory" : "file");
+              k == 0                                ? "directory"
+              : !strcmp(paths[k].opt, "--simulate") ? "machine"
+                                                    : "file");
       return -1;
     }
     *(const char **)(void *)((char *)h + paths[k].off) = v;
@@ -100,7 +103,15 @@ void bench_harness_usage(FILE *f) {
         "  --dtype T        f32 (default) or bf16: the dtype of the inputs\n"
         "                   the cube reads (bf16 drawn as the f32 values\n"
         "                   rounded to nearest even); PyTorch then runs its\n"
-        "                   bf16 matmuls on them\n",
+        "                   bf16 matmuls on them\n"
+        "  --simulate M     each case also simulated (pto/sim.h,\n"
+        "                   docs/simulation.md) on machine M: host (this\n"
+        "                   CPU's profile from pto-bench calibrate: the\n"
+        "                   measured executable itself), host:N (its cores\n"
+        "                   N times over), ascend, or a profile file; a\n"
+        "                   line under the row, JSON sim_ms, sim_machine,\n"
+        "                   sim_ratio; with --trace, the simulated swimlane\n"
+        "                   beside the measured one (FILE.sim.json)\n",
         f);
 }
 

@@ -27,6 +27,7 @@ typedef struct bench_harness {
                               timed PTO run */
   pto_dtype dtype;         /* --dtype f32|bf16: the operator's inputs
                               that the cube reads (default f32) */
+  const char *simulate;    /* --simulate MACHINE (tools/bench/sim.h) */
 } bench_harness;
 
 /* The defaults (seed 1, nothing else set). */

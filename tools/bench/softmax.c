@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "bench/bench.h"
+#include "bench/sim.h"
 #include "pto/pto.h"
 #include "pto/softmax.h"
 
@@ -37,6 +38,7 @@ typedef struct sm_opts {
   uint32_t tile_rows; /* 0: the kernel's choice */
   int nbuffer;        /* -1: the config default */
   const char *trace;  /* Chrome trace of the last run, or NULL */
+  const char *simulate; /* --simulate MACHINE, or NULL */
 } sm_opts;
 
 static void usage(FILE *f) {
@@ -44,7 +46,7 @@ static void usage(FILE *f) {
         "softmax\n"
         "                 [--rows N] [--cols N] [--tile-rows N] "
         "[--nbuffer K]\n"
-        "                 [--trace FILE]\n"
+        "                 [--trace FILE] [--simulate MACHINE]\n"
         "\n"
         "Row softmax of a ROWS x COLS f32 matrix (default 4096 x 4096;\n"
         "--quick 1024 x 4096) through PTO on the parallel runtime, checked\n"
@@ -59,6 +61,10 @@ static void usage(FILE *f) {
         "The row 'PTO, X in cache' runs the same program over the first\n"
         "8 MiB of X, 8 times back to back, so X comes from the caches: the\n"
         "rate the softmax's own work allows (near it, DRAM is not the limit).\n"
+        "--simulate MACHINE: both PTO rows also simulated (pto/sim.h) on\n"
+        "MACHINE (host, host:N, ascend or a profile file), the timed one\n"
+        "from empty caches as it is timed, the cached one warm; JSON adds\n"
+        "sim_ms, sim_cached_ms, sim_machine, sim_ratio.\n"
         "JSON fields: rows, cols, threads, isa, tile_rows, nbuffer, tasks,\n"
         "pto_ms, ref_ms, dram_ms, pto_gbps, ref_gbps, dram_gbps,\n"
         "pto_cached_gbps, pto_fraction_of_dram, ref_fraction_of_dram,\n"
@@ -95,12 +101,13 @@ static int parse(int argc, char **argv, sm_opts *s) {
       if (parse_i64(a, v, 0, 65536, &x))
         return -1;
       s->nbuffer = (int)x;
-    } else if (!strcmp(a, "--trace")) {
+    } else if (!strcmp(a, "--trace") || !strcmp(a, "--simulate")) {
       if (!v) {
-        fprintf(stderr, "pto-bench softmax: --trace needs a file\n");
+        fprintf(stderr, "pto-bench softmax: %s needs a %s\n", a,
+                a[2] == 't' ? "file" : "machine");
         return -1;
       }
-      s->trace = v;
+      *(a[2] == 't' ? &s->trace : &s->simulate) = v;
     } else {
       fprintf(stderr, "pto-bench softmax: unknown option '%s'\n", a);
       return -1;
@@ -143,7 +150,7 @@ static void peer(const float *x, float *y, int64_t rows, int64_t cols,
 /* ---- the command ------------------------------------------------------------ */
 
 static int run(const bench_opts *o, int argc, char **argv) {
-  sm_opts s = {o->quick ? 1024 : 4096, 4096, 0, -1, NULL};
+  sm_opts s = {o->quick ? 1024 : 4096, 4096, 0, -1, NULL, NULL};
   if (parse(argc, argv, &s))
     return 2;
   const int threads = bench_cores(o);
@@ -328,6 +335,35 @@ static int run(const bench_opts *o, int argc, char **argv) {
       pto_gbps, "ref_gbps", ref_gbps, "dram_gbps", dram_gbps, "pto_cached_gbps",
       hot_gbps, "pto_fraction_of_dram", pto_gbps / dram_gbps,
       "ref_fraction_of_dram", ref_gbps / dram_gbps, "max_rel_err", max_rel);
+  if (s.simulate) { /* the timed run from empty caches; the cached warm */
+    bench_sim sim;
+    double sim_ms = 0, sim_hot = 0;
+    if (bench_sim_open(o, "softmax", s.simulate, threads, &sim))
+      goto out_j;
+    pto_program *ps = NULL, *phs = NULL;
+    if (!sim.same) {
+      const uint32_t tr = pto_softmax_tile_rows(
+          s.cols, 2 * bench_sim_machine(&sim)->mem[PTO_MEM_UB]);
+      ps = pto_softmax_program(s.rows, s.cols, s.tile_rows ? s.tile_rows : tr,
+                               0);
+      phs = pto_softmax_program(hot_rows, s.cols,
+                                s.tile_rows ? s.tile_rows : tr, 0);
+    }
+    if (!bench_sim_case("softmax", &sim, e, sim.same ? p : ps, cfg, 1, NULL,
+                        &sim_ms, NULL) &&
+        !bench_sim_case("softmax", &sim, eh, sim.same ? ph : phs, cfg, 0,
+                        NULL, &sim_hot, NULL)) {
+      bench_sim_report(f, j, &sim, sim_ms, pto * 1e3);
+      fprintf(f, "  simulated on %s, X in cache: %.3f ms (measured %.3f ms: "
+                 "simulated / measured %.3f)\n",
+              sim.name, sim_hot, hot * 1e3, sim_hot / (hot * 1e3));
+      json_object_set_new(j, "sim_cached_ms", json_real(sim_hot));
+    }
+    pto_program_free(ps);
+    pto_program_free(phs);
+    bench_sim_close(&sim);
+  }
+out_j:
   json_array_append_new(bench_results(), j);
   if (s.trace) {
     if (pto_executable_write_trace(e, s.trace) == PTO_OK)
