@@ -53,7 +53,8 @@
   X(softmax_batch_tail, 1)  /* fused softmax writes rows past a batch dim */   \
   X(empty_max_reduce, 1)    /* max/min over an extent of 0: -inf, eval 0 */    \
   X(empty_strict_gather, 1) /* D of 0: the run skips it, eval: ERANGE */       \
-  X(strict_gather_tail, 1)  /* checks index rows past the extent (stale) */
+  X(strict_gather_tail, 1)  /* checks index rows past the extent (stale) */    \
+  X(topk_bcast_tail, 1)     /* masked topk of a broadcast: 0s past extents */
 
 typedef struct rp_switches {
 #define RP__SW(name, open) int name;

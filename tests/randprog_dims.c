@@ -87,12 +87,19 @@ static void choose(rp_case *c, rp_src *r) {
 /* A plain topk over a dynamic last axis is refused: the topks whose
  * results nothing reads (outputs may) become pto_topk_masked, which takes
  * one (a row of fewer than k valid entries is padded with -inf and -1,
- * which only an output sees); how many did. */
+ * which only an output sees); how many did. While known bug
+ * topk_bcast_tail is open, only topks of an input (or a view of one). */
 static int topk_to_masked(rp_case *c) {
   int n = 0;
   for (int i = 0; i < c->n_steps; i++) {
     rp_step *s = &c->steps[i];
     if (s->kind != S_OP || s->op != O_TOPK || (s->flags & RP_TOPK_MASKED))
+      continue;
+    int of_input = 0;
+    for (int j = 0; j < i && !of_input; j++)
+      of_input = c->steps[j].kind == S_INPUT &&
+                 c->steps[j].out == c->vals[s->in[0]].root;
+    if (c->sw.topk_bcast_tail && !of_input)
       continue;
     int read = 0;
     for (int j = i + 1; j < c->n_steps && !read; j++)
