@@ -92,11 +92,13 @@ typedef struct pto_dref {
 /* A term of a scalar that follows the extents: sign times the valid length
  * of an axis (dref r of static length len), less that length at the
  * maxima (base), so the scalar is right at the maxima and moves with the
- * binding. */
+ * binding; or, with recip, the scalar is 1 / that valid length (a mean's
+ * divisor). */
 typedef struct pto_sterm {
   pto_dref r;
   int64_t len, base;
-  int8_t sign; /* 0: no term */
+  int8_t sign;   /* 0: no term */
+  uint8_t recip; /* s = 1 / valid length, not s + sign (valid length - base) */
 } pto_sterm;
 
 /* A bind-time equality between two axes of length len that an op matches:
@@ -116,6 +118,15 @@ static inline int64_t pto__dref_len(pto_dref r, int64_t len,
     return len;
   const int64_t left = ext[r.dim] * r.mul - r.off;
   return left <= 0 ? 0 : left < len ? left : len;
+}
+
+/* Scalar s with term t applied at extents ext. */
+static inline double pto__sterm_apply(double s, const pto_sterm *t,
+                                      const int64_t *ext) {
+  if (!t->sign)
+    return s;
+  const int64_t l = pto__dref_len(t->r, t->len, ext);
+  return t->recip ? 1.0 / (double)l : s + (double)t->sign * (double)(l - t->base);
 }
 
 #define PTO_NODE_MAX_IN 8
@@ -139,9 +150,10 @@ struct pto_node {
   unsigned flags; /* PTO_MATMUL_TRANS_*, PTO_MATMUL_CAUSAL, PTO_GATHER_STRICT,
                      PTO_TOPK_MASKED; MATMUL with in[2] set accumulates */
   const char *label; /* arena-owned, "" when none */
-  /* MATMUL_RELU_WSUM with PTO_MATMUL_CAUSAL_END on dynamic axes: the
-   * diagonal (scalar, at the maxima) moves by these terms at run time */
-  pto_sterm diag[2];
+  /* scalar's terms on dynamic axes, applied at run time: a causal
+   * diagonal's (MATMUL_RELU_WSUM with PTO_MATMUL_CAUSAL_END), a mean's
+   * 1 / N (MULS) */
+  pto_sterm st[2];
   pto_tile_shape tile;
   /* which parts of tile the program set (PTO_TILE_SET_*): a part nobody
    * set, here or in a config, is chosen by the compiler */

@@ -141,7 +141,7 @@ static int matmul_dims(pto_program *p, const char *op, pto_node *n) {
       for (int j = 0; j < 2; j++) {
         if (axes[j].dim < 0)
           continue;
-        pto_sterm *t = &n->diag[j];
+        pto_sterm *t = &n->st[j];
         t->r = axes[j];
         t->len = lens[j];
         int64_t at_max[PTO_DIMS_MAX];

@@ -59,10 +59,20 @@ pto_tensor *pto_gelu(pto_program *p, pto_tensor *x) {
 /* ---- statistics along the rows ------------------------------------------ */
 
 /* The row sums of x times 1/N, N its last dim: what kernels/dsa_prolog.c
- * wrote by hand, bit for bit. */
+ * wrote by hand, bit for bit. On a dynamic last axis N is its valid
+ * length at the run's extents: the scale is a term the run applies. */
 static pto_tensor *row_mean(pto_program *p, pto_tensor *x) {
-  const double n = (double)x->shape[x->ndim - 1];
-  return pto_muls(p, pto_rowsum(p, x), 1.0 / n);
+  const int last = x->ndim - 1;
+  const double n = (double)x->shape[last];
+  pto_tensor *m = pto_muls(p, pto_rowsum(p, x), 1.0 / n);
+  if (m && x->dyn[last] >= 0) {
+    pto_sterm *t = &m->producer->st[0];
+    t->r = pto__axis(x, last);
+    t->len = x->shape[last];
+    t->sign = 1;
+    t->recip = 1;
+  }
+  return m;
 }
 
 pto_tensor *pto_mean(pto_program *p, pto_tensor *x) {

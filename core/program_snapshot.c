@@ -106,13 +106,10 @@ static pto_program *copy(const pto_program *p, const int64_t *ext) {
   }
   for (uint32_t i = 0; ext && i < p->n_nodes; i++) {
     pto_node *n = s->nodes[i]; /* scalars that move with the extents */
-    for (int k = 0; k < 2; k++)
-      if (n->diag[k].sign) {
-        n->scalar += (double)n->diag[k].sign *
-                     (double)(pto__dref_len(n->diag[k].r, n->diag[k].len, ext) -
-                              n->diag[k].base);
-        n->diag[k].sign = 0;
-      }
+    for (int k = 0; k < 2; k++) {
+      n->scalar = pto__sterm_apply(n->scalar, &n->st[k], ext);
+      n->st[k].sign = 0;
+    }
   }
   if (!ext) {
     for (int i = 0; i < p->n_dims; i++) {

@@ -155,8 +155,12 @@ static void tile_elementwise(tiler *t, const pto_node *n, uint32_t tr,
       break;
     case PTO_TC_SCALAR:
       r = compute1(t, binary_insn(n->op), odt, src[0]);
-      if (!t->failed)
-        t->tg->insts[t->tg->n_insts - 1].s = n->scalar;
+      if (!t->failed) {
+        pto_tinst *last = &t->tg->insts[t->tg->n_insts - 1];
+        last->s = n->scalar;
+        last->st[0] = n->st[0];
+        last->st[1] = n->st[1];
+      }
       break;
     case PTO_TC_UNARY:
       r = compute1(t, binary_insn(n->op), odt, src[0]);

@@ -55,7 +55,7 @@ static void tile_matmul_wsum(tiler *t, const pto_node *n,
   const int causal = (n->flags & PTO_MATMUL_CAUSAL) != 0;
   /* a diagonal that moves with the extents: no tile is known wholly past
    * it or before it, so every tile takes the mask */
-  const int moves = n->diag[0].sign || n->diag[1].sign;
+  const int moves = n->st[0].sign || n->st[1].sign;
   const int in_place = (n->flags & PTO_MATMUL_TRANS_B) != 0;
   const view4 at = swap_last(a), keys = swap_last(b); /* Q^T; k as stored */
   uint32_t tm = clamp_tile(ts->cube_m, a.shape[2]);
@@ -125,8 +125,8 @@ static void tile_matmul_wsum(tiler *t, const pto_node *n,
     if (causal && (moves || (double)(pos.c0 + pos.nc) > first_hidden)) {
       ins->flags |= PTO_TF_CAUSAL;
       ins->s = n->scalar + (double)(pos.r0 - pos.c0);
-      ins->st[0] = n->diag[0];
-      ins->st[1] = n->diag[1];
+      ins->st[0] = n->st[0];
+      ins->st[1] = n->st[1];
     }
     pto_gref g = window(&out, &pos);
     store(t, d, &g);

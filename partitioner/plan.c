@@ -622,6 +622,7 @@ size_t pto__plan_canon(const pto_cprog *pr, unsigned char *buf) {
       PUT(pi->st[j].len);
       PUT(pi->st[j].base);
       PUT(pi->st[j].sign);
+      PUT(pi->st[j].recip);
     }
     PUT(pi->it.r.dim);
     PUT(pi->it.r.off);

@@ -317,13 +317,9 @@ task_exec(const pto_executable *e, uint32_t t, uint32_t next, pto_scratch *s,
         a.imm[1] += (int32_t)(pi->it.sign *
                               (pto__dref_len(pi->it.r, pi->it.len, ext) -
                                pi->it.base));
-      if (ext && (pi->st[0].sign || pi->st[1].sign)) {
+      if (ext && (pi->st[0].sign || pi->st[1].sign))
         for (int k = 0; k < 2; k++)
-          if (pi->st[k].sign)
-            a.s += (double)pi->st[k].sign *
-                   (double)(pto__dref_len(pi->st[k].r, pi->st[k].len, ext) -
-                            pi->st[k].base);
-      }
+          a.s = pto__sterm_apply(a.s, &pi->st[k], ext);
       if (clip) {
         /* nothing to do where the extents empty what it writes; where they
          * empty only what it reads, its result needs no kernel */

@@ -4,6 +4,7 @@
  * is written, the tasks with nothing inside the extents are not run (and
  * their consumers are), bad bindings are refused with the dim, its maximum
  * and the value, and one executable runs at two sizes on two threads. */
+#include <float.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -342,6 +343,82 @@ Test(scheduler, dynamic_slices_run_only_the_rows_inside_the_batch,
     const long ran = traced_tasks(run);
     cr_expect(b ? ran > prev : ran == 0, "B=%ld ran %ld tasks", (long)b, ran);
     prev = ran;
+  }
+  pto_run_free(run);
+  pto_runtime_free(rt);
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
+/* Within a few ulp: the kernels' row sums add in another order than the
+ * evaluator's. */
+static int near(float a, float b) {
+  return fabsf(a - b) <= 4 * FLT_EPSILON * (1 + fabsf(b));
+}
+
+/* The statistics along a dynamic last axis divide by its bound extent:
+ * mean, var, rms_norm and layer_norm of [R, S<=SM] at S = 1, 5, 16, SM
+ * against plain C in double (and the run against the evaluator). */
+Test(scheduler, dynamic_means_divide_by_the_extent, .timeout = 60) {
+  enum { R = 3, SMAX = 24 };
+  pto_program *p = pto_program_new("stats");
+  const int64_t xs[2] = {R, pto_dim_dynamic(p, "S", SMAX)};
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 2, xs);
+  pto_program_set_vec_tile(p, 2, 8);
+  pto_output(p, pto_mean(p, x), "mean");
+  pto_output(p, pto_var(p, x), "var");
+  pto_output(p, pto_rms_norm(p, x, NULL, 1e-6), "rms");
+  pto_output(p, pto_layer_norm(p, x, NULL, NULL, 1e-6), "ln");
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  pto_runtime *rt = runtime(2, 0);
+  pto_run *run = NULL;
+  cr_assert_eq(pto_run_new(e, &run), PTO_OK);
+  static float xb[R * SMAX], mean[R], var[R], rms[R * SMAX], ln[R * SMAX];
+  static float rmean[R], rvar[R], rrms[R * SMAX], rln[R * SMAX];
+  for (int i = 0; i < R * SMAX; i++)
+    xb[i] = (float)((i * 7) % 11) / 4.0f - 1.0f;
+  const void *in[] = {xb};
+  void *out[] = {mean, var, rms, ln}, *ref[] = {rmean, rvar, rrms, rln};
+  static const int64_t sizes[] = {1, 5, 16, SMAX};
+  for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
+    const int64_t s = sizes[c];
+    cr_assert_eq(pto_run_bind(run, "S", s), PTO_OK, "%s", pto_run_error(run));
+    cr_assert_eq(pto_run_exec(rt, run, in, out), PTO_OK, "%s",
+                 pto_run_error(run));
+    cr_assert_eq(pto_program_eval_dims(p, &s, in, ref), PTO_OK, "%s",
+                 pto_program_error(p));
+    for (int r = 0; r < R; r++) {
+      const float *row = xb + r * SMAX;
+      double m = 0, v = 0, q = 0;
+      for (int64_t k = 0; k < s; k++)
+        m += row[k], q += (double)row[k] * row[k];
+      m /= (double)s;
+      for (int64_t k = 0; k < s; k++)
+        v += (row[k] - m) * (row[k] - m);
+      v /= (double)s;
+      q /= (double)s;
+      cr_expect(fabs(mean[r] - m) <= 1e-5, "S=%ld row %d: mean %g, not %g",
+                (long)s, r, (double)mean[r], m);
+      cr_expect(fabs(var[r] - v) <= 1e-5 * (1 + v),
+                "S=%ld row %d: var %g, not %g", (long)s, r, (double)var[r], v);
+      cr_expect(near(mean[r], rmean[r]) && near(var[r], rvar[r]),
+                "S=%ld row %d: run vs eval", (long)s, r);
+      for (int64_t k = 0; k < s; k++) {
+        const double wr = row[k] / sqrt(q + 1e-6),
+                     wl = (row[k] - m) / sqrt(v + 1e-6);
+        const size_t j = (size_t)(r * SMAX + k);
+        cr_expect(fabs(rms[j] - wr) <= 1e-4 * (1 + fabs(wr)),
+                  "S=%ld [%d][%ld]: rms_norm %g, not %g", (long)s, r, (long)k,
+                  (double)rms[j], wr);
+        cr_expect(fabs(ln[j] - wl) <= 1e-4 * (1 + fabs(wl)),
+                  "S=%ld [%d][%ld]: layer_norm %g, not %g", (long)s, r,
+                  (long)k, (double)ln[j], wl);
+        cr_expect(near(rms[j], rrms[j]) && near(ln[j], rln[j]),
+                  "S=%ld [%d][%ld]: run vs eval", (long)s, r, (long)k);
+      }
+    }
   }
   pto_run_free(run);
   pto_runtime_free(rt);
