@@ -378,11 +378,12 @@ def expand_names(tok, insns):
 
 def parse_isa(root):
     text = read(os.path.join(root, "core/isa.def"))
-    rows = re.findall(r"^PTO_INSN\(\s*(\w+),\s*(\w+),\s*(\w+),\s*(\d+),\s*(\d+),\s*([^)]*)\)",
-                      text, re.M)
+    # NAME, FAMILY, CORE, NSRC, NDST, CLASS, FLAGS
+    rows = re.findall(r"^PTO_INSN\(\s*(\w+),\s*(\w+),\s*(\w+),\s*(\d+),"
+                      r"\s*(\d+),\s*(\w+),\s*([^)]*)\)", text, re.M)
     insns = {r[0]: {"family": r[1], "core": r[2], "nsrc": int(r[3]),
-                    "ndst": int(r[4]),
-                    "flags": [f.strip()[len("PTO_IF_"):] for f in r[5].split("|")
+                    "ndst": int(r[4]), "class": r[5],
+                    "flags": [f.strip()[len("PTO_IF_"):] for f in r[6].split("|")
                               if f.strip().startswith("PTO_IF_")],
                     "sem": []} for r in rows}
     order = [r[0] for r in rows]
@@ -508,16 +509,20 @@ def generate_isa(root):
     w("")
     w("## Instructions")
     w("")
-    w("| instruction | family | core | src | dst | flags |")
-    w("|---|---|---|---|---|---|")
+    w("| instruction | family | core | src | dst | class | flags |")
+    w("|---|---|---|---|---|---|---|")
     for n in order:
         i = insns[n]
-        w("| [`%s`](#%s) | %s | %s | %d | %d | %s |" % (
+        w("| [`%s`](#%s) | %s | %s | %d | %d | %s | %s |" % (
             n, slug(n), i["family"].lower(), i["core"].lower(), i["nsrc"],
-            i["ndst"], " ".join(f for f in i["flags"]) or "-"))
+            i["ndst"], i["class"].lower(),
+            " ".join(f for f in i["flags"]) or "-"))
     w("")
     w("`src`/`dst`: local tiles read (`a.src[]`) and written (`a.dst[]`). "
-      "A `memory` instruction runs on whichever core owns its subgraph.")
+      "A `memory` instruction runs on whichever core owns its subgraph. "
+      "`class`: its operand class, whose facts (roles, dtypes, global "
+      "access, flops, bytes, scratch) are `pto__class_table`'s "
+      "(`core/isa.c`).")
     w("")
     w("## Flags")
     w("")
@@ -557,8 +562,10 @@ def generate_isa(root):
             i = insns[n]
             w("### %s" % n)
             w("")
-            w("%s, %s core, %d src, %d dst, flags: %s. Reference: `%s`%s." % (
+            w("%s, %s core, %d src, %d dst, class %s, flags: %s. "
+              "Reference: `%s`%s." % (
                 fam.lower(), i["core"].lower(), i["nsrc"], i["ndst"],
+                i["class"].lower(),
                 ", ".join(i["flags"]) or "none", refs.get(n, "?"),
                 "; SIMD: " + ", ".join("`%s`" % f for f in simd[n]) if simd.get(n)
                 else "; no SIMD override"))
