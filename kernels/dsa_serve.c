@@ -21,6 +21,11 @@
 
 #define OP "dsa_serve"
 
+/* The most new tokens slot k takes in a step. */
+static int64_t slot_max_new(const pto_dsa_serve *s, int64_t k) {
+  return s->prefill_slots && k >= s->prefill_slots ? 1 : s->max_new;
+}
+
 static int valid(const pto_dsa_dims *d, const pto_dsa_serve *s,
                  const pto_dsa_params *prm, char *msg, size_t size) {
   if (!d || !s || !prm) {
@@ -34,11 +39,14 @@ static int valid(const pto_dsa_dims *d, const pto_dsa_serve *s,
   if (!pto__dsa_valid(d, &one, prm, msg, size))
     return 0;
   if (s->slots < 1 || s->slots > PTO_DSA_SERVE_SLOTS_MAX ||
-      s->max_tokens < s->max_new || s->max_new < 1) {
+      s->max_tokens < s->max_new || s->max_new < 1 || s->prefill_slots < 0 ||
+      s->prefill_slots > s->slots) {
     snprintf(msg, size,
              "slots %" PRId64 " (1 to %d), max_tokens %" PRId64
-             " >= max_new %" PRId64 " >= 1",
-             s->slots, PTO_DSA_SERVE_SLOTS_MAX, s->max_tokens, s->max_new);
+             " >= max_new %" PRId64 " >= 1, prefill_slots %" PRId64
+             " (0 to the slots)",
+             s->slots, PTO_DSA_SERVE_SLOTS_MAX, s->max_tokens, s->max_new,
+             s->prefill_slots);
     return 0;
   }
   return 1;
@@ -58,7 +66,7 @@ static pto_tensor *take(pto_program *p, pto_tensor *t, pto_tensor *idx) {
   pto_tensor *g = pto_gather(p, flat2(p, t), idx, PTO_GATHER_STRICT);
   int64_t sh[PTO_MAX_DIMS];
   const int nd = pto_tensor_ndim(t);
-  sh[0] = pto_tensor_dim(idx, 0);
+  sh[0] = pto_tensor_dim_code(idx, 0); /* the rows' dim where it is one */
   for (int a = 1; a < nd; a++)
     sh[a] = pto_tensor_dim(t, a);
   return pto_reshape(p, g, nd, sh);
@@ -69,7 +77,7 @@ static pto_tensor *batch1(pto_program *p, pto_tensor *t) {
   int64_t sh[PTO_MAX_DIMS] = {1};
   const int nd = pto_tensor_ndim(t);
   for (int a = 0; a < nd; a++)
-    sh[a + 1] = pto_tensor_dim(t, a);
+    sh[a + 1] = pto_tensor_dim_code(t, a);
   return pto_reshape(p, t, nd + 1, sh);
 }
 
@@ -148,7 +156,7 @@ pto_program *pto_dsa_serve_program(const pto_dsa_dims *d,
   for (int64_t k = 0; k < s->slots; k++) {
     char name[32];
     snprintf(name, sizeof name, "n%" PRId64, k);
-    n[k] = pto_dim_dynamic(p, name, s->max_new);
+    n[k] = pto_dim_dynamic(p, name, slot_max_new(s, k));
     snprintf(name, sizeof name, "len%" PRId64, k);
     len[k] = pto_dim_dynamic(p, name, s->max_len);
   }
@@ -185,6 +193,7 @@ pto_program *pto_dsa_serve_program(const pto_dsa_dims *d,
   pto_program_pop_scope(p);
   for (int64_t k = 0; k < s->slots && !pto_program_status(p); k++) {
     char name[24];
+    const int64_t mk = slot_max_new(s, k);
     /* the slot's tokens: its rows first, first + 1, ... of the step */
     pto_program_push_scope(p, "indexer.keys", NULL);
     pto_tensor *rows =
@@ -206,9 +215,10 @@ pto_program *pto_dsa_serve_program(const pto_dsa_dims *d,
       break;
     /* the selected positions as rows of the combined table; -1 stays */
     pto_program_push_scope(p, "attention.slots", NULL);
-    const int64_t nk[1] = {s->max_new * topk},
-                  col[2] = {s->max_new * topk, 1},
-                  i3[3] = {1, s->max_new, topk};
+    /* n[k] (the dim's code) where an axis is the slot's tokens: with a
+     * maximum of 1 its place is otherwise ambiguous */
+    const int64_t nk[1] = {mk * topk}, col[2] = {mk * topk, 1},
+                  i3[3] = {1, n[k], topk};
     pto_tensor *sel = pto_reshape(p, idx, 1, nk);
     pto_tensor *g = pto_gather(
         p, pto_reshape(p, krows, 2, (const int64_t[]){pto_tensor_dim(krows, 0), 1}),
@@ -229,13 +239,11 @@ pto_program *pto_dsa_serve_program(const pto_dsa_dims *d,
     if (!o)
       break;
     snprintf(name, sizeof name, "out.%" PRId64, k);
-    pto_output(p, pto_reshape(p, o, 3, (const int64_t[]){s->max_new, H, L}),
-               name);
+    pto_output(p, pto_reshape(p, o, 3, (const int64_t[]){n[k], H, L}), name);
     snprintf(name, sizeof name, "lse.%" PRId64, k);
-    pto_output(p, pto_reshape(p, lse, 2, (const int64_t[]){s->max_new, H}),
-               name);
+    pto_output(p, pto_reshape(p, lse, 2, (const int64_t[]){n[k], H}), name);
     snprintf(name, sizeof name, "indices.%" PRId64, k);
-    pto_output(p, pto_reshape(p, idx, 2, (const int64_t[]){s->max_new, topk}),
+    pto_output(p, pto_reshape(p, idx, 2, (const int64_t[]){n[k], topk}),
                name);
   }
   (void)R;
@@ -276,11 +284,13 @@ pto_status pto_dsa_serve_bind(struct pto_run *run, const pto_dsa_dims *d,
   for (int64_t k = 0, t0 = 0; !st && k < s->slots; k++) {
     const int in = k < step->b;
     const int64_t nk = in ? step->n[k] : 0, lk = in ? step->len[k] : 0;
-    if (nk > s->max_new || lk > s->max_len) {
+    if (nk > slot_max_new(s, k) || lk > s->max_len) {
       snprintf(msg, size,
                "%s: sequence %" PRId64 ": %" PRId64 " new tokens (at most %"
-               PRId64 ") and length %" PRId64 " (at most %" PRId64 ")",
-               OP, k, nk, s->max_new, lk, s->max_len);
+               PRId64 "%s) and length %" PRId64 " (at most %" PRId64 ")",
+               OP, k, nk, slot_max_new(s, k),
+               slot_max_new(s, k) < s->max_new ? " in a decoding slot" : "",
+               lk, s->max_len);
       return PTO_ERANGE;
     }
     char name[32];

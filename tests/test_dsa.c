@@ -573,9 +573,9 @@ Test(kernels, dsa_block_table_entry_out_of_range_fails_the_run, .timeout = 60) {
 enum { SV_SLOTS = 3, SV_TOKENS = 10, SV_NEW = 6, SV_LEN = 40, SV_BLOCKS = 40,
        SV_MB = 10, SV_TOPK = 8 };
 
-Test(kernels, dsa_serve_runs_every_step_on_one_executable, .timeout = 300) {
+static void serve_steps(int64_t prefill_slots) {
   const pto_dsa_serve sv = {SV_SLOTS, SV_TOKENS, SV_NEW, SV_LEN, SV_BLOCKS,
-                            SV_MB};
+                            SV_MB, prefill_slots};
   pto_dsa_params prm = pto_dsa_params_default();
   prm.topk = SV_TOPK;
   pto_program *p = pto_dsa_serve_program(&small, &sv, &prm);
@@ -620,8 +620,8 @@ Test(kernels, dsa_serve_runs_every_step_on_one_executable, .timeout = 300) {
   } steps[] = {
       {3, {1, 1, 1}, {5, 13, 30}},  /* decode; one shorter than topk */
       {1, {6, 0, 0}, {6, 0, 0}},    /* a fresh prefill */
-      {2, {1, 4, 0}, {21, 9, 0}},   /* a decode beside a prefill */
-      {3, {2, 6, 2}, {40, 6, 3}},   /* the maxima, a prefill, a short one */
+      {2, {4, 1, 0}, {9, 21, 0}},   /* a prefill beside a decode */
+      {3, {6, 1, 1}, {6, 40, 3}},   /* a prefill, the maxima, a short one */
       {1, {1, 0, 0}, {1, 0, 0}},    /* a one-token sequence */
   };
   for (size_t c = 0; c < sizeof steps / sizeof steps[0]; c++) {
@@ -660,6 +660,16 @@ Test(kernels, dsa_serve_runs_every_step_on_one_executable, .timeout = 300) {
   cr_expect_eq(pto_dsa_serve_bind(run, &small, &sv, &over, seq, msg, sizeof msg),
                PTO_ERANGE);
   cr_expect(strstr(msg, "new tokens (at most 6)"), "%s", msg);
+  if (prefill_slots) { /* two new tokens in a decoding slot */
+    const int64_t dn[2] = {1, 2}, dl[2] = {3, 4};
+    const pto_dsa_step dec = {2, dn, dl, SV_BLOCKS, SV_MB};
+    cr_expect_eq(pto_dsa_serve_bind(run, &small, &sv, &dec, seq, msg,
+                                    sizeof msg),
+                 PTO_ERANGE);
+    cr_expect(strstr(msg, "sequence 1: 2 new tokens (at most 1 in a decoding "
+                          "slot)"),
+              "%s", msg);
+  }
   pto_run_free(run);
   pto_runtime_free(rt);
   for (int i = 0; i < PTO_DSA_INPUT_COUNT; i++)
@@ -669,4 +679,13 @@ Test(kernels, dsa_serve_runs_every_step_on_one_executable, .timeout = 300) {
   case_free(&big);
   pto_executable_free(e);
   pto_program_free(p);
+}
+
+Test(kernels, dsa_serve_runs_every_step_on_one_executable, .timeout = 300) {
+  serve_steps(0);
+}
+
+/* The same with slot 0 the one prefilling slot: the others decode. */
+Test(kernels, dsa_serve_decoding_slots_take_one_token, .timeout = 300) {
+  serve_steps(1);
 }

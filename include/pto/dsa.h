@@ -182,6 +182,10 @@ typedef struct pto_dsa_serve {
   int64_t max_new;    /* n: new tokens of one sequence in a step */
   int64_t max_len;    /* len: a sequence's length after a step */
   int64_t blocks, max_blocks; /* the caches' blocks, a table row's */
+  /* slots 0 .. prefill_slots-1 take up to max_new new tokens, the others
+   * one (decoding): a server prefills few sequences a step, and a slot's
+   * work is compiled for its maximum. 0: every slot takes max_new. */
+  int64_t prefill_slots;
 } pto_dsa_serve;
 
 /* Inputs: pto_dsa_program's, with x, cos and sin [T, .] and block_table
@@ -189,7 +193,11 @@ typedef struct pto_dsa_serve {
  * the row of its first token among the step's T and its cached tokens
  * (len - n). Outputs: "kv_new" [T, L+R], "k_new" [T, DI], then per slot k
  * "out.<k>" [n<k>, H, L], "lse.<k>" [n<k>, H] and "indices.<k>" [n<k>,
- * topk]; buffers laid out for the maxima (a slot's n<k> rows of max_new).
+ * topk]; buffers laid out for the maxima (a slot's n<k> rows of its
+ * maximum: max_new, or 1 in a decoding slot). The slots' outputs are in
+ * token order when the step's sequences are: a buffer of the step's rows
+ * holds them all, slot k's at its first row (plus max_new rows past the
+ * end for the layout of the last ones; nothing past n<k> is written).
  * Its results are pto_dsa_program's for the step, within pto_dsa_check's
  * tolerances (one attention over the cached and new positions together,
  * where pto_dsa merges two). NULL on ENOMEM; check pto_program_status. */
