@@ -918,8 +918,13 @@ static int reshape_dims(const pto_tensor *t, int ndim, const int64_t *shape,
       in_i *= t->shape[k];
     for (int k = 0; k < i; k++)
       out_i *= t->shape[k];
-    int found = 0;
-    for (int j = 0; j < ndim && !found; j++) {
+    /* the new axis that holds the dim: where the shape names it, else the
+     * first that fits and is not a 1 (with a dim of at most 1, axes of 1
+     * around it fit too: [1, n, H] to [1, n * H] keeps it beside H, not
+     * on the batch axis), else the first that fits */
+    int best = -1, rank = 0;
+    int64_t best_mul = 1, best_off = 0;
+    for (int j = 0; j < ndim && rank < 3; j++) {
       int64_t in = 1, out = 1;
       for (int k = j + 1; k < ndim; k++)
         in *= shape[k];
@@ -931,13 +936,17 @@ static int reshape_dims(const pto_tensor *t, int ndim, const int64_t *shape,
       if (out != out_i || shape[j] * in != t->shape[i] * in_i || unit % in ||
           shift % in || dyn[j] >= 0)
         continue;
-      dyn[j] = t->dyn[i];
-      dmul[j] = unit / in;
-      doff[j] = shift / in;
-      found = 1;
+      const int r = given_dyn[j] == t->dyn[i] ? 3 : shape[j] != 1 ? 2 : 1;
+      if (r > rank) {
+        best = j, rank = r;
+        best_mul = unit / in, best_off = shift / in;
+      }
     }
-    if (!found)
+    if (best < 0)
       return 0;
+    dyn[best] = t->dyn[i];
+    dmul[best] = best_mul;
+    doff[best] = best_off;
   }
   for (int j = 0; j < ndim; j++)
     if (given_dyn[j] >= 0 &&

@@ -19,7 +19,7 @@ static int refuse(pto_program *p, const char *op, const pto_tensor *t,
 }
 
 /* Joins axis ax of t (if it has one aligned with out axis d of nd, and it
- * is not a broadcast 1) into *dim. */
+ * is not a broadcast 1: a static 1 is one always) into *dim. */
 static int join_aligned(pto_program *p, const char *op, const pto_tensor *t,
                         int nd, int d, int64_t extent, pto_dref *dim,
                         int *seen) {
@@ -28,7 +28,8 @@ static int join_aligned(pto_program *p, const char *op, const pto_tensor *t,
     return refuse(p, op, t, ax,
                   "its valid length is the dim's (at most one element of a "
                   "slice may be past the extent), so it is not broadcast");
-  if (ax < 0 || t->shape[ax] != extent)
+  /* a static 1 broadcasts, even against a dynamic dim of at most 1 */
+  if (ax < 0 || t->shape[ax] != extent || (extent == 1 && t->dyn[ax] < 0))
     return 1;
   if (!*seen) {
     *dim = pto__axis(t, ax);

@@ -312,3 +312,48 @@ Test(core, a_dynamic_axis_merges_with_the_static_axes_inside_it) {
   }
   pto_program_free(p);
 }
+
+/* A dim of at most 1 sits among axes of 1: a static 1 still broadcasts
+ * against it, a reshape keeps it where the shape names it (its code) or
+ * else on the axis that is not a 1, and the results at n = 0 and 1 are the
+ * static program's. */
+Test(core, a_dim_of_at_most_one_is_not_confused_with_the_axes_of_one) {
+  pto_program *p = pto_program_new("one");
+  const int64_t n = pto_dim_dynamic(p, "n", 1);
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 3, (const int64_t[]){n, 4, 2});
+  pto_tensor *b = pto_input(p, "b", PTO_F32, 3, (const int64_t[]){1, 4, 2});
+  pto_tensor *s = pto_add(p, x, b); /* b's 1 broadcasts */
+  cr_assert_not_null(s, "%s", pto_program_error(p));
+  cr_expect_eq(pto_tensor_dim_dynamic(s, 0), 0);
+  /* [n, 4, 2] to [1, n * 4, 2]: beside the 4, not on the leading 1 */
+  pto_tensor *m = pto_reshape(p, s, 3, (const int64_t[]){1, 4, 2});
+  cr_assert_not_null(m, "%s", pto_program_error(p));
+  cr_expect_eq(pto_tensor_dim_dynamic(m, 0), -1);
+  cr_expect_eq(pto_tensor_dim_dynamic(m, 1), 0);
+  /* [n, 4, 2] to [1, n, 8] with n's code: where the code says */
+  pto_tensor *c = pto_reshape(p, s, 3, (const int64_t[]){1, n, 8});
+  cr_assert_not_null(c, "%s", pto_program_error(p));
+  cr_expect_eq(pto_tensor_dim_dynamic(c, 0), -1);
+  cr_expect_eq(pto_tensor_dim_dynamic(c, 1), 0);
+  pto_output(p, pto_rowsum(p, m), "m");
+  pto_output(p, c, "c");
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  float xv[8], bv[8], mo[4], co[8];
+  for (int i = 0; i < 8; i++)
+    xv[i] = (float)i, bv[i] = 0.5f * (float)i;
+  const void *in[] = {xv, bv};
+  void *out[] = {mo, co};
+  for (int64_t e = 0; e <= 1; e++) {
+    for (int i = 0; i < 8; i++)
+      co[i] = -1.0f, mo[i % 4] = -1.0f;
+    cr_assert_eq(pto_program_eval_dims(p, &e, in, out), PTO_OK, "%s",
+                 pto_program_error(p));
+    for (int r = 0; r < 4; r++)
+      cr_expect_eq(mo[r], e ? 1.5f * (float)(4 * r + 1) : -1.0f, "n=%ld row %d",
+                   (long)e, r);
+    for (int i = 0; i < 8; i++)
+      cr_expect_eq(co[i], e ? 1.5f * (float)i : -1.0f, "n=%ld [%d]", (long)e,
+                   i);
+  }
+  pto_program_free(p);
+}
