@@ -491,12 +491,12 @@ int gen_cast(gen *g) {
     return 0;
   static const pto_dtype dts[] = {PTO_F32, PTO_I32, PTO_BF16, PTO_F16};
   pto_dtype to = PICK_OF(g->r, dts);
-  rp_val *av = V(g, a);
-  if (av->lvl == L_APPROX && to == PTO_I32)
+  const rp_val av = *V(g, a); /* a copy: guard_clamp may move the values */
+  if (av.lvl == L_APPROX && to == PTO_I32)
     to = PTO_BF16; /* a rounding boundary may fall between the runs */
-  if (to == PTO_F16 && !av->special && is_float(av->dt))
+  if (to == PTO_F16 && !av.special && is_float(av.dt))
     a = guard_clamp(g, a, 60000);
-  if (to == PTO_F16 && !is_float(av->dt) && mag(av) > 60000) {
+  if (to == PTO_F16 && !is_float(av.dt) && mag(&av) > 60000) {
     a = do_scalar(g, O_MINS, do_scalar(g, O_MAXS, a, -60000), 60000);
   }
   rp_val src = *V(g, a);
