@@ -143,7 +143,7 @@ typedef struct rp_rt_spec {
 #define RP_MAX_DIMS 4
 #define RP_MAX_BINDS 8
 typedef struct rp_dim {
-  char name[8];
+  char name[16];
   int64_t max;
 } rp_dim;
 typedef struct rp_bind {
