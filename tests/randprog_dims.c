@@ -18,12 +18,14 @@
  * exactness conditions only get easier) except where a bound used the
  * count of terms: a sum, max or min over a dynamic axis of values of one
  * sign (fewer terms, or none at an extent of 0, which gives 0, fall
- * outside [n lo, n hi]), and the variance and the norms, which divide by
- * the maximum whatever the extent. Those dims are made static too, as
- * are those an open bug's pattern needs (randprog.h). A dim an op pins to
- * its maximum (matched with a static axis of that extent) is given every
- * static axis of its extent once, to free it. A case that keeps no dim is
- * left as the seed made it.
+ * outside [n lo, n hi]), a mean tracked as exact (it divides by the bound
+ * extent k, and 1 / k rounds), and sparse attention over fewer keys where
+ * its result has no room for a query without any. Those dims are made
+ * static too, as are those an open bug's pattern needs (randprog.h); a
+ * mean's or a variance's rows are kept from an extent of 0 (0 / 0). A dim
+ * an op pins to its maximum (matched with a static axis of that extent) is
+ * given every static axis of its extent once, to free it. A case that
+ * keeps no dim is left as the seed made it.
  *
  * A case that keeps some dims gets bindings: all ones, the maxima, a tile
  * boundary, some zeros, random ones, each repaired to satisfy the
@@ -250,10 +252,30 @@ static unsigned unsound_dims(const rp_case *c, pto_tensor *const *T,
     const int maxlike =
         s->op == O_ROWMAX || s->op == O_ROWMIN || s->op == O_COLMAX;
     switch (s->op) {
+    case O_MEAN:
+    case O_VAR:
+    case O_LAYER_NORM:
+    case O_RMS_NORM:
+      /* they divide by the bound extent k: a mean of k terms lies in
+       * [lo, hi] and their error bounds grow with the count of terms, but
+       * 1 / k rounds (a mean tracked as exact is not), and k = 0 makes a
+       * mean or a variance 0 / 0 */
+      dim = pto_tensor_dim_dynamic(ta, a->nd - 1);
+      if (dim >= 0 && s->op == O_MEAN && c->vals[s->out].lvl != L_APPROX)
+        break;
+      if (s->op == O_MEAN || s->op == O_VAR)
+        not_empty(ta, a->nd - 1, low);
+      dim = -1;
+      break;
+    case O_ATTENTION: /* fewer keys: a query may have none (out 0, lse inf) */
+      if (s->n_in == 3 && T[s->in[1]] &&
+          pto_tensor_dim_dynamic(T[s->in[1]], 1) >= 0 &&
+          !(has_zero(&c->vals[s->out]) && c->vals[s->out2].posinf))
+        dim = pto_tensor_dim_dynamic(T[s->in[1]], 1);
+      break;
     case O_ROWSUM:
     case O_ROWMAX:
     case O_ROWMIN:
-    case O_MEAN:
     case O_COLSUM:
     case O_COLMAX: {
       const int col = s->op == O_COLSUM || s->op == O_COLMAX;
@@ -272,11 +294,6 @@ static unsigned unsound_dims(const rp_case *c, pto_tensor *const *T,
       for (int d = 0; d < a->nd - 2 && c->sw.softmax_batch_tail; d++)
         if (pto_tensor_dim_dynamic(ta, d) >= 0)
           bad |= 1u << pto_tensor_dim_dynamic(ta, d);
-      break;
-    case O_VAR:
-    case O_LAYER_NORM:
-    case O_RMS_NORM:
-      dim = pto_tensor_dim_dynamic(ta, a->nd - 1);
       break;
     case O_MATMUL:
     case O_MATMUL_ACC:
