@@ -17,15 +17,17 @@
 /* ---- the cost column ------------------------------------------------------ */
 
 #define R PTO_COST_BIT(PTO_COST_ROW)
-#define I (PTO_COST_BIT(PTO_COST_IN) | PTO_COST_BIT(PTO_COST_SPILL))
-#define O (PTO_COST_BIT(PTO_COST_OUT) | PTO_COST_BIT(PTO_COST_SPILL))
+#define SP (PTO_COST_BIT(PTO_COST_SPILL) | PTO_COST_BIT(PTO_COST_SPILL2))
+#define I (PTO_COST_BIT(PTO_COST_IN) | SP)
+#define O (PTO_COST_BIT(PTO_COST_OUT) | SP)
 #define F PTO_COST_BIT(PTO_COST_FLOP)
 /* One per class; a class without one does not compile. Element-wise work
  * goes by the elements it writes (its flops are a multiple of them), a
  * reduction or a store by those it reads, a matmul by its flops, the
  * operands it reads (packed panels) and the accumulator it writes; every
  * class pays per call and per row, and for its elements beyond the L1's
- * rate when its operands overflow the L1. */
+ * rate when its operands overflow the L1 (beyond the L2's when they
+ * overflow the L2 too). */
 #define COST_CUSTOM (R | I | O)
 #define COST_LOAD (R | O)
 #define COST_STORE (R | I)
@@ -72,6 +74,7 @@ static const uint32_t class_cost[PTO_CLASS_COUNT] = {
     PTO_CLASS_MAP(PTO__COST_ROW)
 #undef PTO__COST_ROW
 };
+#undef SP
 #undef R
 #undef I
 #undef O
@@ -83,7 +86,8 @@ uint32_t pto__class_cost(pto_insn_class c) {
 }
 
 const char *const pto__cost_term_key[PTO_COST_TERMS] = {
-    "call_ns", "row_ns", "in_ns", "out_ns", "spill_ns", "flop_ns"};
+    "call_ns", "row_ns",    "in_ns",  "out_ns",
+    "spill_ns", "spill2_ns", "flop_ns"};
 
 const char *const pto__cost_pack_suffix[PTO_COST_PACKS] = {"", ".pack_a",
                                                            ".pack_b",
@@ -95,7 +99,8 @@ static double area(const uint32_t rc[2]) {
   return (double)rc[0] * rc[1];
 }
 
-void pto__cost_features(const pto_insn_shape *s, double l1, pto_cost_feat *f) {
+void pto__cost_features(const pto_insn_shape *s, double l1, double l2,
+                        pto_cost_feat *f) {
   memset(f, 0, sizeof *f);
   f->x[PTO_COST_CALL] = 1;
   uint32_t rows = 0;
@@ -125,6 +130,8 @@ void pto__cost_features(const pto_insn_shape *s, double l1, pto_cost_feat *f) {
   f->gbytes[0] = bytes - f->gbytes[1];
   if (set + bytes > l1)
     f->x[PTO_COST_SPILL] = f->x[PTO_COST_IN] + f->x[PTO_COST_OUT];
+  if (l2 > 0 && set + bytes > l2)
+    f->x[PTO_COST_SPILL2] = f->x[PTO_COST_IN] + f->x[PTO_COST_OUT];
 }
 
 void pto__cost_shape(const pto_cprog *pr, const pto_pinst *pi,
@@ -310,8 +317,9 @@ static pto_status parse_terms(const ld *x, const json_t *o, const char *path,
   if (!json_is_object(o))
     return ld_fail(x, PTO_ECONFIG, path, "expected an object of %s, ... got %s",
                    pto__cost_term_key[0], describe(o, b, sizeof b));
-  static const char *const keys[] = {"call_ns", "row_ns",   "in_ns",
-                                     "out_ns",  "spill_ns", "flop_ns",
+  static const char *const keys[] = {"call_ns",  "row_ns",    "in_ns",
+                                     "out_ns",   "spill_ns",  "spill2_ns",
+                                     "flop_ns",  "mem_x",     "mrow_ns",
                                      NULL};
   pto_status st = only_keys(x, o, path, keys);
   if (st)
@@ -319,11 +327,21 @@ static pto_status parse_terms(const ld *x, const json_t *o, const char *path,
   if (!json_object_size(o))
     return ld_fail(x, PTO_ECONFIG, path,
                    "no cost: give at least one of call_ns, row_ns, in_ns, "
-                   "out_ns, spill_ns, flop_ns");
+                   "out_ns, spill_ns, spill2_ns, flop_ns");
   memset(t, 0, sizeof *t);
   for (int k = 0; k < PTO_COST_TERMS; k++)
     if ((st = number(x, o, path, pto__cost_term_key[k], 0, 0, &t->ns[k])))
       return st;
+  if ((st = number(x, o, path, "mem_x", 0, 1, &t->mem_x)) ||
+      (st = number(x, o, path, "mrow_ns", 0, -1, &t->mrow_ns)))
+    return st;
+  if (!(t->mem_x > 0)) {
+    char p[256];
+    snprintf(p, sizeof p, "%s.mem_x", path);
+    return ld_fail(x, PTO_ECONFIG, p, "%g is not above 0 (a multiplier of "
+                                      "the memory time)",
+                   t->mem_x);
+  }
   t->set = 1;
   return PTO_OK;
 }
@@ -502,8 +520,9 @@ static pto_status parse_memory(const ld *x, const json_t *m, pto_profile *p) {
                      o ? describe(o, b, sizeof b) : "missing");
     static const char *const k_l2[] = {"bytes", "core_gbps", NULL};
     static const char *const k_llc[] = {"bytes", "core_gbps", "total_gbps",
-                                        NULL};
-    static const char *const k_dram[] = {"core_gbps", "total_gbps", NULL};
+                                        "row_ns", NULL};
+    static const char *const k_dram[] = {"core_gbps", "total_gbps", "row_ns",
+                                         "store_gbps", NULL};
     if ((st = only_keys(x, o, path, i == 0 ? k_l2 : i == 1 ? k_llc : k_dram)))
       return st;
     if (i < 2 && (st = size_of(x, o, path, "bytes", &tier[i]->bytes)))
@@ -521,6 +540,13 @@ static pto_status parse_memory(const ld *x, const json_t *m, pto_profile *p) {
       return ld_fail(x, PTO_ECONFIG, path, "total_gbps: must be > 0");
     if (i == 0)
       tier[i]->total_bw = tier[i]->core_bw * workers;
+    if (i > 0 && (st = number(x, o, path, "row_ns", 0, 0, &tier[i]->row_ns)))
+      return st;
+    if (i == 2 && (st = number(x, o, path, "store_gbps", 0, tier[i]->core_bw,
+                               &tier[i]->store_bw)))
+      return st;
+    if (i == 2 && !(tier[i]->store_bw > 0))
+      return ld_fail(x, PTO_ECONFIG, path, "store_gbps: must be > 0");
   }
   return PTO_OK;
 }

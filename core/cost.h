@@ -27,13 +27,16 @@ enum {
    * fit the core's L1 together (the profile's memory.l1.bytes): what the
    * elements cost beyond the L1's rate, from the L2 */
   PTO_COST_SPILL,
+  /* the same past the core's L2 (memory.l2.bytes): from the shared cache */
+  PTO_COST_SPILL2,
   PTO_COST_FLOP, /* per flop of the table's flops column */
   PTO_COST_TERMS
 };
 #define PTO_COST_BIT(t) (1u << (t))
 #define PTO_COST_ALL ((1u << PTO_COST_TERMS) - 1)
 
-/* "call_ns", "row_ns", "in_ns", "out_ns", "spill_ns", "flop_ns" */
+/* "call_ns", "row_ns", "in_ns", "out_ns", "spill_ns", "spill2_ns",
+ * "flop_ns" */
 extern const char *const pto__cost_term_key[PTO_COST_TERMS];
 
 /* The cost column: the terms class c's time depends on (PTO_COST_BIT of
@@ -47,9 +50,10 @@ typedef struct pto_cost_feat {
   double gbytes[2];
 } pto_cost_feat;
 
-/* l1: the core's L1 in bytes (a call whose operands and global window
- * exceed it spills: PTO_COST_SPILL). */
-void pto__cost_features(const pto_insn_shape *s, double l1, pto_cost_feat *f);
+/* l1, l2: the core's L1 and L2 in bytes (a call whose operands and
+ * global window exceed one spills: PTO_COST_SPILL, PTO_COST_SPILL2). */
+void pto__cost_features(const pto_insn_shape *s, double l1, double l2,
+                        pto_cost_feat *f);
 /* The shape block of instruction pi of program pr (valid shapes and
  * dtypes of its tiles, its views' shapes), as the partitioner builds it. */
 void pto__cost_shape(const pto_cprog *pr, const pto_pinst *pi,
@@ -65,15 +69,27 @@ extern const char *const pto__cost_pack_suffix[PTO_COST_PACKS];
 
 typedef struct pto_cost_terms {
   double ns[PTO_COST_TERMS];
+  /* how many times longer its global bytes take from the shared cache or
+   * DRAM than the level's streaming rate says ("mem_x", > 0; 1 when
+   * absent): a packing load's scattered writes and short rows keep fewer
+   * lines in flight than a copy, which may beat the probe */
+  double mem_x;
+  /* what each contiguous run of its windows costs it from the shared
+   * cache or DRAM ("mrow_ns"; < 0 when absent: the level's row_ns) */
+  double mrow_ns;
   int set; /* found in the profile */
 } pto_cost_terms;
 
 /* A memory level of the profile: capacity in bytes (per worker for the
  * L2, shared for the last-level cache; DRAM has none), what one core
  * streams from it alone and what all cores stream at once, bytes per ns
- * (= GB/s). */
+ * (= GB/s); what each contiguous run of a window read from it costs beyond
+ * its bytes (a row of a strided window: its latency, half hidden); and for
+ * DRAM what a core's stores around the caches (PTO_TF_STREAM) stream. */
 typedef struct pto_mem_tier {
   double bytes, core_bw, total_bw;
+  double row_ns;
+  double store_bw;
 } pto_mem_tier;
 
 #define PTO_COST_SECTIONS 3 /* "cube", "vector" (pto_core_type), "any" */

@@ -26,11 +26,15 @@
 typedef struct sim_insn {
   double fit;  /* ns of a call, its global data in the core's cache */
   double t0;   /* the call's fixed ns (the memory side of its max) */
+  double mem_x; /* its memory time's multiplier (pto_cost_terms) */
+  double mrow;  /* its cost per contiguous run, or < 0 (pto_cost_terms) */
   double gb[2];        /* global bytes per call through slot and slot2 */
   uint8_t part[2];     /* pto_gpart */
   uint8_t write[2];    /* writes the view */
   uint8_t stream;      /* PTO_TF_STREAM: stores around the caches */
   uint32_t rows[2], cols[2]; /* the window it touches, per view */
+  double runs[2]; /* its contiguous runs per call (rows of a strided
+                     window, rows gathered; 1 for a dense one) */
 } sim_insn;
 
 typedef struct sim_prog {
@@ -131,8 +135,12 @@ static void sample(const cache *k, uint32_t s, uint64_t a, uint64_t b,
 
 /* ---- the dynamic part ------------------------------------------------------------ */
 
+/* An instruction's calls in a task: how many, the ns of one with its
+ * data in the core's cache, its fixed ns, and per call the bytes and the
+ * contiguous runs it reads from the LLC and DRAM (a stream store's bytes
+ * scaled to DRAM reads at the store bandwidth) */
 typedef struct piece {
-  double n, fit, t0, b[2]; /* calls; ns; ns; LLC and DRAM bytes per call */
+  double n, fit, t0, b[2], r[2], mem_x, mrow; /* mrow < 0: the levels' */
 } piece;
 
 typedef struct running {
@@ -342,38 +350,63 @@ static void task_pieces(sim *s, uint32_t t, uint32_t w, running *r) {
     const sim_insn *si = &sp->in[i];
     piece *pc = &r->pc[i];
     double lv[LV_COUNT] = {0, 0, 0};
+    double runs[LV_COUNT] = {0, 0, 0}, nt = 0;
     for (uint32_t in = 0; in < task->n_inst; in++) {
       const pto_targ *args = e->args + task->args + in * pr->n_slots;
       for (int v = 0; v < 2; v++) {
         const int32_t l = pto__pinst_slot(&pr->insts[i], v);
         if (l < 0 || si->gb[v] <= 0)
           continue;
+        double got[LV_COUNT] = {0, 0, 0};
+        const int stream = si->stream && si->write[v];
         window(s, w, pr, l, args, si->rows[v], si->cols[v], si->gb[v],
-               si->write[v], si->stream && si->write[v],
-               si->part[v] == PTO_GP_ROWS, lv);
+               si->write[v], stream, si->part[v] == PTO_GP_ROWS, got);
+        const double sum = got[0] + got[1] + got[2];
+        for (int k = 0; k < LV_COUNT; k++) {
+          lv[k] += got[k];
+          if (sum > 0)
+            runs[k] += si->runs[v] * got[k] / sum;
+        }
+        if (stream)
+          nt += got[LV_DRAM];
       }
     }
     const double n = task->n_inst;
+    const pto_mem_tier *dram = &s->p->dram;
+    /* stream stores as the DRAM reads that take as long */
+    const double dram_eq = lv[LV_DRAM] + nt * (dram->core_bw / dram->store_bw - 1);
     pc->n = n;
     pc->fit = si->fit;
     pc->t0 = si->t0;
+    pc->mem_x = si->mem_x;
+    pc->mrow = si->mrow;
     pc->b[0] = lv[LV_LLC] / n;
-    pc->b[1] = lv[LV_DRAM] / n;
+    pc->b[1] = dram_eq / n;
+    pc->r[0] = runs[LV_LLC] / n;
+    pc->r[1] = runs[LV_DRAM] / n;
     r->bytes[0] += lv[LV_LLC];
-    r->bytes[1] += lv[LV_DRAM];
+    r->bytes[1] += dram_eq;
     for (int l = 0; l < LV_COUNT; l++)
       s->lv_bytes[l] += lv[l];
   }
 }
 
+/* A call's ns at per-core bandwidths bw (LLC, DRAM) and row costs rn: its
+ * work or its memory, the longer. */
+static inline double call_ns(const piece *p, const double bw[2],
+                             const double rn[2]) {
+  const double rows = p->mrow >= 0 ? (p->r[0] + p->r[1]) * p->mrow
+                                    : p->r[0] * rn[0] + p->r[1] * rn[1];
+  const double m =
+      p->t0 + rows + p->mem_x * (p->b[0] / bw[0] + p->b[1] / bw[1]);
+  return p->fit > m ? p->fit : m;
+}
+
 /* The box of r at per-core bandwidths bw (LLC, DRAM), ns. */
-static double box_ns(const running *r, const double bw[2]) {
+static double box_ns(const running *r, const double bw[2], const double rn[2]) {
   double t = r->c0;
-  for (uint32_t i = 0; i < r->n_pc; i++) {
-    const piece *p = &r->pc[i];
-    const double m = p->t0 + p->b[0] / bw[0] + p->b[1] / bw[1];
-    t += p->n * (p->fit > m ? p->fit : m);
-  }
+  for (uint32_t i = 0; i < r->n_pc; i++)
+    t += r->pc[i].n * call_ns(&r->pc[i], bw, rn);
   return t;
 }
 
@@ -383,6 +416,7 @@ static double box_ns(const running *r, const double bw[2]) {
  * level in turn with the other's fixed). */
 static void shares(sim *s, double bw[2]) {
   const pto_mem_tier *tier[2] = {&s->p->llc, &s->p->dram};
+  const double rn[2] = {s->p->llc.row_ns, s->p->dram.row_ns};
   bw[0] = tier[0]->core_bw;
   bw[1] = tier[1]->core_bw;
   uint32_t n = 0;
@@ -404,7 +438,7 @@ static void shares(sim *s, double bw[2]) {
         for (uint32_t i = 0; i < s->n_workers; i++) {
           const running *r = &s->w[i].r;
           if (s->w[i].busy && r->phase == 1 && r->bytes[l] > 0)
-            demand += r->bytes[l] / box_ns(r, bw);
+            demand += r->bytes[l] / box_ns(r, bw, rn);
         }
         if (!it) {
           if (demand <= tier[l]->total_bw)
@@ -479,7 +513,7 @@ static pto_status prepare(sim *s) {
       pto_insn_shape sh;
       pto__cost_shape(pr, pi, &sh);
       pto_cost_feat f;
-      pto__cost_features(&sh, p->l1, &f);
+      pto__cost_features(&sh, p->l1, p->l2.bytes, &f);
       pto_cost_terms buf;
       const pto_cost_terms *c = pto__profile_cost(
           p, core, pi->op, pto__cost_pack(&sh), pto__cost_dtype(&sh), &buf);
@@ -496,6 +530,8 @@ static pto_status prepare(sim *s) {
         if (mask & PTO_COST_BIT(k))
           si->fit += c->ns[k] * f.x[k];
       si->t0 = c->ns[PTO_COST_CALL];
+      si->mem_x = c->mem_x > 0 ? c->mem_x : 1;
+      si->mrow = c->mrow_ns;
       const pto_insn_facts *fa = pto__insn_facts(pi->op);
       for (int v = 0; v < 2; v++) {
         const int32_t l = pto__pinst_slot(pi, v);
@@ -519,6 +555,16 @@ static pto_status prepare(sim *s) {
         }
         si->rows[v] = rows;
         si->cols[v] = cols;
+        /* its contiguous runs: the rows an index picks; the rows of a
+         * strided window; one for a dense one */
+        const double es = (double)pto_dtype_size(sl->dtype);
+        if (part == PTO_GP_ROWS) {
+          const double gc = (double)pto__insn_gcols_of(&sh);
+          si->runs[v] = gc > 0 ? f.gbytes[v] / (gc * es) : rows;
+        } else {
+          const int dense = rows <= 1 || (sl->cs == 1 && sl->rs == (int64_t)cols);
+          si->runs[v] = dense ? 1 : rows;
+        }
       }
       si->stream = (pi->flags & PTO_TF_STREAM) != 0;
     }
@@ -611,19 +657,14 @@ static void dispatch(sim *s, const uint8_t *just) {
 static void record_ops(sim *s, const running *r, double box) {
   const uint32_t t = r->task;
   uint64_t *ns = s->inst_ns + s->inst_off[t];
-  const double bw[2] = {s->p->llc.core_bw, s->p->dram.core_bw};
+  const double bw[2] = {s->p->llc.core_bw, s->p->dram.core_bw},
+               rn[2] = {s->p->llc.row_ns, s->p->dram.row_ns};
   double solo = 0;
-  for (uint32_t i = 0; i < r->n_pc; i++) {
-    const piece *p = &r->pc[i];
-    const double m = p->t0 + p->b[0] / bw[0] + p->b[1] / bw[1];
-    solo += p->n * (p->fit > m ? p->fit : m);
-  }
+  for (uint32_t i = 0; i < r->n_pc; i++)
+    solo += r->pc[i].n * call_ns(&r->pc[i], bw, rn);
   const double scale = solo > 0 ? (box - r->c0) / solo : 0;
-  for (uint32_t i = 0; i < r->n_pc; i++) {
-    const piece *p = &r->pc[i];
-    const double m = p->t0 + p->b[0] / bw[0] + p->b[1] / bw[1];
-    ns[i] = (uint64_t)llround(p->n * (p->fit > m ? p->fit : m) * scale);
-  }
+  for (uint32_t i = 0; i < r->n_pc; i++)
+    ns[i] = (uint64_t)llround(r->pc[i].n * call_ns(&r->pc[i], bw, rn) * scale);
 }
 
 /* One run from time 0: the queues, counts and workers afresh; the cache
@@ -657,6 +698,7 @@ static pto_status run(sim *s) {
     /* rates: the dispatch gaps run at 1 ns per ns, the boxes at their
      * speed under the bandwidth they get */
     double bw[2];
+    const double rn[2] = {s->p->llc.row_ns, s->p->dram.row_ns};
     shares(s, bw);
     double dt = INFINITY;
     int any = 0;
@@ -668,7 +710,7 @@ static pto_status run(sim *s) {
       if (w->r.phase == 0) {
         dt = w->r.delay < dt ? w->r.delay : dt;
       } else {
-        w->r.box = box_ns(&w->r, bw);
+        w->r.box = box_ns(&w->r, bw, rn);
         const double left = w->r.rem * w->r.box;
         dt = left < dt ? left : dt;
       }

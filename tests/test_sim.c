@@ -655,7 +655,7 @@ Test(scheduler, cost_features_of_a_call, .timeout = 60) {
   s.src[1][0] = 64, s.src[1][1] = 128; /* B 64 x 128 */
   s.dst[0][0] = 48, s.dst[0][1] = 128;
   pto_cost_feat f;
-  pto__cost_features(&s, 1 << 30, &f);
+  pto__cost_features(&s, 1 << 30, 1 << 30, &f);
   cr_expect_eq(f.x[PTO_COST_CALL], 1);
   cr_expect_eq(f.x[PTO_COST_ROW], 48); /* dst0's (and src0's) */
   cr_expect_eq(f.x[PTO_COST_IN], 48 * 64 + 64 * 128);
@@ -663,14 +663,17 @@ Test(scheduler, cost_features_of_a_call, .timeout = 60) {
   cr_expect_eq(f.x[PTO_COST_FLOP], 2.0 * 48 * 128 * 64);
   cr_expect_eq(f.gbytes[0] + f.gbytes[1], 0);
   cr_expect_eq(f.x[PTO_COST_SPILL], 0); /* 68 KiB in a 1 GiB L1 */
-  pto__cost_features(&s, 48 << 10, &f); /* ... not in a 48 KiB one */
+  pto__cost_features(&s, 48 << 10, 1 << 30, &f); /* not in a 48 KiB one */
   cr_expect_eq(f.x[PTO_COST_SPILL], 48 * 64 + 64 * 128 + 48 * 128);
+  cr_expect_eq(f.x[PTO_COST_SPILL2], 0);
+  pto__cost_features(&s, 48 << 10, 64 << 10, &f); /* nor a 64 KiB L2 */
+  cr_expect_eq(f.x[PTO_COST_SPILL2], 48 * 64 + 64 * 128 + 48 * 128);
   pto_insn_shape l = {.op = PTO_OP_TLOADSOFTMAXSTORE, .n_dst = 2,
                       .gdt = PTO_F32, .g2dt = PTO_F32};
   l.dst[0][0] = 10, l.dst[0][1] = 4096;
   l.dst[1][0] = 10, l.dst[1][1] = 1;
   l.g[0] = 10, l.g[1] = 4096, l.g2[0] = 10, l.g2[1] = 4096;
-  pto__cost_features(&l, 48 << 10, &f);
+  pto__cost_features(&l, 48 << 10, 2 << 20, &f);
   cr_expect_eq(f.gbytes[0], 10 * 4096 * 4); /* read */
   cr_expect_eq(f.gbytes[1], 10 * 4096 * 4); /* written */
   cr_expect_eq(f.x[PTO_COST_OUT], 10 * 4096 + 10);

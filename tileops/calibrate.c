@@ -19,6 +19,8 @@
 #include "tileops/calibrate.h"
 #include "tileops/tileops.h"
 
+static int cmp_double(const void *x, const void *y);
+
 static double now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -99,21 +101,28 @@ static pto_tile *tile(cal *c, pto_dtype dt, uint32_t vr, uint32_t vc) {
   return tile_r(c, dt, vr, vc, vr, vc, -2, 2);
 }
 
-/* A global view `which` of rows x cols, dense rows, random data. */
-static int view(cal *c, pto_targs *a, int which, pto_dtype dt, int64_t rows,
-                int64_t cols) {
+/* A global view `which` of rows x cols, rows ld elements apart (ld 0:
+ * dense), random data. */
+static int view_ld(cal *c, pto_targs *a, int which, pto_dtype dt, int64_t rows,
+                   int64_t cols, int64_t ld) {
   const size_t es = pto_dtype_size(dt);
-  if ((size_t)(rows * cols) * es > GBUF_BYTES)
+  if (ld < cols)
+    ld = cols;
+  if ((size_t)(rows * ld) * es > GBUF_BYTES)
     return -1;
   pto_gview *g = which ? &a->g2 : &a->g;
   g->base = c->gbuf[which];
   g->dtype = dt;
   g->rows = rows;
   g->cols = cols;
-  g->row_stride = cols;
+  g->row_stride = ld;
   g->col_stride = 1;
-  fill(c, dt, g->base, (size_t)(rows * cols), -2, 2);
+  fill(c, dt, g->base, (size_t)(rows * ld), -2, 2);
   return 0;
+}
+static int view(cal *c, pto_targs *a, int which, pto_dtype dt, int64_t rows,
+                int64_t cols) {
+  return view_ld(c, a, which, dt, rows, cols, 0);
 }
 
 /* n indices in [0, rows) in a 1 x n tile */
@@ -134,11 +143,11 @@ static pto_tile *packed(cal *c, pto_dtype dt, uint32_t vr, uint32_t vc,
                        pack_a ? up(vc, q) : up(vc, w), vr, vc, 0, 0);
   if (!t)
     return NULL;
-  const size_t at = c->used;
-  float *vals = (float *)(c->pool + ((at + 63) & ~(size_t)63));
-  if ((size_t)((unsigned char *)vals - c->pool) + (size_t)vr * vc * 4 >
-      POOL_BYTES)
+  /* the values to pack, past the tiles made so far (64-byte aligned) */
+  const size_t at = (c->used + 63) & ~(size_t)63;
+  if (at + (size_t)vr * vc * 4 > POOL_BYTES)
     return NULL;
+  void *vals = c->pool + at;
   fill(c, PTO_F32, vals, (size_t)vr * vc, -2, 2);
   pto_targs la;
   memset(&la, 0, sizeof la);
@@ -303,7 +312,8 @@ static int m_load(cal *c, int op, int k, int v, pto_targs *a) {
     a->flags |= v == 1 ? PTO_TF_PACK_A : PTO_TF_PACK_B;
     a->imm[0] = (int32_t)w;
   }
-  NEED(!view(c, a, 0, PTO_F32, R, C));
+  /* a packed operand is a block of a larger matrix: rows apart */
+  NEED(!view_ld(c, a, 0, PTO_F32, R, C, v ? 2 * (int64_t)C : 0));
   if (f->g2 != PTO_GA_NONE)
     NEED(!view(c, a, 1, PTO_F32, R, C));
   return 0;
@@ -342,11 +352,13 @@ static int m_gather(cal *c, int op, int k, int v, pto_targs *a) {
   return 0;
 }
 
-/* matmuls: M x N x K, both operands packed (as the compiler packs them) */
+/* matmuls: M x N x K, both operands packed (as the compiler packs them),
+ * up to accumulators beyond the L2 (GEMM tiles of 1024 x 512) */
 static const uint32_t mm_shape[][3] = {
-    {12, 32, 64},    {24, 64, 128},   {48, 128, 128},  {96, 128, 256},
-    {192, 256, 256}, {384, 512, 256}, {516, 512, 256}, {12, 512, 576},
-    {128, 128, 448}, {64, 1024, 64}};
+    {12, 32, 64},     {24, 64, 128},    {48, 128, 128},  {96, 128, 256},
+    {192, 256, 256},  {384, 512, 256},  {516, 512, 256}, {12, 512, 576},
+    {128, 128, 448},  {64, 1024, 64},   {1024, 512, 208}, {684, 704, 256},
+    {128, 1184, 192}};
 #define N_MM (int)(sizeof mm_shape / sizeof mm_shape[0])
 
 static int m_matmul(cal *c, int op, int k, int v, pto_targs *a) {
@@ -658,6 +670,53 @@ static double time_call(pto_tileop_fn fn, int op, const pto_targs *a) {
   return v[batches / 2];
 }
 
+/* The bytes a view's window spans (rows * row_stride, the last row's cols). */
+static size_t view_span(const pto_gview *g) {
+  if (!g->base || g->rows <= 0 || g->cols <= 0)
+    return 0;
+  const size_t es = pto_dtype_size(g->dtype);
+  return ((size_t)(g->rows - 1) * (size_t)g->row_stride +
+          (size_t)(g->cols - 1) * (size_t)g->col_stride + 1) *
+         es;
+}
+
+#define COLD_BYTES ((size_t)16 << 20) /* beyond the L2, within the LLC */
+
+/* ns per call of fn on a with its global windows cold: each call reads
+ * (writes) them at the next of the places a region of COLD_BYTES holds
+ * (cold[0] for a.g, cold[1] for a.g2), after one round over them all: the
+ * median call. 0 when a window does not fit the region twice. */
+static double time_cold(pto_tileop_fn fn, int op, const pto_targs *a0,
+                        unsigned char *const cold[2]) {
+  pto_targs a = *a0;
+  pto_gview *g[2] = {&a.g, &a.g2};
+  size_t step[2] = {0, 0}, slots = SIZE_MAX;
+  for (int v = 0; v < 2; v++) {
+    const size_t span = view_span(g[v]);
+    if (!span)
+      continue;
+    step[v] = (span + 4095) & ~(size_t)4095;
+    const size_t k = COLD_BYTES / step[v];
+    slots = k < slots ? k : slots;
+  }
+  if (slots == SIZE_MAX || slots < 2)
+    return 0;
+  double t[64];
+  int n = 0;
+  const size_t calls = slots * 2 > 48 ? slots + 24 : slots * 2;
+  for (size_t i = 0; i < calls && n < 64; i++) {
+    for (int v = 0; v < 2; v++)
+      if (step[v])
+        g[v]->base = cold[v] + (i % slots) * step[v];
+    const double t0 = now_ns();
+    fn(op, &a);
+    if (i >= slots) /* the first round brought the region into the LLC */
+      t[n++] = now_ns() - t0;
+  }
+  qsort(t, (size_t)n, sizeof *t, cmp_double);
+  return n ? t[n / 2] : 0;
+}
+
 /* ---- the fit ------------------------------------------------------------------ */
 
 #define MAX_SAMPLES 16
@@ -756,10 +815,16 @@ typedef struct probe {
   unsigned char *tl; /* its tile */
   int passes;
   double gbps;
+  /* 0: dense windows read; cols (< PROBE_COLS): windows of that many
+   * columns of rows PROBE_STRIDE floats apart, read; -1: dense windows
+   * stored around the caches (PTO_TF_STREAM) */
+  int mode;
+  double window_ns; /* the median window's */
 } probe;
 
 #define PROBE_ROWS 64
-#define PROBE_COLS 1024 /* 256 KiB windows */
+#define PROBE_COLS 1024   /* 256 KiB windows */
+#define PROBE_STRIDE 4096 /* floats between a strided window's rows */
 
 /* Sweeps the region with TLOAD of 64 x 1024 f32 windows `passes` times
  * after one untimed pass, each window timed alone: GB/s at the median
@@ -776,42 +841,61 @@ static void probe_main(void *arg) {
                 PROBE_COLS, PROBE_ROWS, PROBE_COLS};
   pto_targs a;
   memset(&a, 0, sizeof a);
-  a.dst[0] = &t;
-  const size_t win = (size_t)PROBE_ROWS * PROBE_COLS * 4;
-  const size_t n = p->bytes / win;
+  const int store = p->mode < 0;
+  const uint32_t cols = p->mode > 0 ? (uint32_t)p->mode : PROBE_COLS;
+  t.cols = t.stride = t.valid_cols = cols;
+  if (store) {
+    a.src[0] = &t;
+    a.flags = PTO_TF_STREAM;
+  } else {
+    a.dst[0] = &t;
+  }
+  const int op = store ? PTO_OP_TSTORE : PTO_OP_TLOAD;
+  /* dense: windows one after another; strided: bands of PROBE_ROWS rows
+   * PROBE_STRIDE floats apart, each cut into windows of cols columns */
+  const size_t row = p->mode > 0 ? (size_t)PROBE_STRIDE * 4 : (size_t)cols * 4;
+  const size_t band = (size_t)PROBE_ROWS * row;
+  const size_t per_band = p->mode > 0 ? PROBE_STRIDE / cols : 1;
+  const size_t n = p->bytes / band * per_band;
   double *dt = malloc((n * (size_t)p->passes + 1) * sizeof *dt);
   size_t m = 0;
   for (int pass = -1; pass < p->passes; pass++)
     for (size_t i = 0; i < n; i++) {
-      a.g = (pto_gview){p->buf + i * win, PTO_F32, PROBE_ROWS, PROBE_COLS,
-                        PROBE_COLS, 1};
+      unsigned char *base =
+          p->buf + (i / per_band) * band + (i % per_band) * (size_t)cols * 4;
+      a.g = (pto_gview){base, PTO_F32, PROBE_ROWS, cols,
+                        (int64_t)(row / 4), 1};
       const double t0 = now_ns();
-      p->tab->fn[PTO_OP_TLOAD](PTO_OP_TLOAD, &a);
+      p->tab->fn[op](op, &a);
       if (pass >= 0 && dt)
         dt[m++] = now_ns() - t0;
     }
   if (!dt || !m) {
     free(dt);
-    p->gbps = 0;
+    p->gbps = p->window_ns = 0;
     return;
   }
   qsort(dt, m, sizeof *dt, cmp_double);
-  p->gbps = (double)win / dt[m / 2];
+  p->window_ns = dt[m / 2];
+  p->gbps = (double)PROBE_ROWS * cols * 4 / dt[m / 2];
   free(dt);
 }
 
 /* GB/s per thread and in total, `threads` threads each sweeping its own
  * `bytes` of buf. */
-static double sweep(const pto_isa_table *tab, unsigned char *buf, size_t bytes,
-                    uint32_t threads, unsigned char *tiles, int passes,
-                    double *total) {
+static double sweep_mode(const pto_isa_table *tab, unsigned char *buf,
+                         size_t bytes, uint32_t threads, unsigned char *tiles,
+                         int passes, int mode, double *total,
+                         double *window_ns) {
   probe p[64];
   uv_thread_t th[64];
   if (threads > 64)
     threads = 64;
   for (uint32_t i = 0; i < threads; i++) {
-    p[i] = (probe){tab, buf + i * bytes, bytes,
-                   tiles + i * (size_t)PROBE_ROWS * PROBE_COLS * 4, passes, 0};
+    p[i] = (probe){tab,    buf + i * bytes,
+                   bytes,  tiles + i * (size_t)PROBE_ROWS * PROBE_COLS * 4,
+                   passes, 0,
+                   mode,   0};
   }
   if (threads == 1) {
     probe_main(&p[0]);
@@ -830,11 +914,20 @@ static double sweep(const pto_isa_table *tab, unsigned char *buf, size_t bytes,
     least = p[i].gbps < least ? p[i].gbps : least;
   }
   *total = sum;
+  if (window_ns)
+    *window_ns = threads ? p[0].window_ns : 0;
   return threads ? sum / threads : 0;
+}
+
+static double sweep(const pto_isa_table *tab, unsigned char *buf, size_t bytes,
+                    uint32_t threads, unsigned char *tiles, int passes,
+                    double *total) {
+  return sweep_mode(tab, buf, bytes, threads, tiles, passes, 0, total, NULL);
 }
 
 typedef struct memfig {
   double l2_bytes, llc_bytes, llc_core, llc_total, dram_core, dram_total;
+  double llc_row_ns, dram_row_ns, dram_store;
   double curve[8][2]; /* bytes, GB/s of one core */
   int n_curve;
 } memfig;
@@ -858,7 +951,7 @@ static void log_line(FILE *log, const char *fmt, ...) {
 static int probe_memory(const pto_isa_table *tab, uint32_t workers,
                         FILE *log, memfig *m) {
   static const size_t mib = (size_t)1 << 20;
-  static const size_t sizes[] = {8, 32, 128, 512, 1536};
+  static const size_t sizes[] = {8, 32, 64, 128, 512, 1536};
   const size_t n_sizes = sizeof sizes / sizeof sizes[0];
   const size_t big = sizes[n_sizes - 1] * mib;
   if (workers > 64)
@@ -915,11 +1008,29 @@ static int probe_memory(const pto_isa_table *tab, uint32_t workers,
   } else {
     m->dram_total = m->dram_core;
   }
+  /* strided windows' rows (832-byte runs 16 KiB apart, as a packing
+   * TLOAD reads a K slice of a row-major matrix): what each row costs
+   * beyond its bytes; and stores around the caches */
+  double wns, tot2;
+  const size_t llc_region = (size_t)(m->llc_bytes / 2) > 4 * mib
+                                ? (size_t)(m->llc_bytes / 2)
+                                : 4 * mib;
+  sweep_mode(tab, buf, llc_region, 1, tiles, 2, 208, &tot2, &wns);
+  m->llc_row_ns = fmax(0, (wns - PROBE_ROWS * 208 * 4 / m->llc_core) /
+                              PROBE_ROWS);
+  sweep_mode(tab, buf, big, 1, tiles, 1, 208, &tot2, &wns);
+  m->dram_row_ns = fmax(0, (wns - PROBE_ROWS * 208 * 4 / m->dram_core) /
+                               PROBE_ROWS);
+  m->dram_store = sweep_mode(tab, buf, big / 2, 1, tiles, 1, -1, &tot2, NULL);
+  if (!(m->dram_store > 0))
+    m->dram_store = m->dram_core;
   log_line(log,
            "last-level cache ~%.0f MiB: %.1f GB/s a core, %.1f GB/s for %u "
-           "workers; DRAM %.1f GB/s a core, %.1f GB/s for %u",
+           "workers, %.1f ns a strided row; DRAM %.1f GB/s a core, %.1f GB/s "
+           "for %u, %.1f ns a strided row, streaming stores %.1f GB/s a core",
            m->llc_bytes / mib, m->llc_core, m->llc_total, workers,
-           m->dram_core, m->dram_total, workers);
+           m->llc_row_ns, m->dram_core, m->dram_total, workers, m->dram_row_ns,
+           m->dram_store);
   free(buf);
   free(tiles);
   return 0;
@@ -995,6 +1106,7 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
   c.gbuf[0] = aligned_alloc(64, GBUF_BYTES);
   c.gbuf[1] = aligned_alloc(64, GBUF_BYTES);
   json_t *insns = json_object(), *fit = json_object();
+  unsigned char *cold[2] = {NULL, NULL};
   pto_status st = PTO_OK;
   if (!c.pool || !c.gbuf[0] || !c.gbuf[1] || !insns || !fit) {
     st = pto__last_error(PTO_ENOMEM, "calibrate: out of memory");
@@ -1005,9 +1117,27 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
   /* the core's L1 data cache (glibc's view of CPUID; 32 KiB unknown) */
   long l1_sys = sysconf(_SC_LEVEL1_DCACHE_SIZE);
   const double l1 = l1_sys > 0 ? (double)l1_sys : 32768.0;
-  /* PTO_CALIBRATE_SAMPLES=1: every timed shape into the log */
-  const char *ds = getenv("PTO_CALIBRATE_SAMPLES");
-  const int dump = ds && ds[0] == '1' && p.log;
+  /* the host's per-core L2: its scratchpads are half of it
+   * (pto_machine_host) */
+  const double l2_bytes = 2.0 * (double)host.mem[PTO_MEM_UB];
+  /* the memory system first: the instructions' cold runs are read
+   * against its streaming rates */
+  memfig mf;
+  memset(&mf, 0, sizeof mf);
+  if (probe_memory(tab, workers, p.log, &mf)) {
+    st = pto__last_error(PTO_ENOMEM, "calibrate: out of memory for the "
+                                     "memory probes");
+    goto done;
+  }
+  cold[0] = aligned_alloc(4096, COLD_BYTES);
+  cold[1] = aligned_alloc(4096, COLD_BYTES);
+  if (!cold[0] || !cold[1]) {
+    st = pto__last_error(PTO_ENOMEM, "calibrate: out of memory");
+    goto done;
+  }
+  for (size_t i = 0; i < COLD_BYTES / 4; i++) /* finite values: 1.0f */
+    ((float *)(void *)cold[0])[i] = ((float *)(void *)cold[1])[i] = 1.0f;
+  const int dump = p.verbose && p.log; /* every timed shape */
   /* about a third of the budget for the instructions, shared evenly */
   const double per_insn = budget * 0.35 / PTO_OP_COUNT;
   for (int op = 0; op < PTO_OP_COUNT; op++) {
@@ -1021,9 +1151,13 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
       goto done;
     }
     const uint32_t mask = pto__class_cost(pto__insn_info(op)->cls);
+    const pto_insn_facts *fa = pto__insn_facts(op);
     for (int v = 0; v < mk->variants; v++) {
       double x[MAX_SAMPLES][PTO_COST_TERMS], y[MAX_SAMPLES];
-      int n = 0;
+      /* with the global windows cold: the bytes' time from the LLC and
+       * its multiplier (pto_cost_terms.mem_x) per shape */
+      double mx_t[MAX_SAMPLES], mx_runs[MAX_SAMPLES], mx_stream[MAX_SAMPLES];
+      int n = 0, nmx = 0;
       const double t_op = now_ns();
       for (int k = 0; k < MAX_SAMPLES; k++) {
         pto_targs a;
@@ -1050,11 +1184,42 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
         pto_insn_shape sh;
         pto__shape_of(op, &a, c.mr, &sh);
         pto_cost_feat f;
-        pto__cost_features(&sh, l1, &f);
+        pto__cost_features(&sh, l1, l2_bytes, &f);
         y[n] = time_call(tab->fn[op], op, &a);
         if (!(y[n] > 0))
           y[n] = 0.5;
         memcpy(x[n], f.x, sizeof f.x);
+        const double gb = f.gbytes[0] + f.gbytes[1];
+        if (fa->g != PTO_GA_NONE && gb > 0) {
+          const double tc = time_cold(tab->fn[op], op, &a, cold);
+          /* the runs a window's rows make (as the simulator counts them) */
+          double runs = 0;
+          const pto_gview *gv[2] = {&a.g, &a.g2};
+          const uint8_t part[2] = {fa->gpart, fa->g2part};
+          for (int w = 0; w < 2; w++) {
+            if (!gv[w]->base || f.gbytes[w] <= 0)
+              continue;
+            const double gc = (double)pto__insn_gcols_of(&sh),
+                         es = (double)pto_dtype_size(gv[w]->dtype);
+            runs += part[w] == PTO_GP_ROWS
+                        ? (gc > 0 ? f.gbytes[w] / (gc * es) : 1)
+                        : (gv[w]->rows <= 1 ||
+                           gv[w]->row_stride == gv[w]->cols)
+                              ? 1
+                              : (double)gv[w]->rows;
+          }
+          const double stream = gb / mf.llc_core;
+          /* where the memory shows at all: beyond the hot call's time */
+          if (tc > 1.1 * y[n] && stream > 0) {
+            mx_t[nmx] = tc;
+            mx_runs[nmx] = runs;
+            mx_stream[nmx++] = stream;
+          }
+          if (dump)
+            log_line(p.log, "  %s shape %d cold: %.1f ns (hot %.1f), %g runs, "
+                            "%.0f bytes streamed in %.1f ns",
+                     name, k, tc, y[n], runs, gb, stream);
+        }
         if (dump)
           log_line(p.log, "  %s%s shape %d: rows %g in %g out %g spill %g "
                           "flops %g: %.1f ns",
@@ -1070,18 +1235,34 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
       char key[64];
       snprintf(key, sizeof key, "%s%s", name,
                v == 1 ? ".pack_a" : v == 2 ? ".pack_b" : "");
-      json_object_set_new(insns, key, terms_json(coef));
+      json_t *terms = terms_json(coef);
+      /* the memory side from the cold calls: time = call + mrow * runs +
+       * mem_x * streaming time, both >= 0 (mem_x at least 1), fitted as
+       * the hot terms are */
+      if (nmx >= 2 && terms) {
+        double cx[MAX_SAMPLES][PTO_COST_TERMS], cy[MAX_SAMPLES], cc[PTO_COST_TERMS],
+            cerr;
+        memset(cx, 0, sizeof cx);
+        for (int i = 0; i < nmx; i++) {
+          cx[i][0] = mx_runs[i];
+          cx[i][1] = mx_stream[i];
+          cy[i] = mx_t[i] - coef[PTO_COST_CALL];
+          if (!(cy[i] > 0))
+            cy[i] = 1;
+        }
+        nnls_fit((const double(*)[PTO_COST_TERMS])cx, cy, nmx, 3u, cc, &cerr);
+        double mrow = cc[0], mx = cc[1];
+        /* within [1/4, 16] of the probe's rate: a copy may stream faster
+         * than the probe's loads, a packing load slower */
+        mx = mx < 0.25 ? 0.25 : mx > 16 ? 16 : mx;
+        json_object_set_new(terms, "mem_x", json_real(round(mx * 1000) / 1000));
+        json_object_set_new(terms, "mrow_ns", json_real(round(mrow * 100) / 100));
+      }
+      json_object_set_new(insns, key, terms);
       json_object_set_new(fit, key, json_real(round(err * 1e4) / 1e4));
       log_line(p.log, "%-22s %2d shapes, mean fit error %4.1f%%", key, n,
                100 * err);
     }
-  }
-  memfig mf;
-  memset(&mf, 0, sizeof mf);
-  if (probe_memory(tab, workers, p.log, &mf)) {
-    st = pto__last_error(PTO_ENOMEM, "calibrate: out of memory for the "
-                                     "memory probes");
-    goto done;
   }
   char cpu[128];
   cpu_model(cpu, sizeof cpu);
@@ -1089,9 +1270,7 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
   for (int i = 0; curve && i < mf.n_curve; i++)
     json_array_append_new(curve, json_pack("[f,f]", mf.curve[i][0],
                                            mf.curve[i][1]));
-  /* the host's per-core L2: its scratchpads are half of it
-   * (pto_machine_host) */
-  const double l2 = 2.0 * (double)host.mem[PTO_MEM_UB];
+  const double l2 = l2_bytes;
   json_t *doc = json_object();
   json_t *mach = json_pack("{ss si si sb}", "name", "host", "cube_workers",
                            (int)workers, "vector_workers", (int)workers,
@@ -1100,12 +1279,12 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
   json_t *rt = json_pack("{sf sf sf sf sf}", "dispatch_ns", 300.0,
                          "handoff_ns", 600.0, "task_ns", 200.0, "instance_ns",
                          30.0, "call_ns", 15.0);
-  json_t *mem = json_pack("{s{sf} s{sf} s{sf sf sf} s{sf sf}}", "l1", "bytes",
-                          l1, "l2", "bytes", l2,
-                          "llc", "bytes", mf.llc_bytes, "core_gbps",
-                          mf.llc_core, "total_gbps", mf.llc_total, "dram",
-                          "core_gbps", mf.dram_core, "total_gbps",
-                          mf.dram_total);
+  json_t *mem = json_pack(
+      "{s{sf} s{sf} s{sf sf sf sf} s{sf sf sf sf}}", "l1", "bytes", l1, "l2",
+      "bytes", l2, "llc", "bytes", mf.llc_bytes, "core_gbps", mf.llc_core,
+      "total_gbps", mf.llc_total, "row_ns", mf.llc_row_ns, "dram", "core_gbps",
+      mf.dram_core, "total_gbps", mf.dram_total, "row_ns", mf.dram_row_ns,
+      "store_gbps", mf.dram_store);
   json_t *costs = json_pack("{s{sO}}", "any", "insns", insns);
   json_t *about = json_pack("{ss ss sf sO sO}", "cpu", cpu, "isa", tab->name,
                             "seconds", (now_ns() - t_start) / 1e9,
@@ -1143,6 +1322,8 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
     pto__last_error(st, "calibrate: the profile it made is refused: %s",
                     err.msg);
 done:
+  free(cold[0]);
+  free(cold[1]);
   json_decref(insns);
   json_decref(fit);
   free(c.pool);

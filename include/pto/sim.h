@@ -12,14 +12,21 @@
  *
  *   t = max(call + row * rows + in * in_elems + out * out_elems
  *               + spill * (in_elems + out_elems) + flop * flops,
- *           call + llc_bytes / b_llc + dram_bytes / b_dram)
+ *           call + llc_rows * llc_row + dram_rows * dram_row
+ *                + mem_x * (llc_bytes / b_llc + dram_bytes / b_dram))
+ *
+ * (llc_row, dram_row: the instruction's mrow_ns when it has one).
  *
  * ns: the first line its work with its global data in the core's own cache
  * (what a calibration times), the second its global bytes from where they
  * are (a per-worker L2, the shared last-level cache or DRAM: the simulator
  * tracks where each region of each tensor was last touched); b_llc and
  * b_dram are what the core gets of each level's bandwidth while the other
- * tasks streaming at the same time share it (processor sharing). rows are
+ * tasks streaming at the same time share it (processor sharing), and the
+ * rows are the contiguous runs of its windows read from there (a strided
+ * window's rows; a dense window is one run), each costing the level's
+ * row_ns; stores around the caches (PTO_TF_STREAM) stream to DRAM at its
+ * store_gbps. rows are
  * the rows it walks, in_elems and out_elems the valid elements of its local
  * sources and destinations (spill counts them only when its operands and
  * global window overflow the core's L1), flops and bytes the instruction
@@ -37,14 +44,19 @@
  *    "runtime": {"dispatch_ns", "handoff_ns", "task_ns", "instance_ns",
  *                "call_ns"},
  *    "memory": {"l1": {"bytes"}, "l2": {"bytes", "core_gbps"},
- *               "llc": {"bytes", "core_gbps", "total_gbps"},
- *               "dram": {"core_gbps", "total_gbps"}},      (required)
+ *               "llc": {"bytes", "core_gbps", "total_gbps", "row_ns"},
+ *               "dram": {"core_gbps", "total_gbps", "row_ns",
+ *                        "store_gbps"}},                   (required)
  *    "costs": {"any" | "cube" | "vector":                    (required)
  *               {"classes": {"<class>": TERMS},
  *                "insns": {"<NAME>[.pack_a|.pack_b|.pack_ab][.f32|.bf16|
  *                          .f16|.i32]": TERMS}}}}
- * TERMS is {"call_ns", "row_ns", "in_ns", "out_ns", "spill_ns", "flop_ns"}
- * (ns each, an absent one 0, at least one given). An instruction's cost on core type c
+ * TERMS is {"call_ns", "row_ns", "in_ns", "out_ns", "spill_ns",
+ * "spill2_ns", "flop_ns"} (ns each, an absent one 0, at least one given)
+ * and "mem_x" (> 0, default 1: the memory side's bytes take that many
+ * times the level's streaming time, a packing load's more) and "mrow_ns"
+ * (what each contiguous run of its windows costs it beyond the bytes;
+ * default the level's row_ns). An instruction's cost on core type c
  * is the first entry found of: its name with its packing and dtype
  * variant, with its packing, with its dtype, bare, then its class, in
  * section c, then in "any". A profile is refused (PTO_ECONFIG, the message
@@ -114,7 +126,8 @@ typedef struct pto_calibrate_params {
    * host's */
   uint32_t workers;
   double seconds; /* about how long it may take; 0: 4 s */
-  FILE *log;      /* one line per class and probe; NULL: quiet */
+  FILE *log;      /* one line per instruction and probe; NULL: quiet */
+  int verbose;    /* 1: every timed shape into the log too */
 } pto_calibrate_params;
 PTO_API pto_calibrate_params pto_calibrate_params_default(void);
 
