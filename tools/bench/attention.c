@@ -223,6 +223,16 @@ static pto_program *program(const bench_case *bc) {
   return pto_attention_program(&c->d, &c->prm);
 }
 
+/* The program with the tile pto_attention_tile chooses for machine m
+ * (--simulate). */
+static pto_program *program_for(const bench_case *bc, const pto_machine *m) {
+  const at_case *c = (const at_case *)bc;
+  pto_attention_params prm = c->prm;
+  if (!prm.tile.cube_m && !prm.tile.cube_n)
+    prm.tile = pto_attention_tile(m, &c->d);
+  return pto_attention_program(&c->d, &prm);
+}
+
 /* The case as meta.json says it (for --save and the peer). */
 static json_t *case_meta(const bench_case_opts *o, const bench_case *bc) {
   const at_opts *x = (const at_opts *)o;
@@ -372,6 +382,7 @@ static const bench_workload workload = {
     .init = case_init,
     .fill = case_fill,
     .program = program,
+    .program_for = program_for,
     .check = check,
     .meta = case_meta,
     .head = head,

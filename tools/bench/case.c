@@ -337,9 +337,14 @@ static int case_run(const bench_opts *o, const bench_workload *w,
       goto done;
   }
   bench_pto_stop(&r); /* PTO's workers stop before the peer runs */
-  if (x->sim) /* a failure is printed; the measured case stands */
-    bench_sim_case_of(x->sim, cmd, x->h.trace_path, c->preset, several, r.e, p,
-                      cfg, &res->sim_ms);
+  if (x->sim) { /* a failure is printed; the measured case stands */
+    pto_program *ps = !x->sim->same && w->program_for
+                          ? w->program_for(c, bench_sim_machine(x->sim))
+                          : NULL;
+    bench_sim_case_of(x->sim, cmd, x->h.trace_path, c->preset, several, r.e,
+                      ps ? ps : p, cfg, &res->sim_ms);
+    pto_program_free(ps);
+  }
   if (peer) {
     /* the peer on the same inputs, its outputs under the same check */
     if (bench_case_peer(o, w, x, c, peer, threads, repeats, res) ||

@@ -106,6 +106,10 @@ typedef struct bench_workload {
   int (*fill)(const bench_case_opts *x, bench_case *c);
   /* The operator's program for c (NULL when out of memory). */
   pto_program *(*program)(const bench_case *c);
+  /* Optional: the same with the tiles the operator chooses for machine m
+   * instead of the host (--simulate on a machine that is not the measured
+   * one). NULL: program's, tiled for the host. */
+  pto_program *(*program_for)(const bench_case *c, const pto_machine *m);
   /* Checks rows [r0, r1) of outputs out (c's inputs): 0, or nonzero with
    * a message in msg. peer: the outputs are the peer's (PyTorch's bf16
    * matmuls round their results to bf16, so a command may allow it a

@@ -166,6 +166,32 @@ static pto_program *program(const bench_case *bc) {
   return pto_indexer_program(&c->d, &c->prm);
 }
 
+/* The program with the tiles chosen for machine m (--simulate): the score's
+ * and the top-k's tiles pto_indexer_qk_tile and pto_indexer_topk_tile give
+ * for m, and each query block's key tiles in runs enough for sixteen tasks
+ * per cube worker of m (as pto_indexer chooses them for the host). */
+static pto_program *program_for(const bench_case *bc, const pto_machine *m) {
+  const ix_case *c = (const ix_case *)bc;
+  pto_indexer_params prm = c->prm;
+  const pto_tile_shape none = {0, 0, 0, 0, 0};
+  if (!memcmp(&prm.qk_tile, &none, sizeof none))
+    prm.qk_tile = pto_indexer_qk_tile(m, &c->d);
+  if (!memcmp(&prm.topk_tile, &none, sizeof none))
+    prm.topk_tile = pto_indexer_topk_tile(m, &c->d, prm.topk);
+  if (!prm.qk_reuse && prm.qk_tile.cube_m && prm.qk_tile.cube_n) {
+    const int64_t per = prm.qk_tile.cube_m / c->d.h > 0
+                            ? prm.qk_tile.cube_m / c->d.h
+                            : 1,
+                  keys = (c->d.s2 + prm.qk_tile.cube_n - 1) / prm.qk_tile.cube_n,
+                  blocks = c->d.b * ((c->d.s1 + per - 1) / per);
+    int64_t runs = (16 * (int64_t)m->workers[PTO_CORE_CUBE] + blocks - 1) /
+                   blocks;
+    runs = runs < 1 ? 1 : runs > keys ? keys : runs;
+    prm.qk_reuse = (keys + runs - 1) / runs;
+  }
+  return pto_indexer_program(&c->d, &prm);
+}
+
 /* The case as meta.json says it (for --save and the peer). */
 static json_t *case_meta(const bench_case_opts *o, const bench_case *bc) {
   const ix_case *c = (const ix_case *)bc;
@@ -243,6 +269,7 @@ static const bench_workload workload = {
     .init = case_init,
     .fill = case_fill,
     .program = program,
+    .program_for = program_for,
     .check = check,
     .meta = case_meta,
     .head = head,
