@@ -331,11 +331,9 @@ static pto_tensor *cache_rows1(pto_program *p, const pto_dsa_dims *d,
                  pto_iota(p, PTO_I32, 2, (const int64_t[]){1, BS}, 1));
 }
 
-/* The two attentions' results merged by their lse: weights e = exp(lse -
- * max) (0 for a side with no valid slot, lse +inf), out = (e_a out_a + e_b
- * out_b) / (e_a + e_b), lse = max + ln(e_a + e_b); both empty: 0, +inf. */
-static pto_tensor *merge(pto_program *p, pto_tensor *oa, pto_tensor *la,
-                         pto_tensor *ob, pto_tensor *lb, pto_tensor **lse) {
+/* kernels/dsa_internal.h */
+pto_tensor *pto__dsa_merge(pto_program *p, pto_tensor *oa, pto_tensor *la,
+                           pto_tensor *ob, pto_tensor *lb, pto_tensor **lse) {
   const int64_t one[1] = {1};
   pto_tensor *inf = pto_full(p, PTO_F32, 1, one, INFINITY);
   pto_tensor *ninf = pto_full(p, PTO_F32, 1, one, -INFINITY);
@@ -355,8 +353,8 @@ static pto_tensor *merge(pto_program *p, pto_tensor *oa, pto_tensor *la,
   *lse = pto_select(p, none, inf, pto_add(p, m0, pto_log(p, sum)));
   const int nd = pto_tensor_ndim(oa);
   int64_t w4[PTO_MAX_DIMS];
-  for (int a = 0; a < nd - 1; a++)
-    w4[a] = pto_tensor_dim(oa, a);
+  for (int a = 0; a < nd - 1; a++) /* a dynamic axis's code: its place */
+    w4[a] = pto_tensor_dim_code(oa, a);
   w4[nd - 1] = 1;
   pto_tensor *wa = pto_reshape(p, pto_mul(p, ea, inv), nd, w4);
   pto_tensor *wb = pto_reshape(p, pto_mul(p, eb, inv), nd, w4);
@@ -534,8 +532,8 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
     pto_program_push_label(p, "attention");
     pto_program_push_label(p, "merge");
     push_vec(p, vec_rows(16384, L), 0); /* 64 KiB: 32 heads at L = 512 */
-    on = merge(p, pto_reshape(p, ocache, 3, o3), pto_reshape(p, lcache, 2, l2),
-               on, ln, &ln);
+    on = pto__dsa_merge(p, pto_reshape(p, ocache, 3, o3),
+                        pto_reshape(p, lcache, 2, l2), on, ln, &ln);
     pto_program_pop_tile(p);
     pto_program_pop_label(p);
     pto_program_pop_label(p);

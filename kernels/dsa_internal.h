@@ -27,6 +27,13 @@ pto_status pto__dsa_prologs_ref(const pto_dsa_dims *d, int64_t t0, int64_t t1,
                                 const void *const *in, float *q, float *kv_new,
                                 float *q_idx, float *k_new, float *weights);
 
+/* Two attentions' results (out [.., H, L], lse [.., H]) over disjoint
+ * slots merged by their lse: weights e = exp(lse - max) (0 for a side with
+ * no valid slot, lse +inf), out = (e_a out_a + e_b out_b) / (e_a + e_b),
+ * lse = max + ln(e_a + e_b); both empty: 0, +inf. */
+pto_tensor *pto__dsa_merge(pto_program *p, pto_tensor *oa, pto_tensor *la,
+                           pto_tensor *ob, pto_tensor *lb, pto_tensor **lse);
+
 /* 1 when d, s and prm describe a valid step; otherwise 0 and why in msg. */
 int pto__dsa_valid(const pto_dsa_dims *d, const pto_dsa_step *s,
                    const pto_dsa_params *prm, char *msg, size_t size);

@@ -89,21 +89,16 @@ static pto_tensor *seq_at(pto_program *p, pto_tensor *seq, int64_t s,
   return pto_reshape(p, v, 1, (const int64_t[]){1});
 }
 
-/* Slot s: its key rows in the combined table, i32 [len_s]: the cached
- * positions through the block table (a block number outside [0, blocks)
- * fails the run, naming the entry), the new ones after the cache's rows
- * at the slot's rows of the step. */
-static pto_tensor *key_rows(pto_program *p, const pto_dsa_dims *d,
-                            const pto_dsa_serve *s, pto_tensor *table,
-                            pto_tensor *seq, int64_t slot, int64_t len_code) {
+/* Position p's row in the K or KV cache for slot `slot`'s positions [len]
+ * (pos, i32): block_table[slot][p / BS] * BS + p % BS for the cached ones
+ * (a block outside the cache fails the run, naming the entry), 0 for the
+ * new ones (which the callers drop). */
+static pto_tensor *cache_rows(pto_program *p, const pto_dsa_dims *d,
+                              const pto_dsa_serve *s, pto_tensor *table,
+                              int64_t slot, pto_tensor *pos,
+                              pto_tensor *in_cache, int64_t len_code) {
   const int64_t BS = d->block, MB = s->max_blocks;
-  pto_tensor *pos = pto_iota(p, PTO_I32, 1, (const int64_t[]){len_code}, 0);
-  pto_tensor *first = seq_at(p, seq, slot, 0), *cached = seq_at(p, seq, slot, 1);
-  pto_tensor *in_cache = pto_cmp(p, pos, cached, PTO_CMP_LT);
   pto_tensor *zero = pto_full(p, PTO_I32, 1, (const int64_t[]){1}, 0);
-  /* the block of each cached position (0 for the new ones, which the
-   * select below drops), checked against the cache through an identity
-   * table */
   pto_tensor *row = pto_reshape(p,
                                 pto_slice(p, table, (const int64_t[]){slot, 0},
                                           (const int64_t[]){slot + 1, MB}),
@@ -111,8 +106,8 @@ static pto_tensor *key_rows(pto_program *p, const pto_dsa_dims *d,
   pto_tensor *logical = pto_divs(p, pos, (double)BS);
   pto_tensor *blk = pto_gather(p, row, pto_select(p, in_cache, logical, zero),
                                PTO_GATHER_STRICT); /* [len, 1] */
-  blk = pto_reshape(p, blk, 1, (const int64_t[]){len_code});
-  blk = pto_select(p, in_cache, blk, zero);
+  blk = pto_select(p, in_cache,
+                   pto_reshape(p, blk, 1, (const int64_t[]){len_code}), zero);
   pto_tensor *ident = pto_reshape(
       p, pto_iota(p, PTO_I32, 2, (const int64_t[]){1, s->blocks}, 0), 2,
       (const int64_t[]){s->blocks, 1});
@@ -120,21 +115,48 @@ static pto_tensor *key_rows(pto_program *p, const pto_dsa_dims *d,
                     (const int64_t[]){len_code});
   pto_tensor *crow = pto_add(p, pto_muls(p, blk, (double)BS),
                              pto_sub(p, pos, pto_muls(p, logical, (double)BS)));
-  /* new position p: row blocks * BS + first + p - cached */
-  pto_tensor *nrow =
-      pto_add(p, pto_adds(p, pos, (double)(s->blocks * BS)),
-              pto_sub(p, first, cached));
-  return pto_select(p, in_cache, crow, nrow);
+  return pto_select(p, in_cache, crow, zero);
 }
 
-/* The cache's rows [blocks*BS, w] followed by the step's new rows [T, w]. */
-static pto_tensor *table_of(pto_program *p, const pto_dsa_serve *s,
-                            pto_tensor *cache, pto_tensor *fresh,
-                            int64_t BS) {
-  const int64_t w = pto_tensor_dim(cache, 2);
-  pto_tensor *parts[2] = {
-      pto_reshape(p, cache, 2, (const int64_t[]){s->blocks * BS, w}), fresh};
-  return pto_concat(p, 2, parts, 0);
+/* t [rows, w] as [rows, w] of the cache c [blocks, BS, w]. */
+static pto_tensor *cache2(pto_program *p, const pto_dsa_serve *s,
+                          pto_tensor *c, int64_t BS) {
+  return pto_reshape(
+      p, c, 2, (const int64_t[]){s->blocks * BS, pto_tensor_dim(c, 2)});
+}
+
+/* Per slot of the selection sel [n * topk] (positions, -1 past the
+ * visible keys), as an i32 [1, n, w]: the cached positions' cache rows,
+ * others -1 (w = topk), or the new positions' rows of the slot's new rows
+ * packed into its first w slots (the most new rows a query sees). */
+static pto_tensor *cached_slots(pto_program *p, pto_tensor *sel,
+                                pto_tensor *crow, pto_tensor *cached,
+                                int64_t len_code, int64_t n_code,
+                                int64_t topk) {
+  const int64_t one[1] = {1};
+  pto_tensor *none = pto_full(p, PTO_I32, 1, one, -1);
+  pto_tensor *g = pto_gather(
+      p, pto_reshape(p, crow, 2, (const int64_t[]){len_code, 1}), sel, 0);
+  g = pto_reshape(p, g, 1, (const int64_t[]){pto_tensor_dim(sel, 0)});
+  pto_tensor *c = pto_select(
+      p, pto_cmp(p, sel, pto_full(p, PTO_I32, 1, one, 0), PTO_CMP_GE),
+      pto_select(p, pto_cmp(p, sel, cached, PTO_CMP_LT), g, none), none);
+  return pto_reshape(p, c, 3, (const int64_t[]){1, n_code, topk});
+}
+
+static pto_tensor *new_slots(pto_program *p, pto_tensor *sel,
+                             pto_tensor *cached, int64_t n_code, int64_t topk,
+                             int64_t width) {
+  const int64_t one[1] = {1};
+  pto_tensor *j = pto_reshape(p, pto_sub(p, sel, cached), 3,
+                              (const int64_t[]){1, n_code, topk});
+  pto_tensor *v = pto_select(
+      p, pto_cmp(p, j, pto_full(p, PTO_I32, 1, one, 0), PTO_CMP_GE),
+      pto_cast(p, j, PTO_F32), pto_full(p, PTO_F32, 1, one, -INFINITY));
+  if (width >= topk)
+    return pto_cast(p, v, PTO_I32);
+  pto_tensor *slot = NULL;
+  return pto_cast(p, pto_topk_masked(p, v, width, &slot), PTO_I32);
 }
 
 pto_program *pto_dsa_serve_program(const pto_dsa_dims *d,
@@ -184,24 +206,31 @@ pto_program *pto_dsa_serve_program(const pto_dsa_dims *d,
     return p;
   pto_output(p, pr.kv_new, "kv_new");
   pto_output(p, pr.k_new, "k_new");
-  pto_tensor *ktab = NULL, *kvtab = NULL;
-  pto_program_push_scope(p, "indexer.keys", NULL);
-  ktab = table_of(p, s, in[PTO_DSA_K_CACHE], pr.k_new, BS);
-  pto_program_pop_scope(p);
-  pto_program_push_scope(p, "attention.keys", NULL);
-  kvtab = table_of(p, s, in[PTO_DSA_KV_CACHE], pr.kv_new, BS);
-  pto_program_pop_scope(p);
+  const int64_t one1[1] = {1};
+  pto_tensor *kc2 = cache2(p, s, in[PTO_DSA_K_CACHE], BS);
+  pto_tensor *kv3 = pto_reshape(
+      p, in[PTO_DSA_KV_CACHE], 3,
+      (const int64_t[]){1, s->blocks * BS, pto_tensor_dim(in[PTO_DSA_KV_CACHE], 2)});
   for (int64_t k = 0; k < s->slots && !pto_program_status(p); k++) {
     char name[24];
     const int64_t mk = slot_max_new(s, k);
-    /* the slot's tokens: its rows first, first + 1, ... of the step */
+    /* the slot's tokens are rows first .. first + n of the step, its
+     * positions 0 .. len, the first `cached` of them in the cache */
     pto_program_push_scope(p, "indexer.keys", NULL);
+    pto_tensor *first = seq_at(p, seq, k, 0), *cached = seq_at(p, seq, k, 1);
     pto_tensor *rows =
-        pto_add(p, pto_iota(p, PTO_I32, 1, (const int64_t[]){n[k]}, 0),
-                seq_at(p, seq, k, 0));
-    pto_tensor *krows =
-        key_rows(p, d, s, in[PTO_DSA_BLOCK_TABLE], seq, k, len[k]);
-    pto_tensor *keys = take(p, ktab, krows);
+        pto_add(p, pto_iota(p, PTO_I32, 1, (const int64_t[]){n[k]}, 0), first);
+    pto_tensor *pos = pto_iota(p, PTO_I32, 1, (const int64_t[]){len[k]}, 0);
+    pto_tensor *in_cache = pto_cmp(p, pos, cached, PTO_CMP_LT);
+    pto_tensor *crow = cache_rows(p, d, s, in[PTO_DSA_BLOCK_TABLE], k, pos,
+                                  in_cache, len[k]);
+    pto_tensor *nrow = pto_select(p, in_cache,
+                                  pto_full(p, PTO_I32, 1, one1, 0),
+                                  pto_add(p, pto_sub(p, pos, cached), first));
+    /* its keys: the cache's rows, then its new ones, read in place */
+    pto_tensor *keys = pto_select(
+        p, pto_reshape(p, in_cache, 2, (const int64_t[]){len[k], 1}),
+        take(p, kc2, crow), take(p, pr.k_new, nrow));
     pto_program_pop_scope(p);
     pto_indexer_params ip = pto_indexer_params_default();
     ip.topk = topk;
@@ -213,35 +242,35 @@ pto_program *pto_dsa_serve_program(const pto_dsa_dims *d,
                 batch1(p, take(p, pr.weights, rows)), &ip, &idx);
     if (!idx)
       break;
-    /* the selected positions as rows of the combined table; -1 stays */
+    /* two attentions: over the cache's rows of the selected cached
+     * positions, and over the slot's new rows (their slots packed into
+     * as many as it has), merged by their lse */
     pto_program_push_scope(p, "attention.slots", NULL);
-    /* n[k] (the dim's code) where an axis is the slot's tokens: with a
-     * maximum of 1 its place is otherwise ambiguous */
-    const int64_t nk[1] = {mk * topk}, col[2] = {mk * topk, 1},
-                  i3[3] = {1, n[k], topk};
-    pto_tensor *sel = pto_reshape(p, idx, 1, nk);
-    pto_tensor *g = pto_gather(
-        p, pto_reshape(p, krows, 2, (const int64_t[]){pto_tensor_dim(krows, 0), 1}),
-        sel, 0);
-    pto_tensor *phys = pto_select(
-        p,
-        pto_cmp(p, pto_reshape(p, sel, 2, col),
-                pto_full(p, PTO_I32, 1, (const int64_t[]){1}, 0), PTO_CMP_GE),
-        g, pto_full(p, PTO_I32, 1, (const int64_t[]){1}, -1));
-    phys = pto_reshape(p, phys, 3, i3);
+    pto_tensor *sel = pto_reshape(p, idx, 1, (const int64_t[]){mk * topk});
+    pto_tensor *cidx = cached_slots(p, sel, crow, cached, len[k], n[k], topk);
+    pto_tensor *nidx = new_slots(p, sel, cached, n[k], topk, mk);
     pto_program_pop_scope(p);
     pto_attention_params ap = pto_attention_params_default();
     ap.scale = prm->scale;
     ap.tile = prm->attention;
-    pto_tensor *lse = NULL;
-    pto_tensor *o = pto_attention(p, batch1(p, take(p, pr.q, rows)),
-                                  batch1(p, kvtab), phys, L, &ap, &lse);
-    if (!o)
+    pto_tensor *q = batch1(p, take(p, pr.q, rows)), *lc = NULL, *ln = NULL;
+    pto_tensor *oc = pto_attention(p, q, kv3, cidx, L, &ap, &lc);
+    pto_tensor *on = pto_attention(p, q, batch1(p, take(p, pr.kv_new, rows)),
+                                   nidx, L, &ap, &ln);
+    if (!oc || !on)
       break;
+    const int64_t o3[3] = {n[k], H, L}, l2[2] = {n[k], H};
+    pto_program_push_scope(p, "attention.merge", NULL);
+    pto_tensor *lse = NULL;
+    pto_tensor *o = pto__dsa_merge(p, pto_reshape(p, oc, 3, o3),
+                                   pto_reshape(p, lc, 2, l2),
+                                   pto_reshape(p, on, 3, o3),
+                                   pto_reshape(p, ln, 2, l2), &lse);
+    pto_program_pop_scope(p);
     snprintf(name, sizeof name, "out.%" PRId64, k);
-    pto_output(p, pto_reshape(p, o, 3, (const int64_t[]){n[k], H, L}), name);
+    pto_output(p, o, name);
     snprintf(name, sizeof name, "lse.%" PRId64, k);
-    pto_output(p, pto_reshape(p, lse, 2, (const int64_t[]){n[k], H}), name);
+    pto_output(p, lse, name);
     snprintf(name, sizeof name, "indices.%" PRId64, k);
     pto_output(p, pto_reshape(p, idx, 2, (const int64_t[]){n[k], topk}),
                name);
