@@ -299,6 +299,12 @@ def dsa_load(d, meta):
     t["scale"] = float(meta["scale"])
     t["steps"] = [([int(v) for v in s["n"]], [int(v) for v in s["len"]])
                   for s in meta["steps"]]
+    # serving (pto-bench dsa --preset serve): every step's tokens in one
+    # flat array, step s's at rows t0 .. t0 + sum(n), its sequences rows
+    # `seqs` of the block table
+    if meta.get("serve"):
+        t["serve"] = [([int(v) for v in s["seqs"]], int(s["t0"]))
+                      for s in meta["steps"]]
     if t["rope"] % 2 or t["rope"] > t["di"]:
         raise ValueError("rope must be even and at most di")
     return t
@@ -418,7 +424,35 @@ def dsa_attention(t, q, kv_new, idx, n, lens):
     return out, lse
 
 
+def dsa_serve_chain(t):
+    """The steps of a serving loop, one after the other, each on its own
+    rows and its sequences' block tables; each step's time kept."""
+    rows = t["x"].shape[0]
+    res = {"out": torch.zeros(rows, t["h"], t["latent"]),
+           "lse": torch.zeros(rows, t["h"]),
+           "kv_new": torch.zeros(rows, t["latent"] + t["rope"]),
+           "k_new": torch.zeros(rows, t["di"]),
+           "indices": torch.full((rows, t["topk"]), -1, dtype=torch.int32),
+           "_step_ms": []}
+    for (n, lens), (seqs, t0) in zip(t["steps"], t["serve"]):
+        c0 = time.perf_counter()
+        st = dict(t)
+        st["block_table"] = t["block_table"][torch.tensor(seqs, dtype=torch.long)]
+        r = slice(t0, t0 + sum(n))
+        q, kv_new, q_idx, k_new, w = dsa_prologs(st, t["x"][r], t["cos"][r],
+                                                 t["sin"][r])
+        dsa_indexer(st, q_idx, k_new, w, n, lens, res["indices"][r])
+        res["out"][r], res["lse"][r] = dsa_attention(
+            st, q, kv_new, res["indices"][r], n, lens)
+        res["kv_new"][r] = kv_new
+        res["k_new"][r] = k_new
+        res["_step_ms"].append((time.perf_counter() - c0) * 1e3)
+    return res
+
+
 def dsa_chain(t):
+    if "serve" in t:
+        return dsa_serve_chain(t)
     S, T = t["x"].shape[:2]
     res = {"out": torch.empty(S, T, t["h"], t["latent"]),
            "lse": torch.empty(S, T, t["h"]),
@@ -502,17 +536,22 @@ def main():
             try:
                 for _ in range(args.warmup):
                     out = fn(inputs)
-                times = []
+                times, steps = [], []
                 for _ in range(args.repeats):
                     t0 = time.perf_counter()
                     out = fn(inputs)
                     times.append((time.perf_counter() - t0) * 1e3)
+                    if "_step_ms" in out:  # a serving loop's steps
+                        steps.append(out["_step_ms"])
             except (RuntimeError, MemoryError) as e:
                 variants[name] = {"skipped": str(e).splitlines()[0]}
                 log(args, f"{name}: failed: {variants[name]['skipped']}")
                 continue
             med = statistics.median(times)
             variants[name] = {"times_ms": times, "median_ms": med}
+            if steps:  # each step's median over the repeats
+                variants[name]["step_ms"] = [statistics.median(v)
+                                             for v in zip(*steps)]
             log(args, f"{name}: median {med:.2f} ms")
             if best is None or med < variants[best]["median_ms"]:
                 best, best_out = name, out

@@ -24,6 +24,7 @@
 #include "bench/bench.h"
 #include "bench/case.h"
 #include "bench/dsa.h"
+#include "bench/dsa_serve.h"
 #include "bench/files.h"
 #include "bench/preset.h"
 #include "bench/sim.h"
@@ -118,6 +119,7 @@ static void usage(FILE *f) {
         "barrier_check, torch_check, steps (per step), parts and\n"
         "parts_barrier (per part: busy_ms, span_ms).\n",
         f);
+  dsa_serve_usage(f);
 }
 
 static int arg(bench_case_opts *o, int argc, char **argv, int *i) {
@@ -132,7 +134,7 @@ static int arg(bench_case_opts *o, int argc, char **argv, int *i) {
 
 /* ---- one case ---------------------------------------------------------- */
 
-static pto_dsa_dims small_dims(void) {
+pto_dsa_dims dsa_small_dims(void) {
   return (pto_dsa_dims){64, 32, 4, 16, 8, 32, 4, 16, 4};
 }
 
@@ -155,7 +157,7 @@ static int case_shape(const dsa_opts *x, int k, dsa_case *c) {
   bench_preset_values(&table, &x->base.sel, k, v);
   const char *name = bench_preset_name(&table, &x->base.sel, k);
   c->small = (int)v[P_SMALL];
-  c->d = c->small ? small_dims() : pto_dsa_dims_default();
+  c->d = c->small ? dsa_small_dims() : pto_dsa_dims_default();
   c->prm = pto_dsa_params_default();
   c->prm.topk = v[P_TOPK];
   if (x->scale != 0)
@@ -257,9 +259,15 @@ static void fill_weight(bench_case *bc, int i, int64_t fan_in, uint64_t seed) {
   bench_case_fill_uniform(bc, (size_t)i, seed, (uint64_t)(10 + i), -a, a);
 }
 
-/* The rotary table rows of every token of every step: position p of its
- * sequence, angle p * 10000^(-2i/R) for i < R/2, both halves alike (the
- * rotate-half form). */
+void dsa_rope_row(int64_t R, double pos, float *co, float *si) {
+  for (int64_t r = 0; r < R / 2; r++) {
+    const double ang = pos * pow(10000.0, -2.0 * (double)r / (double)R);
+    co[r] = co[r + R / 2] = (float)cos(ang);
+    si[r] = si[r + R / 2] = (float)sin(ang);
+  }
+}
+
+/* The rotary table rows of every token of every step (dsa_rope_row). */
 static void fill_rope(dsa_case *c) {
   const int64_t R = c->d.rope, T = c->tokens;
   float *cs = c->base.in_data[PTO_DSA_COS], *sn = c->base.in_data[PTO_DSA_SIN];
@@ -267,15 +275,9 @@ static void fill_rope(dsa_case *c) {
   for (int64_t s = 0; s < c->steps; s++) {
     dsa_step_of(c, s, len);
     for (int64_t b = 0, t = 0; b < c->b; b++)
-      for (int64_t i = 0; i < c->n[b]; i++, t++) {
-        const double pos = (double)(len[b] - c->n[b] + i);
-        for (int64_t r = 0; r < R / 2; r++) {
-          const double ang = pos * pow(10000.0, -2.0 * (double)r / (double)R);
-          float *co = cs + (s * T + t) * R, *si = sn + (s * T + t) * R;
-          co[r] = co[r + R / 2] = (float)cos(ang);
-          si[r] = si[r + R / 2] = (float)sin(ang);
-        }
-      }
+      for (int64_t i = 0; i < c->n[b]; i++, t++)
+        dsa_rope_row(R, (double)(len[b] - c->n[b] + i), cs + (s * T + t) * R,
+                     sn + (s * T + t) * R);
   }
 }
 
@@ -308,14 +310,8 @@ static int fill_block_table(dsa_case *c, uint64_t seed) {
   return 0;
 }
 
-static int case_fill(const bench_case_opts *o, bench_case *bc) {
-  dsa_case *c = (dsa_case *)bc;
-  const pto_dsa_dims *d = &c->d;
-  const uint64_t seed = o->h.seed;
+void dsa_fill_weights(bench_case *bc, const pto_dsa_dims *d, uint64_t seed) {
   void *const *in = bc->in_data;
-  bench_fill_uniform(in[PTO_DSA_X], bench_array_count(&bc->in[PTO_DSA_X]), seed,
-                     1, -1.0f, 1.0f);
-  fill_rope(c);
   fill_weight(bc, PTO_DSA_W_DQ, d->d, seed);
   fill_weight(bc, PTO_DSA_W_UQ_QR, d->q_lora, seed);
   fill_weight(bc, PTO_DSA_W_UK, d->nope, seed);
@@ -338,6 +334,16 @@ static int case_fill(const bench_case_opts *o, bench_case *bc) {
     for (int64_t j = 0; j < d->di; j++)
       hd[i * d->di + j] =
           __builtin_popcountll((uint64_t)(i & j)) & 1 ? -sc : sc;
+}
+
+static int case_fill(const bench_case_opts *o, bench_case *bc) {
+  dsa_case *c = (dsa_case *)bc;
+  const uint64_t seed = o->h.seed;
+  void *const *in = bc->in_data;
+  bench_fill_uniform(in[PTO_DSA_X], bench_array_count(&bc->in[PTO_DSA_X]), seed,
+                     1, -1.0f, 1.0f);
+  fill_rope(c);
+  dsa_fill_weights(bc, &c->d, seed);
   /* the caches' old rows: the values earlier steps would have written */
   bench_fill_uniform(in[PTO_DSA_KV_CACHE],
                      bench_array_count(&bc->in[PTO_DSA_KV_CACHE]), seed, 6,
@@ -717,6 +723,9 @@ static const bench_workload workload = {
 };
 
 static int run(const bench_opts *o, int argc, char **argv) {
+  const int serve = dsa_serve_wants(argc, argv);
+  if (serve)
+    return serve < 0 ? 2 : dsa_serve_run(o, argc, argv);
   dsa_opts x;
   memset(&x, 0, sizeof x);
   return bench_case_main(o, &workload, &x.base, argc, argv);

@@ -57,6 +57,16 @@ typedef struct dsa_case {
   int bar_checked, bar_wrong;
 } dsa_case;
 
+/* The smoke dims (D 64, Q 32, H 4, N 16, R 8, L 32, HI 4, DI 16, BS 4). */
+pto_dsa_dims dsa_small_dims(void);
+/* The rotary table row of a token at position pos: angle pos *
+ * 10000^(-2i/R) for i < R/2, both halves alike (the rotate-half form). */
+void dsa_rope_row(int64_t R, double pos, float *co, float *si);
+/* Every weight of a case's inputs (indexed as pto_dsa_input_name's) from
+ * the seed: projections uniform in +-sqrt(3 / fan_in), norms' gammas and
+ * betas, the Hadamard matrix. */
+void dsa_fill_weights(bench_case *bc, const pto_dsa_dims *d, uint64_t seed);
+
 /* Step s of c: its lengths into len (c->b of them) and its description. */
 pto_dsa_step dsa_step_of(const dsa_case *c, int64_t s, int64_t *len);
 

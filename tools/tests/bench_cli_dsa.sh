@@ -27,6 +27,9 @@ usage)
   expect 2 "--scale needs a number" -- dsa --scale nan
   expect 2 "--scale needs a number" -- dsa --scale
   expect 2 "unknown option '--stages'" -- dsa --stages 4
+  expect 2 "--preset decode,serve: a serving preset runs alone" -- dsa --preset decode,serve
+  expect 2 "--slots needs an integer in \[1, 16\], got '17'" -- dsa --preset serve --slots 17
+  expect 1 "serve: needs prefill <= prefill-max" -- dsa --preset serve --prefill 300 --no-peer
   expect 2 "--trace needs a file" -- dsa --trace
   expect 1 "smoke: needs n <= len <= len-max, got n=10 len=9 len-max=37" -- dsa --preset smoke --n 10 --no-peer
   expect 1 "needs n <= len <= len-max, got n=2 len=9 len-max=5" -- dsa --preset smoke --len-max 5 --no-peer
@@ -114,6 +117,10 @@ for s, st in enumerate(m["steps"]):
             assert (kvc[row] == kvn[s, t]).all() and (kc[row] == kn[s, t]).all(), (s, b, i)
             t += 1
 EOF2
+
+  # the serving loop: one compile, every step of all three checked
+  expect 0 "compiling the serving program once" -- --quick --json dsa --preset serve-smoke --python "$py"
+  expect_json "the serving loop's JSON" 'len(r) == 1 and r[0]["preset"] == "serve-smoke" and r[0]["serve"] and r[0]["compiles"] == 1 and r[0]["compile_ms"] > 0 and r[0]["step_ms"] > 0 and r[0]["step_ms_p99"] >= r[0]["step_ms_p50"] > 0 and r[0]["recompile_ms"] > r[0]["recompile_compile_ms"] > 0 and r[0]["torch_step_ms"] > 0 and r[0]["bind_us"] >= 0 and r[0]["check"] == "ok" and r[0]["recompile_check"] == "ok" and r[0]["torch_check"] == "ok" and len(r[0]["steps"]) == 16 and sum(s["tokens"] for s in r[0]["steps"]) == r[0]["tokens"] == r[0]["prefill_tokens"] + r[0]["decode_tokens"] and max(s["b"] for s in r[0]["steps"]) <= 4'
 
   # with the peer: all three checked, times and ratios reported
   expect 0 "checking PyTorch's result" -- --quick --json dsa --python "$py"
