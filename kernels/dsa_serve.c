@@ -61,9 +61,30 @@ static pto_tensor *flat2(pto_program *p, pto_tensor *t) {
   return pto_reshape(p, t, 2, sh);
 }
 
+/* A vector tile of whole rows of `cols` elements, 64 KiB of them a task
+ * (at least one row): the default 32 x 128 cuts the long rows and index
+ * vectors here into thousands of tasks of a few microseconds. */
+static pto_tile_shape rows_tile(int64_t cols) {
+  const int64_t padded = (cols + 15) / 16 * 16, r = 16384 / padded;
+  return (pto_tile_shape){(uint32_t)(r < 1 ? 1 : r > 4096 ? 4096 : r), 0, 0,
+                          0, 0};
+}
+
+/* The same for tensors of rows of `cols` beside 1-D ones (index vectors),
+ * which take 16384 elements a task. */
+static pto_tile_shape mixed_tile(int64_t cols) {
+  pto_tile_shape t = rows_tile(cols);
+  t.vec_cols = 16384;
+  return t;
+}
+
 /* Rows idx (i32 [n]) of t [rows, ...], reshaped back to [n, ...]. */
 static pto_tensor *take(pto_program *p, pto_tensor *t, pto_tensor *idx) {
-  pto_tensor *g = pto_gather(p, flat2(p, t), idx, PTO_GATHER_STRICT);
+  pto_tensor *f = flat2(p, t);
+  const pto_tile_shape tile = rows_tile(pto_tensor_dim(f, 1));
+  pto_program_push_scope(p, NULL, &tile);
+  pto_tensor *g = pto_gather(p, f, idx, PTO_GATHER_STRICT);
+  pto_program_pop_scope(p);
   int64_t sh[PTO_MAX_DIMS];
   const int nd = pto_tensor_ndim(t);
   sh[0] = pto_tensor_dim_code(idx, 0); /* the rows' dim where it is one */
@@ -216,7 +237,9 @@ pto_program *pto_dsa_serve_program(const pto_dsa_dims *d,
     const int64_t mk = slot_max_new(s, k);
     /* the slot's tokens are rows first .. first + n of the step, its
      * positions 0 .. len, the first `cached` of them in the cache */
-    pto_program_push_scope(p, "indexer.keys", NULL);
+    const pto_tile_shape ktile = mixed_tile(d->di), stile = mixed_tile(topk),
+                         mtile = rows_tile(L);
+    pto_program_push_scope(p, "indexer.keys", &ktile);
     pto_tensor *first = seq_at(p, seq, k, 0), *cached = seq_at(p, seq, k, 1);
     pto_tensor *rows =
         pto_add(p, pto_iota(p, PTO_I32, 1, (const int64_t[]){n[k]}, 0), first);
@@ -238,14 +261,16 @@ pto_program *pto_dsa_serve_program(const pto_dsa_dims *d,
     ip.qk_tile = prm->indexer_qk;
     ip.topk_tile = prm->indexer_topk;
     pto_tensor *idx = NULL;
-    pto_indexer(p, batch1(p, take(p, pr.q_idx, rows)), batch1(p, keys),
-                batch1(p, take(p, pr.weights, rows)), &ip, &idx);
+    pto_program_push_label(p, "indexer.queries"); /* the slot's rows */
+    pto_tensor *qi = take(p, pr.q_idx, rows), *wi = take(p, pr.weights, rows);
+    pto_program_pop_label(p);
+    pto_indexer(p, batch1(p, qi), batch1(p, keys), batch1(p, wi), &ip, &idx);
     if (!idx)
       break;
     /* two attentions: over the cache's rows of the selected cached
      * positions, and over the slot's new rows (their slots packed into
      * as many as it has), merged by their lse */
-    pto_program_push_scope(p, "attention.slots", NULL);
+    pto_program_push_scope(p, "attention.slots", &stile);
     pto_tensor *sel = pto_reshape(p, idx, 1, (const int64_t[]){mk * topk});
     pto_tensor *cidx = cached_slots(p, sel, crow, cached, len[k], n[k], topk);
     pto_tensor *nidx = new_slots(p, sel, cached, n[k], topk, mk);
@@ -253,14 +278,17 @@ pto_program *pto_dsa_serve_program(const pto_dsa_dims *d,
     pto_attention_params ap = pto_attention_params_default();
     ap.scale = prm->scale;
     ap.tile = prm->attention;
-    pto_tensor *q = batch1(p, take(p, pr.q, rows)), *lc = NULL, *ln = NULL;
+    pto_program_push_label(p, "attention.queries");
+    pto_tensor *q = batch1(p, take(p, pr.q, rows)),
+               *kvn = batch1(p, take(p, pr.kv_new, rows)), *lc = NULL,
+               *ln = NULL;
+    pto_program_pop_label(p);
     pto_tensor *oc = pto_attention(p, q, kv3, cidx, L, &ap, &lc);
-    pto_tensor *on = pto_attention(p, q, batch1(p, take(p, pr.kv_new, rows)),
-                                   nidx, L, &ap, &ln);
+    pto_tensor *on = pto_attention(p, q, kvn, nidx, L, &ap, &ln);
     if (!oc || !on)
       break;
     const int64_t o3[3] = {n[k], H, L}, l2[2] = {n[k], H};
-    pto_program_push_scope(p, "attention.merge", NULL);
+    pto_program_push_scope(p, "attention.merge", &mtile);
     pto_tensor *lse = NULL;
     pto_tensor *o = pto__dsa_merge(p, pto_reshape(p, oc, 3, o3),
                                    pto_reshape(p, lc, 2, l2),
