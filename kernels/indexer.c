@@ -93,6 +93,24 @@ static pto_status check_inputs(pto_program *p, pto_tensor *q, pto_tensor *k,
     return pto_program_fail(p, PTO_EINVAL, OP,
                             "mask mode %d is unknown (none or causal)",
                             (int)prm->mask);
+  if (prm->dynamic & ~PTO_INDEXER_DYN_ALL)
+    return pto_program_fail(p, PTO_EINVAL, OP,
+                            "dynamic is 0x%x; it takes PTO_INDEXER_DYN_B, "
+                            "_S1 and _S2 (0x%x) only",
+                            prm->dynamic, PTO_INDEXER_DYN_ALL);
+  /* a flag asserts the axis is dynamic: here the inputs decide, and a
+   * static axis under a flag means the caller expected another program */
+  pto_tensor *const on[3] = {q, q, k}; /* PTO_INDEXER_DYN_B << f */
+  const char *const dim[3] = {"B", "S1", "S2"}, *const desc[3] = {bq, bq, bk};
+  for (int f = 0; f < 3; f++)
+    if ((prm->dynamic & (1u << f)) &&
+        pto_tensor_dim_dynamic(on[f], f ? 1 : 0) < 0)
+      return pto_program_fail(
+          p, PTO_EINVAL, OP,
+          "params flag %s dynamic, but axis %d of %s %s is static "
+          "(pto_indexer follows its inputs' dims: declare it with "
+          "pto_dim_dynamic, or build with pto_indexer_program)",
+          dim[f], f ? 1 : 0, f == 2 ? "k" : "q", desc[f]);
   return PTO_OK;
 }
 
@@ -254,8 +272,37 @@ pto_program *pto_indexer_program(const pto_indexer_dims *d,
     pto_program_fail(p, PTO_EINVAL, OP, "dims are NULL");
     return p;
   }
-  const int64_t qs[4] = {d->b, d->s1, d->h, d->d}, ks[3] = {d->b, d->s2, d->d},
-                ws[3] = {d->b, d->s1, d->h};
+  /* B, S1 and S2: static extents, or dynamic dims with those maxima */
+  int64_t B = d->b, S1 = d->s1, S2 = d->s2;
+  const unsigned dyn = prm ? prm->dynamic : 0u;
+  if (dyn & ~PTO_INDEXER_DYN_ALL) {
+    pto_program_fail(p, PTO_EINVAL, OP,
+                     "dynamic is 0x%x; it takes PTO_INDEXER_DYN_B, _S1 and "
+                     "_S2 (0x%x) only",
+                     dyn, PTO_INDEXER_DYN_ALL);
+    return p;
+  }
+  const struct {
+    unsigned flag;
+    const char *name, *field;
+    int64_t *v;
+  } dims[3] = {{PTO_INDEXER_DYN_B, "B", "b", &B},
+               {PTO_INDEXER_DYN_S1, "S1", "s1", &S1},
+               {PTO_INDEXER_DYN_S2, "S2", "s2", &S2}};
+  for (int i = 0; i < 3; i++) {
+    if (!(dyn & dims[i].flag))
+      continue;
+    if (*dims[i].v < 1 || *dims[i].v >= -PTO_DIM_CODE_BASE) {
+      pto_program_fail(p, PTO_EINVAL, OP,
+                       "dynamic dim %s needs a maximum in [1, 2^40); dims "
+                       "%s is %" PRId64,
+                       dims[i].name, dims[i].field, *dims[i].v);
+      return p;
+    }
+    *dims[i].v = pto_dim_dynamic(p, dims[i].name, *dims[i].v);
+  }
+  const int64_t qs[4] = {B, S1, d->h, d->d}, ks[3] = {B, S2, d->d},
+                ws[3] = {B, S1, d->h};
   const pto_dtype dt = prm ? prm->dtype : PTO_F32;
   pto_tensor *q = pto_input(p, "q", dt, 4, qs);
   pto_tensor *k = pto_input(p, "k", dt, 3, ks);
@@ -276,26 +323,63 @@ static int dims_ok(const pto_indexer_dims *d, const pto_indexer_params *prm) {
          (prm->dtype == PTO_F32 || prm->dtype == PTO_BF16);
 }
 
-/* Row r's q ([H][D]) in double, for row_scores. */
-static void row_q(const pto_indexer_dims *d, pto_dtype dt, const void *q,
-                  int64_t r, double *qd) {
-  for (int64_t i = 0; i < d->h * d->d; i++)
-    qd[i] = pto__ref_val(q, dt, r * d->h * d->d + i);
+/* Sizes d inside buffers laid out for m: m valid, d's b, s1, s2 in [0,
+ * m's], h and d equal. 1, or 0 with why ("bad arguments: ..."). */
+static int bound_ok(const pto_indexer_dims *d, const pto_indexer_dims *m,
+                    const pto_indexer_params *prm, char *why, size_t n) {
+  if (!d || !m || !dims_ok(m, prm)) {
+    snprintf(why, n, "bad arguments: %s",
+             !d ? "dims are NULL"
+                : "the layout's dims or the params are not valid sizes");
+    return 0;
+  }
+  if (d->b < 0 || d->b > m->b || d->s1 < 0 || d->s1 > m->s1 || d->s2 < 0 ||
+      d->s2 > m->s2 || d->h != m->h || d->d != m->d) {
+    snprintf(why, n,
+             "bad arguments: dims {b %" PRId64 ", s1 %" PRId64 ", s2 %" PRId64
+             ", h %" PRId64 ", d %" PRId64 "} do not fit buffers laid out "
+             "for {%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+             ", %" PRId64 "} (b, s1, s2 at most those, h and d equal)",
+             d->b, d->s1, d->s2, d->h, d->d, m->b, m->s1, m->s2, m->h, m->d);
+    return 0;
+  }
+  return 1;
 }
 
-/* Scores of row r's first n keys in double, from qd (row_q) and k of dt;
+/* The buffers' layout: laid out for m (the maxima), read at d's sizes.
+ * Row r of d's B*S1 rows is row `buf` of q, w and the outputs; batch b's
+ * keys start at row b * s2 of k. With m = d, buf = r. */
+typedef struct at_row {
+  int64_t b, i, buf, s2; /* batch, query, buffer row, k's rows per batch */
+} at_row;
+
+static at_row row_at(const pto_indexer_dims *d, const pto_indexer_dims *m,
+                     int64_t r) {
+  const at_row a = {r / d->s1, r % d->s1, r / d->s1 * m->s1 + r % d->s1,
+                    m->s2};
+  return a;
+}
+
+/* Row a's q ([H][D]) in double, for row_scores. */
+static void row_q(const pto_indexer_dims *d, pto_dtype dt, const void *q,
+                  at_row a, double *qd) {
+  for (int64_t i = 0; i < d->h * d->d; i++)
+    qd[i] = pto__ref_val(q, dt, a.buf * d->h * d->d + i);
+}
+
+/* Scores of row `row`'s first n keys in double, from qd (row_q) and k of dt;
  * *scale (when not NULL) gets the largest sum_h |w| |q.k| over them. kd
  * holds D doubles of scratch. */
 static void row_scores(const pto_indexer_dims *d, pto_dtype dt,
                        const double *qd, const void *k, const float *w,
-                       int64_t r, int64_t n, double *kd, double *out,
+                       at_row row, int64_t n, double *kd, double *out,
                        double *scale) {
-  const int64_t b = r / d->s1, H = d->h, D = d->d;
-  const float *wr = w + r * H;
+  const int64_t H = d->h, D = d->d;
+  const float *wr = w + row.buf * H;
   double big = 0;
   for (int64_t j = 0; j < n; j++) {
     for (int64_t c = 0; c < D; c++)
-      kd[c] = pto__ref_val(k, dt, (b * d->s2 + j) * D + c);
+      kd[c] = pto__ref_val(k, dt, (row.b * row.s2 + j) * D + c);
     double s = 0, a = 0;
     for (int64_t h = 0; h < H; h++) {
       const double *qh = qd + h * D;
@@ -324,15 +408,15 @@ static int by_rank(const void *pa, const void *pb) {
   return (a->j > b->j) - (a->j < b->j);
 }
 
-pto_status pto_indexer_ref(const pto_indexer_dims *d,
+/* pto_indexer_ref_bound's work, its arguments checked. */
+static pto_status ref_rows(const pto_indexer_dims *d,
+                           const pto_indexer_dims *m,
                            const pto_indexer_params *prm, const void *q,
                            const void *k, const float *w, int64_t r0,
                            int64_t r1, int32_t *indices, float *values) {
-  if (!dims_ok(d, prm) || !q || !k || !w || !indices || !values || r0 < 0 ||
-      r1 > d->b * d->s1 || r0 > r1)
-    return PTO_EINVAL;
-  double *s = malloc((size_t)d->s2 * sizeof *s);
-  ranked *rk = malloc((size_t)d->s2 * sizeof *rk);
+  const size_t n2 = (size_t)(d->s2 > 0 ? d->s2 : 1); /* S2 bound to 0 */
+  double *s = malloc(n2 * sizeof *s);
+  ranked *rk = malloc(n2 * sizeof *rk);
   double *qd = malloc((size_t)(d->h * d->d) * sizeof *qd);
   double *kd = malloc((size_t)d->d * sizeof *kd);
   if (!s || !rk || !qd || !kd) {
@@ -344,17 +428,18 @@ pto_status pto_indexer_ref(const pto_indexer_dims *d,
   }
   const int64_t T = prm->topk;
   for (int64_t r = r0; r < r1; r++) {
-    int64_t n = pto_indexer_visible(d, prm->mask, r % d->s1);
-    row_q(d, prm->dtype, q, r, qd);
-    row_scores(d, prm->dtype, qd, k, w, r, n, kd, s, NULL);
+    const at_row a = row_at(d, m, r);
+    int64_t n = pto_indexer_visible(d, prm->mask, a.i);
+    row_q(d, prm->dtype, q, a, qd);
+    row_scores(d, prm->dtype, qd, k, w, a, n, kd, s, NULL);
     for (int64_t j = 0; j < n; j++) {
       rk[j].v = (float)s[j];
       rk[j].j = (int32_t)j;
     }
     qsort(rk, (size_t)n, sizeof *rk, by_rank);
     for (int64_t t = 0; t < T; t++) {
-      indices[r * T + t] = t < n ? rk[t].j : -1;
-      values[r * T + t] = t < n ? rk[t].v : -INFINITY;
+      indices[a.buf * T + t] = t < n ? rk[t].j : -1;
+      values[a.buf * T + t] = t < n ? rk[t].v : -INFINITY;
     }
   }
   free(s);
@@ -364,45 +449,63 @@ pto_status pto_indexer_ref(const pto_indexer_dims *d,
   return PTO_OK;
 }
 
+pto_status pto_indexer_ref(const pto_indexer_dims *d,
+                           const pto_indexer_params *prm, const void *q,
+                           const void *k, const float *w, int64_t r0,
+                           int64_t r1, int32_t *indices, float *values) {
+  if (!dims_ok(d, prm) || !q || !k || !w || !indices || !values || r0 < 0 ||
+      r1 > d->b * d->s1 || r0 > r1)
+    return PTO_EINVAL;
+  return ref_rows(d, d, prm, q, k, w, r0, r1, indices, values);
+}
+
+pto_status pto_indexer_ref_bound(const pto_indexer_dims *d,
+                                 const pto_indexer_dims *m,
+                                 const pto_indexer_params *prm, const void *q,
+                                 const void *k, const float *w, int64_t r0,
+                                 int64_t r1, int32_t *indices,
+                                 float *values) {
+  char why[512];
+  if (!m)
+    m = d;
+  if (!bound_ok(d, m, prm, why, sizeof why) || !q || !k || !w || !indices ||
+      !values || r0 < 0 || r1 > d->b * d->s1 || r0 > r1)
+    return PTO_EINVAL;
+  return ref_rows(d, m, prm, q, k, w, r0, r1, indices, values);
+}
+
 static int by_desc(const void *pa, const void *pb) {
   double a = *(const double *)pa, b = *(const double *)pb;
   return (a < b) - (a > b);
 }
 
-int pto_indexer_check(const pto_indexer_dims *d, const pto_indexer_params *prm,
-                      const void *q, const void *k, const float *w,
-                      const int32_t *indices, const float *values, int64_t r0,
-                      int64_t r1, double rtol, char *msg, size_t msg_size) {
-  char dummy[1];
-  if (!msg || !msg_size) {
-    msg = dummy;
-    msg_size = sizeof dummy;
-  }
-  msg[0] = 0;
-  if (!dims_ok(d, prm) || !q || !k || !w || !indices || !values || r0 < 0 ||
-      r1 > d->b * d->s1 || r0 > r1) {
-    snprintf(msg, msg_size, "bad arguments");
-    return -1;
-  }
+/* pto_indexer_check_bound's work, its arguments checked (msg not NULL). */
+static int check_rows(const pto_indexer_dims *d, const pto_indexer_dims *m,
+                      const pto_indexer_params *prm, const void *q,
+                      const void *k, const float *w, const int32_t *indices,
+                      const float *values, int64_t r0, int64_t r1,
+                      double rtol, char *msg, size_t msg_size) {
   if (rtol <= 0)
     rtol = 1e-5;
   const int64_t S2 = d->s2, T = prm->topk;
-  double *s = malloc((size_t)S2 * sizeof *s);
-  double *sorted = malloc((size_t)S2 * sizeof *sorted);
-  unsigned char *sel = malloc((size_t)S2);
+  const size_t n2 = (size_t)(S2 > 0 ? S2 : 1); /* S2 bound to 0 */
+  double *s = malloc(n2 * sizeof *s);
+  double *sorted = malloc(n2 * sizeof *sorted);
+  unsigned char *sel = malloc(n2);
   double *qd = malloc((size_t)(d->h * d->d) * sizeof *qd);
   double *kd = malloc((size_t)d->d * sizeof *kd);
   int bad = !s || !sorted || !sel || !qd || !kd;
   if (bad)
     snprintf(msg, msg_size, "out of memory");
   for (int64_t r = r0; r < r1 && !bad; r++) {
-    const int64_t i = r % d->s1, n = pto_indexer_visible(d, prm->mask, i);
-    const int64_t m = n < T ? n : T;
-    const int32_t *ir = indices + r * T;
-    const float *vr = values + r * T;
+    const at_row a = row_at(d, m, r);
+    const int64_t i = a.i, n = pto_indexer_visible(d, prm->mask, i);
+    const int64_t kept = n < T ? n : T;
+    const int32_t *ir = indices + a.buf * T;
+    const float *vr = values + a.buf * T;
     double scale;
-    row_q(d, prm->dtype, q, r, qd);
-    row_scores(d, prm->dtype, qd, k, w, r, n, kd, s, &scale);
+    row_q(d, prm->dtype, q, a, qd);
+    row_scores(d, prm->dtype, qd, k, w, a, n, kd, s, &scale);
     const double eps = rtol * scale;
     memset(sel, 0, (size_t)S2);
 #define FAIL(...)                                                              \
@@ -415,7 +518,7 @@ int pto_indexer_check(const pto_indexer_dims *d, const pto_indexer_params *prm,
   } while (0)
     for (int64_t t = 0; t < T && !bad; t++) {
       int32_t j = ir[t];
-      if (t >= m) {
+      if (t >= kept) {
         if (j != -1 || !(isinf(vr[t]) && vr[t] < 0))
           FAIL("slot %" PRId64 " holds (%d, %g); with %" PRId64
                " visible keys it must be padding (-1, -inf)",
@@ -438,20 +541,20 @@ int pto_indexer_check(const pto_indexer_dims *d, const pto_indexer_params *prm,
       else
         sel[j] = 1;
     }
-    if (bad || !m)
+    if (bad || !kept)
       continue;
     memcpy(sorted, s, (size_t)n * sizeof *s);
     qsort(sorted, (size_t)n, sizeof *sorted, by_desc);
-    const double kth = sorted[m - 1];
+    const double kth = sorted[kept - 1];
     for (int64_t j = 0; j < n && !bad; j++) {
       if (sel[j] && s[j] < kth - eps)
         FAIL("key %" PRId64 " is selected with score %.9g, below the "
              "%" PRId64 "-th largest %.9g (tolerance %.3g)",
-             j, s[j], m, kth, eps);
+             j, s[j], kept, kth, eps);
       else if (!sel[j] && s[j] > kth + eps)
         FAIL("key %" PRId64 " with score %.9g is not selected, above the "
              "%" PRId64 "-th largest %.9g (tolerance %.3g)",
-             j, s[j], m, kth, eps);
+             j, s[j], kept, kth, eps);
     }
 #undef FAIL
   }
@@ -461,4 +564,52 @@ int pto_indexer_check(const pto_indexer_dims *d, const pto_indexer_params *prm,
   free(qd);
   free(kd);
   return bad ? -1 : 0;
+}
+
+int pto_indexer_check(const pto_indexer_dims *d, const pto_indexer_params *prm,
+                      const void *q, const void *k, const float *w,
+                      const int32_t *indices, const float *values, int64_t r0,
+                      int64_t r1, double rtol, char *msg, size_t msg_size) {
+  char dummy[1];
+  if (!msg || !msg_size) {
+    msg = dummy;
+    msg_size = sizeof dummy;
+  }
+  msg[0] = 0;
+  if (!dims_ok(d, prm) || !q || !k || !w || !indices || !values || r0 < 0 ||
+      r1 > d->b * d->s1 || r0 > r1) {
+    snprintf(msg, msg_size, "bad arguments");
+    return -1;
+  }
+  return check_rows(d, d, prm, q, k, w, indices, values, r0, r1, rtol, msg,
+                    msg_size);
+}
+
+int pto_indexer_check_bound(const pto_indexer_dims *d,
+                            const pto_indexer_dims *m,
+                            const pto_indexer_params *prm, const void *q,
+                            const void *k, const float *w,
+                            const int32_t *indices, const float *values,
+                            int64_t r0, int64_t r1, double rtol, char *msg,
+                            size_t msg_size) {
+  char dummy[1];
+  if (!msg || !msg_size) {
+    msg = dummy;
+    msg_size = sizeof dummy;
+  }
+  msg[0] = 0;
+  if (!m)
+    m = d;
+  if (!bound_ok(d, m, prm, msg, msg_size))
+    return -1;
+  if (!q || !k || !w || !indices || !values || r0 < 0 || r1 > d->b * d->s1 ||
+      r0 > r1) {
+    snprintf(msg, msg_size,
+             "bad arguments: a NULL buffer, or rows [%" PRId64 ", %" PRId64
+             ") not inside the %" PRId64 " of B*S1",
+             r0, r1, d->b * d->s1);
+    return -1;
+  }
+  return check_rows(d, m, prm, q, k, w, indices, values, r0, r1, rtol, msg,
+                    msg_size);
 }

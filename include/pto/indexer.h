@@ -18,6 +18,11 @@
  *   pto_program *p = pto_indexer_program(&d, &prm);   // inputs q, k, w
  *   pto_executable *e;                                // outputs indices,
  *   pto_compile(p, NULL, &e);                         // values
+ *
+ * With prm.dynamic = PTO_INDEXER_DYN_ALL the same call builds one program
+ * for every B <= 1, S1 <= 128 and S2 <= 8192: a run binds them
+ * (pto_run_bind(run, "S2", 5000)) and reads and writes buffers laid out
+ * for those maxima; pto_indexer_check_bound checks it at its binding.
  */
 #ifndef PTO_INDEXER_H
 #define PTO_INDEXER_H
@@ -55,7 +60,34 @@ typedef struct pto_indexer_params {
    * checker: PTO_F32 or PTO_BF16 (as DeepSeek deploys them). w, the
    * scores, their top-k and the values stay f32. */
   pto_dtype dtype;
+  /* The dims pto_indexer_program declares dynamic (pto_dim_dynamic), an or
+   * of PTO_INDEXER_DYN_* below; 0 (the default): a static program, as
+   * before the field existed. A flagged dim is named "B", "S1" or "S2" and
+   * its maximum is the dims' b, s1 or s2, so one compile serves every size
+   * up to the maxima:
+   *   - buffers are laid out for the maxima whatever a run binds (q
+   *     [b,s1,H,D], k [b,s2,D], w [b,s1,H], indices and values
+   *     [b,s1,topk] of the dims given), and a run reads and writes only
+   *     the valid region: query i < S1 of batch b < B is row b * s1 + i,
+   *     key j < S2 row b * s2 + j; nothing else of the outputs is written;
+   *   - a run binds every flagged dim (pto_run_bind(run, "S1", n), 0 to
+   *     its maximum; above it is PTO_ERANGE naming the dim, the maximum
+   *     and the value); the causal mask follows the bound S1 and S2;
+   *   - tiles and the reuse knob are chosen for the maxima.
+   * pto_indexer itself follows the dims of its inputs: a flag there only
+   * asserts that axis is dynamic (PTO_EINVAL when it is not). Bits
+   * outside PTO_INDEXER_DYN_ALL are PTO_EINVAL. pto_indexer_ref_bound and
+   * pto_indexer_check_bound check a run at its binding. */
+  unsigned dynamic;
 } pto_indexer_params;
+
+/* Flags of pto_indexer_params.dynamic. */
+enum {
+  PTO_INDEXER_DYN_B = 1u << 0,  /* dim "B", maximum dims.b */
+  PTO_INDEXER_DYN_S1 = 1u << 1, /* dim "S1", maximum dims.s1 */
+  PTO_INDEXER_DYN_S2 = 1u << 2, /* dim "S2", maximum dims.s2 */
+  PTO_INDEXER_DYN_ALL = 7u
+};
 
 /* topk 2048 (DeepSeek-V3.2's), causal, tiles chosen for the host, f32. */
 PTO_API pto_indexer_params pto_indexer_params_default(void);
@@ -72,8 +104,11 @@ PTO_API pto_tensor *pto_indexer(pto_program *p, pto_tensor *q, pto_tensor *k,
                                 pto_tensor **indices);
 
 /* A program "indexer" with inputs "q", "k" (of prm->dtype), "w" and
- * outputs "indices", "values", as above. NULL on ENOMEM; check
- * pto_program_status. */
+ * outputs "indices", "values", as above, static or with the dims
+ * prm->dynamic flags dynamic (dims' b, s1, s2 their maxima, in [1, 2^40)).
+ * NULL on ENOMEM; check pto_program_status (a bad flag or maximum:
+ * PTO_EINVAL, "indexer: dynamic dim S2 needs a maximum in [1, 2^40); dims
+ * s2 is 0"). */
 PTO_API pto_program *pto_indexer_program(const pto_indexer_dims *d,
                                          const pto_indexer_params *prm);
 
@@ -137,6 +172,33 @@ PTO_API int pto_indexer_check(const pto_indexer_dims *d,
                               const int32_t *indices, const float *values,
                               int64_t r0, int64_t r1, double rtol, char *msg,
                               size_t msg_size);
+
+/* The reference and the checker for a run of a dynamic program
+ * (prm->dynamic) bound to sizes d, in buffers laid out for the maxima m
+ * (the dims the program was built with): q, k, w, indices and values are
+ * the run's buffers, [m->b, m->s1, ...] and [m->b, m->s2, D]. Rows [r0, r1)
+ * are of d's B*S1 (row r is batch r / d->s1, query r % d->s1, at row
+ * (r / d->s1) * m->s1 + r % d->s1 of the buffers); the mask and the keys
+ * are d's. d->b, d->s1 and d->s2 may be 0 to m's (0: nothing to do, or
+ * every slot padding); d->h and d->d must equal m's. Nothing outside those
+ * rows is read or written. With m equal to d (or NULL) they are
+ * pto_indexer_ref and pto_indexer_check. PTO_EINVAL / -1 with "bad
+ * arguments: ..." for sizes that do not fit m. */
+PTO_API pto_status pto_indexer_ref_bound(const pto_indexer_dims *d,
+                                         const pto_indexer_dims *m,
+                                         const pto_indexer_params *prm,
+                                         const void *q, const void *k,
+                                         const float *w, int64_t r0,
+                                         int64_t r1, int32_t *indices,
+                                         float *values);
+PTO_API int pto_indexer_check_bound(const pto_indexer_dims *d,
+                                    const pto_indexer_dims *m,
+                                    const pto_indexer_params *prm,
+                                    const void *q, const void *k,
+                                    const float *w, const int32_t *indices,
+                                    const float *values, int64_t r0,
+                                    int64_t r1, double rtol, char *msg,
+                                    size_t msg_size);
 
 PTO_EXTERN_C_END
 
