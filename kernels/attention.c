@@ -149,8 +149,8 @@ pto_tensor *pto_attention(pto_program *p, pto_tensor *q, pto_tensor *kv,
       return NULL;
     }
   const int dyn_s1 = pto_tensor_dim_dynamic(q, 1) >= 0,
-            dyn_s2 = pto_tensor_ndim(kv) > 1 &&
-                     pto_tensor_dim_dynamic(kv, 1) >= 0;
+            dyn_s2 =
+                pto_tensor_ndim(kv) > 1 && pto_tensor_dim_dynamic(kv, 1) >= 0;
   /* the mask reads S1 and S2 as dims (below): not as slices or merges */
   if (prm->causal && ((dyn_s1 && pto_tensor_dim_code(q, 1) >= 0) ||
                       (dyn_s2 && pto_tensor_dim_code(kv, 1) >= 0))) {
@@ -287,8 +287,8 @@ static int bound_ok(const pto_attention_dims *d, const pto_attention_dims *m,
              "} do not fit buffers laid out for {%" PRId64 ", %" PRId64
              ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
              "} (b, s1, s2 at most those, the rest equal)",
-             d->b, d->s1, d->s2, d->h, d->d, d->dv, d->topk, m->b, m->s1,
-             m->s2, m->h, m->d, m->dv, m->topk);
+             d->b, d->s1, d->s2, d->h, d->d, d->dv, d->topk, m->b, m->s1, m->s2,
+             m->h, m->d, m->dv, m->topk);
     return 0;
   }
   return 1;
@@ -417,8 +417,8 @@ pto_status pto_attention_ref_bound(const pto_attention_dims *d,
   char why[512];
   if (!m)
     m = d;
-  if (!bound_ok(d, m, prm, why, sizeof why) || !q || !kv || !indices ||
-      !out || !lse || r0 < 0 || r0 > r1 || r1 > d->b * d->s1)
+  if (!bound_ok(d, m, prm, why, sizeof why) || !q || !kv || !indices || !out ||
+      !lse || r0 < 0 || r0 > r1 || r1 > d->b * d->s1)
     return PTO_EINVAL;
   return ref_rows(d, m, prm, q, kv, indices, r0, r1, out, lse);
 }
@@ -485,8 +485,7 @@ int pto_attention_check(const pto_attention_dims *d,
     snprintf(msg, msg_size, "bad arguments");
     return -1;
   }
-  return check_rows(d, d, prm, q, kv, indices, out, lse, r0, r1, msg,
-                    msg_size);
+  return check_rows(d, d, prm, q, kv, indices, out, lse, r0, r1, msg, msg_size);
 }
 
 int pto_attention_check_bound(const pto_attention_dims *d,
@@ -513,6 +512,5 @@ int pto_attention_check_bound(const pto_attention_dims *d,
              r0, r1, d->b * d->s1);
     return -1;
   }
-  return check_rows(d, m, prm, q, kv, indices, out, lse, r0, r1, msg,
-                    msg_size);
+  return check_rows(d, m, prm, q, kv, indices, out, lse, r0, r1, msg, msg_size);
 }

@@ -338,8 +338,8 @@ static int bound_ok(const pto_indexer_dims *d, const pto_indexer_dims *m,
     snprintf(why, n,
              "bad arguments: dims {b %" PRId64 ", s1 %" PRId64 ", s2 %" PRId64
              ", h %" PRId64 ", d %" PRId64 "} do not fit buffers laid out "
-             "for {%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-             ", %" PRId64 "} (b, s1, s2 at most those, h and d equal)",
+             "for {%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+             "} (b, s1, s2 at most those, h and d equal)",
              d->b, d->s1, d->s2, d->h, d->d, m->b, m->s1, m->s2, m->h, m->d);
     return 0;
   }
@@ -355,8 +355,7 @@ typedef struct at_row {
 
 static at_row row_at(const pto_indexer_dims *d, const pto_indexer_dims *m,
                      int64_t r) {
-  const at_row a = {r / d->s1, r % d->s1, r / d->s1 * m->s1 + r % d->s1,
-                    m->s2};
+  const at_row a = {r / d->s1, r % d->s1, r / d->s1 * m->s1 + r % d->s1, m->s2};
   return a;
 }
 
@@ -409,8 +408,7 @@ static int by_rank(const void *pa, const void *pb) {
 }
 
 /* pto_indexer_ref_bound's work, its arguments checked. */
-static pto_status ref_rows(const pto_indexer_dims *d,
-                           const pto_indexer_dims *m,
+static pto_status ref_rows(const pto_indexer_dims *d, const pto_indexer_dims *m,
                            const pto_indexer_params *prm, const void *q,
                            const void *k, const float *w, int64_t r0,
                            int64_t r1, int32_t *indices, float *values) {
@@ -463,8 +461,7 @@ pto_status pto_indexer_ref_bound(const pto_indexer_dims *d,
                                  const pto_indexer_dims *m,
                                  const pto_indexer_params *prm, const void *q,
                                  const void *k, const float *w, int64_t r0,
-                                 int64_t r1, int32_t *indices,
-                                 float *values) {
+                                 int64_t r1, int32_t *indices, float *values) {
   char why[512];
   if (!m)
     m = d;
@@ -483,8 +480,8 @@ static int by_desc(const void *pa, const void *pb) {
 static int check_rows(const pto_indexer_dims *d, const pto_indexer_dims *m,
                       const pto_indexer_params *prm, const void *q,
                       const void *k, const float *w, const int32_t *indices,
-                      const float *values, int64_t r0, int64_t r1,
-                      double rtol, char *msg, size_t msg_size) {
+                      const float *values, int64_t r0, int64_t r1, double rtol,
+                      char *msg, size_t msg_size) {
   if (rtol <= 0)
     rtol = 1e-5;
   const int64_t S2 = d->s2, T = prm->topk;

@@ -190,8 +190,8 @@ static void indexer_program_bindings(pto_mask_mode mask) {
    * (64 keys), fewer keys than queries, an S2 of 0 (every slot padding),
    * B of 0 (nothing), the maxima */
   static const int64_t bind[][3] = {
-      {1, 1, 1},   {1, 6, 48},  {2, 12, 64},   {2, 20, 7}, {1, 20, 19},
-      {2, 7, 129}, {2, 5, 0},   {0, 20, 300},  {1, 1, 300}, {2, 20, 300}};
+      {1, 1, 1},   {1, 6, 48}, {2, 12, 64},  {2, 20, 7},  {1, 20, 19},
+      {2, 7, 129}, {2, 5, 0},  {0, 20, 300}, {1, 1, 300}, {2, 20, 300}};
   const int64_t n_out = BM * S1M * TOPK;
   for (size_t c = 0; c < sizeof bind / sizeof bind[0]; c++) {
     const int64_t *v = bind[c];
@@ -204,8 +204,8 @@ static void indexer_program_bindings(pto_mask_mode mask) {
     cr_assert_eq(pto_program_eval_dims(p, v, in, ref), PTO_OK, "%s: %s", what,
                  pto_program_error(p));
     cr_assert_eq(pto_indexer_check_bound(&dd, &IMAX, &prm, b.q, b.k, b.w,
-                                         b.ridx, b.rval, 0, v[0] * v[1], 0,
-                                         msg, sizeof msg),
+                                         b.ridx, b.rval, 0, v[0] * v[1], 0, msg,
+                                         sizeof msg),
                  0, "%s, evaluator: %s", what, msg);
     /* the bound reference: the evaluator's results (exact inputs), and
      * nothing written past the extents */
@@ -219,8 +219,10 @@ static void indexer_program_bindings(pto_mask_mode mask) {
     int bad = 0;
     for (int64_t i = 0; i < n_out; i++)
       bad += xidx[i] != b.ridx[i] || memcmp(&xval[i], &b.rval[i], 4);
-    cr_expect_eq(bad, 0, "%s: the bound reference and the evaluator differ "
-                 "in %d slots", what, bad);
+    cr_expect_eq(bad, 0,
+                 "%s: the bound reference and the evaluator differ "
+                 "in %d slots",
+                 what, bad);
     /* ... and the plain reference on the valid region packed dense */
     if (v[0] && v[1] && v[2]) {
       for (int64_t r = 0; r < v[0] * v[1]; r++) {
@@ -231,17 +233,19 @@ static void indexer_program_bindings(pto_mask_mode mask) {
       for (int64_t bb = 0; bb < v[0]; bb++)
         memcpy(dk + bb * v[2] * D, b.k + bb * S2M * D,
                sizeof(float) * (size_t)(v[2] * D));
-      cr_assert_eq(pto_indexer_ref(&dd, &prm, dq, dk, dw, 0, v[0] * v[1],
-                                   didx, dval),
-                   PTO_OK);
+      cr_assert_eq(
+          pto_indexer_ref(&dd, &prm, dq, dk, dw, 0, v[0] * v[1], didx, dval),
+          PTO_OK);
       bad = 0;
       for (int64_t r = 0; r < v[0] * v[1]; r++) {
         const int64_t br = r / v[1] * S1M + r % v[1];
         bad += memcmp(didx + r * TOPK, xidx + br * TOPK, 4 * TOPK) ||
                memcmp(dval + r * TOPK, xval + br * TOPK, 4 * TOPK);
       }
-      cr_expect_eq(bad, 0, "%s: %d rows of the bound reference differ from "
-                   "the plain one's", what, bad);
+      cr_expect_eq(bad, 0,
+                   "%s: %d rows of the bound reference differ from "
+                   "the plain one's",
+                   what, bad);
     }
     for (int way = 0; way < 2; way++) {
       for (int64_t i = 0; i < n_out; i++) {
@@ -254,8 +258,8 @@ static void indexer_program_bindings(pto_mask_mode mask) {
       bad = 0; /* equal to the evaluator, sentinels past the extents too */
       for (int64_t i = 0; i < n_out; i++)
         bad += b.idx[i] != b.ridx[i] || memcmp(&b.val[i], &b.rval[i], 4);
-      cr_expect_eq(bad, 0, "%s, %s: %d slots differ from the evaluator",
-                   what, way ? "2 workers" : "serial", bad);
+      cr_expect_eq(bad, 0, "%s, %s: %d slots differ from the evaluator", what,
+                   way ? "2 workers" : "serial", bad);
       int outside = 0;
       for (int64_t i = 0; i < n_out; i++)
         outside += !inside(v, S1M, i / TOPK) &&
@@ -263,8 +267,8 @@ static void indexer_program_bindings(pto_mask_mode mask) {
       cr_expect_eq(outside, 0, "%s: %d slots written past the extents", what,
                    outside);
       cr_expect_eq(pto_indexer_check_bound(&dd, &IMAX, &prm, b.q, b.k, b.w,
-                                           b.idx, b.val, 0, v[0] * v[1], 0,
-                                           msg, sizeof msg),
+                                           b.idx, b.val, 0, v[0] * v[1], 0, msg,
+                                           sizeof msg),
                    0, "%s, %s: %s", what, way ? "2 workers" : "serial", msg);
     }
   }
@@ -274,8 +278,7 @@ static void indexer_program_bindings(pto_mask_mode mask) {
   pto_program_free(p);
 }
 
-Test(kernels, dynamic_indexer_program_causal_at_many_bindings,
-     .timeout = 120) {
+Test(kernels, dynamic_indexer_program_causal_at_many_bindings, .timeout = 120) {
   indexer_program_bindings(PTO_MASK_CAUSAL);
 }
 
@@ -290,8 +293,8 @@ Test(kernels, dynamic_indexer_program_unmasked_at_many_bindings,
 Test(kernels, dynamic_indexer_program_at_the_maxima_equals_the_static,
      .timeout = 120) {
   pto_runtime *rt = runtime_with(2, 0);
-  float *q = random_f32(BM * S1M * H * D, 31), *k = random_f32(BM * S2M * D, 32),
-        *w = random_f32(BM * S1M * H, 33);
+  float *q = random_f32(BM * S1M * H * D, 31),
+        *k = random_f32(BM * S2M * D, 32), *w = random_f32(BM * S1M * H, 33);
   const void *in[] = {q, k, w};
   for (int causal = 0; causal < 2; causal++) {
     const pto_mask_mode mask = causal ? PTO_MASK_CAUSAL : PTO_MASK_NONE;
@@ -418,10 +421,9 @@ static pto_attention_params attention_prm(int causal, unsigned dyn) {
 static void attention_indices(int32_t *ix, const int64_t v[3]) {
   for (int64_t r = 0; r < AB * AS1; r++)
     for (int64_t t = 0; t < AT; t++)
-      ix[r * AT + t] =
-          inside(v, AS1, r)
-              ? (int32_t)((r * 31 + t * 17 + 5) % (v[2] + 3)) - 1
-              : (int32_t)((r + t) % AS2);
+      ix[r * AT + t] = inside(v, AS1, r)
+                           ? (int32_t)((r * 31 + t * 17 + 5) % (v[2] + 3)) - 1
+                           : (int32_t)((r + t) % AS2);
 }
 
 typedef struct aio {
@@ -450,10 +452,11 @@ static int attention_agree(const int64_t v[3], const float *out,
   }
   for (int64_t i = 0; i < NLSE; i++) {
     const int in = inside(v, AS1, i / AH);
-    bad += in ? isinf(wlse[i]) ? lse[i] != wlse[i]
-                               : !(fabsf(lse[i] - wlse[i]) <=
-                                   1e-6f + 1e-6f * fabsf(wlse[i]))
-              : lse[i] != SENTINEL;
+    bad +=
+        in ? isinf(wlse[i])
+                 ? lse[i] != wlse[i]
+                 : !(fabsf(lse[i] - wlse[i]) <= 1e-6f + 1e-6f * fabsf(wlse[i]))
+           : lse[i] != SENTINEL;
   }
   return bad;
 }
@@ -485,7 +488,7 @@ static void attention_program_bindings(int causal) {
   /* B S1 S2: ones, a slot block's keys (16), fewer keys than queries (the
    * causal limit S2 - S1 + i below 0 for the first rows: lse +inf), S2 of
    * 0, B of 0, the maxima */
-  static const int64_t bind[][3] = {{1, 1, 1},   {2, 9, 5},  {1, 9, 16},
+  static const int64_t bind[][3] = {{1, 1, 1},   {2, 9, 5},   {1, 9, 16},
                                     {2, 4, 64},  {1, 3, 150}, {2, 9, 0},
                                     {0, 9, 200}, {2, 1, 200}, {2, 9, 200}};
   for (size_t c = 0; c < sizeof bind / sizeof bind[0]; c++) {
@@ -509,8 +512,8 @@ static void attention_program_bindings(int causal) {
      * the extents, and the plain reference's on the rows packed dense */
     fill(b.rout, NOUT);
     fill(b.rlse, NLSE);
-    cr_assert_eq(pto_attention_ref_bound(&dd, &AMAX, &prm, b.q, b.kv, b.ix,
-                                         0, rows, b.rout, b.rlse),
+    cr_assert_eq(pto_attention_ref_bound(&dd, &AMAX, &prm, b.q, b.kv, b.ix, 0,
+                                         rows, b.rout, b.rlse),
                  PTO_OK, "%s", what);
     cr_expect_eq(attention_agree(v, b.rout, b.rlse, b.eout, b.else_), 0,
                  "%s: the bound reference and the evaluator differ", what);
@@ -533,8 +536,10 @@ static void attention_program_bindings(int causal) {
                       4 * AH * ADV) ||
                memcmp(b.dlse + r * AH, b.rlse + br * AH, 4 * AH);
       }
-      cr_expect_eq(bad, 0, "%s: %d rows of the bound reference differ from "
-                   "the plain one's", what, bad);
+      cr_expect_eq(bad, 0,
+                   "%s: %d rows of the bound reference differ from "
+                   "the plain one's",
+                   what, bad);
     }
     for (int way = 0; way < 2; way++) {
       fill(b.out, NOUT);
@@ -582,8 +587,8 @@ Test(kernels, dynamic_attention_program_at_the_maxima_equals_the_static,
   void *so[] = {b.rout, b.rlse}, *dout[] = {b.out, b.lse};
   for (int causal = 0; causal < 2; causal++) {
     const pto_attention_params sp = attention_prm(causal, 0),
-                               dp = attention_prm(causal,
-                                                  PTO_ATTENTION_DYN_ALL);
+                               dp =
+                                   attention_prm(causal, PTO_ATTENTION_DYN_ALL);
     pto_program *ps = pto_attention_program(&AMAX, &sp),
                 *pd = pto_attention_program(&AMAX, &dp);
     cr_assert_eq(pto_program_status(ps), PTO_OK, "%s", pto_program_error(ps));
@@ -669,8 +674,8 @@ Test(kernels, dynamic_attention_program_default_is_the_static_build,
  * the value; the run keeps its previous binding. */
 Test(kernels, dynamic_operator_programs_refuse_a_binding_above_a_maximum,
      .timeout = 60) {
-  const pto_indexer_params ip = indexer_prm(PTO_MASK_CAUSAL,
-                                            PTO_INDEXER_DYN_ALL);
+  const pto_indexer_params ip =
+      indexer_prm(PTO_MASK_CAUSAL, PTO_INDEXER_DYN_ALL);
   const pto_attention_params ap = attention_prm(1, PTO_ATTENTION_DYN_ALL);
   pto_program *ps[2] = {pto_indexer_program(&IMAX, &ip),
                         pto_attention_program(&AMAX, &ap)};
@@ -782,17 +787,17 @@ Test(kernels, dynamic_operator_programs_refuse_bad_params, .timeout = 60) {
 
 Test(kernels, dynamic_operator_bound_checkers_refuse_sizes_past_the_layout,
      .timeout = 60) {
-  const pto_indexer_params ip = indexer_prm(PTO_MASK_CAUSAL,
-                                            PTO_INDEXER_DYN_ALL);
+  const pto_indexer_params ip =
+      indexer_prm(PTO_MASK_CAUSAL, PTO_INDEXER_DYN_ALL);
   const pto_attention_params ap = attention_prm(1, PTO_ATTENTION_DYN_ALL);
   static io b;
   static aio a;
   char msg[512];
   pto_indexer_dims d = IMAX;
   d.s2 = S2M + 1;
-  cr_expect_eq(pto_indexer_ref_bound(&d, &IMAX, &ip, b.q, b.k, b.w, 0, 1,
-                                     b.idx, b.val),
-               PTO_EINVAL);
+  cr_expect_eq(
+      pto_indexer_ref_bound(&d, &IMAX, &ip, b.q, b.k, b.w, 0, 1, b.idx, b.val),
+      PTO_EINVAL);
   cr_expect_eq(pto_indexer_check_bound(&d, &IMAX, &ip, b.q, b.k, b.w, b.idx,
                                        b.val, 0, 1, 0, msg, sizeof msg),
                -1);

@@ -188,17 +188,15 @@ PTO_API pto_status pto_indexer_ref_bound(const pto_indexer_dims *d,
                                          const pto_indexer_dims *m,
                                          const pto_indexer_params *prm,
                                          const void *q, const void *k,
-                                         const float *w, int64_t r0,
-                                         int64_t r1, int32_t *indices,
-                                         float *values);
+                                         const float *w, int64_t r0, int64_t r1,
+                                         int32_t *indices, float *values);
 PTO_API int pto_indexer_check_bound(const pto_indexer_dims *d,
                                     const pto_indexer_dims *m,
                                     const pto_indexer_params *prm,
                                     const void *q, const void *k,
                                     const float *w, const int32_t *indices,
-                                    const float *values, int64_t r0,
-                                    int64_t r1, double rtol, char *msg,
-                                    size_t msg_size);
+                                    const float *values, int64_t r0, int64_t r1,
+                                    double rtol, char *msg, size_t msg_size);
 
 PTO_EXTERN_C_END
 
