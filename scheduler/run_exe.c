@@ -127,6 +127,10 @@ typedef struct exe_run {
   uint64_t bound;
   uint8_t *skip;
   uint32_t *n_pred;
+  /* skip and n_pred hold the job at the binding (pto_run_prepare), with
+   * these counts: the active tasks, per core type */
+  int prepared;
+  uint32_t active, reserve[2];
   /* made by an executable-level call: its error and trace go to the
    * executable, and the call frees it */
   int transient;
@@ -266,6 +270,8 @@ pto_status pto_run_bind_index(pto_run *run, int i, int64_t value) {
   if (atomic_load_explicit(&r->busy, memory_order_acquire))
     return pto__error_set(&r->err, PTO_ESTATE,
                           "bind: the run is executing");
+  if (!(r->bound >> i & 1) || r->ext[i] != value)
+    r->prepared = 0;
   r->ext[i] = value;
   r->bound |= (uint64_t)1 << i;
   return PTO_OK;
@@ -283,40 +289,53 @@ int64_t pto_run_dim(const pto_run *run, const char *dim) {
  * every instance empty), and how many of its producers each other task
  * waits for. A skipped task's consumers do not wait for it: it writes
  * nothing, and every dependency is a read of what a producer wrote, so
- * whatever else they read comes from tasks they wait for directly. */
+ * whatever else they read comes from tasks they wait for directly. The
+ * pass runs once per binding: executions at the same extents reuse it. */
 static pto_status exe_bind_job(exe_run *r) {
   const pto_executable *e = r->e;
   const pto_program *p = e->prog;
-  for (int i = 0; i < p->n_dims; i++)
-    if (!(r->bound >> i & 1))
-      return pto__error_set(&r->err, PTO_EINVAL,
-                            "run: dim '%s' (maximum %" PRId64
-                            ") is not bound (pto_run_bind)",
-                            p->dims[i].name, p->dims[i].max);
-  pto_status st = pto__dims_check(p, r->ext, &r->err);
-  if (st)
-    return st;
-  uint32_t active = 0;
-  for (uint32_t t = 0; t < e->n_tasks; t++) {
-    uint8_t skip = 1;
-    for (uint32_t k = 0; skip && k < e->tasks[t].n_inst; k++)
-      skip = (uint8_t)pto__task_instance_empty(e, t, k, r->ext);
-    r->skip[t] = skip;
-    r->n_pred[t] = 0;
-    active += !skip;
+  if (!r->prepared) { /* the binding changed since the last pass */
+    for (int i = 0; i < p->n_dims; i++)
+      if (!(r->bound >> i & 1))
+        return pto__error_set(&r->err, PTO_EINVAL,
+                              "run: dim '%s' (maximum %" PRId64
+                              ") is not bound (pto_run_bind)",
+                              p->dims[i].name, p->dims[i].max);
+    pto_status st = pto__dims_check(p, r->ext, &r->err);
+    if (st)
+      return st;
+    r->active = r->reserve[0] = r->reserve[1] = 0;
+    for (uint32_t t = 0; t < e->n_tasks; t++) {
+      uint8_t skip = 1;
+      for (uint32_t k = 0; skip && k < e->tasks[t].n_inst; k++)
+        skip = (uint8_t)pto__task_instance_empty(e, t, k, r->ext);
+      r->skip[t] = skip;
+      r->n_pred[t] = 0;
+      r->active += !skip;
+      r->reserve[r->s->core[t]] += !skip;
+    }
+    for (uint32_t t = 0; t < e->n_tasks; t++)
+      if (!r->skip[t])
+        for (uint32_t k = 0; k < e->tasks[t].n_succ; k++)
+          r->n_pred[e->succ[e->tasks[t].succ + k]]++;
+    r->prepared = 1;
   }
-  for (uint32_t t = 0; t < e->n_tasks; t++)
-    if (!r->skip[t])
-      for (uint32_t k = 0; k < e->tasks[t].n_succ; k++)
-        r->n_pred[e->succ[e->tasks[t].succ + k]]++;
   pto_job *j = &r->run.job;
   j->skip = r->skip;
   j->n_pred = r->n_pred;
-  j->n_active = active;
-  j->reserve[0] = j->reserve[1] = 0;
-  for (uint32_t t = 0; t < e->n_tasks; t++)
-    j->reserve[r->s->core[t]] += !r->skip[t];
+  j->n_active = r->active;
+  j->reserve[0] = r->reserve[0];
+  j->reserve[1] = r->reserve[1];
   return PTO_OK;
+}
+
+pto_status pto_run_prepare(pto_run *run) {
+  exe_run *r = exe_run_of(run);
+  if (!r)
+    return pto__last_error(PTO_EINVAL, "pto_run_prepare: the run is NULL");
+  if (atomic_load_explicit(&r->busy, memory_order_acquire))
+    return pto__error_set(&r->err, PTO_ESTATE, "prepare: the run is executing");
+  return r->skip ? exe_bind_job(r) : PTO_OK;
 }
 
 /* ---- one execution ---------------------------------------------------------- */

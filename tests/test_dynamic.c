@@ -167,6 +167,10 @@ Test(scheduler, dynamic_bindings_are_checked, .timeout = 60) {
   cr_expect_eq(pto_run_dim(run, "B"), -1, "unbound");
   cr_assert_eq(pto_run_bind(run, "B", 2), PTO_OK);
   cr_expect_eq(pto_run_exec_serial(run, in, out), PTO_EINVAL, "S unbound");
+  cr_expect_eq(pto_run_prepare(run), PTO_EINVAL, "prepare: S unbound");
+  cr_expect(strstr(pto_run_error(run), "dim 'S' (maximum 50) is not bound"),
+            "%s", pto_run_error(run));
+  cr_expect_eq(pto_run_prepare(NULL), PTO_EINVAL);
   pto_run_free(run);
   pto_executable_free(e);
   pto_program_free(p);
@@ -419,6 +423,39 @@ Test(scheduler, dynamic_means_divide_by_the_extent, .timeout = 60) {
                   "S=%ld [%d][%ld]: run vs eval", (long)s, r, (long)k);
       }
     }
+  }
+  pto_run_free(run);
+  pto_runtime_free(rt);
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
+/* pto_run_prepare sizes the job once per binding: executions at the same
+ * extents reuse it, a changed extent redoes it, and the results are the
+ * evaluator's either way. */
+Test(scheduler, a_prepared_binding_is_reused_until_it_changes, .timeout = 60) {
+  pto_program *p = dyn_program();
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  static bufs B;
+  fill_inputs(&B);
+  const void *in[] = {B.x, B.w, B.bias};
+  void *out[] = {B.y, B.z}, *ref[] = {B.ry, B.rz};
+  pto_runtime *rt = runtime(2, 0);
+  pto_run *run = NULL;
+  cr_assert_eq(pto_run_new(e, &run), PTO_OK);
+  static const int64_t seq[][2] = {{2, 17}, {2, 17}, {3, 17}, {3, 40}, {3, 40}};
+  for (size_t c = 0; c < sizeof seq / sizeof seq[0]; c++) {
+    cr_assert_eq(pto_run_bind(run, "B", seq[c][0]), PTO_OK);
+    cr_assert_eq(pto_run_bind(run, "S", seq[c][1]), PTO_OK);
+    if (c % 2 == 0) /* prepared apart, or by the execution */
+      cr_assert_eq(pto_run_prepare(run), PTO_OK, "%s", pto_run_error(run));
+    fill(B.y, BM * SM, SENTINEL);
+    fill(B.z, BM * N * SM, SENTINEL);
+    cr_assert_eq(pto_run_exec(rt, run, in, out), PTO_OK, "%s",
+                 pto_run_error(run));
+    cr_assert_eq(pto_program_eval_dims(p, seq[c], in, ref), PTO_OK);
+    cr_expect_eq(compare(&B, seq[c][0], seq[c][1]), 0, "binding %zu", c);
   }
   pto_run_free(run);
   pto_runtime_free(rt);

@@ -1791,6 +1791,14 @@ public:
           r_);
     return *this;
   }
+  /* Checks the binding and sizes the run's tasks to it now
+   * (pto_run_prepare), not in the next execution; throws the library's
+   * message for an unbound dim or a failed equality. */
+  run &prepare() {
+    const char *call = "pto::run::prepare";
+    detail::check(pto_run_prepare(raw(call)), call, r_);
+    return *this;
+  }
   /* What dim `name` is bound to, or -1 (unbound, or no such dim). */
   int64_t dim(const std::string &name) const noexcept {
     return pto_run_dim(r_, name.c_str());

@@ -107,6 +107,13 @@ PTO_API pto_status pto_run_bind(pto_run *run, const char *dim, int64_t value);
 PTO_API pto_status pto_run_bind_index(pto_run *run, int i, int64_t value);
 /* What dim is bound to, or -1. */
 PTO_API int64_t pto_run_dim(const pto_run *run, const char *dim);
+/* Checks the binding (every dim bound, the ops' equalities) and sizes the
+ * run's job to it: which tasks have something inside the extents and what
+ * each waits for, one pass over the tasks. An execution does this itself
+ * when the binding changed since the last pass (re-binding the same values
+ * keeps it); call this to pay for it apart, and to learn of a bad binding
+ * before executing. A static executable's run: PTO_OK, nothing to do. */
+PTO_API pto_status pto_run_prepare(pto_run *run);
 
 /* Executes run on rt with the given buffers (dense row-major, in
  * declaration order) and waits. A failing task ends the execution with its

@@ -759,6 +759,8 @@ Test(cpp, a_dynamic_program_compiles_once_and_runs_at_every_size) {
   std::vector<int> ran; // tasks traced at each size
   for (int64_t n : {1, 16, 17, 50, 95, 96}) {
     r.bind("rows", n);
+    if (n % 2) // the job sized apart, or by the execution
+      r.prepare();
     cr_expect_eq(r.dim("rows"), n);
     cr_expect(r.extents() == std::vector<int64_t>{n});
     B.clear();

@@ -509,9 +509,12 @@ static int dyn_bind(serve_case *c, dyn_state *y, int64_t s, double *us) {
   void *o[PTO_DSA_OUTPUT_COUNT];
   const pto_dsa_step ds = step_io(c, s, bc->pto_out, y->in, o);
   char msg[512];
+  /* the bind and the pass that sizes the run's tasks to it */
   const uint64_t t0 = bench_now_ns();
-  const pto_status rc =
+  pto_status rc =
       pto_dsa_serve_bind(y->run, &c->d, &c->sv, &ds, y->seq, msg, sizeof msg);
+  if (!rc && (rc = pto_run_prepare(y->run)))
+    snprintf(msg, sizeof msg, "%s", pto_run_error(y->run));
   *us = (double)(bench_now_ns() - t0) * 1e-3;
   if (rc) {
     fprintf(stderr, "pto-bench dsa: %s: step %" PRId64 ": bind: %s\n",
