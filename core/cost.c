@@ -910,7 +910,7 @@ pto_status pto_profile_scale(const pto_profile *p, uint32_t workers,
     return pto__last_error(PTO_EINVAL, "profile '%s': the name '%s' is too "
                                        "long",
                            p->name, name);
-  snprintf(s.name, sizeof s.name, "%s", name);
+  memcpy(s.name, name, strlen(name) + 1);
   if (m->shared) {
     s.workers[0] = s.workers[1] = workers;
   } else {

@@ -63,6 +63,11 @@ static json_t *round_doc(void) {
                    1e9, "costs", "any", "classes", cls);
 }
 
+static json_t *classes_of(json_t *doc) {
+  return json_object_get(
+      json_object_get(json_object_get(doc, "costs"), "any"), "classes");
+}
+
 static pto_profile *load_doc(json_t *doc) {
   char *text = json_dumps(doc, JSON_COMPACT);
   json_decref(doc);
@@ -403,6 +408,53 @@ Test(scheduler, sim_cache_model_places_the_bytes, .timeout = 60) {
   pto_executable_free(e);
 }
 
+/* An instruction's memory side: its own cost per contiguous run and its
+ * multiplier of the level's streaming time. */
+Test(scheduler, sim_memory_side_of_an_instruction, .timeout = 60) {
+  pto_program *pg = pto_program_new("stream");
+  const int64_t shape[2] = {64, 1024};
+  pto_program_set_vec_tile(pg, 64, 1024);
+  pto_tensor *x = pto_input(pg, "x", PTO_F32, 2, shape);
+  pto_output(pg, pto_adds(pg, x, 1), "y");
+  pto_executable *e = compile(pg, no_fusion());
+  cr_assert_eq(e->n_tasks, 1);
+  pto_machine m = workers(1);
+  double got[2];
+  for (int k = 0; k < 2; k++) {
+    json_t *doc = round_doc();
+    json_t *cls = classes_of(doc);
+    json_object_set_new(cls, "SCALAR", json_pack("{sf}", "call_ns", 0.0));
+    /* the load: 3 bytes' time per byte, 100 ns a run (its window is one) */
+    json_object_set_new(cls, "LOAD",
+                        k ? json_pack("{sf sf sf}", "call_ns", 0.0, "mem_x",
+                                      3.0, "mrow_ns", 100.0)
+                          : json_pack("{sf}", "call_ns", 0.0));
+    json_object_set_new(json_object_get(doc, "runtime"), "task_ns",
+                        json_real(0));
+    json_object_set_new(json_object_get(doc, "runtime"), "handoff_ns",
+                        json_real(0));
+    json_t *dram = json_object_get(json_object_get(doc, "memory"), "dram");
+    json_object_set_new(dram, "core_gbps", json_real(1.0));
+    json_object_set_new(dram, "total_gbps", json_real(1.0));
+    json_object_set_new(dram, "store_gbps", json_real(2.0));
+    pto_profile *p = load_doc(doc);
+    pto_sim_params sp = pto_sim_params_default();
+    sp.profile = p;
+    sp.machine = &m;
+    sp.cold = 1;
+    pto_sim_result r;
+    cr_assert_eq(pto_simulate(e, &sp, &r), PTO_OK);
+    got[k] = r.makespan_ns;
+    pto_profile_free(p);
+  }
+  /* 256 KiB loaded at 1 byte per ns, the output stored around the caches
+   * at 2 */
+  const double bytes = 64 * 1024 * 4;
+  cr_expect(fabs(got[0] - (bytes + bytes / 2)) < 1, "%.1f", got[0]);
+  cr_expect(fabs(got[1] - (3 * bytes + 100 + bytes / 2)) < 1, "%.1f", got[1]);
+  pto_executable_free(e);
+}
+
 /* ---- policies ------------------------------------------------------------------- */
 
 Test(scheduler, sim_policies_and_trace_lanes, .timeout = 60) {
@@ -488,10 +540,6 @@ static void expect_refused(json_t *doc, const char *want) {
             pto_last_error(), want);
 }
 
-static json_t *classes_of(json_t *doc) {
-  return json_object_get(
-      json_object_get(json_object_get(doc, "costs"), "any"), "classes");
-}
 
 Test(scheduler, profile_with_a_missing_cost_is_refused, .timeout = 60) {
   json_t *doc = round_doc();
@@ -532,6 +580,14 @@ Test(scheduler, profile_with_a_negative_cost_is_refused, .timeout = 60) {
   json_object_set_new(classes_of(doc), "UNARY",
                       json_pack("{ss}", "call_ns", "fast"));
   expect_refused(doc, "costs.any.classes.UNARY.call_ns: expected a number");
+  doc = round_doc();
+  json_object_set_new(classes_of(doc), "LOAD",
+                      json_pack("{sf sf}", "call_ns", 1.0, "mem_x", 0.0));
+  expect_refused(doc, "costs.any.classes.LOAD.mem_x: 0 is not above 0");
+  doc = round_doc();
+  json_object_set_new(json_object_get(json_object_get(doc, "memory"), "llc"),
+                      "row_ns", json_real(-2));
+  expect_refused(doc, "memory.llc.row_ns: -2 is negative");
 }
 
 Test(scheduler, profile_with_a_malformed_key_is_refused, .timeout = 60) {
