@@ -59,6 +59,7 @@ static const bench_preset_table table = {
 typedef struct dsa_opts {
   bench_case_opts base; /* first: the driver hands it back */
   double scale;         /* --scale */
+  int dynamic;          /* --dynamic */
 } dsa_opts;
 
 /* ---- usage and options ------------------------------------------------- */
@@ -94,7 +95,12 @@ static void usage(FILE *f) {
   bench_preset_usage(&table, f);
   fputs("\noptions:\n"
         "  --preset NAMES   presets to run, comma-separated, or all\n"
-        "  --scale X        the attention's softmax scale (default 0.135234)\n",
+        "  --scale X        the attention's softmax scale (default 0.135234)\n"
+        "  --dynamic        also pto_dsa_serve_program, compiled once with the\n"
+        "                   case's sizes as its maxima, bound to each step and\n"
+        "                   timed in turn with the step's MPMD program (its\n"
+        "                   results checked too): what compiling once costs\n"
+        "                   at equal sizes\n",
         f);
   bench_harness_usage(f);
   fputs("  (--trace FILE: the last step's MPMD swimlane in FILE, its stage\n"
@@ -128,6 +134,10 @@ static int arg(bench_case_opts *o, int argc, char **argv, int *i) {
   if (!strcmp(a, "--scale")) {
     ++*i;
     return bench_parse_f64("dsa", a, v, -1e30, 1e30, &x->scale) ? -1 : 1;
+  }
+  if (!strcmp(a, "--dynamic")) {
+    x->dynamic = 1;
+    return 1;
   }
   return 0;
 }
@@ -499,11 +509,133 @@ static int trace_path(const bench_case_opts *x, const dsa_case *c, int64_t s,
   return bench_path(buf, size, tmp, v ? "barrier.json" : "mpmd.json");
 }
 
+/* --dynamic: the serving program of the case (its sizes the maxima),
+ * compiled once, and the run every step binds. */
+typedef struct dsa_dyn {
+  pto_dsa_serve sv;
+  pto_program *p;
+  pto_executable *e;
+  pto_run *run;
+  int32_t seq[2 * PTO_DSA_SERVE_SLOTS_MAX];
+} dsa_dyn;
+
+static void dyn_close(dsa_dyn *y) {
+  pto_run_free(y->run);
+  pto_executable_free(y->e);
+  pto_program_free(y->p);
+  memset(y, 0, sizeof *y);
+}
+
+/* Compiles the serving program for case c under cfg (timed into c) and
+ * makes its run and c->dyn_out. 0, or -1 (printed). */
+static int dyn_open(const bench_opts *o, dsa_case *c, const pto_config *cfg,
+                    dsa_dyn *y) {
+  bench_case *bc = &c->base;
+  if (c->b > PTO_DSA_SERVE_SLOTS_MAX) {
+    fprintf(stderr,
+            "pto-bench dsa: %s: --dynamic: the serving program takes at most "
+            "%d sequences, the case has %lld\n",
+            bc->preset, PTO_DSA_SERVE_SLOTS_MAX, (long long)c->b);
+    return -1;
+  }
+  int64_t len[DSA_MAX_B], max_new = 0, max_len = 0;
+  dsa_step_of(c, c->steps - 1, len); /* the longest */
+  for (int64_t b = 0; b < c->b; b++) {
+    max_new = c->n[b] > max_new ? c->n[b] : max_new;
+    max_len = len[b] > max_len ? len[b] : max_len;
+  }
+  y->sv = (pto_dsa_serve){c->b,      c->tokens,     max_new, max_len,
+                          c->blocks, c->max_blocks, 0};
+  bench_progress(o, "dsa: %s: --dynamic: compiling the serving program once",
+                 bc->preset);
+  const uint64_t t0 = bench_now_ns();
+  y->p = pto_dsa_serve_program(&c->d, &y->sv, &c->prm);
+  pto_status st = y->p ? pto_compile(y->p, cfg, &y->e) : PTO_ENOMEM;
+  c->dyn_compile_ms = (double)(bench_now_ns() - t0) * 1e-6;
+  if (!st)
+    st = pto_run_new(y->e, &y->run);
+  if (st) {
+    fprintf(stderr, "pto-bench dsa: %s: --dynamic: %s: %s\n", bc->preset,
+            pto_strerror(st), y->p ? pto_program_error(y->p) : "out of memory");
+    return -1;
+  }
+  c->dyn_tasks = pto_executable_num_tasks(y->e);
+  for (size_t i = 0; i < bc->n_out; i++)
+    if (!(c->dyn_out[i] = pto_buffer_alloc(bench_array_count(&bc->out[i]) * 4))) {
+      fprintf(stderr, "pto-bench dsa: out of memory\n");
+      return -1;
+    }
+  return 0;
+}
+
+/* Step s on the serving program, bound to it, run once into c->dyn_out's
+ * step slice, then timed in turn with r (the step's MPMD program, on its
+ * runtime, with its buffers in, out): r->dyn and r->dyn_static. 0, or -1
+ * (printed). */
+static int dyn_step(const bench_opts *o, dsa_case *c, dsa_dyn *y,
+                    bench_pto *r, const void *const *in, void *const *out,
+                    int64_t s, int repeats) {
+  bench_case *bc = &c->base;
+  const void *din[PTO_DSA_INPUT_COUNT + 1];
+  void *dout[PTO_DSA_OUTPUT_COUNT], *sout[2 + 3 * PTO_DSA_SERVE_SLOTS_MAX];
+  step_ptrs(bc, c->dyn_out, s, din, dout);
+  int64_t len[DSA_MAX_B];
+  const pto_dsa_step st = dsa_step_of(c, s, len);
+  char msg[512];
+  pto_status rc =
+      pto_dsa_serve_bind(y->run, &c->d, &y->sv, &st, y->seq, msg, sizeof msg);
+  if (!rc && (rc = pto_run_prepare(y->run)))
+    snprintf(msg, sizeof msg, "%s", pto_run_error(y->run));
+  if (rc) {
+    fprintf(stderr, "pto-bench dsa: %s: --dynamic: step %lld: %s\n",
+            bc->preset, (long long)s + 1, msg);
+    return -1;
+  }
+  din[PTO_DSA_INPUT_COUNT] = y->seq;
+  /* the slots' outputs at their tokens' rows of the step */
+  const int64_t H = c->d.h, L = c->d.latent, K = c->prm.topk;
+  sout[0] = dout[PTO_DSA_KV_NEW];
+  sout[1] = dout[PTO_DSA_K_NEW];
+  for (int64_t k = 0, t = 0; k < c->b; t += c->n[k], k++) {
+    sout[2 + 3 * k] = (float *)dout[PTO_DSA_OUT] + t * H * L;
+    sout[3 + 3 * k] = (float *)dout[PTO_DSA_LSE] + t * H;
+    sout[4 + 3 * k] = (int32_t *)dout[PTO_DSA_INDICES] + t * K;
+  }
+  if (bench_pto_start(r))
+    return -1;
+  double t[2][64];
+  const int R = repeats < 64 ? repeats : 64;
+  for (int k = -1; k < R; k++) { /* a warm-up round first */
+    for (int v = 0; v < 2; v++) {
+      const uint64_t a = bench_now_ns();
+      if (v ? (rc = pto_run_exec(r->rt, y->run, din, sout)) != PTO_OK
+            : bench_pto_run(r, in, out) != 0) {
+        if (v)
+          fprintf(stderr, "pto-bench dsa: %s: --dynamic: step %lld: %s: %s\n",
+                  bc->preset, (long long)s + 1, pto_strerror(rc),
+                  pto_run_error(y->run));
+        return -1;
+      }
+      if (k >= 0)
+        t[v][k] = (double)(bench_now_ns() - a) * 1e-6;
+    }
+  }
+  c->step[s].dyn_static = bench_stats_of(t[0], R);
+  c->step[s].dyn = bench_stats_of(t[1], R);
+  bench_progress(o,
+                 "dsa: %s: step %lld: dynamic %.2f ms, static MPMD %.2f ms in "
+                 "the same turns",
+                 bc->preset, (long long)s + 1, c->step[s].dyn.median,
+                 c->step[s].dyn_static.median);
+  return 0;
+}
+
 /* Step s on both settings: compile each (timed), run once, time, one traced
- * run; outputs of setting v into outs[v]'s step slice. */
+ * run; outputs of setting v into outs[v]'s step slice. With y (--dynamic),
+ * the serving program bound to the step too (dyn_step). */
 static int run_step(const bench_opts *o, const bench_case_opts *x, dsa_case *c,
                     const pto_config *const cfg[2], void *const *const outs[2],
-                    int64_t s, const char *tmp) {
+                    int64_t s, const char *tmp, dsa_dyn *y) {
   static const char *const what[2] = {"MPMD", "stage barriers"};
   bench_case *bc = &c->base;
   dsa_step_result *r = &c->step[s];
@@ -547,6 +679,11 @@ static int run_step(const bench_opts *o, const bench_case_opts *x, dsa_case *c,
   void *const *const outs2[2] = {out[0], out[1]};
   if (bench_pto_time_pair(both, ins, outs2, 1, repeats, r->run))
     goto fail;
+  if (y) {
+    bench_pto_stop(&pr[1]); /* only the MPMD runtime spins */
+    if (dyn_step(o, c, y, &pr[0], in[0], out[0], s, repeats))
+      goto fail;
+  }
   for (int v = 0; v < 2; v++) {
     bench_pto_stop(&pr[v]);
     if (trace_path(x, c, s, v, tmp, path, sizeof path) ||
@@ -599,6 +736,8 @@ static int run_case(const bench_opts *o, const bench_workload *w,
                     bench_case_result *res) {
   dsa_case *c = (dsa_case *)bc;
   void *bar_out[PTO_DSA_OUTPUT_COUNT] = {NULL};
+  dsa_dyn dyn;
+  memset(&dyn, 0, sizeof dyn);
   char *tmp = bench_tmpdir_new("dsa-trace");
   /* MPMD: the config without stages; barriers: the config's stages when
    * it sets some (--config), else the four parts */
@@ -618,8 +757,11 @@ static int run_case(const bench_opts *o, const bench_workload *w,
   const pto_config *cfgs[2] = {mpmd, bar};
   void *const *outs[2] = {bc->pto_out, bar_out};
   c->compile_counted = c->steps > 1;
+  c->dynamic = ((const dsa_opts *)x)->dynamic;
+  if (c->dynamic && dyn_open(o, c, mpmd, &dyn))
+    goto done;
   for (int64_t s = 0; s < c->steps; s++) {
-    if (run_step(o, x, c, cfgs, outs, s, tmp))
+    if (run_step(o, x, c, cfgs, outs, s, tmp, c->dynamic ? &dyn : NULL))
       goto done;
     c->ran_steps = (int)s + 1;
     res->compile_ms += c->step[s].compile_ms[0];
@@ -647,6 +789,13 @@ static int run_case(const bench_opts *o, const bench_workload *w,
     goto done;
   }
   c->bar_checked = 1;
+  if (c->dynamic) {
+    if (bench_case_check(o, w, bc, threads, "PTO (dynamic)", c->dyn_out)) {
+      c->dyn_wrong = 1;
+      goto done;
+    }
+    c->dyn_checked = 1;
+  }
   if (x->h.save_dir && bench_case_save(o, w, x, bc))
     goto done;
   if (peer) {
@@ -659,8 +808,12 @@ static int run_case(const bench_opts *o, const bench_workload *w,
   }
   rc = 0;
 done:
-  for (size_t i = 0; i < PTO_DSA_OUTPUT_COUNT; i++)
+  dyn_close(&dyn);
+  for (size_t i = 0; i < PTO_DSA_OUTPUT_COUNT; i++) {
     free(bar_out[i]);
+    free(c->dyn_out[i]);
+    c->dyn_out[i] = NULL;
+  }
   pto_config_free(mpmd);
   pto_config_free(bar);
   bench_tmpdir_free(tmp);

@@ -34,6 +34,9 @@ int dsa_parts_add(dsa_parts *p, const char *path, char *err, size_t size);
 /* One step of a case, on both PTO settings (0 MPMD, 1 stage barriers). */
 typedef struct dsa_step_result {
   double compile_ms[2];
+  /* --dynamic: the serving program bound to the step, and the MPMD
+   * program's runs in the same turns */
+  bench_stats dyn, dyn_static;
   double sim_ms[2]; /* --simulate: MPMD and stage barriers (0: none) */
   bench_stats run[2];
   uint32_t tasks[2];
@@ -55,6 +58,13 @@ typedef struct dsa_case {
   int compile_counted;  /* steps > 1: each step compiles anew */
   bench_stats total[2]; /* all steps, compile included when counted */
   int bar_checked, bar_wrong;
+  /* --dynamic: one compile of pto_dsa_serve_program for every step, at
+   * the case's sizes as its maxima; its outputs and how they checked */
+  int dynamic;
+  double dyn_compile_ms;
+  uint32_t dyn_tasks;
+  void *dyn_out[PTO_DSA_OUTPUT_COUNT];
+  int dyn_checked, dyn_wrong;
 } dsa_case;
 
 /* The smoke dims (D 64, Q 32, H 4, N 16, R 8, L 32, HI 4, DI 16, BS 4). */

@@ -104,6 +104,32 @@ void dsa_after(const bench_case_opts *x, const bench_case *bc,
                                                       : "failed"));
   json_object_set_new(j, "compile_counted",
                       json_boolean(c && c->compile_counted));
+  if (c && c->dynamic) { /* --dynamic: the steps' medians, summed */
+    double dyn = 0, st = 0;
+    for (int s = 0; s < c->ran_steps; s++) {
+      dyn += c->step[s].dyn.median;
+      st += c->step[s].dyn_static.median;
+    }
+    const int dok = ok && c->dyn_checked;
+#define NUM_OR_NULL(key, have, val)                                            \
+  json_object_set_new(j, key, (have) ? json_real(val) : json_null())
+    NUM_OR_NULL("dynamic_ms", dok, dyn);
+    NUM_OR_NULL("dynamic_static_ms", dok, st);
+    NUM_OR_NULL("dynamic_ratio", dok, dyn / st);
+    NUM_OR_NULL("dynamic_compile_ms", dok, c->dyn_compile_ms);
+#undef NUM_OR_NULL
+    json_object_set_new(j, "dynamic_check",
+                        json_string(c->dyn_wrong     ? "wrong"
+                                    : c->dyn_checked ? "ok"
+                                                     : "failed"));
+    if (dok)
+      fprintf(f,
+              "  --dynamic: the serving program (one compile of %.0f ms, %u "
+              "tasks, for every step) %.2f ms over the steps, the steps' own "
+              "MPMD programs %.2f ms in the same turns: %.3fx (below 1: "
+              "dynamic is faster)\n",
+              c->dyn_compile_ms, c->dyn_tasks, dyn, st, dyn / st);
+  }
   if (x->sim && c && c->ran_steps) { /* --simulate: both settings */
     double sim[2] = {0, 0}, meas[2] = {0, 0};
     for (int s = 0; s < c->ran_steps; s++)

@@ -118,6 +118,10 @@ for s, st in enumerate(m["steps"]):
             t += 1
 EOF2
 
+  # --dynamic: the serving program beside each step's own, checked too
+  expect 0 "compiling the serving program once" -- --quick --json dsa --dynamic --no-peer
+  expect_json "--dynamic's JSON" 'r[0]["dynamic_check"] == "ok" and r[0]["dynamic_ms"] > 0 and r[0]["dynamic_static_ms"] > 0 and r[0]["dynamic_ratio"] > 0 and r[0]["dynamic_compile_ms"] > 0 and r[0]["check"] == "ok"'
+
   # the serving loop: one compile, every step of all three checked
   expect 0 "compiling the serving program once" -- --quick --json dsa --preset serve-smoke --python "$py"
   expect_json "the serving loop's JSON" 'len(r) == 1 and r[0]["preset"] == "serve-smoke" and r[0]["serve"] and r[0]["compiles"] == 1 and r[0]["compile_ms"] > 0 and r[0]["step_ms"] > 0 and r[0]["step_ms_p99"] >= r[0]["step_ms_p50"] > 0 and r[0]["recompile_ms"] > r[0]["recompile_compile_ms"] > 0 and r[0]["torch_step_ms"] > 0 and r[0]["bind_us"] >= 0 and r[0]["check"] == "ok" and r[0]["recompile_check"] == "ok" and r[0]["torch_check"] == "ok" and len(r[0]["steps"]) == 16 and sum(s["tokens"] for s in r[0]["steps"]) == r[0]["tokens"] == r[0]["prefill_tokens"] + r[0]["decode_tokens"] and max(s["b"] for s in r[0]["steps"]) <= 4'
