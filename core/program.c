@@ -936,6 +936,14 @@ static int reshape_dims(const pto_tensor *t, int ndim, const int64_t *shape,
       if (out != out_i || shape[j] * in != t->shape[i] * in_i || unit % in ||
           shift % in || dyn[j] >= 0)
         continue;
+      /* the inner axes the new one takes in with the dim: static only */
+      int64_t inner = 1, merged_dyn = 0;
+      for (int k = i + 1; k < t->ndim && inner * in < in_i; k++) {
+        inner *= t->shape[k];
+        merged_dyn |= t->dyn[k] >= 0;
+      }
+      if (merged_dyn)
+        continue;
       const int r = given_dyn[j] == t->dyn[i] ? 3 : shape[j] != 1 ? 2 : 1;
       if (r > rank) {
         best = j, rank = r;

@@ -335,18 +335,28 @@ Test(core, a_dim_of_at_most_one_is_not_confused_with_the_axes_of_one) {
   cr_assert_not_null(c, "%s", pto_program_error(p));
   cr_expect_eq(pto_tensor_dim_dynamic(c, 0), -1);
   cr_expect_eq(pto_tensor_dim_dynamic(c, 1), 0);
+  /* a dim of at most 1 never takes in another dim: [B<=1, S<=4, 2] to
+   * [1, S*2, 1] keeps B on the leading 1 and S beside the 2 */
+  const int64_t B1 = pto_dim_dynamic(p, "B", 1), S4 = pto_dim_dynamic(p, "S", 4);
+  pto_tensor *w = pto_input(p, "w", PTO_F32, 3, (const int64_t[]){B1, S4, 2});
+  pto_tensor *wr = pto_reshape(p, w, 3, (const int64_t[]){1, 8, 1});
+  cr_assert_not_null(wr, "%s", pto_program_error(p));
+  cr_expect_eq(pto_tensor_dim_dynamic(wr, 0), 1);
+  cr_expect_eq(pto_tensor_dim_dynamic(wr, 1), 2);
   pto_output(p, pto_rowsum(p, m), "m");
   pto_output(p, c, "c");
   cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
   float xv[8], bv[8], mo[4], co[8];
   for (int i = 0; i < 8; i++)
     xv[i] = (float)i, bv[i] = 0.5f * (float)i;
-  const void *in[] = {xv, bv};
+  float wv[8] = {0};
+  const void *in[] = {xv, bv, wv};
   void *out[] = {mo, co};
   for (int64_t e = 0; e <= 1; e++) {
     for (int i = 0; i < 8; i++)
       co[i] = -1.0f, mo[i % 4] = -1.0f;
-    cr_assert_eq(pto_program_eval_dims(p, &e, in, out), PTO_OK, "%s",
+    const int64_t ext[3] = {e, 1, 4};
+    cr_assert_eq(pto_program_eval_dims(p, ext, in, out), PTO_OK, "%s",
                  pto_program_error(p));
     for (int r = 0; r < 4; r++)
       cr_expect_eq(mo[r], e ? 1.5f * (float)(4 * r + 1) : -1.0f, "n=%ld row %d",
