@@ -223,6 +223,14 @@ static pto_program *program(const bench_case *bc) {
   return pto_attention_program(&c->d, &c->prm);
 }
 
+/* --dynamic: B, S1 and S2 dynamic, the case's sizes their maxima. */
+static pto_program *program_dynamic(const bench_case *bc) {
+  const at_case *c = (const at_case *)bc;
+  pto_attention_params prm = c->prm;
+  prm.dynamic = PTO_ATTENTION_DYN_ALL;
+  return pto_attention_program(&c->d, &prm);
+}
+
 /* The program with the tile pto_attention_tile chooses for machine m
  * (--simulate). */
 static pto_program *program_for(const bench_case *bc, const pto_machine *m) {
@@ -382,6 +390,7 @@ static const bench_workload workload = {
     .init = case_init,
     .fill = case_fill,
     .program = program,
+    .program_dynamic = program_dynamic,
     .program_for = program_for,
     .check = check,
     .meta = case_meta,

@@ -257,6 +257,47 @@ done:
   return rc;
 }
 
+/* --dynamic: the dynamic program compiled under cfg, run and checked, then
+ * timed in turn with r (the static one): res->pto and res->dynamic. 0, or
+ * -1 (printed). */
+static int time_dynamic(const bench_opts *o, const bench_workload *w,
+                        bench_case *c, const pto_config *cfg, bench_pto *r,
+                        const void *const *in, int threads, int repeats,
+                        bench_case_result *res) {
+  char who[96];
+  snprintf(who, sizeof who, "%s: %s: --dynamic", w->table->cmd, c->preset);
+  bench_pto b;
+  memset(&b, 0, sizeof b);
+  int rc = -1;
+  pto_program *p = w->program_dynamic(c);
+  bench_pto_stop(r); /* its workers stop before the compile */
+  if (compile_run_check(o, w, c, p, cfg, "--config", who, "PTO (dynamic)", &b,
+                        in, threads, res)) {
+    res->dynamic_wrong = res->pto_wrong;
+    res->pto_wrong = 0; /* the static result checked */
+    goto done;
+  }
+  res->dynamic_checked = 1;
+  res->dynamic_compile_ms = b.compile_ms;
+  bench_progress(o,
+                 "%s: timing the static and the dynamic program in turn, 1 "
+                 "warm-up + %d runs each",
+                 who, repeats);
+  bench_pto *const both[2] = {r, &b};
+  const void *const *const ins[2] = {in, in};
+  void *const *const outs[2] = {c->pto_out, c->pto_out};
+  bench_stats st[2];
+  if (bench_pto_time_pair(both, ins, outs, 1, repeats, st))
+    goto done;
+  res->pto = st[0];
+  res->dynamic = st[1];
+  rc = 0;
+done:
+  bench_pto_free(&b);
+  pto_program_free(p);
+  return rc;
+}
+
 /* --peak-each: r timed with a probe before each run; res->pto, and the
  * runs' fractions of their probes (`gflop` of work each) and the probes
  * into res->peak_frac and res->peak_now. 0, or -1 (printed). */
@@ -316,6 +357,9 @@ static int case_run(const bench_opts *o, const bench_workload *w,
     goto done;
   if (x->h.against) {
     if (time_against(o, w, x, c, p, &r, in, threads, repeats, res))
+      goto done;
+  } else if (x->h.dynamic) {
+    if (time_dynamic(o, w, c, cfg, &r, in, threads, repeats, res))
       goto done;
   } else if (x->h.peak_each) {
     bench_progress(o,
@@ -499,6 +543,17 @@ static int case_one(const bench_opts *o, const bench_workload *w,
             "%.3fx (above 1: --against is faster)\n",
             x->h.against, a, b, res.pto.median / res.against.median);
   }
+  if (res.dynamic.n > 0 && res.pto.n > 0) {
+    char a[64], b[64];
+    ms_cell(a, sizeof a, &res.dynamic, 1);
+    ms_cell(b, sizeof b, &res.pto, 1);
+    fprintf(f,
+            "  --dynamic: the dynamic program (compiled in %.1f ms) %s ms, the "
+            "static one %s ms in the same turns: %.3fx (below 1: dynamic is "
+            "faster)\n",
+            res.dynamic_compile_ms, a, b,
+            res.dynamic.median / res.pto.median);
+  }
   if (res.peak_frac.n > 0 && res.peak_now.median > 0)
     fprintf(f,
             "  --peak-each: PTO at %.1f%% [%.1f-%.1f] of the FMA rate probed "
@@ -516,6 +571,24 @@ static int case_one(const bench_opts *o, const bench_workload *w,
     json_object_set_new(j, "against_ms_max", json_real(res.against.max));
     json_object_set_new(j, "against_ratio",
                         json_real(res.pto.median / res.against.median));
+  }
+  if (x->h.dynamic && !w->run_case) { /* a run_case reports its own */
+    const int d = res.dynamic.n > 0 && res.pto.n > 0;
+    json_object_set_new(j, "dynamic_ms",
+                        d ? json_real(res.dynamic.median) : json_null());
+    json_object_set_new(j, "dynamic_static_ms",
+                        d ? json_real(res.pto.median) : json_null());
+    json_object_set_new(j, "dynamic_ratio",
+                        d ? json_real(res.dynamic.median / res.pto.median)
+                          : json_null());
+    json_object_set_new(j, "dynamic_compile_ms",
+                        res.dynamic_checked
+                            ? json_real(res.dynamic_compile_ms)
+                            : json_null());
+    json_object_set_new(j, "dynamic_check",
+                        json_string(res.dynamic_wrong     ? "wrong"
+                                    : res.dynamic_checked ? "ok"
+                                                          : "failed"));
   }
   json_object_set_new(j, "dtype", json_string(bench_dtype_flag(x->h.dtype)));
   json_object_set_new(j, "engine",
@@ -552,6 +625,17 @@ int bench_case_main(const bench_opts *o, const bench_workload *w,
     fprintf(stderr,
             "pto-bench %s: --against is not for this command (it compares "
             "settings of its own); run it once per --config\n",
+            cmd);
+    return 2;
+  }
+  if (x->h.dynamic && !w->program_dynamic && !w->run_case) {
+    fprintf(stderr, "pto-bench %s: --dynamic is not for this command\n", cmd);
+    return 2;
+  }
+  if (x->h.dynamic && (x->h.against || x->h.peak_each)) {
+    fprintf(stderr,
+            "pto-bench %s: --dynamic does not combine with --against or "
+            "--peak-each (each times a second setting in turn)\n",
             cmd);
     return 2;
   }

@@ -28,6 +28,11 @@ typedef struct bench_case_result {
   int torch_checked; /* and its outputs passed the same check */
   bench_stats pto, torch;
   bench_stats against; /* PTO under --against (n 0: none), timed in turn */
+  /* --dynamic (n 0: none): the dynamic program, timed in turn with the
+   * static one; its compile and whether its result checked */
+  bench_stats dynamic;
+  double dynamic_compile_ms;
+  int dynamic_checked, dynamic_wrong;
   /* --peak-each (n 0: not asked): the timed runs' fractions of the FMA
    * probe just before each, and the probes (GFLOP/s) */
   bench_stats peak_frac, peak_now;
@@ -106,6 +111,11 @@ typedef struct bench_workload {
   int (*fill)(const bench_case_opts *x, bench_case *c);
   /* The operator's program for c (NULL when out of memory). */
   pto_program *(*program)(const bench_case *c);
+  /* Optional (--dynamic): the operator's program for c with its sizes
+   * dynamic dims, c's sizes their maxima, so that its executable-level
+   * runs are at c's sizes. NULL: the command has no --dynamic, or handles
+   * it in its run_case. */
+  pto_program *(*program_dynamic)(const bench_case *c);
   /* Optional: the same with the tiles the operator chooses for machine m
    * instead of the host (--simulate on a machine that is not the measured
    * one). NULL: program's, tiled for the host. */

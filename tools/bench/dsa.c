@@ -59,7 +59,6 @@ static const bench_preset_table table = {
 typedef struct dsa_opts {
   bench_case_opts base; /* first: the driver hands it back */
   double scale;         /* --scale */
-  int dynamic;          /* --dynamic */
 } dsa_opts;
 
 /* ---- usage and options ------------------------------------------------- */
@@ -96,11 +95,9 @@ static void usage(FILE *f) {
   fputs("\noptions:\n"
         "  --preset NAMES   presets to run, comma-separated, or all\n"
         "  --scale X        the attention's softmax scale (default 0.135234)\n"
-        "  --dynamic        also pto_dsa_serve_program, compiled once with the\n"
-        "                   case's sizes as its maxima, bound to each step and\n"
-        "                   timed in turn with the step's MPMD program (its\n"
-        "                   results checked too): what compiling once costs\n"
-        "                   at equal sizes\n",
+        "  (--dynamic: pto_dsa_serve_program, compiled once with the case's\n"
+        "   sizes as its maxima, bound to each step and timed in turn with\n"
+        "   the step's MPMD program; at most 16 sequences)\n",
         f);
   bench_harness_usage(f);
   fputs("  (--trace FILE: the last step's MPMD swimlane in FILE, its stage\n"
@@ -134,10 +131,6 @@ static int arg(bench_case_opts *o, int argc, char **argv, int *i) {
   if (!strcmp(a, "--scale")) {
     ++*i;
     return bench_parse_f64("dsa", a, v, -1e30, 1e30, &x->scale) ? -1 : 1;
-  }
-  if (!strcmp(a, "--dynamic")) {
-    x->dynamic = 1;
-    return 1;
   }
   return 0;
 }
@@ -757,7 +750,7 @@ static int run_case(const bench_opts *o, const bench_workload *w,
   const pto_config *cfgs[2] = {mpmd, bar};
   void *const *outs[2] = {bc->pto_out, bar_out};
   c->compile_counted = c->steps > 1;
-  c->dynamic = ((const dsa_opts *)x)->dynamic;
+  c->dynamic = x->h.dynamic;
   if (c->dynamic && dyn_open(o, c, mpmd, &dyn))
     goto done;
   for (int64_t s = 0; s < c->steps; s++) {

@@ -31,6 +31,10 @@ int bench_harness_arg(bench_harness *h, int argc, char **argv, int *i) {
     h->peak_each = 1;
     return 1;
   }
+  if (!strcmp(a, "--dynamic")) {
+    h->dynamic = 1;
+    return 1;
+  }
   if (!strcmp(a, "--no-peer")) {
     h->no_peer = 1;
     return 1;
@@ -100,6 +104,13 @@ void bench_harness_usage(FILE *f) {
         "                   the median of the runs' fractions of the probe\n"
         "                   just before each, which a neighbour's load slows\n"
         "                   alike (not with --against; not for dsa)\n"
+        "  --dynamic        also the operator's program with its sizes dynamic\n"
+        "                   dims, the case's sizes their maxima, compiled\n"
+        "                   once and bound to them (dsa: to each step), its\n"
+        "                   result checked and its runs timed in turn with\n"
+        "                   the static program's: a line under the row gives\n"
+        "                   both and their ratio (what compiling once costs\n"
+        "                   at equal sizes)\n"
         "  --dtype T        f32 (default) or bf16: the dtype of the inputs\n"
         "                   the cube reads (bf16 drawn as the f32 values\n"
         "                   rounded to nearest even); PyTorch then runs its\n"

@@ -28,6 +28,8 @@ typedef struct bench_harness {
   pto_dtype dtype;         /* --dtype f32|bf16: the operator's inputs
                               that the cube reads (default f32) */
   const char *simulate;    /* --simulate MACHINE (tools/bench/sim.h) */
+  int dynamic;             /* --dynamic: also the operator's program with
+                              its sizes dynamic, timed in turn */
 } bench_harness;
 
 /* The defaults (seed 1, nothing else set). */

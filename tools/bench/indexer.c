@@ -166,6 +166,14 @@ static pto_program *program(const bench_case *bc) {
   return pto_indexer_program(&c->d, &c->prm);
 }
 
+/* --dynamic: B, S1 and S2 dynamic, the case's sizes their maxima. */
+static pto_program *program_dynamic(const bench_case *bc) {
+  const ix_case *c = (const ix_case *)bc;
+  pto_indexer_params prm = c->prm;
+  prm.dynamic = PTO_INDEXER_DYN_ALL;
+  return pto_indexer_program(&c->d, &prm);
+}
+
 /* The program with the tiles chosen for machine m (--simulate): the score's
  * and the top-k's tiles pto_indexer_qk_tile and pto_indexer_topk_tile give
  * for m, and each query block's key tiles in runs enough for sixteen tasks
@@ -269,6 +277,7 @@ static const bench_workload workload = {
     .init = case_init,
     .fill = case_fill,
     .program = program,
+    .program_dynamic = program_dynamic,
     .program_for = program_for,
     .check = check,
     .meta = case_meta,

@@ -45,6 +45,7 @@ usage)
   expect 2 "--against is not for this command" -- dsa --against "$tmp/unknown.json"
   expect 2 "--peak-each is not for this command" -- dsa --peak-each
   expect 2 "--peak-each does not combine with --against" -- indexer --peak-each --against "$tmp/unknown.json"
+  expect 2 "--dynamic does not combine with --against or --peak-each" -- indexer --dynamic --peak-each
   expect 1 "needs [0-9.]+ GiB of buffers" -- indexer --b 4096 --s1 4096 --no-peer
   # PTO_CONFIG reaches the operator benchmarks as every command
   PTO_CONFIG="$tmp/bad.json" expect 1 "PTO_CONFIG=.*bad.json:1:" -- indexer --no-peer
@@ -62,6 +63,10 @@ run)
   # fraction of the probe before them
   expect 0 "--peak-each: PTO at [0-9.]+% \\[[0-9.]+-[0-9.]+\\] of the FMA rate" -- --quick --json indexer "${tiny[@]}" --no-peer --peak-each
   expect_json "JSON with --peak-each" 'r[0]["check"] == "ok" and r[0]["pto_peak_fraction_each"] > 0 and r[0]["peak_each_gflops"] > 0'
+
+  # --dynamic: the program with dynamic sizes timed in turn, both checked
+  expect 0 "timing the static and the dynamic program in turn" -- --quick --json indexer "${tiny[@]}" --no-peer --dynamic
+  expect_json "JSON with --dynamic" 'r[0]["check"] == "ok" and r[0]["dynamic_check"] == "ok" and r[0]["dynamic_ms"] > 0 and r[0]["dynamic_compile_ms"] > 0 and abs(r[0]["dynamic_ratio"] - r[0]["dynamic_ms"] / r[0]["dynamic_static_ms"]) < 1e-4 * r[0]["dynamic_ratio"]'
 
   # --against: a second config timed in turn, both checked, the ratio
   printf '{"labels": {"indexer.qk": {"l1_reuse": 1}}}' >"$tmp/reuse1.json"
