@@ -35,6 +35,37 @@ static const struct {
 #define N_HEADLINE (sizeof headline / sizeof headline[0])
 #define HEADLINE_REPEATS 5
 
+/* The headline's cases in a few lines, from their JSON objects: PTO and
+ * PyTorch medians, their ratio, PTO's fraction of the FMA peak and the
+ * check, each case under its command and preset. */
+static void headline_summary(FILE *f, json_t *results, size_t first,
+                             double secs) {
+  fprintf(f, "\nheadline (%.0f s): %-15s %10s %10s %7s %6s  %s\n", secs,
+          "case", "PTO ms", "PyTorch ms", "ratio", "%peak", "check");
+  size_t i;
+  json_t *r;
+  json_array_foreach(results, i, r) {
+    if (i < first)
+      continue;
+    char name[64], tm[32], ratio[16], pk[16];
+    snprintf(name, sizeof name, "%s %s",
+             json_string_value(json_object_get(r, "workload")),
+             json_string_value(json_object_get(r, "preset")));
+    const json_t *t = json_object_get(r, "torch_ms"),
+                 *q = json_object_get(r, "ratio"),
+                 *k = json_object_get(r, "pto_peak_fraction");
+    snprintf(tm, sizeof tm, json_is_number(t) ? "%.2f" : "-",
+             json_number_value(t));
+    snprintf(ratio, sizeof ratio, json_is_number(q) ? "%.2fx" : "-",
+             json_number_value(q));
+    snprintf(pk, sizeof pk, json_is_number(k) ? "%.1f%%" : "-",
+             100 * json_number_value(k));
+    fprintf(f, "%20s %-15s %10.2f %10s %7s %6s  %s\n", "", name,
+            json_number_value(json_object_get(r, "pto_ms")), tm, ratio, pk,
+            json_string_value(json_object_get(r, "check")));
+  }
+}
+
 static void usage(FILE *f) {
   fputs("usage: pto-bench [options] [command [command options]]\n"
         "\n"
@@ -153,6 +184,7 @@ int main(int argc, char **argv) {
     bench_opts h = o;
     if (!h.repeats && !h.quick)
       h.repeats = HEADLINE_REPEATS;
+    const size_t first = json_array_size(bench_results());
     for (size_t i = 0; i < N_HEADLINE; i++) {
       int n = 0;
       char *sub[6];
@@ -170,11 +202,13 @@ int main(int argc, char **argv) {
       if (r && !rc)
         rc = r;
     }
+    const double secs = (double)(bench_now_ns() - t0) / 1e9;
+    headline_summary(bench_out(&o), bench_results(), first, secs);
     fprintf(stderr,
             "pto-bench: headline done in %.0f s%s. `pto-bench all` runs every "
             "command on its default workload; `pto-bench --help` lists "
             "them.\n",
-            (double)(bench_now_ns() - t0) / 1e9, rc ? " (with failures above)" : "");
+            secs, rc ? " (with failures above)" : "");
   }
   if (o.json) {
     json_dumpf(bench_results(), stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
