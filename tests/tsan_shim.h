@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct shim_params {
   int unused;
@@ -54,5 +55,10 @@ void shim_fail(int fatal, const char *file, int line, const char *what);
 #define cr_expect_geq(...) SHIM_CMP(0, >=, __VA_ARGS__)
 #define cr_assert_not_null(...) SHIM_CMP(1, !=, SHIM_1(__VA_ARGS__), NULL)
 #define cr_expect_null(...) SHIM_CMP(0, ==, SHIM_1(__VA_ARGS__), NULL)
+/* strings: equal, neither NULL */
+#define SHIM_STREQ(a, b) ((a) && (b) && !strcmp((a), (b)))
+#define cr_expect_str_eq(...)                                                  \
+  SHIM_CHECK(0, SHIM_STREQ(SHIM_1(__VA_ARGS__), SHIM_2(__VA_ARGS__)),          \
+             "str_eq: " #__VA_ARGS__)
 
 #endif /* PTO_TESTS_TSAN_SHIM_H */
