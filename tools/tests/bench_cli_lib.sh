@@ -6,6 +6,10 @@
 # (a run through --save, --trace and several presets, a crashing peer,
 # `pto-bench --quick CMD`). $name: the sourcing script's, for its messages.
 name=$(basename "$0" .sh)
+# pto-bench's own choice of the peers' OpenBLAS kernel, whatever the
+# environment holds: a core named there is warned of (one more line that
+# names PyTorch); bench_cli_bf16.sh tests that warning
+unset OPENBLAS_CORETYPE
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/pto-bench-cli-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 failed=0
