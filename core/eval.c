@@ -259,9 +259,12 @@ static pto_status eval_reduce(eval_ctx *e, const pto_node *n) {
   int64_t idx[PTO_MAX_DIMS];
   for (int64_t j = 0; j < numel(out); j++) {
     unravel(j, out->ndim, out->shape, idx);
-    double acc = 0;    /* float sum, or running max/min */
-    uint64_t iacc = 0; /* i32 sum, wrapping */
-    int64_t iext = 0;  /* i32 max/min */
+    /* from the identity, which an axis of extent 0 leaves (a run's
+     * tiles give it too, tileops/empty.c) */
+    const int mn = n->op == PTO_TOP_ROWMIN;
+    double acc = sum ? 0 : mn ? INFINITY : -INFINITY; /* sum, or max/min */
+    uint64_t iacc = 0;                                 /* i32 sum, wrapping */
+    int64_t iext = mn ? INT32_MAX : INT32_MIN;         /* i32 max/min */
     for (int64_t r = 0; r < a->shape[axis]; r++) {
       idx[axis] = r;
       int64_t off = bcast_off(a, a->ndim, idx);
@@ -269,7 +272,7 @@ static pto_status eval_reduce(eval_ctx *e, const pto_node *n) {
         int64_t v = ldi(e, a, off);
         if (sum)
           iacc += (uint64_t)v;
-        else if (r == 0 || (n->op == PTO_TOP_ROWMIN ? v < iext : v > iext))
+        else if (mn ? v < iext : v > iext)
           iext = v;
       } else {
         double v = ldf(e, a, off);
@@ -278,7 +281,7 @@ static pto_status eval_reduce(eval_ctx *e, const pto_node *n) {
         else if (r == 0)
           acc = v;
         else
-          acc = n->op == PTO_TOP_ROWMIN ? min_f(acc, v) : max_f(acc, v);
+          acc = mn ? min_f(acc, v) : max_f(acc, v);
       }
     }
     if (out->dtype == PTO_I32)

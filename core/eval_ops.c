@@ -150,6 +150,10 @@ pto_status pto__eval_gather(eval_ctx *e, const pto_node *n) {
   const pto_tensor *table = n->in[0], *index = n->in[1], *out = n->out[0];
   int64_t rows = table->shape[0], width = table->shape[1];
   int64_t idx[PTO_MAX_DIMS];
+  /* rows of no columns gather nothing, so no index is checked: a run
+   * skips such a gather (nothing of an empty extent runs) */
+  if (!width)
+    return PTO_OK;
   for (int64_t s = 0; s < numel(index); s++) {
     unravel(s, index->ndim, index->shape, idx);
     int64_t row = ldi(e, index, bcast_off(index, index->ndim, idx));

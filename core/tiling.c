@@ -182,6 +182,14 @@ static void tile_elementwise(tiler *t, const pto_node *n, uint32_t tr,
       r = compute(t, custom_op, odt, like, n->n_in, src);
       break;
     }
+    /* the result is clipped as the output tile is, whichever operand it
+     * was shaped like: a static operand as wide as the tile (a [M, 1]
+     * under a tile of one column) would keep a tile past a dynamic
+     * extent valid, and what reads the result would take it in */
+    if (!t->failed) {
+      t->tg->vals[r].cr = axis_clip(&out, 2, pos.r0);
+      t->tg->vals[r].cc = axis_clip(&out, 3, pos.c0);
+    }
     pto_gref g = window(&out, &pos);
     store(t, r, &g);
     unit_end(t);

@@ -274,6 +274,14 @@ task_exec(const pto_executable *e, uint32_t t, uint32_t next, pto_scratch *s,
     const pto_targ *args = e->args + task->args + inst * pr->n_slots;
     const int64_t *clip =
         clip_it ? e->clip + task->clip + inst * PTO_CLIP_WORDS(pr) : NULL;
+    if (clip && pto__task_instance_empty(e, t, inst, ext)) {
+      /* an instance past the extents (a batch past its extent in a task
+       * whose other instances run) runs nothing: its tiles would hold
+       * what an earlier run left, and a check on them would fail */
+      s->prefetched += (uint64_t)pf.done;
+      pto__pf_clear(&pf);
+      continue;
+    }
     if (clip) { /* this instance's valid regions at the run's extents */
       for (uint32_t i = 0; i < pr->n_tiles; i++) {
         const pto_ptile *pt = &pr->tiles[i];
@@ -321,6 +329,11 @@ task_exec(const pto_executable *e, uint32_t t, uint32_t next, pto_scratch *s,
         for (int k = 0; k < 2; k++)
           a.s = pto__sterm_apply(a.s, &pi->st[k], ext);
       if (clip) {
+        /* a load from a window the extents emptied (a batch past its
+         * extent: tiles carry no batch clip) loads an empty tile, and
+         * what it feeds sees nothing, a fused store writing nothing */
+        if (pto__insn_loads(pi->op) && (!a.g.rows || !a.g.cols))
+          a.dst[0]->valid_rows = 0;
         /* nothing to do where the extents empty what it writes; where they
          * empty only what it reads, its result needs no kernel */
         int empty = pi->n_dst ? 1 : !a.g.rows || !a.g.cols;

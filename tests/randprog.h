@@ -49,12 +49,12 @@
   X(dead_strict_gather, 0) /* eval fails on a strict gather no output needs */ \
   X(dead_op_store, 0) /* merged instances store to no storage */               \
   X(slow_split_plan, 0) /* tiny tiles: an over-fused subgraph plans in n^2 */  \
-  /* found by its dynamic cases, open: */                                      \
-  X(softmax_batch_tail, 1)  /* fused softmax writes rows past a batch dim */   \
-  X(empty_max_reduce, 1)    /* max/min over an extent of 0: -inf, eval 0 */    \
-  X(empty_strict_gather, 1) /* D of 0: the run skips it, eval: ERANGE */       \
-  X(strict_gather_tail, 1)  /* checks index rows past the extent (stale) */    \
-  X(topk_bcast_tail, 1)     /* masked topk of a broadcast: 0s past extents */
+  /* found by its dynamic cases: */                                            \
+  X(softmax_batch_tail, 0)  /* fused softmax writes rows past a batch dim */   \
+  X(empty_max_reduce, 0)    /* max/min over an extent of 0: eval gave 0 */     \
+  X(empty_strict_gather, 0) /* D of 0: the run skipped it, eval: ERANGE */     \
+  X(strict_gather_tail, 0)  /* checks index rows past the extent (stale) */    \
+  X(topk_bcast_tail, 0)     /* masked topk of a broadcast: 0s past extents */
 
 typedef struct rp_switches {
 #define RP__SW(name, open) int name;

@@ -285,9 +285,10 @@ static int same_as_eval(pto_program *p, const int64_t *ext, int n_in,
 }
 
 /* softmax of x [B<=7, 1, 13] at B = 5: the fused softmax (one
- * TLOADSOFTMAXSTORE over the rows) writes rows 5 and 6 too, past B's
- * extent, where the evaluator writes nothing (unfused, it is right).
- * Seed 1680. */
+ * TLOADSOFTMAXSTORE over the rows) wrote rows 5 and 6 too, past B's
+ * extent, where the evaluator writes nothing (unfused, it was right): its
+ * tiles carry no batch clip. Instances past the extents now run nothing,
+ * and a load from an emptied window loads an empty tile. Seed 1680. */
 Test(e2e, regress_softmax_batch_tail, .timeout = 60) {
   pto_program *p = pto_program_new("softmax_batch_tail");
   const int64_t B = pto_dim_dynamic(p, "B", 7);
@@ -302,9 +303,9 @@ Test(e2e, regress_softmax_batch_tail, .timeout = 60) {
 }
 
 /* rowmax of x [4, S<=8] and colmax of its transpose at S = 0: the
- * evaluator gives 0 (its running max starts there), a run -inf (the max's
- * identity; INT32_MIN in i32, and +inf for rowmin). One of the two is
- * wrong; program.h says nothing of an empty row. Seeds 381, 679, 1584. */
+ * evaluator gave 0 (its running max started there), a run -inf (the max's
+ * identity; INT32_MIN in i32, and +inf for rowmin). Both give the identity
+ * now (docs/dynamic.md, "Extents of 0"). Seeds 381, 679, 1584. */
 Test(e2e, regress_empty_max_reduce, .timeout = 60) {
   pto_program *p = pto_program_new("empty_max_reduce");
   const int64_t S = pto_dim_dynamic(p, "S", 8);
@@ -320,8 +321,9 @@ Test(e2e, regress_empty_max_reduce, .timeout = 60) {
 }
 
 /* A strict gather from table [2, D<=4] by an index out of range, at D = 0:
- * the evaluator checks the indices and fails with PTO_ERANGE; the run has
- * nothing to store, skips the task and succeeds. Seeds 3087, 3209. */
+ * the evaluator checked the indices and failed with PTO_ERANGE; the run has
+ * nothing to store, skips the task and succeeds. Rows of no columns gather
+ * nothing, so neither checks an index now. Seeds 3087, 3209. */
 Test(e2e, regress_empty_strict_gather, .timeout = 60) {
   pto_program *p = pto_program_new("empty_strict_gather");
   const int64_t D = pto_dim_dynamic(p, "D", 4);
@@ -399,9 +401,9 @@ Test(e2e, regress_topk_masked_empty_row, .timeout = 60) {
 
 /* A strict gather by y = i + 1, i [S<=13, 3], run at S = 13 with indices
  * out of range and then at S = 1, 5, 9 with indices in range: the second
- * executions fail with PTO_ERANGE, naming an index of row S: the gather
- * checks every row of its tile, and the rows past the extent hold what the
- * first execution left there. The values are right. Seeds 48769, 49677
+ * executions failed with PTO_ERANGE, naming an index of row S: the
+ * instances of the batches past the extent ran, on tiles holding what the
+ * first execution left there. They run nothing now. Seeds 48769, 49677
  * and 51364 found it (as the overlay made them before it widened pinned
  * dims). */
 Test(e2e, regress_strict_gather_tail, .timeout = 60) {
@@ -444,11 +446,12 @@ Test(e2e, regress_strict_gather_tail, .timeout = 60) {
 }
 
 /* y = a [4,1] * x [4, S<=2] (a broadcast) under a 4 x 1 vector tile, then
- * pto_topk_masked(y, 1): at S = 0 and S = 1 the run gives 0 in every row
+ * pto_topk_masked(y, 1): at S = 0 and S = 1 the run gave 0 in every row
  * where the evaluator gives -inf (no entry) and x's first column (all
- * negative): the tile past the extent, which the broadcast operand keeps
- * from being skipped, comes into the selection as zeros. With x * x, or
- * x + 1, it is right. Seeds 16226 and 21227. */
+ * negative): the product's tile was shaped like a's, which is static, so
+ * the tile past the extent stayed valid and came into the selection as
+ * zeros. An element-wise result is clipped as its output tile now. With
+ * x * x, or x + 1, it was right. Seeds 16226 and 21227. */
 Test(e2e, regress_topk_bcast_tail, .timeout = 60) {
   pto_program *p = pto_program_new("topk_bcast_tail");
   const int64_t S = pto_dim_dynamic(p, "S", 2);
