@@ -21,6 +21,7 @@
 #define I (PTO_COST_BIT(PTO_COST_IN) | SP)
 #define O (PTO_COST_BIT(PTO_COST_OUT) | SP)
 #define F PTO_COST_BIT(PTO_COST_FLOP)
+#define PM PTO_COST_PAD_M
 /* One per class; a class without one does not compile. Element-wise work
  * goes by the elements it writes (its flops are a multiple of them), a
  * reduction or a store by those it reads, a matmul by its flops, the
@@ -52,12 +53,12 @@
 #define COST_ROWEXPSUM (R | O)
 #define COST_COLEXPAND (R | O)
 #define COST_COLEXPAND2 (R | O)
-#define COST_MATMUL (R | I | O | F)
-#define COST_MATMUL_ACC (R | I | O | F)
+#define COST_MATMUL (R | I | O | F | PM)
+#define COST_MATMUL_ACC (R | I | O | F | PM)
 #define COST_MATMUL_WSUM (R | I | O | F)
 #define COST_MATMUL_WSUM_G (R | I | O | F)
-#define COST_MATMUL_GA (R | I | O | F)
-#define COST_MATMUL_GB (R | I | O | F)
+#define COST_MATMUL_GA (R | I | O | F | PM)
+#define COST_MATMUL_GB (R | I | O | F | PM)
 #define COST_SMONLINE (R | I | O)
 #define COST_SMFINAL (R | I | O)
 #define COST_EXTRACT (R | O)
@@ -74,6 +75,7 @@ static const uint32_t class_cost[PTO_CLASS_COUNT] = {
     PTO_CLASS_MAP(PTO__COST_ROW)
 #undef PTO__COST_ROW
 };
+#undef PM
 #undef SP
 #undef R
 #undef I
@@ -119,6 +121,13 @@ void pto__cost_features(const pto_insn_shape *s, double l1, double l2,
     set += area(s->dst[d]) * (double)pto_dtype_size(s->ddt[d]);
   }
   f->x[PTO_COST_FLOP] = (double)pto__insn_flops_of(s);
+  const pto_insn_info *in = pto__insn_info(s->op);
+  if (in && (pto__class_cost(in->cls) & PTO_COST_PAD_M) && s->mr > 1 &&
+      s->n_dst && s->dst[0][0]) {
+    const double m = s->dst[0][0],
+                 pad = (double)((s->dst[0][0] + s->mr - 1) / s->mr * s->mr);
+    f->x[PTO_COST_FLOP] *= pad / m;
+  }
   const pto_insn_facts *fa = pto__insn_facts(s->op);
   const double bytes = (double)pto__insn_bytes_of(s);
   if (fa && fa->g2 != PTO_GA_NONE) {
@@ -320,7 +329,7 @@ static pto_status parse_terms(const ld *x, const json_t *o, const char *path,
   static const char *const keys[] = {"call_ns",  "row_ns",    "in_ns",
                                      "out_ns",   "spill_ns",  "spill2_ns",
                                      "flop_ns",  "mem_x",     "mrow_ns",
-                                     NULL};
+                                     "dram_x",   NULL};
   pto_status st = only_keys(x, o, path, keys);
   if (st)
     return st;
@@ -333,7 +342,8 @@ static pto_status parse_terms(const ld *x, const json_t *o, const char *path,
     if ((st = number(x, o, path, pto__cost_term_key[k], 0, 0, &t->ns[k])))
       return st;
   if ((st = number(x, o, path, "mem_x", 0, 1, &t->mem_x)) ||
-      (st = number(x, o, path, "mrow_ns", 0, -1, &t->mrow_ns)))
+      (st = number(x, o, path, "mrow_ns", 0, -1, &t->mrow_ns)) ||
+      (st = number(x, o, path, "dram_x", 0, 0, &t->dram_x)))
     return st;
   if (!(t->mem_x > 0)) {
     char p[256];

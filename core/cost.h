@@ -34,6 +34,10 @@ enum {
 };
 #define PTO_COST_BIT(t) (1u << (t))
 #define PTO_COST_ALL ((1u << PTO_COST_TERMS) - 1)
+/* A modifier of the cost column: the micro-kernel runs dst0's rows in
+ * whole panels of the table's mr (pto_insn_shape.mr), so its flop term
+ * counts them padded (an M of 16 costs as 24 on panels of 12). */
+#define PTO_COST_PAD_M (1u << 16)
 
 /* "call_ns", "row_ns", "in_ns", "out_ns", "spill_ns", "spill2_ns",
  * "flop_ns" */
@@ -77,6 +81,10 @@ typedef struct pto_cost_terms {
   /* what each contiguous run of its windows costs it from the shared
    * cache or DRAM ("mrow_ns"; < 0 when absent: the level's row_ns) */
   double mrow_ns;
+  /* the same multiplier for its bytes from and to DRAM ("dram_x"; 0 when
+   * absent: mem_x); stores around the caches (PTO_TF_STREAM) go at DRAM's
+   * store rate whatever the instruction */
+  double dram_x;
   int set; /* found in the profile */
 } pto_cost_terms;
 

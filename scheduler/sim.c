@@ -20,6 +20,7 @@
 #include "scheduler/runtime.h"
 #include "scheduler/trace.h"
 #include "scheduler/trace_exe.h"
+#include "tileops/tileops.h"
 
 /* ---- the static part: what each program's instructions cost ---------------- */
 
@@ -28,6 +29,7 @@ typedef struct sim_insn {
   double t0;   /* the call's fixed ns (the memory side of its max) */
   double mem_x; /* its memory time's multiplier (pto_cost_terms) */
   double mrow;  /* its cost per contiguous run, or < 0 (pto_cost_terms) */
+  double dram_x; /* its DRAM multiplier, or 0 (pto_cost_terms) */
   double gb[2];        /* global bytes per call through slot and slot2 */
   uint8_t part[2];     /* pto_gpart */
   uint8_t write[2];    /* writes the view */
@@ -141,6 +143,10 @@ static void sample(const cache *k, uint32_t s, uint64_t a, uint64_t b,
  * scaled to DRAM reads at the store bandwidth) */
 typedef struct piece {
   double n, fit, t0, b[2], r[2], mem_x, mrow; /* mrow < 0: the levels' */
+  /* per call: DRAM bytes but stream stores', and those stores as the
+   * DRAM reads that take as long at the store rate */
+  double bd, bnt;
+  double dram_x; /* 0: mem_x */
 } piece;
 
 typedef struct running {
@@ -380,12 +386,15 @@ static void task_pieces(sim *s, uint32_t t, uint32_t w, running *r) {
     pc->t0 = si->t0;
     pc->mem_x = si->mem_x;
     pc->mrow = si->mrow;
+    pc->dram_x = si->dram_x;
+    pc->bd = (lv[LV_DRAM] - nt) / n;
+    pc->bnt = nt * dram->core_bw / dram->store_bw / n;
     pc->b[0] = lv[LV_LLC] / n;
     pc->b[1] = dram_eq / n;
     pc->r[0] = runs[LV_LLC] / n;
     pc->r[1] = runs[LV_DRAM] / n;
     r->bytes[0] += lv[LV_LLC];
-    r->bytes[1] += dram_eq;
+    r->bytes[1] += lv[LV_DRAM]; /* what the level moves */
     for (int l = 0; l < LV_COUNT; l++)
       s->lv_bytes[l] += lv[l];
   }
@@ -397,8 +406,9 @@ static inline double call_ns(const piece *p, const double bw[2],
                              const double rn[2]) {
   const double rows = p->mrow >= 0 ? (p->r[0] + p->r[1]) * p->mrow
                                     : p->r[0] * rn[0] + p->r[1] * rn[1];
-  const double m =
-      p->t0 + rows + p->mem_x * (p->b[0] / bw[0] + p->b[1] / bw[1]);
+  const double dram =
+      ((p->dram_x > 0 ? p->dram_x : p->mem_x) * p->bd + p->bnt) / bw[1];
+  const double m = p->t0 + rows + p->mem_x * p->b[0] / bw[0] + dram;
   return p->fit > m ? p->fit : m;
 }
 
@@ -495,6 +505,8 @@ static void finish_task(sim *s, uint32_t wi) {
 static pto_status prepare(sim *s) {
   const pto_executable *e = s->e;
   const pto_profile *p = s->p;
+  uint32_t mr, nr;
+  pto__mm_panel(&mr, &nr);
   s->prog = calloc(e->n_progs + 1, sizeof *s->prog);
   if (!s->prog)
     return pto__error_set(s->err, PTO_ENOMEM, "simulate: out of memory");
@@ -512,6 +524,7 @@ static pto_status prepare(sim *s) {
       const pto_pinst *pi = &pr->insts[i];
       pto_insn_shape sh;
       pto__cost_shape(pr, pi, &sh);
+      sh.mr = mr; /* the panels its matmuls pad rows to */
       pto_cost_feat f;
       pto__cost_features(&sh, p->l1, p->l2.bytes, &f);
       pto_cost_terms buf;
@@ -532,6 +545,7 @@ static pto_status prepare(sim *s) {
       si->t0 = c->ns[PTO_COST_CALL];
       si->mem_x = c->mem_x > 0 ? c->mem_x : 1;
       si->mrow = c->mrow_ns;
+      si->dram_x = c->dram_x;
       const pto_insn_facts *fa = pto__insn_facts(pi->op);
       for (int v = 0; v < 2; v++) {
         const int32_t l = pto__pinst_slot(pi, v);

@@ -681,13 +681,14 @@ static size_t view_span(const pto_gview *g) {
 }
 
 #define COLD_BYTES ((size_t)16 << 20) /* beyond the L2, within the LLC */
+#define DRAM_BYTES ((size_t)384 << 20) /* beyond most LLCs: from DRAM */
 
 /* ns per call of fn on a with its global windows cold: each call reads
  * (writes) them at the next of the places a region of COLD_BYTES holds
  * (cold[0] for a.g, cold[1] for a.g2), after one round over them all: the
  * median call. 0 when a window does not fit the region twice. */
 static double time_cold(pto_tileop_fn fn, int op, const pto_targs *a0,
-                        unsigned char *const cold[2]) {
+                        unsigned char *const cold[2], size_t region) {
   pto_targs a = *a0;
   pto_gview *g[2] = {&a.g, &a.g2};
   size_t step[2] = {0, 0}, slots = SIZE_MAX;
@@ -696,21 +697,29 @@ static double time_cold(pto_tileop_fn fn, int op, const pto_targs *a0,
     if (!span)
       continue;
     step[v] = (span + 4095) & ~(size_t)4095;
-    const size_t k = COLD_BYTES / step[v];
+    const size_t k = region / step[v];
     slots = k < slots ? k : slots;
   }
   if (slots == SIZE_MAX || slots < 2)
     return 0;
   double t[64];
   int n = 0;
-  const size_t calls = slots * 2 > 48 ? slots + 24 : slots * 2;
+  /* a region larger than the samples: strided through once, untimed
+   * rounds skipped (the region is far out of every cache) */
+  const size_t calls = region > COLD_BYTES ? (slots > 64 ? 64 : slots)
+                       : slots * 2 > 48     ? slots + 24
+                                            : slots * 2;
+  const size_t skip = region > COLD_BYTES ? 0 : slots;
   for (size_t i = 0; i < calls && n < 64; i++) {
+    /* far out of every cache: every slot of the region in turn, spread */
+    const size_t at = region > COLD_BYTES ? (i * (slots / calls)) % slots
+                                          : i % slots;
     for (int v = 0; v < 2; v++)
       if (step[v])
-        g[v]->base = cold[v] + (i % slots) * step[v];
+        g[v]->base = cold[v] + at * step[v];
     const double t0 = now_ns();
     fn(op, &a);
-    if (i >= slots) /* the first round brought the region into the LLC */
+    if (i >= skip) /* the first round brought the region into the LLC */
       t[n++] = now_ns() - t0;
   }
   qsort(t, (size_t)n, sizeof *t, cmp_double);
@@ -1106,7 +1115,7 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
   c.gbuf[0] = aligned_alloc(64, GBUF_BYTES);
   c.gbuf[1] = aligned_alloc(64, GBUF_BYTES);
   json_t *insns = json_object(), *fit = json_object();
-  unsigned char *cold[2] = {NULL, NULL};
+  unsigned char *cold[2] = {NULL, NULL}, *dcold[2] = {NULL, NULL};
   pto_status st = PTO_OK;
   if (!c.pool || !c.gbuf[0] || !c.gbuf[1] || !insns || !fit) {
     st = pto__last_error(PTO_ENOMEM, "calibrate: out of memory");
@@ -1131,12 +1140,16 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
   }
   cold[0] = aligned_alloc(4096, COLD_BYTES);
   cold[1] = aligned_alloc(4096, COLD_BYTES);
-  if (!cold[0] || !cold[1]) {
+  dcold[0] = aligned_alloc(4096, DRAM_BYTES);
+  dcold[1] = aligned_alloc(4096, DRAM_BYTES);
+  if (!cold[0] || !cold[1] || !dcold[0] || !dcold[1]) {
     st = pto__last_error(PTO_ENOMEM, "calibrate: out of memory");
     goto done;
   }
   for (size_t i = 0; i < COLD_BYTES / 4; i++) /* finite values: 1.0f */
     ((float *)(void *)cold[0])[i] = ((float *)(void *)cold[1])[i] = 1.0f;
+  for (size_t i = 0; i < DRAM_BYTES / 4; i++)
+    ((float *)(void *)dcold[0])[i] = ((float *)(void *)dcold[1])[i] = 1.0f;
   const int dump = p.verbose && p.log; /* every timed shape */
   /* about a third of the budget for the instructions, shared evenly */
   const double per_insn = budget * 0.35 / PTO_OP_COUNT;
@@ -1156,7 +1169,8 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
       double x[MAX_SAMPLES][PTO_COST_TERMS], y[MAX_SAMPLES];
       /* with the global windows cold: the bytes' time from the LLC and
        * its multiplier (pto_cost_terms.mem_x) per shape */
-      double mx_t[MAX_SAMPLES], mx_runs[MAX_SAMPLES], mx_stream[MAX_SAMPLES];
+      double mx_t[MAX_SAMPLES], mx_runs[MAX_SAMPLES], mx_stream[MAX_SAMPLES],
+          mx_dram[MAX_SAMPLES], mx_dbytes[MAX_SAMPLES];
       int n = 0, nmx = 0;
       const double t_op = now_ns();
       for (int k = 0; k < MAX_SAMPLES; k++) {
@@ -1191,7 +1205,18 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
         memcpy(x[n], f.x, sizeof f.x);
         const double gb = f.gbytes[0] + f.gbytes[1];
         if (fa->g != PTO_GA_NONE && gb > 0) {
-          const double tc = time_cold(tab->fn[op], op, &a, cold);
+          const double tc = time_cold(tab->fn[op], op, &a, cold, COLD_BYTES);
+          /* from DRAM; a second view it writes (TLOADSOFTMAXSTORE's)
+           * stored around the caches, as the compiler issues it, its
+           * stores then at DRAM's store rate, the rest the instruction's */
+          pto_targs ad = a;
+          double nt = 0;
+          if (fa->g2 == PTO_GA_WRITE) {
+            ad.flags |= PTO_TF_STREAM;
+            nt = f.gbytes[1];
+          }
+          double td = time_cold(tab->fn[op], op, &ad, dcold, DRAM_BYTES);
+          td -= nt / mf.dram_store;
           /* the runs a window's rows make (as the simulator counts them) */
           double runs = 0;
           const pto_gview *gv[2] = {&a.g, &a.g2};
@@ -1213,7 +1238,9 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
           if (tc > 1.1 * y[n] && stream > 0) {
             mx_t[nmx] = tc;
             mx_runs[nmx] = runs;
-            mx_stream[nmx++] = stream;
+            mx_stream[nmx] = stream;
+            mx_dram[nmx] = td > 1.1 * y[n] ? td / ((gb - nt) / mf.dram_core) : 0;
+            mx_dbytes[nmx++] = gb - nt;
           }
           if (dump)
             log_line(p.log, "  %s shape %d cold: %.1f ns (hot %.1f), %g runs, "
@@ -1257,6 +1284,19 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
         mx = mx < 0.25 ? 0.25 : mx > 16 ? 16 : mx;
         json_object_set_new(terms, "mem_x", json_real(round(mx * 1000) / 1000));
         json_object_set_new(terms, "mrow_ns", json_real(round(mrow * 100) / 100));
+        /* from DRAM, stores included: each shape's time less its runs'
+         * over its bytes' streaming time, the median shape's */
+        double dx[MAX_SAMPLES];
+        int nd = 0;
+        for (int i = 0; i < nmx; i++)
+          if (mx_dram[i] > 0 && mx_dbytes[i] > 0)
+            dx[nd++] = mx_dram[i] - (coef[PTO_COST_CALL] + mrow * mx_runs[i]) /
+                                        (mx_dbytes[i] / mf.dram_core);
+        if (nd) {
+          qsort(dx, (size_t)nd, sizeof *dx, cmp_double);
+          const double v2 = dx[nd / 2] < 0.25 ? 0.25 : dx[nd / 2] > 16 ? 16 : dx[nd / 2];
+          json_object_set_new(terms, "dram_x", json_real(round(v2 * 1000) / 1000));
+        }
       }
       json_object_set_new(insns, key, terms);
       json_object_set_new(fit, key, json_real(round(err * 1e4) / 1e4));
@@ -1324,6 +1364,8 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
 done:
   free(cold[0]);
   free(cold[1]);
+  free(dcold[0]);
+  free(dcold[1]);
   json_decref(insns);
   json_decref(fit);
   free(c.pool);

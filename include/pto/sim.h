@@ -56,8 +56,10 @@
  * and "mem_x" (> 0, default 1: the memory side's bytes take that many
  * times the level's streaming time, a packing load's more) and "mrow_ns"
  * (what each contiguous run of its windows costs it beyond the bytes;
- * default the level's row_ns). An instruction's cost on core type c
- * is the first entry found of: its name with its packing and dtype
+ * default the level's row_ns) and "dram_x" (mem_x for DRAM; stores with
+ * PTO_TF_STREAM go at DRAM's store_gbps whatever the instruction). A
+ * matmul's flops count its rows padded to the micro-kernel's panels. An
+ * instruction's cost on core type c is the first entry found of: its name with its packing and dtype
  * variant, with its packing, with its dtype, bare, then its class, in
  * section c, then in "any". A profile is refused (PTO_ECONFIG, the message
  * naming the key) when any number is negative or not a number, a required
