@@ -26,6 +26,7 @@ typedef struct pto_ptile { /* a local tile of a program */
 typedef struct pto_pslot { /* a global operand window of a program */
   pto_dtype dtype;
   uint8_t cr, cc, cb[2]; /* as pto_ptile's, and its two batch coordinates */
+  uint8_t written;       /* a store's (pto__pinst_stores): what it writes */
   int64_t rows, cols, rs, cs;
 } pto_pslot;
 

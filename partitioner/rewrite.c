@@ -377,9 +377,24 @@ static pto_status mark_streaming_stores(pto_executable *e) {
   return PTO_OK;
 }
 
+/* Marks the slots the finished programs write (pto_pslot.written), for
+ * the run's test of what the extents leave a task to do. */
+static void mark_written(pto_executable *e) {
+  for (uint32_t q = 0; q < e->n_progs; q++) {
+    pto_cprog *pr = &e->progs[q];
+    for (uint32_t i = 0; i < pr->n_insts; i++)
+      for (int k = 0; k < 2; k++) {
+        const int32_t l = pto__pinst_slot(&pr->insts[i], k);
+        if (l >= 0 && pto__pinst_stores(&pr->insts[i], k))
+          pr->slots[l].written = 1;
+      }
+  }
+}
+
 pto_status pto__rewrite_programs(pto_executable *e) {
   for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++)
     apply(e, &rules[r]);
   name_programs(e);
+  mark_written(e);
   return mark_streaming_stores(e);
 }

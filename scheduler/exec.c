@@ -139,8 +139,18 @@ static void slot_view(const pto_cprog *pr, int32_t l, const pto_targ *args,
   }
 }
 
+/* Whether slot sl of an instance with clip offsets o (its 8 words) has
+ * nothing inside the extents. */
+static inline int slot_empty(const pto_pslot *sl, const int64_t *o,
+                             const int64_t *ext) {
+  return !clipped(sl->rows, sl->cr, o, ext) ||
+         !clipped(sl->cols, sl->cc, o + 2, ext) ||
+         !clipped(1, sl->cb[0], o + 4, ext) ||
+         !clipped(1, sl->cb[1], o + 6, ext);
+}
+
 /* Whether the run's extents leave nothing of instance inst of task t to
- * write: every store's window (or the tile it stores) is empty. */
+ * write: every window a store writes is empty. */
 int pto__task_instance_empty(const pto_executable *e, uint32_t t,
                              uint32_t inst, const int64_t *ext) {
   const pto_task *task = &e->tasks[t];
@@ -148,20 +158,70 @@ int pto__task_instance_empty(const pto_executable *e, uint32_t t,
   if (!pr->clipped || !ext)
     return 0;
   const int64_t *clip = e->clip + task->clip + inst * PTO_CLIP_WORDS(pr);
-  for (uint32_t i = 0; i < pr->n_insts; i++) {
-    const pto_pinst *pi = &pr->insts[i];
-    for (int k = 0; k < 2; k++) {
-      const int32_t l = pto__pinst_slot(pi, k);
-      if (l < 0 || !pto__pinst_stores(pi, k))
-        continue;
-      const pto_pslot *sl = &pr->slots[l];
-      const int64_t *o = clip + 4 * pr->n_tiles + 8 * l;
-      if (clipped(sl->rows, sl->cr, o, ext) &&
-          clipped(sl->cols, sl->cc, o + 2, ext) &&
-          clipped(1, sl->cb[0], o + 4, ext) && clipped(1, sl->cb[1], o + 6, ext))
-        return 0;
+  for (uint32_t l = 0; l < pr->n_slots; l++)
+    if (pr->slots[l].written &&
+        !slot_empty(&pr->slots[l], clip + 4 * pr->n_tiles + 8 * l, ext))
+      return 0;
+  return 1;
+}
+
+uint32_t pto__task_bounds_words(const pto_executable *e, uint32_t t) {
+  const pto_cprog *pr = &e->progs[e->tasks[t].prog];
+  uint32_t n = 0;
+  for (uint32_t l = 0; pr->clipped && l < pr->n_slots; l++)
+    n += pr->slots[l].written ? 8 : 0;
+  return n;
+}
+
+void pto__task_bounds(const pto_executable *e, uint32_t t, int64_t *b) {
+  const pto_task *task = &e->tasks[t];
+  const pto_cprog *pr = &e->progs[task->prog];
+  for (uint32_t l = 0; pr->clipped && l < pr->n_slots; l++) {
+    if (!pr->slots[l].written)
+      continue;
+    for (int c = 0; c < 4; c++, b += 2) {
+      for (uint32_t k = 0; k < task->n_inst; k++) {
+        const int64_t *o = e->clip + task->clip + k * PTO_CLIP_WORDS(pr) +
+                           4 * pr->n_tiles + 8 * l + 2 * c;
+        if (!k)
+          b[0] = o[0], b[1] = o[1];
+        else if (o[1] != b[1])
+          b[1] = 0; /* no common multiplier: no bound */
+        else if (o[0] < b[0])
+          b[0] = o[0];
+      }
     }
   }
+}
+
+int pto__task_empty(const pto_executable *e, uint32_t t, const int64_t *b,
+                    const int64_t *ext) {
+  const pto_task *task = &e->tasks[t];
+  const pto_cprog *pr = &e->progs[task->prog];
+  if (!pr->clipped || !ext || !pto__task_instance_empty(e, t, 0, ext))
+    return 0;
+  if (task->n_inst == 1)
+    return 1;
+  /* every window it writes past an extent in all its instances at once
+   * (the common case of a task wholly past one): decided by its bounds */
+  int all = b != NULL;
+  for (uint32_t l = 0; all && l < pr->n_slots; l++) {
+    const pto_pslot *sl = &pr->slots[l];
+    if (!sl->written)
+      continue;
+    const uint8_t d1[4] = {sl->cr, sl->cc, sl->cb[0], sl->cb[1]};
+    int some = 0;
+    for (int c = 0; c < 4 && !some; c++)
+      some = d1[c] && b[2 * c + 1] &&
+             ext[d1[c] - 1] * b[2 * c + 1] - b[2 * c] <= 0;
+    all = some;
+    b += 8;
+  }
+  if (all)
+    return 1;
+  for (uint32_t k = 1; k < task->n_inst; k++)
+    if (!pto__task_instance_empty(e, t, k, ext))
+      return 0;
   return 1;
 }
 

@@ -53,6 +53,18 @@ pto_status pto__task_exec(const pto_executable *e, uint32_t t, uint32_t next,
 int pto__task_instance_empty(const pto_executable *e, uint32_t t,
                              uint32_t inst, const int64_t *ext);
 
+/* Task t's bounds for pto__task_empty, pto__task_bounds_words(e, t) words:
+ * for each slot its program writes and each of its clips (rows, cols, two
+ * batch coordinates), the least offset over its instances and their
+ * multiplier (0 where they differ: no bound). Built once per executable. */
+uint32_t pto__task_bounds_words(const pto_executable *e, uint32_t t);
+void pto__task_bounds(const pto_executable *e, uint32_t t, int64_t *b);
+
+/* Whether the extents ext leave every instance of task t empty; b: its
+ * bounds (NULL: the instances are tested one by one). */
+int pto__task_empty(const pto_executable *e, uint32_t t, const int64_t *b,
+                    const int64_t *ext);
+
 /* The detail of instruction i of pr failing with status rc (tiles and args
  * as the task ran it), for its message: for a strict TGATHER the index out
  * of range, its position in the index tensor and the table, worded as the

@@ -25,6 +25,10 @@ typedef struct exe_sched {
   uint32_t *succ_off, *n_pred;
   uint64_t *prio;
   uint32_t *inst_off; /* task t's first instruction counter, two each */
+  /* with dynamic dims: task t's bounds (pto__task_bounds) at bounds +
+   * bounds_off[t], for the skip pass of every binding */
+  int64_t *bounds;
+  uint64_t *bounds_off;
   uv_mutex_t lock;
   pto_trace last;
 } exe_sched;
@@ -38,6 +42,8 @@ static void exe_sched_free(void *p) {
   free(s->n_pred);
   free(s->prio);
   free(s->inst_off);
+  free(s->bounds);
+  free(s->bounds_off);
   pto__trace_free(&s->last);
   uv_mutex_destroy(&s->lock);
   free(s);
@@ -74,6 +80,21 @@ static exe_sched *exe_sched_build(const pto_executable *e) {
   }
   s->succ_off[n] = e->n_edges;
   s->inst_off[n] = k;
+  if (e->prog->n_dims) {
+    s->bounds_off = malloc((n + 1) * sizeof *s->bounds_off);
+    uint64_t w = 0;
+    for (uint32_t t = 0; s->bounds_off && t < n; t++) {
+      s->bounds_off[t] = w;
+      w += pto__task_bounds_words(e, t);
+    }
+    s->bounds = s->bounds_off ? malloc((w + 1) * sizeof *s->bounds) : NULL;
+    if (!s->bounds) {
+      exe_sched_free(s);
+      return NULL;
+    }
+    for (uint32_t t = 0; t < n; t++)
+      pto__task_bounds(e, t, s->bounds + s->bounds_off[t]);
+  }
   return s;
 }
 
@@ -306,9 +327,8 @@ static pto_status exe_bind_job(exe_run *r) {
       return st;
     r->active = r->reserve[0] = r->reserve[1] = 0;
     for (uint32_t t = 0; t < e->n_tasks; t++) {
-      uint8_t skip = 1;
-      for (uint32_t k = 0; skip && k < e->tasks[t].n_inst; k++)
-        skip = (uint8_t)pto__task_instance_empty(e, t, k, r->ext);
+      const uint8_t skip = (uint8_t)pto__task_empty(
+          e, t, r->s->bounds + r->s->bounds_off[t], r->ext);
       r->skip[t] = skip;
       r->n_pred[t] = 0;
       r->active += !skip;
