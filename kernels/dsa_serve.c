@@ -337,7 +337,22 @@ pto_status pto_dsa_serve_bind(struct pto_run *run, const pto_dsa_dims *d,
              s->max_blocks, step->blocks, s->blocks);
     return PTO_EINVAL;
   }
-  pto_status st = pto_run_bind(run, "T", T);
+  /* the dims by their index, in pto_dsa_serve_program's order (T, then
+   * n<k> and len<k> per slot: no name looked up per step), once the
+   * executable is seen to be of that shape */
+  const pto_executable *e = pto_run_executable(run);
+  char last[32];
+  snprintf(last, sizeof last, "len%" PRId64, s->slots - 1);
+  if (!e || pto_executable_num_dims(e) != 1 + 2 * s->slots ||
+      strcmp(pto_executable_dim_name(e, 0), "T") ||
+      strcmp(pto_executable_dim_name(e, (int)(2 * s->slots)), last)) {
+    snprintf(msg, size,
+             "%s: the run is not of pto_dsa_serve_program's executable for "
+             "%" PRId64 " slots (dims T, n0, len0, ..., %s)",
+             OP, s->slots, last);
+    return PTO_EINVAL;
+  }
+  pto_status st = pto_run_bind_index(run, 0, T);
   for (int64_t k = 0, t0 = 0; !st && k < s->slots; k++) {
     const int in = k < step->b;
     const int64_t nk = in ? step->n[k] : 0, lk = in ? step->len[k] : 0;
@@ -350,12 +365,9 @@ pto_status pto_dsa_serve_bind(struct pto_run *run, const pto_dsa_dims *d,
                lk, s->max_len);
       return PTO_ERANGE;
     }
-    char name[32];
-    snprintf(name, sizeof name, "n%" PRId64, k);
-    st = pto_run_bind(run, name, nk);
-    snprintf(name, sizeof name, "len%" PRId64, k);
+    st = pto_run_bind_index(run, (int)(1 + 2 * k), nk);
     if (!st)
-      st = pto_run_bind(run, name, lk);
+      st = pto_run_bind_index(run, (int)(2 + 2 * k), lk);
     seq[2 * k] = (int32_t)t0;
     seq[2 * k + 1] = (int32_t)(lk - nk);
     t0 += nk;

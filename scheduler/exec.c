@@ -165,61 +165,76 @@ int pto__task_instance_empty(const pto_executable *e, uint32_t t,
   return 1;
 }
 
-uint32_t pto__task_bounds_words(const pto_executable *e, uint32_t t) {
-  const pto_cprog *pr = &e->progs[e->tasks[t].prog];
-  uint32_t n = 0;
-  for (uint32_t l = 0; pr->clipped && l < pr->n_slots; l++)
-    n += pr->slots[l].written ? 8 : 0;
-  return n;
-}
-
-void pto__task_bounds(const pto_executable *e, uint32_t t, int64_t *b) {
+uint32_t pto__skip_facts(const pto_executable *e, uint32_t t,
+                         pto_skip_task *st, pto_skip_clip *c) {
   const pto_task *task = &e->tasks[t];
   const pto_cprog *pr = &e->progs[task->prog];
-  for (uint32_t l = 0; pr->clipped && l < pr->n_slots; l++) {
-    if (!pr->slots[l].written)
-      continue;
-    for (int c = 0; c < 4; c++, b += 2) {
-      for (uint32_t k = 0; k < task->n_inst; k++) {
-        const int64_t *o = e->clip + task->clip + k * PTO_CLIP_WORDS(pr) +
-                           4 * pr->n_tiles + 8 * l + 2 * c;
-        if (!k)
-          b[0] = o[0], b[1] = o[1];
-        else if (o[1] != b[1])
-          b[1] = 0; /* no common multiplier: no bound */
-        else if (o[0] < b[0])
-          b[0] = o[0];
-      }
-    }
+  *st = (pto_skip_task){.n_inst = task->n_inst, .always = !pr->clipped};
+  /* a window it writes that no extent clips: it always runs */
+  for (uint32_t l = 0; !st->always && l < pr->n_slots; l++) {
+    const pto_pslot *sl = &pr->slots[l];
+    st->always = sl->written && !(sl->cr | sl->cc | sl->cb[0] | sl->cb[1]);
   }
-}
-
-int pto__task_empty(const pto_executable *e, uint32_t t, const int64_t *b,
-                    const int64_t *ext) {
-  const pto_task *task = &e->tasks[t];
-  const pto_cprog *pr = &e->progs[task->prog];
-  if (!pr->clipped || !ext || !pto__task_instance_empty(e, t, 0, ext))
-    return 0;
-  if (task->n_inst == 1)
-    return 1;
-  /* every window it writes past an extent in all its instances at once
-   * (the common case of a task wholly past one): decided by its bounds */
-  int all = b != NULL;
-  for (uint32_t l = 0; all && l < pr->n_slots; l++) {
+  uint32_t n = 0;
+  for (uint32_t l = 0, w = 0; !st->always && l < pr->n_slots; l++) {
     const pto_pslot *sl = &pr->slots[l];
     if (!sl->written)
       continue;
     const uint8_t d1[4] = {sl->cr, sl->cc, sl->cb[0], sl->cb[1]};
-    int some = 0;
-    for (int c = 0; c < 4 && !some; c++)
-      some = d1[c] && b[2 * c + 1] &&
-             ext[d1[c] - 1] * b[2 * c + 1] - b[2 * c] <= 0;
-    all = some;
-    b += 8;
+    for (int k = 0; k < 4; k++) {
+      if (!d1[k])
+        continue;
+      pto_skip_clip x = {.d1 = d1[k], .slot = (uint16_t)w};
+      for (uint32_t i = 0; i < task->n_inst; i++) {
+        const int64_t *o = e->clip + task->clip + i * PTO_CLIP_WORDS(pr) +
+                           4 * pr->n_tiles + 8 * l + 2 * k;
+        if (!i)
+          x.off0 = x.min_off = o[0], x.mul0 = x.mul = o[1];
+        else if (o[1] != x.mul)
+          x.mul = 0; /* no common multiplier: no bound */
+        else if (o[0] < x.min_off)
+          x.min_off = o[0];
+      }
+      if (c)
+        c[n] = x;
+      n++;
+    }
+    w++;
+  }
+  st->n = n;
+  return n;
+}
+
+int pto__task_skip(const pto_executable *e, uint32_t t,
+                   const pto_skip_task *st, const pto_skip_clip *c,
+                   const int64_t *ext) {
+  if (st->always || !ext)
+    return 0;
+  /* live when a window its first instance writes is inside every extent
+   * that clips it (c holds each written slot's clips together) */
+  for (uint32_t i = 0; i < st->n;) {
+    const uint16_t w = c[i].slot;
+    int in = 1;
+    for (; i < st->n && c[i].slot == w; i++)
+      in &= ext[c[i].d1 - 1] * c[i].mul0 - c[i].off0 > 0;
+    if (in)
+      return 0;
+  }
+  if (st->n_inst == 1)
+    return 1;
+  /* empty when every window it writes is past an extent in all its
+   * instances at once (the common case of a task wholly past one) */
+  int all = 1;
+  for (uint32_t i = 0; i < st->n && all;) {
+    const uint16_t w = c[i].slot;
+    int past = 0;
+    for (; i < st->n && c[i].slot == w; i++)
+      past |= c[i].mul && ext[c[i].d1 - 1] * c[i].mul - c[i].min_off <= 0;
+    all = past;
   }
   if (all)
     return 1;
-  for (uint32_t k = 1; k < task->n_inst; k++)
+  for (uint32_t k = 1; k < st->n_inst; k++)
     if (!pto__task_instance_empty(e, t, k, ext))
       return 0;
   return 1;

@@ -53,17 +53,35 @@ pto_status pto__task_exec(const pto_executable *e, uint32_t t, uint32_t next,
 int pto__task_instance_empty(const pto_executable *e, uint32_t t,
                              uint32_t inst, const int64_t *ext);
 
-/* Task t's bounds for pto__task_empty, pto__task_bounds_words(e, t) words:
- * for each slot its program writes and each of its clips (rows, cols, two
- * batch coordinates), the least offset over its instances and their
- * multiplier (0 where they differ: no bound). Built once per executable. */
-uint32_t pto__task_bounds_words(const pto_executable *e, uint32_t t);
-void pto__task_bounds(const pto_executable *e, uint32_t t, int64_t *b);
+/* What the skip pass of a binding reads of a task, compact and built once
+ * per executable (pto__skip_facts): its instance count, whether some
+ * window it writes is never clipped (then it always runs), and n clips
+ * of the windows it writes. */
+typedef struct pto_skip_task {
+  uint32_t n_inst, n;
+  uint8_t always;
+} pto_skip_task;
 
-/* Whether the extents ext leave every instance of task t empty; b: its
- * bounds (NULL: the instances are tested one by one). */
-int pto__task_empty(const pto_executable *e, uint32_t t, const int64_t *b,
-                    const int64_t *ext);
+/* One clip of a window a task writes: its dim (index + 1), the offset and
+ * multiplier of the task's first instance, the least offset over its
+ * instances and their common multiplier (0 where they differ: no bound);
+ * slot numbers the windows, a window's clips next to each other. */
+typedef struct pto_skip_clip {
+  int64_t off0, mul0, min_off, mul;
+  uint16_t slot;
+  uint8_t d1;
+} pto_skip_clip;
+
+/* Task t's facts into *st and its clips into c (NULL: only counted); the
+ * number of clips. */
+uint32_t pto__skip_facts(const pto_executable *e, uint32_t t,
+                         pto_skip_task *st, pto_skip_clip *c);
+
+/* Whether the extents ext leave every instance of task t empty, from its
+ * facts (pto__skip_facts) and, where they cannot tell, its instances'. */
+int pto__task_skip(const pto_executable *e, uint32_t t,
+                   const pto_skip_task *st, const pto_skip_clip *c,
+                   const int64_t *ext);
 
 /* The detail of instruction i of pr failing with status rc (tiles and args
  * as the task ran it), for its message: for a strict TGATHER the index out

@@ -25,10 +25,11 @@ typedef struct exe_sched {
   uint32_t *succ_off, *n_pred;
   uint64_t *prio;
   uint32_t *inst_off; /* task t's first instruction counter, two each */
-  /* with dynamic dims: task t's bounds (pto__task_bounds) at bounds +
-   * bounds_off[t], for the skip pass of every binding */
-  int64_t *bounds;
-  uint64_t *bounds_off;
+  /* with dynamic dims, what the skip pass of every binding reads: per
+   * task its facts and its clips from clips + skip[t].first */
+  pto_skip_task *skip;
+  uint64_t *skip_first;
+  pto_skip_clip *clips;
   uv_mutex_t lock;
   pto_trace last;
 } exe_sched;
@@ -42,8 +43,9 @@ static void exe_sched_free(void *p) {
   free(s->n_pred);
   free(s->prio);
   free(s->inst_off);
-  free(s->bounds);
-  free(s->bounds_off);
+  free(s->skip);
+  free(s->skip_first);
+  free(s->clips);
   pto__trace_free(&s->last);
   uv_mutex_destroy(&s->lock);
   free(s);
@@ -81,19 +83,22 @@ static exe_sched *exe_sched_build(const pto_executable *e) {
   s->succ_off[n] = e->n_edges;
   s->inst_off[n] = k;
   if (e->prog->n_dims) {
-    s->bounds_off = malloc((n + 1) * sizeof *s->bounds_off);
+    s->skip = malloc((n + 1) * sizeof *s->skip);
+    s->skip_first = malloc((n + 1) * sizeof *s->skip_first);
     uint64_t w = 0;
-    for (uint32_t t = 0; s->bounds_off && t < n; t++) {
-      s->bounds_off[t] = w;
-      w += pto__task_bounds_words(e, t);
+    for (uint32_t t = 0; s->skip && s->skip_first && t < n; t++) {
+      s->skip_first[t] = w;
+      w += pto__skip_facts(e, t, &s->skip[t], NULL);
     }
-    s->bounds = s->bounds_off ? malloc((w + 1) * sizeof *s->bounds) : NULL;
-    if (!s->bounds) {
+    s->clips = s->skip && s->skip_first
+                   ? malloc((w + 1) * sizeof *s->clips)
+                   : NULL;
+    if (!s->clips) {
       exe_sched_free(s);
       return NULL;
     }
     for (uint32_t t = 0; t < n; t++)
-      pto__task_bounds(e, t, s->bounds + s->bounds_off[t]);
+      pto__skip_facts(e, t, &s->skip[t], s->clips + s->skip_first[t]);
   }
   return s;
 }
@@ -327,17 +332,19 @@ static pto_status exe_bind_job(exe_run *r) {
       return st;
     r->active = r->reserve[0] = r->reserve[1] = 0;
     for (uint32_t t = 0; t < e->n_tasks; t++) {
-      const uint8_t skip = (uint8_t)pto__task_empty(
-          e, t, r->s->bounds + r->s->bounds_off[t], r->ext);
+      const uint8_t skip = (uint8_t)pto__task_skip(
+          e, t, &r->s->skip[t], r->s->clips + r->s->skip_first[t], r->ext);
       r->skip[t] = skip;
       r->n_pred[t] = 0;
       r->active += !skip;
       r->reserve[r->s->core[t]] += !skip;
     }
+    /* from the compact arrays only: a binding's pass reads no task */
+    const uint32_t *off = r->s->succ_off;
     for (uint32_t t = 0; t < e->n_tasks; t++)
       if (!r->skip[t])
-        for (uint32_t k = 0; k < e->tasks[t].n_succ; k++)
-          r->n_pred[e->succ[e->tasks[t].succ + k]]++;
+        for (uint32_t k = off[t]; k < off[t + 1]; k++)
+          r->n_pred[e->succ[k]]++;
     r->prepared = 1;
   }
   pto_job *j = &r->run.job;

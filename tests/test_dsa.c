@@ -670,6 +670,17 @@ static void serve_steps(int64_t prefill_slots) {
                           "slot)"),
               "%s", msg);
   }
+  /* a run of an executable built for other slots is refused, not bound
+   * dim by dim to the wrong dims */
+  pto_dsa_serve other = sv;
+  other.slots = sv.slots - 1;
+  const int64_t one = 1;
+  const pto_dsa_step st1 = {1, &one, &one, SV_BLOCKS, SV_MB};
+  cr_expect_eq(pto_dsa_serve_bind(run, &small, &other, &st1, seq, msg,
+                                  sizeof msg),
+               PTO_EINVAL);
+  cr_expect(strstr(msg, "is not of pto_dsa_serve_program's executable"), "%s",
+            msg);
   pto_run_free(run);
   pto_runtime_free(rt);
   for (int i = 0; i < PTO_DSA_INPUT_COUNT; i++)
