@@ -158,8 +158,9 @@ pto_status pto__eval_gather(eval_ctx *e, const pto_node *n) {
     unravel(s, index->ndim, index->shape, idx);
     int64_t row = ldi(e, index, bcast_off(index, index->ndim, idx));
     if (row < 0 || row >= rows) {
-      if (!(n->flags & PTO_GATHER_STRICT))
-        continue;
+      if (!(n->flags & PTO_GATHER_STRICT) ||
+          (row == -1 && (n->flags & PTO_GATHER_PAD)))
+        continue; /* a zero row: the result buffer starts zeroed */
       char buf[128], at[64];
       size_t len = 0;
       for (int d = 0; d < index->ndim && len < sizeof at; d++)

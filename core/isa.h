@@ -112,6 +112,8 @@ enum {
   /* the planner gave the instruction its scratch (pto_insn_facts.scratch):
    * the tile after its destinations, dst[n_dst] (pto__targs_scratch) */
   PTO_TF_SCRATCH = 1u << 10,
+  /* TGATHER: an index of -1 is padding (a zero row), strict or not */
+  PTO_TF_PAD = 1u << 11,
 };
 
 /* Largest panel width a packed operand may have. */

@@ -18,7 +18,7 @@ pto_tensor *pto_gather(pto_program *p, pto_tensor *table, pto_tensor *index,
   pto_tensor *in[2] = {table, index};
   if (!p || !pto__check_operands(p, "gather", 2, in))
     return NULL;
-  if (flags & ~(unsigned)PTO_GATHER_STRICT)
+  if (flags & ~(unsigned)(PTO_GATHER_STRICT | PTO_GATHER_PAD))
     return pto__fail(p, "gather", PTO_EINVAL, "unknown flags 0x%x", flags);
   if (table->ndim != 2)
     return pto__fail(p, "gather", PTO_ESHAPE, "table %s must have 2 dims [N,D]",

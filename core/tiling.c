@@ -297,6 +297,8 @@ static void tile_gather(tiler *t, const pto_node *n, uint32_t tr,
     ins->g = gt;
     if (n->flags & PTO_GATHER_STRICT)
       ins->flags |= PTO_TF_STRICT;
+    if (n->flags & PTO_GATHER_PAD)
+      ins->flags |= PTO_TF_PAD;
     pto_gref go = {0};
     go.storage = out.storage;
     go.dtype = out.dtype;

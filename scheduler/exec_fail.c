@@ -81,7 +81,7 @@ static void gather_failure(const pto_executable *e, const pto_cprog *pr,
            (const char *)ix->data +
                ((size_t)(r / ivc) * ix->stride + r % ivc) * sizeof v,
            sizeof v);
-    if (v < 0 || v >= rows)
+    if ((v < 0 || v >= rows) && !(v == -1 && (pi->flags & PTO_TF_PAD)))
       break;
   }
   if (r == n || !ivc) { /* the instruction saw what this does not */

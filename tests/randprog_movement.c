@@ -80,12 +80,17 @@ int gen_gather(gen *g) {
   rp_val tv = *V(g, t);
   int64_t N = tv.shape[0], D = tv.shape[1];
   unsigned flags = chance(g->r, 30) ? PTO_GATHER_STRICT : 0;
+  if (chance(g->r, 25)) /* -1 is padding, strict or not */
+    flags |= PTO_GATHER_PAD;
+  const double lo_ok = flags & PTO_GATHER_PAD ? -1 : 0;
   int idx = -1;
   if (chance(g->r, 50))
     idx = pick_val(g, pred_index, &D);
-  if (idx >= 0 && flags && (V(g, idx)->lo < 0 || V(g, idx)->hi >= (double)N) &&
+  if (idx >= 0 && (flags & PTO_GATHER_STRICT) &&
+      (V(g, idx)->lo < lo_ok || V(g, idx)->hi >= (double)N) &&
       chance(g->r, 80))
-    flags = 0; /* mostly: strict only when every index is in range */
+    flags &= ~(unsigned)PTO_GATHER_STRICT; /* mostly: strict only when
+                                              every index is in range */
   if (idx < 0) {
     int nd = 1 + (int)pick(g->r, 3);
     int64_t shape[3];
@@ -96,7 +101,8 @@ int gen_gather(gen *g) {
       shape[nd - 1] /= 2;
     if (numel_of(nd, shape) * D > NUMEL_MAX)
       return 0;
-    double lo = flags ? 0 : -2, hi = flags ? (double)N - 1 : (double)N + 1;
+    const int strict = (flags & PTO_GATHER_STRICT) != 0;
+    double lo = strict ? lo_ok : -2, hi = strict ? (double)N - 1 : (double)N + 1;
     idx = new_input(g, PTO_I32, nd, shape, 1, lo, hi);
     if (g->failed)
       return 0;

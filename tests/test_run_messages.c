@@ -112,6 +112,47 @@ Test(scheduler, strict_gather_failure_position_in_an_index_view,
   pto_program_free(p);
 }
 
+/* PTO_GATHER_PAD: -1 is padding (a zero row) to a strict gather, on every
+ * instruction table, and any other index outside still fails it, named as
+ * the evaluator names it; the evaluator gives the same zero rows. */
+Test(scheduler, strict_gather_with_padding, .timeout = 60) {
+  static float table[GN * GD], out[4 * GD], want[4 * GD];
+  for (int i = 0; i < GN * GD; i++)
+    table[i] = (float)i + 1;
+  int32_t good[4] = {2, -1, 0, -1}, bad[4] = {2, -1, -2, 0};
+  pto_program *p = pto_program_new("padded");
+  int64_t ts[2] = {GN, GD}, is[1] = {4};
+  pto_tensor *tt = pto_input(p, "table", PTO_F32, 2, ts);
+  pto_tensor *ti = pto_input(p, "idx", PTO_I32, 1, is);
+  pto_output(p, pto_gather(p, tt, ti, PTO_GATHER_STRICT | PTO_GATHER_PAD),
+             "g");
+  const void *in[] = {table, good};
+  void *outs[] = {out}, *wants[] = {want};
+  cr_assert_eq(pto_program_eval(p, in, wants), PTO_OK, "%s",
+               pto_program_error(p));
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  memset(out, 0xa5, sizeof out);
+  cr_expect_eq(pto_executable_run_serial(e, in, outs), PTO_OK, "%s",
+               pto_executable_error(e));
+  for (int r = 0; r < 4; r++)
+    for (int c = 0; c < GD; c++) {
+      const float w = good[r] < 0 ? 0.0f : table[good[r] * GD + c];
+      cr_expect(out[r * GD + c] == w && want[r * GD + c] == w,
+                "[%d,%d]: run %g, eval %g, want %g", r, c, out[r * GD + c],
+                want[r * GD + c], w);
+    }
+  pto_executable_free(e);
+  in[1] = bad;
+  char eval_msg[512];
+  e = eval_fails_compile(p, in, outs, eval_msg, sizeof eval_msg);
+  EXPECT_HAS(eval_msg, "index -2 at [2] of idx");
+  const char *msgs[] = {eval_msg, NULL};
+  expect_run_fails(e, in, outs, msgs);
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
 /* An index the task computes itself (its cast fused into the gather's
  * subgraph): the position comes from where the gathered row is stored,
  * again word for word the evaluator's. When the gathered rows are consumed

@@ -483,7 +483,8 @@ void drive_gather(int op, const oracle_case *oc) {
   const int64_t N = 11;
   for (int ti = 0; ti < 6; ti++)
     for (int gi = 0; gi < 4; gi++)
-      for (int strict = 0; strict < 3; strict++) { /* 2: strict, bad index */
+      for (int strict = 0; strict < 4; strict++) {
+        /* 2: strict, a bad index; 3: strict with -1 as padding */
         pto_dtype dt = types[ti][0], gdt = types[ti][1];
         const uint32_t *G = geo[gi];
         rng r = rng_seed(seed_of(op, ti, gi, strict));
@@ -492,8 +493,9 @@ void drive_gather(int op, const oracle_case *oc) {
         for (uint32_t i = 0; i < G[6]; i++)
           for (uint32_t j = 0; j < G[7]; j++) /* some outside [0, N) */
             seti(ix, i, j,
-                 strict == 1 ? (int32_t)below(&r, N)
-                             : (int32_t)below(&r, N + 4) - 2);
+                 strict == 1   ? (int32_t)below(&r, N)
+                 : strict == 3 ? (int32_t)below(&r, N + 1) - 1
+                               : (int32_t)below(&r, N + 4) - 2);
         if (strict == 2) /* make sure one is out of range */
           seti(ix, G[6] - 1, G[7] - 1, below(&r, 2) ? -1 : (int32_t)N);
         pto_tile *d = dst_new(dt, G[0], G[1], G[2], G[3]);
@@ -510,14 +512,17 @@ void drive_gather(int op, const oracle_case *oc) {
         snprintf(ctx, sizeof ctx, "TGATHER %s <- %s %ux%u, index %ux%u%s",
                  pto_dtype_name(dt), pto_dtype_name(gdt), G[2], G[3], G[6],
                  G[7],
-                 strict == 2 ? " strict, out of range"
-                 : strict    ? " strict"
-                             : "");
+                 strict == 2   ? " strict, out of range"
+                 : strict == 3 ? " strict, -1 padding"
+                 : strict      ? " strict"
+                               : "");
         pto_targs a = {0};
         a.dst[0] = d;
         a.src[0] = ix;
         a.g = b.g;
         a.flags = strict ? PTO_TF_STRICT : 0;
+        if (strict == 3)
+          a.flags |= PTO_TF_PAD;
         if (strict == 2) {
           char msg[256];
           int st = pto__tileop_check(op, &a, msg, sizeof msg);

@@ -232,7 +232,7 @@ static int vec_TGATHER(int op, const pto_targs *a) {
   if (a->flags & PTO_TF_STRICT) /* every index before any write */
     for (uint32_t r = 0; r < vr; r++) {
       int32_t i = ((const int32_t *)row_of(ix, r / ivc))[r % ivc];
-      if (i < 0 || i >= g->rows)
+      if ((i < 0 || i >= g->rows) && !(i == -1 && (a->flags & PTO_TF_PAD)))
         return PTO_ERANGE;
     }
   row_fn f = cvt_fns[g->dtype][d->dtype];

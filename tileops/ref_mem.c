@@ -103,7 +103,7 @@ int pto__ref_TGATHER(int op, const pto_targs *a) {
   if (a->flags & PTO_TF_STRICT)
     for (uint32_t r = 0; r < d->valid_rows; r++) {
       int32_t i = gather_index(idx, r);
-      if (i < 0 || i >= g->rows)
+      if ((i < 0 || i >= g->rows) && !(i == -1 && (a->flags & PTO_TF_PAD)))
         return PTO_ERANGE;
     }
   for (uint32_t r = 0; r < d->valid_rows; r++) {

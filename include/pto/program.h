@@ -397,8 +397,10 @@ PTO_API pto_tensor *pto_topk_masked(pto_program *p, pto_tensor *a, int64_t k,
 /* Rows of a 2-D table [N,D] chosen by an i32 index tensor of any shape S:
  * result [S..., D]. An index outside [0, N) yields a row of zeros, unless
  * PTO_GATHER_STRICT is given, in which case running the program fails with
- * PTO_ERANGE naming the op and the index. */
-enum { PTO_GATHER_STRICT = 1u << 0 };
+ * PTO_ERANGE naming the op and the index. With PTO_GATHER_PAD an index of
+ * -1 is padding, a row of zeros, strict or not (top-k pads its selections
+ * with -1): a strict gather then fails on every other index outside. */
+enum { PTO_GATHER_STRICT = 1u << 0, PTO_GATHER_PAD = 1u << 1 };
 PTO_API pto_tensor *pto_gather(pto_program *p, pto_tensor *table,
                                pto_tensor *index, unsigned flags);
 
