@@ -78,12 +78,16 @@ static pto_tile_shape mixed_tile(int64_t cols) {
   return t;
 }
 
-/* Rows idx (i32 [n]) of t [rows, ...], reshaped back to [n, ...]. */
-static pto_tensor *take(pto_program *p, pto_tensor *t, pto_tensor *idx) {
+/* Rows idx (i32 [n]) of t [rows, ...], reshaped back to [n, ...]; with
+ * pad, an index of -1 takes a row of zeros (every other one outside t's
+ * rows fails the run). */
+static pto_tensor *take_rows(pto_program *p, pto_tensor *t, pto_tensor *idx,
+                             int pad) {
   pto_tensor *f = flat2(p, t);
   const pto_tile_shape tile = rows_tile(pto_tensor_dim(f, 1));
   pto_program_push_scope(p, NULL, &tile);
-  pto_tensor *g = pto_gather(p, f, idx, PTO_GATHER_STRICT);
+  pto_tensor *g = pto_gather(p, f, idx,
+                             PTO_GATHER_STRICT | (pad ? PTO_GATHER_PAD : 0));
   pto_program_pop_scope(p);
   int64_t sh[PTO_MAX_DIMS];
   const int nd = pto_tensor_ndim(t);
@@ -91,6 +95,10 @@ static pto_tensor *take(pto_program *p, pto_tensor *t, pto_tensor *idx) {
   for (int a = 1; a < nd; a++)
     sh[a] = pto_tensor_dim(t, a);
   return pto_reshape(p, g, nd, sh);
+}
+
+static pto_tensor *take(pto_program *p, pto_tensor *t, pto_tensor *idx) {
+  return take_rows(p, t, idx, 0);
 }
 
 /* t with a leading axis of 1 (dims kept). */
@@ -112,14 +120,16 @@ static pto_tensor *seq_at(pto_program *p, pto_tensor *seq, int64_t s,
 
 /* Position p's row in the K or KV cache for slot `slot`'s positions [len]
  * (pos, i32): block_table[slot][p / BS] * BS + p % BS for the cached ones
- * (a block outside the cache fails the run, naming the entry), 0 for the
- * new ones (which the callers drop). */
+ * (a block outside the cache fails the run, naming the entry), -1 for
+ * the new ones (padding to a gather with PTO_GATHER_PAD; the attention's
+ * slots drop them). */
 static pto_tensor *cache_rows(pto_program *p, const pto_dsa_dims *d,
                               const pto_dsa_serve *s, pto_tensor *table,
                               int64_t slot, pto_tensor *pos,
                               pto_tensor *in_cache, int64_t len_code) {
   const int64_t BS = d->block, MB = s->max_blocks;
-  pto_tensor *zero = pto_full(p, PTO_I32, 1, (const int64_t[]){1}, 0);
+  pto_tensor *zero = pto_full(p, PTO_I32, 1, (const int64_t[]){1}, 0),
+             *none = pto_full(p, PTO_I32, 1, (const int64_t[]){1}, -1);
   pto_tensor *row = pto_reshape(p,
                                 pto_slice(p, table, (const int64_t[]){slot, 0},
                                           (const int64_t[]){slot + 1, MB}),
@@ -136,7 +146,7 @@ static pto_tensor *cache_rows(pto_program *p, const pto_dsa_dims *d,
                     (const int64_t[]){len_code});
   pto_tensor *crow = pto_add(p, pto_muls(p, blk, (double)BS),
                              pto_sub(p, pos, pto_muls(p, logical, (double)BS)));
-  return pto_select(p, in_cache, crow, zero);
+  return pto_select(p, in_cache, crow, none);
 }
 
 /* t [rows, w] as [rows, w] of the cache c [blocks, BS, w]. */
@@ -156,8 +166,13 @@ static pto_tensor *cached_slots(pto_program *p, pto_tensor *sel,
                                 int64_t topk) {
   const int64_t one[1] = {1};
   pto_tensor *none = pto_full(p, PTO_I32, 1, one, -1);
+  /* rows of one column, 1024 a task (the scope's tile, for rows of topk,
+   * would give 8) */
+  const pto_tile_shape col = rows_tile(1);
+  pto_program_push_scope(p, NULL, &col);
   pto_tensor *g = pto_gather(
       p, pto_reshape(p, crow, 2, (const int64_t[]){len_code, 1}), sel, 0);
+  pto_program_pop_scope(p);
   g = pto_reshape(p, g, 1, (const int64_t[]){pto_tensor_dim(sel, 0)});
   pto_tensor *c = pto_select(
       p, pto_cmp(p, sel, pto_full(p, PTO_I32, 1, one, 0), PTO_CMP_GE),
@@ -248,12 +263,13 @@ pto_program *pto_dsa_serve_program(const pto_dsa_dims *d,
     pto_tensor *crow = cache_rows(p, d, s, in[PTO_DSA_BLOCK_TABLE], k, pos,
                                   in_cache, len[k]);
     pto_tensor *nrow = pto_select(p, in_cache,
-                                  pto_full(p, PTO_I32, 1, one1, 0),
+                                  pto_full(p, PTO_I32, 1, one1, -1),
                                   pto_add(p, pto_sub(p, pos, cached), first));
-    /* its keys: the cache's rows, then its new ones, read in place */
-    pto_tensor *keys = pto_select(
-        p, pto_reshape(p, in_cache, 2, (const int64_t[]){len[k], 1}),
-        take(p, kc2, crow), take(p, pr.k_new, nrow));
+    /* its keys: the cache's rows, then its new ones, read in place; each
+     * gather pads the other's positions (-1: a zero row, read from
+     * nowhere), so their sum is the keys */
+    pto_tensor *keys = pto_add(p, take_rows(p, kc2, crow, 1),
+                               take_rows(p, pr.k_new, nrow, 1));
     pto_program_pop_scope(p);
     pto_indexer_params ip = pto_indexer_params_default();
     ip.topk = topk;
