@@ -248,7 +248,7 @@ pto_program *pto_dsa_serve_program(const pto_dsa_dims *d,
       p, in[PTO_DSA_KV_CACHE], 3,
       (const int64_t[]){1, s->blocks * BS, pto_tensor_dim(in[PTO_DSA_KV_CACHE], 2)});
   for (int64_t k = 0; k < s->slots && !pto_program_status(p); k++) {
-    char name[24];
+    char name[32];
     const int64_t mk = slot_max_new(s, k);
     /* the slot's tokens are rows first .. first + n of the step, its
      * positions 0 .. len, the first `cached` of them in the cache */
