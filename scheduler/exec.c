@@ -349,7 +349,10 @@ task_exec(const pto_executable *e, uint32_t t, uint32_t next, pto_scratch *s,
     const pto_targ *args = e->args + task->args + inst * pr->n_slots;
     const int64_t *clip =
         clip_it ? e->clip + task->clip + inst * PTO_CLIP_WORDS(pr) : NULL;
-    if (clip && pto__task_instance_empty(e, t, inst, ext)) {
+    /* (a task of one instance runs only when the binding's skip pass
+     * found it live: no need to test it again) */
+    if (clip && task->n_inst > 1 &&
+        pto__task_instance_empty(e, t, inst, ext)) {
       /* an instance past the extents (a batch past its extent in a task
        * whose other instances run) runs nothing: its tiles would hold
        * what an earlier run left, and a check on them would fail */
