@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "pto/pto.h"
+#include "dyn_dims.h"
 #include "ref_values.h"
 
 pto_indexer_params pto_indexer_params_default(void) {
@@ -273,34 +274,10 @@ pto_program *pto_indexer_program(const pto_indexer_dims *d,
     return p;
   }
   /* B, S1 and S2: static extents, or dynamic dims with those maxima */
-  int64_t B = d->b, S1 = d->s1, S2 = d->s2;
-  const unsigned dyn = prm ? prm->dynamic : 0u;
-  if (dyn & ~PTO_INDEXER_DYN_ALL) {
-    pto_program_fail(p, PTO_EINVAL, OP,
-                     "dynamic is 0x%x; it takes PTO_INDEXER_DYN_B, _S1 and "
-                     "_S2 (0x%x) only",
-                     dyn, PTO_INDEXER_DYN_ALL);
+  int64_t ext[3] = {d->b, d->s1, d->s2};
+  if (!pto__dyn_bs1s2(p, OP, "PTO_INDEXER_DYN", prm ? prm->dynamic : 0u, ext))
     return p;
-  }
-  const struct {
-    unsigned flag;
-    const char *name, *field;
-    int64_t *v;
-  } dims[3] = {{PTO_INDEXER_DYN_B, "B", "b", &B},
-               {PTO_INDEXER_DYN_S1, "S1", "s1", &S1},
-               {PTO_INDEXER_DYN_S2, "S2", "s2", &S2}};
-  for (int i = 0; i < 3; i++) {
-    if (!(dyn & dims[i].flag))
-      continue;
-    if (*dims[i].v < 1 || *dims[i].v >= -PTO_DIM_CODE_BASE) {
-      pto_program_fail(p, PTO_EINVAL, OP,
-                       "dynamic dim %s needs a maximum in [1, 2^40); dims "
-                       "%s is %" PRId64,
-                       dims[i].name, dims[i].field, *dims[i].v);
-      return p;
-    }
-    *dims[i].v = pto_dim_dynamic(p, dims[i].name, *dims[i].v);
-  }
+  const int64_t B = ext[0], S1 = ext[1], S2 = ext[2];
   const int64_t qs[4] = {B, S1, d->h, d->d}, ks[3] = {B, S2, d->d},
                 ws[3] = {B, S1, d->h};
   const pto_dtype dt = prm ? prm->dtype : PTO_F32;
