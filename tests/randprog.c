@@ -126,9 +126,13 @@ int chance(rp_src *r, int pct) {
 /* ---- generator state ------------------------------------------------------
  */
 
+enum { OUTPUT_ROOM = 16 };
+
 rp_step *add_step(gen *g, int kind) {
   rp_case *c = g->c;
-  if (c->n_steps >= MAX_STEPS) {
+  /* the last OUTPUT_ROOM steps are kept for the outputs (gen_outputs and
+   * nn_outputs add 15 at most), so that a full case still has some */
+  if (c->n_steps >= MAX_STEPS - (kind == S_OUTPUT ? 0 : OUTPUT_ROOM)) {
     g->failed = 1;
     static rp_step sink;
     memset(&sink, 0, sizeof sink);
@@ -666,6 +670,25 @@ static void gen_runs(gen *g) {
   }
 }
 
+/* A case that ran out of steps may hold values of the op that did not fit
+ * (its step went to add_step's sink): nothing may use or output them. */
+static void drop_orphans(rp_case *c) {
+  uint8_t *made = calloc((size_t)c->n_vals + 1, 1);
+  if (!made)
+    abort();
+  for (int i = 0; i < c->n_steps; i++) {
+    const rp_step *s = &c->steps[i];
+    if (s->out >= 0)
+      made[s->out] = 1;
+    if (s->out2 >= 0)
+      made[s->out2] = 1;
+  }
+  for (int i = 0; i < c->n_vals; i++)
+    if (!made[i])
+      c->vals[i].lvl = L_NOUSE;
+  free(made);
+}
+
 static void gen_case(gen *g) {
   rp_case *c = g->c;
   static const int64_t dim_pool[] = {1,   2,   3,   4,   5,  7,  8,  9,  13, 16,
@@ -723,6 +746,8 @@ static void gen_case(gen *g) {
     else
       gen_motif(g);
   }
+  if (g->failed)
+    drop_orphans(c);
   g->failed = 0;
   gen_outputs(g);
   mark_live(c);

@@ -33,6 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (r == RP_FAIL) {
     fprintf(stderr, "fuzz_program: %s\n", msg);
     rp_print_c(c, stderr);
+    fprintf(stderr, "fuzz_program: %s\n", msg); /* again, below the program */
     abort();
   }
   rp_case_free(c);
