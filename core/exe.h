@@ -153,6 +153,11 @@ struct pto_executable {
   /* what the compile noticed but did not refuse (arena-owned lines), or
    * NULL: pto_executable_warnings */
   const char *warnings;
+  /* from the partitioner: the fusions it gave up (warning lines, arena, or
+   * NULL), and whether an op of one, or of a unit that did not fit, had a
+   * vector tile the compiler chose (pto_compile then tries smaller ones) */
+  const char *fusion_notes;
+  int try_smaller;
 };
 
 /* The error record of an executable a const call fails on: like a cache,

@@ -15,6 +15,7 @@
 typedef struct pto_tile_ctx {
   const pto_machine *machine;
   uint32_t mr, nr;
+  unsigned vec_shrink; /* pto__vector_tile's shrink for chosen vector tiles */
 } pto_tile_ctx;
 
 /* The cube tile {m, n, k} for `batch` independent M x N x K matmuls run by
@@ -25,5 +26,34 @@ typedef struct pto_tile_ctx {
 pto_status pto__matmul_tile(const pto_machine *mach, int64_t batch, int64_t M,
                             int64_t N, int64_t K, uint32_t workers,
                             uint32_t mr, uint32_t nr, pto_tile_shape *tile);
+
+/* The vector tile {rows, cols} for the ops of one chain whose vector tile
+ * nobody set: `batch` planes of R rows, the widest row C elements, run by
+ * `workers` workers on machine mach. A tile holds about UB / 8 bytes of
+ * f32 (halved `shrink` times: pto_compile retries a chain whose fused
+ * subgraph did not fit with a smaller tile before it gives the fusion up):
+ * whole rows where such a tile holds one, so that a reduction over the
+ * row and its broadcast back fuse, as many of them as keep two tasks per
+ * worker; else rows cut into column blocks. PTO_EINVAL for a NULL pointer
+ * or a size < 1. */
+#define PTO_VEC_SHRINK_MAX 2u /* the smallest: a quarter of the first */
+pto_status pto__vector_tile(const pto_machine *mach, int64_t batch, int64_t R,
+                            int64_t C, uint32_t workers, unsigned shrink,
+                            pto_tile_shape *tile);
+
+struct pto_program;
+
+/* The vector tiles of the ops of p whose vector tile nobody set (vec_set[i]
+ * 0 for op i) and that are tiled by rows and cols (element-wise, custom
+ * vector, reduction, gather, concat, fill, iota, assemble), into tile[i]
+ * with chosen[i] = 1; the others are left alone. Ops that pass a tensor of
+ * the same rows (and planes) to each other form a chain that gets one
+ * tile, sized by its widest row, so that their stores and loads match and
+ * they can fuse. PTO_ENOMEM, or PTO_OK. */
+pto_status pto__choose_vector_tiles(const struct pto_program *p,
+                                    const uint8_t *live,
+                                    const uint8_t *vec_set,
+                                    const pto_tile_ctx *ctx,
+                                    pto_tile_shape *tile, uint8_t *chosen);
 
 #endif /* PTO_CORE_TILE_CHOOSE_H */

@@ -86,6 +86,7 @@ typedef struct pto_tgraph {
   /* out_storage[j]: where output j is written (a root id or a copy). */
   uint32_t *out_storage;
   pto_tile_shape *node_tile; /* tile shape used per node */
+  uint8_t *vec_chosen;       /* per node: its vector tile is the compiler's */
   pto_tscratch *scratch;
   uint32_t n_scratch, cap_scratch;
   pto_error err;

@@ -379,15 +379,23 @@ static void tile_fill(tiler *t, const pto_node *n, uint32_t tr, uint32_t tc) {
  * compiler's choice for the machine (a plain matmul only: the indexer's
  * score and the sparse attention read 0 as "whole", their builders' own
  * choice). */
+static unsigned tile_set_of(const pto_node *n, const pto_config *cfg) {
+  unsigned set = n->tile_set;
+  if (cfg && n->label[0]) {
+    if (pto__config_source(cfg, n->label, PTO__SET_CUBE_TILE) >= 0)
+      set |= PTO_TILE_SET_CUBE;
+    if (pto__config_source(cfg, n->label, PTO__SET_VEC_TILE) >= 0)
+      set |= PTO_TILE_SET_VEC;
+  }
+  return set;
+}
+
 static pto_tile_shape node_tile(const pto_node *n, const pto_config *cfg,
                                 const pto_tile_ctx *ctx) {
   pto_tile_shape s = n->tile;
-  unsigned set = n->tile_set;
-  if (cfg && n->label[0]) {
+  const unsigned set = tile_set_of(n, cfg);
+  if (cfg && n->label[0])
     pto_config_tile(cfg, n->label, &s);
-    if (pto__config_source(cfg, n->label, PTO__SET_CUBE_TILE) >= 0)
-      set |= PTO_TILE_SET_CUBE;
-  }
   if (!(set & PTO_TILE_SET_CUBE) && n->op == PTO_TOP_MATMUL && ctx &&
       ctx->machine) {
     const pto_tensor *o = n->out[0], *a = n->in[0];
@@ -418,15 +426,29 @@ pto_status pto__tile(pto_tgraph *tg, const pto_program *p,
   tiler t = {tg, p, 0};
   tg->node_tile = calloc(p->n_nodes + 1, sizeof *tg->node_tile);
   tg->out_storage = calloc(p->n_outputs + 1, sizeof *tg->out_storage);
+  tg->vec_chosen = calloc(p->n_nodes + 1, 1);
   uint8_t *live = pto__live_nodes(p);
-  if (!tg->node_tile || !tg->out_storage || !live) {
+  uint8_t *vec_set = calloc(p->n_nodes + 1, 1);
+  if (!tg->node_tile || !tg->out_storage || !tg->vec_chosen || !live ||
+      !vec_set) {
     free(live);
+    free(vec_set);
     return pto__error_set(&tg->err, PTO_ENOMEM, "tiling: out of memory");
   }
   for (uint32_t i = 0; i < p->n_nodes; i++) {
+    tg->node_tile[i] = node_tile(p->nodes[i], cfg, ctx);
+    vec_set[i] = (tile_set_of(p->nodes[i], cfg) & PTO_TILE_SET_VEC) != 0;
+  }
+  pto_status cst = pto__choose_vector_tiles(p, live, vec_set, ctx,
+                                            tg->node_tile, tg->vec_chosen);
+  free(vec_set);
+  if (cst) {
+    free(live);
+    return pto__error_set(&tg->err, cst, "tiling: out of memory");
+  }
+  for (uint32_t i = 0; i < p->n_nodes; i++) {
     const pto_node *n = p->nodes[i];
-    pto_tile_shape ts = node_tile(n, cfg, ctx);
-    tg->node_tile[i] = ts;
+    pto_tile_shape ts = tg->node_tile[i];
     if (!live[i])
       continue;
     switch (pto__top_class(n->op)) {
@@ -510,6 +532,7 @@ void pto__tgraph_free(pto_tgraph *tg) {
   free(tg->vals);
   free(tg->units);
   free(tg->node_tile);
+  free(tg->vec_chosen);
   free(tg->out_storage);
   free(tg->scratch);
   memset(tg, 0, sizeof *tg);

@@ -58,16 +58,70 @@ const char *pto_executable_warnings(const pto_executable *e) {
   return e && e->warnings ? e->warnings : "";
 }
 
-/* Settings of cfg the program does not read, kept as e's warnings. */
-static pto_status note_unused_settings(pto_executable *e, const pto_program *p,
-                                       const pto_config *cfg) {
+/* e's warnings: the settings of cfg the program does not read, then the
+ * fusions the partitioner gave up. */
+static pto_status note_warnings(pto_executable *e, const pto_program *p,
+                                const pto_config *cfg) {
   char *lines = NULL;
   pto_status st = pto__config_unused(cfg, p, &lines);
-  if (st == PTO_OK && lines) {
-    e->warnings = pto__arena_strdup(&e->arena, lines);
-    st = e->warnings ? PTO_OK : PTO_ENOMEM;
+  const char *fusion = e->fusion_notes ? e->fusion_notes : "";
+  if (st == PTO_OK && (lines || *fusion)) {
+    size_t a = lines ? strlen(lines) : 0, b = strlen(fusion);
+    char *w = pto__arena_alloc(&e->arena, a + b + 1, 1);
+    if (w) {
+      memcpy(w, lines ? lines : "", a);
+      memcpy(w + a, fusion, b + 1);
+    }
+    e->warnings = w;
+    st = w ? PTO_OK : PTO_ENOMEM;
   }
   free(lines);
+  return st;
+}
+
+/* One compile of p under cfg (resolved), the vector tiles the compiler
+ * chooses shrunk `shrink` times (core/tile_choose.h). *smaller: whether a
+ * fusion given up, or the unit that did not fit, had such a tile. */
+static pto_status compile_once(pto_program *p, const pto_config *cfg,
+                               unsigned shrink, pto_executable **out,
+                               int *smaller) {
+  *smaller = 0;
+  pto_executable *e = calloc(1, sizeof *e);
+  if (!e)
+    return PTO_ENOMEM;
+  pto__arena_init(&e->arena);
+  e->machine = *pto_config_machine(cfg);
+  char *cfg_json = pto_config_to_json(cfg); /* recorded in traces */
+  e->config_json = cfg_json ? pto__arena_strdup(&e->arena, cfg_json) : NULL;
+  free(cfg_json);
+  e->n_inputs = p->n_inputs;
+  e->n_outputs = p->n_outputs;
+  double t0 = now_ms();
+  pto_tile_ctx tctx = {&e->machine, 0, 0, shrink};
+  pto_matmul_panel(&tctx.mr, &tctx.nr);
+  pto_status st = (e->prog = pto__program_snapshot(p))
+                      ? pto__tile(&e->tg, e->prog, cfg, &tctx)
+                      : PTO_ENOMEM;
+  if (st) {
+    if (e->prog)
+      pto__error_set(&p->run_err, st, "%s", e->tg.err.msg);
+    goto fail;
+  }
+  double t1 = now_ms();
+  e->stats.ms_tile = t1 - t0;
+  st = pto__partition(e, cfg, &e->machine);
+  *smaller = e->try_smaller && (st == PTO_ECAPACITY || e->fusion_notes);
+  if (st) {
+    pto__error_set(&p->run_err, st, "%s", e->err.msg);
+    goto fail;
+  }
+  if ((st = pto__rewrite_programs(e)) || (st = note_warnings(e, e->prog, cfg)))
+    goto fail;
+  e->stats.ms_total = now_ms() - t0;
+  *out = e;
+  return PTO_OK;
+fail:
+  pto_executable_free(e);
   return st;
 }
 
@@ -98,50 +152,21 @@ pto_status pto_compile(pto_program *p, const pto_config *cfg,
                             env_err.msg);
     cfg = own;
   }
-  pto_status st = PTO_ENOMEM;
-  pto_executable *e = calloc(1, sizeof *e);
-  if (!e)
-    goto fail_alloc;
-  pto__arena_init(&e->arena);
-  e->machine = *pto_config_machine(cfg);
-  char *cfg_json = pto_config_to_json(cfg); /* recorded in traces */
-  e->config_json = cfg_json ? pto__arena_strdup(&e->arena, cfg_json) : NULL;
-  free(cfg_json);
-  e->n_inputs = p->n_inputs;
-  e->n_outputs = p->n_outputs;
-  double t0 = now_ms();
-  pto_tile_ctx tctx = {&e->machine, 0, 0};
-  pto_matmul_panel(&tctx.mr, &tctx.nr);
-  st = (e->prog = pto__program_snapshot(p))
-           ? pto__tile(&e->tg, e->prog, cfg, &tctx)
-           : PTO_ENOMEM;
-  if (st) {
-    if (e->prog)
-      pto__error_set(&p->run_err, st, "%s", e->tg.err.msg);
-    goto fail_compile;
+  pto_executable *e = NULL;
+  pto_status st;
+  int smaller = 0;
+  for (unsigned shrink = 0;; shrink++) {
+    pto__error_clear(&p->run_err);
+    st = compile_once(p, cfg, shrink, &e, &smaller);
+    if (!smaller || shrink == PTO_VEC_SHRINK_MAX || (st && st != PTO_ECAPACITY))
+      break;
+    pto_executable_free(e); /* a smaller tile may keep the fusion */
+    e = NULL;
   }
-  double t1 = now_ms();
-  e->stats.ms_tile = t1 - t0;
-  st = pto__partition(e, cfg, &e->machine);
-  if (st) {
-    pto__error_set(&p->run_err, st, "%s", e->err.msg);
-    goto fail_compile;
-  }
-  if ((st = pto__rewrite_programs(e)))
-    goto fail_compile;
-  if ((st = note_unused_settings(e, e->prog, cfg)))
-    goto fail_compile;
-  e->stats.ms_total = now_ms() - t0;
-  pto_config_free(own);
-  *out = e;
-  return PTO_OK;
-
-fail_compile:
-  pto_executable_free(e);
-fail_alloc:
   if (st == PTO_ENOMEM && p->run_err.status == PTO_OK)
     pto__error_set(&p->run_err, st, "compile: out of memory");
   pto_config_free(own);
+  *out = e;
   return st;
 }
 

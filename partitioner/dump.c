@@ -100,9 +100,11 @@ static pto_status tensor_json(const pto_executable *e, FILE *f) {
     bad |= jset(o, "outputs", out);
     bad |=
         jset(o, "tile",
-             json_pack("{s:[I,I], s:[I,I,I]}", "vec", (json_int_t)ts->vec_rows,
-                       (json_int_t)ts->vec_cols, "cube", (json_int_t)ts->cube_m,
-                       (json_int_t)ts->cube_n, (json_int_t)ts->cube_k));
+             json_pack("{s:[I,I], s:[I,I,I], s:b}", "vec",
+                       (json_int_t)ts->vec_rows, (json_int_t)ts->vec_cols,
+                       "cube", (json_int_t)ts->cube_m, (json_int_t)ts->cube_n,
+                       (json_int_t)ts->cube_k, "vec_chosen",
+                       (int)e->tg.vec_chosen[n]));
     bad |= jset(o, "units", jint(units[n]));
     bad |= jset(o, "core",
                 core[n] == PTO_CORE_TYPE_COUNT

@@ -538,7 +538,8 @@ pto_status pto__fuse_form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
  * program can address): dissolves the fused ops it joins
  * or, when it holds the units of one op that l1_reuse joined, halves that
  * op's l1_reuse. Each split dissolves an op or halves a count, so retries
- * end. Returns 0 when nothing is left to split (a single unit). */
+ * end. Returns 2 when it dissolved ops, 1 when it halved an l1_reuse, 0
+ * when nothing is left to split (a single unit). */
 int pto__fuse_split_subgraph(part *s, const sgraph *sg) {
   const pto_tgraph *tg = s->tg;
   int changed = 0, several = 0;
@@ -548,7 +549,7 @@ int pto__fuse_split_subgraph(part *s, const sgraph *sg) {
   for (uint32_t j = 0; several && j < sg->n_units; j++) {
     uint32_t node = tg->units[sg->units[j]].node;
     if (node != PTO_NONE && !s->dissolved[node])
-      s->dissolved[node] = 1, changed = 1;
+      s->dissolved[node] = 1, changed = 2;
   }
   /* units of one op are consecutive: halve each op's l1_reuse once */
   for (uint32_t j = 0; !changed && j < sg->n_units; j++) {

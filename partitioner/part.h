@@ -105,6 +105,12 @@ typedef struct part {
    * cost more than planning) */
   void *plan_tmp;
   size_t plan_tmp_cap;
+  /* fusions given up because their subgraph did not fit local memory: the
+   * first few as warning lines, their count, and whether one of their ops
+   * had a vector tile the compiler chose (pto_compile then tries smaller) */
+  char undone[1024];
+  unsigned n_undone;
+  int undone_chosen;
 } part;
 
 static inline const char *node_label(const part *s, uint32_t node) {

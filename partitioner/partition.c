@@ -71,6 +71,47 @@ static pto_status fail(part *s, pto_status st, const char *fmt, ...) {
   return pto__error_set(&s->e->err, st, "compile: %s", msg);
 }
 
+/* Records that subgraph sg, needing `need` bytes of level lvl, had its
+ * fusions undone: a warning line naming its ops (the first few) and the
+ * sizes, for the first few such subgraphs. */
+static void note_undone(part *s, const sgraph *sg, pto_mem_level lvl,
+                        uint64_t need) {
+  const pto_tgraph *tg = s->tg;
+  uint32_t prev = PTO_NONE, n_ops = 0, node0 = PTO_NONE, chosen = 0;
+  char ops[400] = "";
+  size_t len = 0;
+  for (uint32_t j = 0; j < sg->n_units; j++) {
+    const uint32_t node = tg->units[sg->units[j]].node;
+    if (node == PTO_NONE || node == prev)
+      continue;
+    prev = node;
+    chosen |= tg->vec_chosen[node];
+    if (node0 == PTO_NONE)
+      node0 = node;
+    if (n_ops++ < 4 && len < sizeof ops) {
+      const pto_node *pn = s->p->nodes[node];
+      len += (size_t)snprintf(ops + len, sizeof ops - len, "%s%s -> '%s'",
+                              n_ops > 1 ? ", " : "", pto__top_name(pn->op),
+                              pn->out[0]->name);
+    }
+  }
+  /* a chosen tile a quarter the size may fit: pto_compile tries it (a
+   * subgraph far larger holds whole rows of column tiles: it would not) */
+  const int may_fit = need <= (uint64_t)s->m->mem[lvl] << PTO_VEC_SHRINK_MAX;
+  s->undone_chosen |= chosen && may_fit;
+  if (s->n_undone++ >= 4 || node0 == PTO_NONE)
+    return;
+  const pto_tile_shape *ts = &tg->node_tile[node0];
+  size_t used = strlen(s->undone);
+  snprintf(s->undone + used, sizeof s->undone - used,
+           "fusion undone: the subgraph of %s%s needs %" PRIu64
+           " bytes of %s, the machine '%s' has %zu (vector tile %ux%u): its "
+           "ops run as separate passes through memory%s\n",
+           ops, n_ops > 4 ? " and more" : "", need, pto_mem_level_name(lvl),
+           s->m->name, s->m->mem[lvl], ts->vec_rows, ts->vec_cols,
+           may_fit ? " (a smaller tile keeps them fused)" : "");
+}
+
 /* Compiles every subgraph; splits clusters that would leave workers idle
  * (pto__fuse_split_for_parallelism) and subgraphs that overflow local memory or
  * a program's limits (pto__fuse_split_subgraph), and retries; fails when a
@@ -123,7 +164,10 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out, uint32_t *n_out,
         continue;
       /* split it; or, when this pass already split another one (perhaps
        * of the same op), look at it again after the retry */
-      if (pto__fuse_split_subgraph(s, &sgs[k]) || retry) {
+      const int cut = pto__fuse_split_subgraph(s, &sgs[k]);
+      if (cut == 2)
+        note_undone(s, &sgs[k], lvl, need);
+      if (cut || retry) {
         retry = 1;
         st = PTO_OK;
         continue;
@@ -140,6 +184,8 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out, uint32_t *n_out,
         continue;
       }
       uint32_t node = tg->units[sgs[k].units[0]].node;
+      if (node != PTO_NONE && tg->vec_chosen[node])
+        s->undone_chosen = 1; /* a smaller chosen tile may fit */
       const pto_tile_shape *ts = node == PTO_NONE ? NULL : &tg->node_tile[node];
       char what[200] = "output copy";
       if (node != PTO_NONE) {
@@ -447,6 +493,15 @@ pto_status pto__partition(pto_executable *e, const pto_config *cfg,
         e->stats.mem_peak[l] = e->progs[q].mem[l];
 
 done:
+  e->try_smaller = s.undone_chosen;
+  if (s.n_undone) {
+    size_t used = strlen(s.undone);
+    if (s.n_undone > 4)
+      snprintf(s.undone + used, sizeof s.undone - used,
+               "fusion undone in %u more subgraphs\n", s.n_undone - 4);
+    if (!(e->fusion_notes = pto__arena_strdup(&e->arena, s.undone)) && !st)
+      st = fail(&s, PTO_ENOMEM, "out of memory");
+  }
   free(alias);
   free(drop);
   free(s.match);

@@ -2,7 +2,10 @@
  * nobody set gets pto_matmul_tile's choice for the machine it is compiled
  * for: it compiles where the whole matmul would not fit, computes what the
  * evaluator does, shows in the tensor-stage dump, and gives way to a tile
- * set in code or in a config. */
+ * set in code or in a config. A chain of vector ops nobody tiled gets one
+ * tile of whole rows where they fit (a norm fuses into one program), column
+ * blocks where they do not, smaller tiles where the fused chain does not
+ * fit, and a warning when a fusion is given up (docs/tiles.md). */
 #include <stdio.h>
 
 #include <jansson.h>
@@ -26,8 +29,10 @@ static pto_program *matmul_program(int ndim, const int64_t *as, int64_t N,
   return p;
 }
 
-/* The cube tile the tensor-stage dump shows for the program's matmul. */
-static pto_tile_shape dumped_cube_tile(const pto_executable *e) {
+/* The tile the tensor-stage dump shows for the program's last op named
+ * `op`, and (chosen not NULL) whether its vector tile is the compiler's. */
+static pto_tile_shape dumped_tile(const pto_executable *e, const char *opname,
+                                  int *chosen) {
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
@@ -43,15 +48,21 @@ static pto_tile_shape dumped_cube_tile(const pto_executable *e) {
   size_t i;
   int found = 0;
   json_array_foreach(ops, i, op) {
-    if (strcmp(json_string_value(json_object_get(op, "op")), "matmul"))
+    if (strcmp(json_string_value(json_object_get(op, "op")), opname))
       continue;
-    json_t *cube = json_object_get(json_object_get(op, "tile"), "cube");
+    json_t *tile = json_object_get(op, "tile");
+    json_t *cube = json_object_get(tile, "cube");
+    json_t *vec = json_object_get(tile, "vec");
     t.cube_m = (uint32_t)json_integer_value(json_array_get(cube, 0));
     t.cube_n = (uint32_t)json_integer_value(json_array_get(cube, 1));
     t.cube_k = (uint32_t)json_integer_value(json_array_get(cube, 2));
+    t.vec_rows = (uint32_t)json_integer_value(json_array_get(vec, 0));
+    t.vec_cols = (uint32_t)json_integer_value(json_array_get(vec, 1));
+    if (chosen)
+      *chosen = json_is_true(json_object_get(tile, "vec_chosen"));
     found = 1;
   }
-  cr_assert(found, "no matmul in the tensor dump: %s", buf);
+  cr_assert(found, "no %s in the tensor dump: %s", opname, buf);
   json_decref(j);
   free(buf);
   return t;
@@ -69,7 +80,7 @@ static void check_choice(pto_program *p, const pto_config *c, int64_t batch,
                          const pto_tile_shape *want) {
   pto_executable *e = compile_ok(p, c);
   const pto_machine *m = pto_config_machine(c);
-  pto_tile_shape t = dumped_cube_tile(e), chosen;
+  pto_tile_shape t = dumped_tile(e, "matmul", NULL), chosen;
   if (want) {
     chosen = *want;
   } else {
@@ -172,4 +183,182 @@ Test(partitioner, matmul_tile_choice_bad_arguments) {
   cr_expect_eq(pto_matmul_tile(&m, 1, 8, 8, 8, 0, &t), PTO_EINVAL);
   m.mem[PTO_MEM_L0C] = 64; /* not one panel's accumulator */
   cr_expect_eq(pto_matmul_tile(&m, 1, 512, 512, 64, 1, &t), PTO_ECAPACITY);
+}
+
+/* ---- vector tiles ------------------------------------------------------- */
+
+/* y = rms_norm(x) * gamma over [R, C] rows, labelled "norm"; `tile` set in
+ * code when not NULL. */
+static pto_program *rms_program(int64_t R, int64_t C,
+                                const pto_tile_shape *tile) {
+  pto_program *p = pto_program_new("rms");
+  const int64_t xs[2] = {R, C}, gs[2] = {1, C};
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 2, xs);
+  pto_tensor *g = pto_input(p, "g", PTO_F32, 2, gs);
+  if (tile)
+    pto_program_set_vec_tile(p, tile->vec_rows, tile->vec_cols);
+  pto_program_push_label(p, "norm");
+  pto_output(p, pto_rms_norm(p, x, g, 1e-6), "y");
+  pto_program_pop_label(p);
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  return p;
+}
+
+/* Runs p's executable e against the evaluator on inputs filled with small
+ * values; n_in inputs of the given sizes, one output of n_out. */
+static void agrees(pto_executable *e, pto_program *p, int n_in,
+                   const size_t *sizes, size_t n_out, float tol) {
+  float *in[4];
+  for (int i = 0; i < n_in; i++) {
+    in[i] = malloc(sizes[i] * sizeof *in[i]);
+    cr_assert_not_null(in[i]);
+    for (size_t j = 0; j < sizes[i]; j++)
+      in[i][j] = (float)((j * 2654435761u + 7u * (unsigned)i) % 17) / 8.0f -
+                 1.0f;
+  }
+  float *got = malloc(n_out * sizeof *got), *ref = malloc(n_out * sizeof *ref);
+  cr_assert(got && ref);
+  serial_parallel_and_eval_agree(e, p, (const void *const *)in, got, ref,
+                                 n_out, tol);
+  for (int i = 0; i < n_in; i++)
+    free(in[i]);
+  free(got), free(ref);
+}
+
+Test(partitioner, vector_chain_with_no_tile_fuses_whole_rows) {
+  /* the reduction over each row and its broadcast back share a tile of
+   * whole rows: one program, x read once (gamma once per subgraph) */
+  const int64_t R = 256, C = 2048;
+  pto_config *cfgs[2] = {host_config(2), ascend_config()};
+  for (int k = 0; k < 2; k++) {
+    pto_program *p = rms_program(R, C, NULL);
+    pto_executable *e = compile_ok(p, cfgs[k]);
+    const char *mname = pto_config_machine(cfgs[k])->name;
+    int chosen = 0;
+    pto_tile_shape t = dumped_tile(e, "rowsum", &chosen);
+    cr_expect(chosen, "%s: the rowsum's tile is not marked chosen", mname);
+    cr_expect_eq(t.vec_cols, C, "%s: tile %ux%u", mname, t.vec_rows,
+                 t.vec_cols);
+    pto_tile_shape tm = dumped_tile(e, "mul", NULL);
+    cr_expect(tm.vec_rows == t.vec_rows && tm.vec_cols == t.vec_cols,
+              "%s: mul's tile %ux%u, rowsum's %ux%u", mname, tm.vec_rows,
+              tm.vec_cols, t.vec_rows, t.vec_cols);
+    pto_exe_stats st;
+    cr_assert_eq(pto_executable_stats(e, &st), PTO_OK);
+    /* one program, and one more where the rows leave a tail tile */
+    cr_expect_eq(st.programs, R % t.vec_rows ? 2 : 1, "%s: %u programs", mname,
+                 st.programs);
+    const uint64_t least = 2ull * R * C * 4;
+    cr_expect_leq(st.boundary_bytes, least + (uint64_t)st.subgraphs * C * 4,
+                  "%s: %llu bytes moved, %u subgraphs", mname,
+                  (unsigned long long)st.boundary_bytes, st.subgraphs);
+    cr_expect_str_empty(pto_executable_warnings(e));
+    const size_t sizes[2] = {(size_t)(R * C), (size_t)C};
+    agrees(e, p, 2, sizes, (size_t)(R * C), 1e-5f);
+    pto_executable_free(e);
+    pto_program_free(p);
+    pto_config_free(cfgs[k]);
+  }
+}
+
+Test(partitioner, vector_tile_set_in_code_or_config_wins) {
+  const pto_tile_shape mine = {32, 128, 0, 0, 0};
+  pto_config *host = host_config(2);
+  pto_program *p = rms_program(128, 1024, &mine);
+  pto_executable *e = compile_ok(p, host);
+  int chosen = 1;
+  pto_tile_shape t = dumped_tile(e, "rowsum", &chosen);
+  cr_expect(!chosen && t.vec_rows == 32 && t.vec_cols == 128, "%ux%u%s",
+            t.vec_rows, t.vec_cols, chosen ? " (chosen)" : "");
+  pto_executable_free(e);
+  pto_program_free(p);
+  /* the config's label setting over no tile in code */
+  p = rms_program(128, 1024, NULL);
+  cr_assert_eq(pto_config_load_string(
+                   host, "{\"labels\": {\"norm\": {\"vec_tile\": [8, 256]}}}"),
+               PTO_OK, "%s", pto_config_error(host));
+  e = compile_ok(p, host);
+  t = dumped_tile(e, "rowsum", &chosen);
+  cr_expect(!chosen && t.vec_rows == 8 && t.vec_cols == 256, "%ux%u%s",
+            t.vec_rows, t.vec_cols, chosen ? " (chosen)" : "");
+  const size_t sizes[2] = {128 * 1024, 1024};
+  agrees(e, p, 2, sizes, 128 * 1024, 1e-5f);
+  pto_executable_free(e);
+  pto_program_free(p);
+  pto_config_free(host);
+}
+
+/* s = x*1 + exp(x*2) + ... + exp(x*n); s / rowsum(s): every x*i is live
+ * until its exp, so the fused chain holds many tiles at once */
+static pto_program *wide_chain(int64_t R, int64_t C, int n,
+                               const pto_tile_shape *tile) {
+  pto_program *p = pto_program_new("chain");
+  const int64_t xs[2] = {R, C};
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 2, xs);
+  if (tile)
+    pto_program_set_vec_tile(p, tile->vec_rows, tile->vec_cols);
+  pto_tensor *t[16];
+  for (int i = 0; i < n; i++)
+    t[i] = pto_muls(p, x, (i + 1) / 16.0);
+  pto_tensor *s = t[0];
+  for (int i = 1; i < n; i++)
+    s = pto_add(p, s, pto_exp(p, t[i]));
+  pto_output(p, pto_div(p, s, pto_rowsum(p, s)), "y");
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  return p;
+}
+
+Test(partitioner, vector_chain_too_big_to_fuse_gets_smaller_tiles) {
+  const int64_t R = 64, C = 4096;
+  pto_config *host = host_config(2);
+  const uint64_t ub = pto_config_machine(host)->mem[PTO_MEM_UB];
+  pto_program *p = wide_chain(R, C, 12, NULL);
+  pto_executable *e = compile_ok(p, host);
+  pto_exe_stats st;
+  cr_assert_eq(pto_executable_stats(e, &st), PTO_OK);
+  cr_expect_eq(st.programs, 1, "%u programs: %s", st.programs,
+               pto_executable_warnings(e));
+  pto_tile_shape t = dumped_tile(e, "rowsum", NULL);
+  cr_expect_lt((uint64_t)t.vec_rows * t.vec_cols * 4, ub / 8,
+               "tile %ux%u is not smaller than the first choice", t.vec_rows,
+               t.vec_cols);
+  const size_t sizes[1] = {(size_t)(R * C)};
+  agrees(e, p, 1, sizes, (size_t)(R * C), 1e-5f);
+  pto_executable_free(e);
+  pto_program_free(p);
+  /* the same chain on a tile set in code that cannot hold it fused: it
+   * compiles unfused and says so, naming the ops, the bytes and the tile */
+  const pto_tile_shape big = {4, 4096, 0, 0, 0};
+  p = wide_chain(R, C, 12, &big);
+  e = compile_ok(p, host);
+  const char *w = pto_executable_warnings(e);
+  cr_expect(strstr(w, "fusion undone") && strstr(w, "muls -> ") &&
+                strstr(w, "bytes of UB") && strstr(w, "vector tile 4x4096"),
+            "warnings: '%s'", w);
+  agrees(e, p, 1, sizes, (size_t)(R * C), 1e-5f);
+  pto_executable_free(e);
+  pto_program_free(p);
+  pto_config_free(host);
+}
+
+Test(partitioner, vector_rows_too_wide_for_a_tile_are_cut_into_columns) {
+  /* rows of 65536 floats (256 KiB): column blocks, the reduction and its
+   * broadcast in separate passes, the same results */
+  const int64_t R = 8, C = 65536;
+  pto_config *host = host_config(2);
+  pto_program *p = pto_program_new("softmax");
+  const int64_t xs[2] = {R, C};
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 2, xs);
+  pto_tensor *ex = pto_exp(p, pto_sub(p, x, pto_rowmax(p, x)));
+  pto_output(p, pto_div(p, ex, pto_rowsum(p, ex)), "y");
+  pto_executable *e = compile_ok(p, host);
+  int chosen = 0;
+  pto_tile_shape t = dumped_tile(e, "exp", &chosen);
+  cr_expect(chosen && t.vec_cols < C && t.vec_cols >= 128, "%ux%u", t.vec_rows,
+            t.vec_cols);
+  const size_t sizes[1] = {(size_t)(R * C)};
+  agrees(e, p, 1, sizes, (size_t)(R * C), 1e-5f);
+  pto_executable_free(e);
+  pto_program_free(p);
+  pto_config_free(host);
 }

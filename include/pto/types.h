@@ -62,7 +62,9 @@ PTO_API const char *pto_mask_name(pto_mask_mode m);
 /* The mode named name; PTO_EINVAL (and *m unchanged) for any other name. */
 PTO_API int pto_mask_from_name(const char *name, pto_mask_mode *m);
 
-/* Vector tile 32x128 (16 KiB of f32), matmul untiled. */
+/* Vector tile 32x128 (16 KiB of f32), matmul untiled: the shape a program
+ * starts with (pto_program_tile). It is not what an op nobody tiled gets:
+ * the compiler chooses those (docs/tiles.md). */
 PTO_API pto_tile_shape pto_tile_shape_default(void);
 
 PTO_EXTERN_C_END
