@@ -468,7 +468,7 @@ static void gen_scope(gen *g) {
     pop_label(g);
   else if (k == 2 && g->n_tiles < 4) {
     rp_step *s = add_step(g, S_PUSH_TILE);
-    s->has_tile = chance(g->r, 50);
+    s->has_tile = chance(g->r, 50) && !g->c->untiled;
     if (s->has_tile) {
       rand_vec(g, s->tile);
       rand_cube(g, s->tile + 2);
@@ -477,6 +477,8 @@ static void gen_scope(gen *g) {
   } else if (k == 3 && g->n_tiles) {
     add_step(g, S_POP_TILE);
     g->n_tiles--;
+  } else if (g->c->untiled) {
+    return;
   } else if (k == 4) {
     rand_vec(g, add_step(g, S_SET_VEC)->tile);
   } else {
@@ -651,6 +653,8 @@ static void gen_config(gen *g) {
     if (both && chance(g->r, 30)) {
       l->vec_set = l->cube_set = 0;
     }
+    if (c->untiled)
+      l->vec_set = l->cube_set = 0;
     if (l->vec_set)
       rand_vec(g, l->vec);
     if (l->cube_set)
@@ -782,6 +786,9 @@ static rp_case *generate(rp_src *r, uint64_t seed, const rp_switches *sw) {
                                        (r->size ? r->data[0] : 0)
                                  : seed;
   nn_init(&g, side);
+  /* a fifth of the cases set no tile (from the side stream: the main
+   * stream's choices stay what they were) */
+  c->untiled = (side * 0x9e3779b97f4a7c15ull >> 40) % 5 == 0;
   gen_case(&g);
   if (c->sw.dead_op_store)
     prune(c); /* no dead ops: they may make a live tensor lose its storage */

@@ -285,7 +285,7 @@ int gen_attention(gen *g) {
     any_empty |= nv == 0;
   }
   free(ix);
-  int tiled = chance(r, 60) && g->n_tiles < 4;
+  int tiled = chance(r, 60) && g->n_tiles < 4 && !g->c->untiled;
   if (tiled) {
     rp_step *s = add_step(g, S_PUSH_TILE);
     s->has_tile = 1;

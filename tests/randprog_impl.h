@@ -156,6 +156,9 @@ struct rp_case {
   uint64_t seed;
   int from_bytes;
   int huge; /* huge_shapes fixed: which op must refuse a 2^40 shape */
+  int untiled; /* no tile set anywhere (program or config): every tile is
+                  the compiler's, and on the host or ascend machine each
+                  must compile (ECAPACITY fails the case) */
   rp_switches sw;
   int special, n_ops;
   rp_step *steps;

@@ -505,7 +505,7 @@ void nn_step(gen *g) {
                  g->n_labels ? "." : "", s->name);
         g->n_labels++;
       }
-      s->has_tile = chance(g->r, 70);
+      s->has_tile = chance(g->r, 70) && !g->c->untiled;
       if (s->has_tile) {
         static const uint32_t rows[] = {0, 1, 3, 4, 8, 16, 32};
         static const uint32_t cols[] = {0, 1, 5, 8, 16, 32, 64, 128};

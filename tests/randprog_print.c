@@ -728,9 +728,9 @@ void rp_print_c(const rp_case *c, FILE *o) {
   rp_switches_print(&c->sw, o);
   fprintf(
       o,
-      ").\n * Reproduce: tests/fuzz_diff --print-c %" PRIu64
+      ")%s.\n * Reproduce: tests/fuzz_diff --print-c %" PRIu64
       "; build: cc -std=c11 THIS.c $(pkg-config --cflags --libs pto) -lm */\n",
-      c->seed);
+      c->untiled ? ", no tile set: every tile is the compiler's" : "", c->seed);
   fprintf(o, "#define _GNU_SOURCE\n#include <stdlib.h>\n#include <unistd.h>\n");
   for (size_t i = 0; i < sizeof rp_inc_lines / sizeof rp_inc_lines[0]; i++)
     fprintf(o, "%s\n", rp_inc_lines[i]);

@@ -534,6 +534,11 @@ static rp_outcome run_impl(rp_env *env, const rp_case *c, int ext,
     if (!em[0]) {
       res = fail_msg(msg, size, "compile: %s with an empty message",
                      pto_status_name(st));
+    } else if (st == PTO_ECAPACITY && c->untiled && !ext &&
+               c->cfg.machine != M_CUSTOM) {
+      res = fail_msg(msg, size,
+                     "compile: the tiles the compiler chose do not fit: %s",
+                     em);
     } else if (st == PTO_ECAPACITY) {
       res = RP_SKIP;
       snprintf(msg, size, "compile: %s", em);
