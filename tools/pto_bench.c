@@ -18,6 +18,7 @@ static const bench_cmd *const cmds[] = {
     &bench_runtime,
     &bench_gemm,
     &bench_softmax,
+    &bench_ops,
 };
 #define N_CMDS (sizeof cmds / sizeof cmds[0])
 

@@ -22,7 +22,8 @@ Workloads: indexer (the lightning indexer with its top-k), attention (the
 sparse MLA attention over the indexer's top-k keys), gemm (C = A x B), dsa
 (DeepSeek's indexer attention: both prologs, the indexer and the sparse
 attention on a paged cache, over consecutive steps; a time is all steps'
-total; float32 only).
+total; float32 only), ops (pto-bench ops: several common operators in one
+run, each in a directory of its own: see ops_main).
 
 meta.json's "dtype" is "float32" or "bfloat16". bfloat16 inputs come as
 '<u2' .npy files (their bits: NumPy has no bfloat16) and are viewed as
@@ -505,34 +506,185 @@ WORKLOADS = {
 }
 
 
+# ---- pto-bench ops: common operators -----------------------------------------
+#
+# DIR/meta.json is {"workload": "ops", "ops": [names]}; operator NAME's
+# inputs are in DIR/NAME/ as .npy files with its meta.json ({"op", "dims",
+# "outputs"}: tools/bench/ops_defs.c's sizes and output names). Each
+# operator's variants are timed in turn, its fastest variant's outputs are
+# written into DIR/NAME/, and DIR/result.json holds each operator's "best"
+# and "variants" under "ops" (its own "best" is "", as no variant is best
+# for all). f32 throughout; PyTorch's natural forms of the same formulas.
+
+F = torch.nn.functional
+
+
+def ops_load(d, meta):
+    t = {n[:-4]: torch.from_numpy(np.load(os.path.join(d, n)))
+         for n in os.listdir(d) if n.endswith(".npy")}
+    t["dims"] = [int(v) for v in meta["dims"]]
+    if "target" in t:  # class indices as cross_entropy takes them
+        t["target_long"] = t["target"].view(-1).long()
+    return t
+
+
+def need(name):
+    """F.name, or a RuntimeError saying this torch lacks it (skipped)."""
+    if not hasattr(F, name):
+        raise RuntimeError(f"torch {torch.__version__} has no F.{name}")
+    return getattr(F, name)
+
+
+def rms_norm_f(t):
+    x = t["x"]
+    return {"y": need("rms_norm")(x, (x.shape[-1],), t["gamma"].view(-1),
+                                  eps=1e-6)}
+
+
+def rms_norm_ops(t):
+    x = t["x"]
+    return {"y": x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) *
+            t["gamma"]}
+
+
+def layer_norm_f(t):
+    x = t["x"]
+    return {"y": F.layer_norm(x, (x.shape[-1],), t["gamma"].view(-1),
+                              t["beta"].view(-1), eps=1e-5)}
+
+
+def softmax_f(t):
+    return {"y": torch.softmax(t["x"], dim=-1)}
+
+
+def softmax_ops(t):
+    x = t["x"]
+    e = (x - x.amax(dim=-1, keepdim=True)).exp_()
+    return {"y": e.div_(e.sum(dim=-1, keepdim=True))}
+
+
+def rope_halves(t):
+    x, c, s = t["x"], t["cos"], t["sin"]
+    h = x.shape[-1] // 2
+    x1, x2 = x[..., :h], x[..., h:]
+    return {"y": torch.cat((x1 * c - x2 * s, x2 * c + x1 * s), dim=-1)}
+
+
+def rope_rotate_half(t):
+    """As Hugging Face writes it: x cos + rotate_half(x) sin, cos and sin
+    repeated over both halves."""
+    x = t["x"]
+    h = x.shape[-1] // 2
+    c = torch.cat((t["cos"], t["cos"]), dim=-1)
+    s = torch.cat((t["sin"], t["sin"]), dim=-1)
+    return {"y": x * c + torch.cat((-x[..., h:], x[..., :h]), dim=-1) * s}
+
+
+def silu_mlp(t):
+    x = t["x"]
+    return {"y": (F.silu(x @ t["w1"]) * (x @ t["w3"])) @ t["w2"]}
+
+
+def silu_mlp_inplace(t):
+    x = t["x"]
+    a = F.silu(x @ t["w1"], inplace=True).mul_(x @ t["w3"])
+    return {"y": a @ t["w2"]}
+
+
+def gelu_mlp(t):
+    return {"y": F.gelu(t["x"] @ t["w1"], approximate="tanh") @ t["w2"]}
+
+
+def attention_masked(t):
+    q, k, v = t["q"], t["k"], t["v"]
+    S, D = q.shape[-2:]
+    s = torch.matmul(q, k.transpose(-1, -2)).mul_(D ** -0.5)
+    s.masked_fill_(torch.ones(S, S, dtype=torch.bool).triu_(1), -math.inf)
+    return {"out": torch.matmul(torch.softmax(s, dim=-1), v)}
+
+
+def attention_sdpa(t):
+    return {"out": need("scaled_dot_product_attention")(
+        t["q"], t["k"], t["v"], is_causal=True)}
+
+
+def moe_router(t):
+    p = torch.softmax(t["x"] @ t["wr"], dim=-1)
+    v, i = torch.topk(p, t["dims"][3], dim=-1, largest=True, sorted=True)
+    return {"weights": v, "experts": i.to(torch.int32)}
+
+
+def cross_entropy_f(t):
+    loss = F.cross_entropy(t["logits"], t["target_long"], reduction="none")
+    return {"loss": loss.view(-1, 1)}
+
+
+def cross_entropy_ops(t):
+    x = t["logits"]
+    return {"loss": torch.logsumexp(x, dim=-1, keepdim=True) -
+            x.gather(1, t["target_long"].view(-1, 1))}
+
+
+OPS = {
+    "rms-norm": {"F.rms_norm": rms_norm_f, "composition": rms_norm_ops},
+    "layer-norm": {"F.layer_norm": layer_norm_f},
+    "softmax": {"torch.softmax": softmax_f, "composition": softmax_ops},
+    "rope": {"halves": rope_halves, "rotate_half": rope_rotate_half},
+    "silu-mlp": {"matmul": silu_mlp, "in-place": silu_mlp_inplace},
+    "gelu-mlp": {"matmul": gelu_mlp},
+    "attention": {"sdpa": attention_sdpa, "masked_fill": attention_masked},
+    "moe-router": {"topk": moe_router},
+    "cross-entropy": {"F.cross_entropy": cross_entropy_f,
+                      "logsumexp": cross_entropy_ops},
+}
+
+
+def ops_main(args):
+    with open(os.path.join(args.dir, "meta.json")) as f:
+        names = json.load(f)["ops"]
+    results = {}
+    for name in names:
+        if name not in OPS:
+            print(f"pto_bench_torch: ops: unknown operator {name!r}",
+                  file=sys.stderr)
+            return 1
+        d = os.path.join(args.dir, name)
+        with open(os.path.join(d, "meta.json")) as f:
+            meta = json.load(f)
+        wl = {"variants": {v: (fn, None) for v, fn in OPS[name].items()}}
+        variants, best, out = run_variants(args, wl, ops_load(d, meta),
+                                           name + ": ")
+        results[name] = {"best": best, "variants": variants}
+        if best is None:
+            continue  # pto-bench says the operator has no PyTorch result
+        for n in meta["outputs"]:
+            np.save(os.path.join(d, n + ".npy"),
+                    np.ascontiguousarray(out[n].contiguous().numpy()))
+        del out
+    result = {"workload": "ops", "torch": torch.__version__,
+              "threads": torch.get_num_threads(), "best": "", "variants": {},
+              "ops": results}
+    with open(os.path.join(args.dir, "result.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    return 0
+
+
 # ---- the driver ----------------------------------------------------------------
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                 parents=[THREADS])
-    ap.add_argument("workload", choices=sorted(WORKLOADS))
-    ap.add_argument("dir")
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--warmup", type=int, default=1)
-    ap.add_argument("--quiet", action="store_true")
-    args = ap.parse_args()
-    wl = WORKLOADS[args.workload]
-    torch.set_num_threads(max(1, args.threads))
-    with open(os.path.join(args.dir, "meta.json")) as f:
-        meta = json.load(f)
-    inputs = wl["load"](args.dir, meta)
-
+def run_variants(args, wl, inputs, what):
+    """Every variant of wl on inputs: `warmup` runs, then `repeats` timed;
+    returns {name: times or why skipped}, the fastest's name and outputs."""
     variants, best, best_out = {}, None, None
     with torch.no_grad():
         for name, (fn, size) in wl["variants"].items():
             if size and size(inputs) > MAX_INTERMEDIATE:
                 why = f"intermediate of {size(inputs) / (1 << 30):.1f} GiB"
                 variants[name] = {"skipped": why}
-                log(args, f"{name}: skipped ({why})")
+                log(args, f"{what}{name}: skipped ({why})")
                 continue
-            log(args, f"{name}: {args.warmup} warm-up + {args.repeats} runs "
-                      f"on {torch.get_num_threads()} threads")
+            log(args, f"{what}{name}: {args.warmup} warm-up + {args.repeats} "
+                      f"runs on {torch.get_num_threads()} threads")
             try:
                 for _ in range(args.warmup):
                     out = fn(inputs)
@@ -545,16 +697,37 @@ def main():
                         steps.append(out["_step_ms"])
             except (RuntimeError, MemoryError) as e:
                 variants[name] = {"skipped": str(e).splitlines()[0]}
-                log(args, f"{name}: failed: {variants[name]['skipped']}")
+                log(args, f"{what}{name}: failed: {variants[name]['skipped']}")
                 continue
             med = statistics.median(times)
             variants[name] = {"times_ms": times, "median_ms": med}
             if steps:  # each step's median over the repeats
                 variants[name]["step_ms"] = [statistics.median(v)
                                              for v in zip(*steps)]
-            log(args, f"{name}: median {med:.2f} ms")
+            log(args, f"{what}{name}: median {med:.2f} ms")
             if best is None or med < variants[best]["median_ms"]:
                 best, best_out = name, out
+    return variants, best, best_out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 parents=[THREADS])
+    ap.add_argument("workload", choices=sorted(list(WORKLOADS) + ["ops"]))
+    ap.add_argument("dir")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args()
+    torch.set_num_threads(max(1, args.threads))
+    if args.workload == "ops":
+        return ops_main(args)
+    wl = WORKLOADS[args.workload]
+    with open(os.path.join(args.dir, "meta.json")) as f:
+        meta = json.load(f)
+    inputs = wl["load"](args.dir, meta)
+
+    variants, best, best_out = run_variants(args, wl, inputs, "")
     if best is None:
         print(f"pto_bench_torch: {args.workload}: no variant ran",
               file=sys.stderr)

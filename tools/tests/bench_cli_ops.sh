@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# `pto-bench ops`'s command line, as a user meets it.
+#   bench_cli_ops.sh usage PTO_BENCH  bad input: clear message, exit 2; the
+#                                     help and the operators it lists
+#   bench_cli_ops.sh run PTO_BENCH    --list, --op subsets in JSON without
+#                                     the peer, a lying and a missing peer
+#   bench_cli_ops.sh quick PTO_BENCH  `pto-bench --quick ops`: every
+#                                     operator checked (PTO's result and,
+#                                     when there is a peer, PyTorch's)
+# Exit 0 passed, 1 failed, 77 skipped (what the part needs is missing).
+# Timings are never checked: only results, fields and exit statuses.
+set -uo pipefail
+part=$1
+bench=$2
+# shellcheck source=bench_cli_lib.sh
+. "$(dirname "$0")/bench_cli_lib.sh"
+
+ops="rms-norm layer-norm softmax rope silu-mlp gelu-mlp attention moe-router cross-entropy"
+
+case $part in
+usage)
+  expect 2 "unknown option '--bogus'" -- ops --bogus
+  expect 2 "unknown operator 'nope'; operators: rms-norm layer-norm" -- ops --op nope
+  expect 2 "unknown operator 'soft'" -- ops --op rope,soft
+  expect 2 "--op needs a name" -- ops --op
+  expect 2 "--python needs a path" -- ops --python
+  expect 2 "--threads needs an integer" -- ops --threads 0
+  "$bench" ops --help >"$tmp/out" 2>&1 && grep -q "roof_fraction" "$tmp/out" &&
+    grep -q "pto_compile(p, NULL, &e)" "$tmp/out" && passed=$((passed + 1)) ||
+    fail "ops --help lacks the JSON fields or how the operators are compiled"
+  for op in $ops; do
+    grep -qE "^  $op " "$tmp/out" || fail "ops --help does not list $op"
+  done
+  "$bench" --help >"$tmp/out" 2>&1 && grep -qE "^  ops " "$tmp/out" &&
+    passed=$((passed + 1)) || fail "pto-bench --help does not list ops"
+  ;;
+
+run)
+  "$bench" ops --list >"$tmp/out" 2>"$tmp/err" &&
+    [ "$(awk '{print $1}' "$tmp/out" | xargs)" = "$ops" ] &&
+    passed=$((passed + 1)) || fail "ops --list: $(cat "$tmp/out" "$tmp/err")"
+
+  # a subset, in the order given, each once; PTO alone
+  expect 0 "" -- --quick --json ops --op softmax,rope --op rms-norm,softmax --no-peer
+  expect_json "a subset without the peer" '[x["op"] for x in r] == ["softmax", "rope", "rms-norm"] and all(x["workload"] == "ops" and x["check"] is True and x["torch_ms"] is None and x["torch_check"] is None and x["ratio"] is None and x["roof"] == "dram" and x["roof_gbps"] > 0 and x["roof_fraction"] > 0 and x["pto_ms"] > 0 and x["tasks"] >= 1 and x["programs"] >= 1 and x["max_rel_err"] <= x["tolerance"] for x in r)'
+  expect 0 "" -- --quick --json --threads 1 ops --op attention,moe-router --no-peer
+  expect_json "matmul operators against the FMA peak" 'all(x["roof"] == "fma" and x["roof_gflops"] > 0 and x["gflop"] > 0 and x["threads"] == 1 and x["check"] is True for x in r)'
+
+  # no interpreter: one line says so, PTO alone, exit 0
+  expect 0 "no PyTorch peer" -- --quick ops --op cross-entropy --python "$tmp/no/python3"
+
+  peer_python
+  # a peer whose answer is wrong fails the run and says whose it was
+  cat >"$tmp/liar.py" <<'EOF2'
+import json, os, sys, numpy as np
+d = sys.argv[2]
+names = json.load(open(d + "/meta.json"))["ops"]
+for n in names:
+    m = json.load(open(f"{d}/{n}/meta.json"))
+    np.save(f"{d}/{n}/y.npy", np.zeros(m["dims"], np.float32))
+json.dump({"best": "", "variants": {}, "ops": {n: {"best": "liar", "variants": {"liar": {"median_ms": 1.0}}} for n in names}}, open(d + "/result.json", "w"))
+EOF2
+  expect 1 "softmax 256x2048: WRONG RESULT from PyTorch: row 0" -- --quick ops --op softmax --python "$py" --peer-script "$tmp/liar.py"
+  grep -qE "^softmax .* ok, torch WRONG$" "$tmp/out" && passed=$((passed + 1)) ||
+    fail "the row does not say torch WRONG: $(cat "$tmp/out")"
+  expect_peer_crash ops --op softmax
+  ;;
+
+quick)
+  if py=$(torch_python); then
+    peer=(--python "$py")
+  else
+    echo "$name: no python3 with torch and numpy; --quick ops runs without its peer" >&2
+    peer=(--no-peer)
+  fi
+  expect 0 "" -- --quick --json ops "${peer[@]}"
+  want=$([ "${peer[0]}" = --no-peer ] && echo None || echo True)
+  expect_json "every operator checked" "[x['op'] for x in r] == '$ops'.split() and all(x['check'] is True and x['torch_check'] is $want and x['roof'] in ('fma', 'dram') and x['roof_fraction'] > 0 and x['max_rel_err'] <= x['tolerance'] for x in r)"
+  ;;
+
+*)
+  echo "usage: bench_cli_ops.sh usage|run|quick PTO_BENCH" >&2
+  exit 2
+  ;;
+esac
+finish
