@@ -380,6 +380,146 @@ void pto__fuse_free_subgraphs(sgraph *sgs) {
 
 /* Forms subgraphs from the current clusters: fills sgs (array of n) and
  * unit_sg. */
+/* ---- the order of a subgraph's instructions ------------------------------
+ *
+ * Units are listed by op, then by tile; a consumer that reads many tiles of
+ * one producer (a reduction over the column tiles of a row) would find all
+ * of them computed, and live, before its first instruction: the subgraph of
+ * a norm over rows of 65536 floats needed 16 MiB of UB. So a producer unit
+ * whose every store stays inside the subgraph (dropped) and that reads
+ * nothing the subgraph writes to global memory waits until an instruction
+ * of its consumer needs it (the forwarded load), and then runs: a
+ * reduction streams its row, one tile live at a time. Every other unit runs
+ * where it is listed, so the order of global writes, and of the reads
+ * around them, is the listed one. */
+
+enum { U_CONSUMED = 1, U_DELAYED = 2, U_DONE = 4, U_OPEN = 8 };
+
+typedef struct order {
+  part *s;
+  uint32_t *alias;
+  uint8_t *drop;
+  hmap *loads;
+  uint32_t *used, n_used;
+  uint8_t *ustate;  /* per unit: U_* */
+  uint32_t *wstamp; /* per storage: the subgraph (k + 1) writing it last */
+  uint32_t *tree;   /* per instruction: the root whose turn listed it */
+  uint32_t root;    /* the root unit being listed, with what it needs */
+  struct {
+    uint32_t u, i;
+  } *stack;
+} order;
+
+static int writes_global(const pto_tinst *in) {
+  return pto__insn_facts(in->op)->g == PTO_GA_WRITE ||
+         (pto__insn_info(in->op)->flags & PTO_IF_STORE2);
+}
+
+/* Appends instruction i to g, loading a window once per subgraph: the
+ * first load of each (window, tile shape), found by hash in a table of the
+ * subgraph's size (one table for the whole graph misses the cache on every
+ * probe: 16% of compiling a DSA prefill), a prefix of one table that each
+ * subgraph empties again. Except where the first load was a delayed
+ * unit's, listed for another root: the norm's second pass over x would
+ * keep every tile of its first pass live; it loads x again. */
+static void append_inst(order *o, sgraph *g, uint32_t i) {
+  part *s = o->s;
+  const pto_tgraph *tg = s->tg;
+  const pto_tinst *in = &tg->insts[i];
+  if (plain_load(in)) {
+    const pto_tval *v = &tg->vals[in->dst[0]];
+    uint32_t slot = hmap_slot(o->loads, s->load_key[i]);
+    if (!o->loads->keys[slot]) {
+      o->loads->keys[slot] = s->load_key[i];
+      o->loads->vals[slot] = i;
+      o->used[o->n_used++] = slot;
+    } else {
+      const uint32_t pi = o->loads->vals[slot];
+      const pto_tinst *prev = &tg->insts[pi];
+      /* equal hashes of different loads (never seen) just load twice */
+      if (gref_eq(&prev->g, &in->g) &&
+          !memcmp(&tg->vals[prev->dst[0]], v, sizeof *v)) {
+        if (o->tree[pi] == o->root ||
+            !(o->ustate[s->inst_unit[pi]] & U_DELAYED)) {
+          o->alias[in->dst[0]] = prev->dst[0];
+          o->drop[i] = 1;
+          return;
+        }
+        o->loads->vals[slot] = i; /* later loads of this turn share it */
+      }
+    }
+  }
+  o->tree[i] = o->root;
+  g->insts[g->n_insts++] = i;
+}
+
+/* Lists subgraph g's instructions (its id + 1 is k), delayed producers
+ * where their consumers need them. */
+static void order_subgraph(order *o, sgraph *g, uint32_t k) {
+  part *s = o->s;
+  const pto_tgraph *tg = s->tg;
+  for (uint32_t j = 0; j < g->n_units; j++) {
+    const pto_unit *un = &tg->units[g->units[j]];
+    for (uint32_t i = un->first; i < un->first + un->count; i++)
+      if (!o->drop[i] && writes_global(&tg->insts[i]))
+        o->wstamp[tg->insts[i].g.storage] = k;
+  }
+  for (uint32_t j = 0; j < g->n_units; j++) {
+    const uint32_t u = g->units[j];
+    const pto_unit *un = &tg->units[u];
+    int delay = (o->ustate[u] & U_CONSUMED) != 0;
+    for (uint32_t i = un->first; delay && i < un->first + un->count; i++) {
+      const pto_tinst *in = &tg->insts[i];
+      delay = !(writes_global(in) && !o->drop[i]) &&
+              !(reads_global(in) && o->wstamp[in->g.storage] == k);
+    }
+    o->ustate[u] = (uint8_t)((o->ustate[u] & U_CONSUMED) |
+                             (delay ? U_DELAYED : 0));
+  }
+  g->n_insts = 0;
+  for (uint32_t j = 0; j < g->n_units; j++) {
+    const uint32_t root = g->units[j];
+    if (o->ustate[root] & (U_DELAYED | U_DONE))
+      continue;
+    o->root = root;
+    uint32_t sp = 0;
+    o->stack[sp].u = root;
+    o->stack[sp++].i = tg->units[root].first;
+    o->ustate[root] |= U_OPEN;
+    while (sp) {
+      const uint32_t u = o->stack[sp - 1].u, i = o->stack[sp - 1].i;
+      if (i == tg->units[u].first + tg->units[u].count) {
+        o->ustate[u] = (uint8_t)((o->ustate[u] & ~U_OPEN) | U_DONE);
+        sp--;
+        continue;
+      }
+      o->stack[sp - 1].i++;
+      if (forwarded(s, i)) { /* dropped: its producer, if it waits, runs */
+        const uint32_t pu = s->inst_unit[s->match[i]];
+        if (!(o->ustate[pu] & (U_DONE | U_OPEN))) {
+          o->ustate[pu] |= U_OPEN;
+          o->stack[sp].u = pu;
+          o->stack[sp++].i = tg->units[pu].first;
+        }
+        continue;
+      }
+      if (!o->drop[i])
+        append_inst(o, g, i);
+    }
+  }
+  /* a delayed unit nothing here consumed (never: it is U_CONSUMED) would
+   * be lost; list any such one where it stands */
+  for (uint32_t j = 0; j < g->n_units; j++) {
+    const uint32_t u = g->units[j];
+    const pto_unit *un = &tg->units[u];
+    if (!(o->ustate[u] & U_DONE))
+      for (uint32_t i = un->first; i < un->first + un->count; i++)
+        if (!o->drop[i])
+          append_inst(o, g, i);
+    o->ustate[u] &= U_CONSUMED;
+  }
+}
+
 pto_status pto__fuse_form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
                                     uint32_t *alias, uint8_t *drop) {
   pto_tgraph *tg = s->tg;
@@ -482,49 +622,30 @@ pto_status pto__fuse_form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
     g->units[g->n_units++] = u;
   }
   /* a window loaded twice in one subgraph is loaded once (l1_reuse merges
-   * tasks precisely to share such loads): the first load of each (window,
-   * tile shape) of a subgraph, found by hash in a table of that subgraph's
-   * size (one table for the whole graph misses the cache on every probe:
-   * 16% of compiling a DSA prefill): a prefix of one table (all empty:
-   * each subgraph empties the slots it used) */
+   * tasks precisely to share such loads): append_inst */
   const uint32_t cap = loads.cap;
+  order o = {s, alias, drop, &loads, used, 0, NULL, NULL, NULL, 0, NULL};
+  o.ustate = calloc(nu + 1, 1);
+  o.wstamp = calloc(tg->n_storages + 1, sizeof *o.wstamp);
+  o.tree = malloc((tg->n_insts + 1) * sizeof *o.tree);
+  o.stack = malloc((nu + 1) * sizeof *o.stack);
+  if (!o.ustate || !o.wstamp || !o.tree || !o.stack) {
+    free(o.ustate), free(o.wstamp), free(o.tree), free(o.stack);
+    hmap_free(&loads);
+    free(n_units), free(sgs), free(used);
+    return PTO_ENOMEM;
+  }
+  for (uint32_t i = 0; i < tg->n_insts; i++)
+    if (forwarded(s, i))
+      o.ustate[s->inst_unit[s->match[i]]] |= U_CONSUMED;
   for (uint32_t k = 0; k < n; k++) {
-    sgraph *g = &sgs[k];
-    uint32_t n_used = 0;
     for (loads.cap = 64; loads.cap < 2 * n_insts[k] + 2;)
       loads.cap *= 2;
-    for (uint32_t j = 0; j < g->n_units; j++) {
-      const uint32_t u = g->units[j];
-      for (uint32_t i = tg->units[u].first;
-           i < tg->units[u].first + tg->units[u].count; i++) {
-        if (drop[i])
-          continue;
-        const pto_tinst *in = &tg->insts[i];
-        if (plain_load(in)) {
-          const pto_tval *v = &tg->vals[in->dst[0]];
-          uint32_t slot = hmap_slot(&loads, s->load_key[i]);
-          if (!loads.keys[slot]) {
-            loads.keys[slot] = s->load_key[i];
-            loads.vals[slot] = i;
-            used[n_used++] = slot;
-          } else {
-            const pto_tinst *prev = &tg->insts[loads.vals[slot]];
-            /* equal hashes of different loads (never seen) just load
-             * twice */
-            if (gref_eq(&prev->g, &in->g) &&
-                !memcmp(&tg->vals[prev->dst[0]], v, sizeof *v)) {
-              alias[in->dst[0]] = prev->dst[0];
-              drop[i] = 1;
-              continue;
-            }
-          }
-        }
-        g->insts[g->n_insts++] = i;
-      }
-    }
-    while (n_used)
-      loads.keys[used[--n_used]] = 0;
+    order_subgraph(&o, &sgs[k], k + 1);
+    while (o.n_used)
+      loads.keys[used[--o.n_used]] = 0;
   }
+  free(o.ustate), free(o.wstamp), free(o.tree), free(o.stack);
   loads.cap = cap;
   hmap_free(&loads);
   free(used);
