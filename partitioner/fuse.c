@@ -394,6 +394,7 @@ void pto__fuse_free_subgraphs(sgraph *sgs) {
  * around them, is the listed one. */
 
 enum { U_CONSUMED = 1, U_DELAYED = 2, U_DONE = 4, U_OPEN = 8 };
+#define SHARE_NEAR 4 /* loads: a tile loaded this recently is shared */
 
 typedef struct order {
   part *s;
@@ -403,8 +404,8 @@ typedef struct order {
   uint32_t *used, n_used;
   uint8_t *ustate;  /* per unit: U_* */
   uint32_t *wstamp; /* per storage: the subgraph (k + 1) writing it last */
-  uint32_t *tree;   /* per instruction: the root whose turn listed it */
-  uint32_t root;    /* the root unit being listed, with what it needs */
+  uint32_t *seq;    /* per load: how many loads the subgraph listed before */
+  uint32_t n_loaded;
   struct {
     uint32_t u, i;
   } *stack;
@@ -420,8 +421,10 @@ static int writes_global(const pto_tinst *in) {
  * subgraph's size (one table for the whole graph misses the cache on every
  * probe: 16% of compiling a DSA prefill), a prefix of one table that each
  * subgraph empties again. Except where the first load was a delayed
- * unit's, listed for another root: the norm's second pass over x would
- * keep every tile of its first pass live; it loads x again. */
+ * unit's that has run (not one still waiting for its producers), with
+ * more than SHARE_NEAR other loads since: a norm's second pass over the
+ * rows of x would keep every tile of its first pass live; it loads them
+ * again. */
 static void append_inst(order *o, sgraph *g, uint32_t i) {
   part *s = o->s;
   const pto_tgraph *tg = s->tg;
@@ -433,23 +436,25 @@ static void append_inst(order *o, sgraph *g, uint32_t i) {
       o->loads->keys[slot] = s->load_key[i];
       o->loads->vals[slot] = i;
       o->used[o->n_used++] = slot;
+      o->seq[i] = o->n_loaded++;
     } else {
       const uint32_t pi = o->loads->vals[slot];
       const pto_tinst *prev = &tg->insts[pi];
       /* equal hashes of different loads (never seen) just load twice */
       if (gref_eq(&prev->g, &in->g) &&
           !memcmp(&tg->vals[prev->dst[0]], v, sizeof *v)) {
-        if (o->tree[pi] == o->root ||
-            !(o->ustate[s->inst_unit[pi]] & U_DELAYED)) {
+        const uint8_t pu = o->ustate[s->inst_unit[pi]];
+        if (!(pu & U_DELAYED) || (pu & U_OPEN) ||
+            o->n_loaded - o->seq[pi] <= SHARE_NEAR) {
           o->alias[in->dst[0]] = prev->dst[0];
           o->drop[i] = 1;
           return;
         }
-        o->loads->vals[slot] = i; /* later loads of this turn share it */
+        o->loads->vals[slot] = i; /* the loads after it share this one */
+        o->seq[i] = o->n_loaded++;
       }
     }
   }
-  o->tree[i] = o->root;
   g->insts[g->n_insts++] = i;
 }
 
@@ -481,7 +486,6 @@ static void order_subgraph(order *o, sgraph *g, uint32_t k) {
     const uint32_t root = g->units[j];
     if (o->ustate[root] & (U_DELAYED | U_DONE))
       continue;
-    o->root = root;
     uint32_t sp = 0;
     o->stack[sp].u = root;
     o->stack[sp++].i = tg->units[root].first;
@@ -627,10 +631,10 @@ pto_status pto__fuse_form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
   order o = {s, alias, drop, &loads, used, 0, NULL, NULL, NULL, 0, NULL};
   o.ustate = calloc(nu + 1, 1);
   o.wstamp = calloc(tg->n_storages + 1, sizeof *o.wstamp);
-  o.tree = malloc((tg->n_insts + 1) * sizeof *o.tree);
+  o.seq = malloc((tg->n_insts + 1) * sizeof *o.seq);
   o.stack = malloc((nu + 1) * sizeof *o.stack);
-  if (!o.ustate || !o.wstamp || !o.tree || !o.stack) {
-    free(o.ustate), free(o.wstamp), free(o.tree), free(o.stack);
+  if (!o.ustate || !o.wstamp || !o.seq || !o.stack) {
+    free(o.ustate), free(o.wstamp), free(o.seq), free(o.stack);
     hmap_free(&loads);
     free(n_units), free(sgs), free(used);
     return PTO_ENOMEM;
@@ -645,7 +649,7 @@ pto_status pto__fuse_form_subgraphs(part *s, sgraph **out, uint32_t *n_out,
     while (o.n_used)
       loads.keys[used[--o.n_used]] = 0;
   }
-  free(o.ustate), free(o.wstamp), free(o.tree), free(o.stack);
+  free(o.ustate), free(o.wstamp), free(o.seq), free(o.stack);
   loads.cap = cap;
   hmap_free(&loads);
   free(used);
