@@ -479,10 +479,13 @@ void drive_gather(int op, const oracle_case *oc) {
   static const uint32_t geo[][8] = {{16, 48, 13, 37, 1, 16, 1, 13},
                                     {16, 48, 13, 37, 16, 1, 13, 1},
                                     {8, 16, 6, 5, 4, 16, 2, 3},
-                                    {1, 1, 1, 1, 1, 1, 1, 1}};
+                                    {1, 1, 1, 1, 1, 1, 1, 1},
+                                    /* a column (one element a row) from
+                                     * indices in rows of a strided tile */
+                                    {16, 16, 12, 1, 4, 16, 3, 4}};
   const int64_t N = 11;
   for (int ti = 0; ti < 6; ti++)
-    for (int gi = 0; gi < 4; gi++)
+    for (int gi = 0; gi < 5; gi++)
       for (int strict = 0; strict < 4; strict++) {
         /* 2: strict, a bad index; 3: strict with -1 as padding */
         pto_dtype dt = types[ti][0], gdt = types[ti][1];

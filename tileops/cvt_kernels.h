@@ -175,11 +175,38 @@ static int vec_TMOV(int op, const pto_targs *a) {
  * copied here (pto__gview_rows_whole: attention's lse went to the
  * reference, 12% of TSTORE's time at the smoke preset). */
 
+/* A column of one 32-bit element per row, both sides of one dtype (a
+ * [rows, 1] tile of indices or of per-row values): moved by a plain loop,
+ * not a row function per element (block-table and index columns of
+ * thousands of rows cost a call each). 0 when the move is not one. */
+static int copy_column(void *d, size_t dstep, const void *s, size_t sstep,
+                       uint32_t rows, uint32_t cols, int dt, int sdt) {
+  if (cols != 1 || dt != sdt || dt_size(dt) != 4)
+    return 0;
+  unsigned char *dp = d;
+  const unsigned char *sp = s;
+  for (uint32_t r = 0; r < rows; r++, dp += dstep, sp += sstep)
+    memcpy(dp, sp, 4);
+  return 1;
+}
+
+/* Bytes between rows r and r + 1 of a tile and of a global view. */
+static inline size_t tile_step(const pto_tile *t) {
+  return (size_t)t->stride * pto__dtype_bytes(t->dtype);
+}
+static inline size_t gview_step(const pto_gview *g) {
+  return (size_t)g->row_stride * pto__dtype_bytes(g->dtype);
+}
+
 static int vec_TLOAD(int op, const pto_targs *a) {
   const pto_gview *g = &a->g;
   pto_tile *d = a->dst[0];
   if (!pto__gview_rows_whole(g, d->valid_cols))
     return pto__isa_ref(op, a);
+  if (d->valid_rows &&
+      copy_column(d->data, tile_step(d), g->base, gview_step(g),
+                  d->valid_rows, d->valid_cols, d->dtype, g->dtype))
+    return PTO_OK;
   row_fn f = cvt_fns[g->dtype][d->dtype];
   for (uint32_t r = 0; r < d->valid_rows; r++)
     f(row_of(d, r), grow(g, r), d->valid_cols);
@@ -215,11 +242,36 @@ static int vec_TSTORE(int op, const pto_targs *a) {
                      s->dtype == g->dtype && dt_size(s->dtype) == 4;
   if (stream)
     f = stream_row;
+  else if (!(a->flags & PTO_TF_ACC) && s->valid_rows &&
+           copy_column(g->base, gview_step(g), s->data, tile_step(s),
+                       s->valid_rows, s->valid_cols, g->dtype, s->dtype))
+    return PTO_OK;
   for (uint32_t r = 0; r < s->valid_rows; r++)
     f(grow(g, r), row_of(s, r), s->valid_cols);
   if (stream) /* order the streaming stores before the task ends */
     store_fence();
   return PTO_OK;
+}
+
+/* The gather's indices, element r of src0's valid region row-major, read
+ * in order without a division per row. */
+typedef struct gather_ix {
+  const pto_tile *t;
+  const int32_t *row;
+  uint32_t r, c;
+} gather_ix;
+
+static inline gather_ix gather_ix_start(const pto_tile *t) {
+  return (gather_ix){t, row_of(t, 0), 0, 0};
+}
+
+static inline int32_t gather_ix_next(gather_ix *x) {
+  const int32_t i = x->row[x->c];
+  if (++x->c == x->t->valid_cols && ++x->r < x->t->valid_rows) {
+    x->c = 0;
+    x->row = row_of(x->t, x->r);
+  }
+  return i;
 }
 
 static int vec_TGATHER(int op, const pto_targs *a) {
@@ -228,20 +280,38 @@ static int vec_TGATHER(int op, const pto_targs *a) {
   if (!pto__gview_rows_whole(g, d->valid_cols))
     return pto__isa_ref(op, a);
   const pto_tile *ix = a->src[0];
-  const uint32_t vr = d->valid_rows, ivc = ix->valid_cols;
-  if (a->flags & PTO_TF_STRICT) /* every index before any write */
+  const uint32_t vr = d->valid_rows, vc = d->valid_cols;
+  if (!vr)
+    return PTO_OK;
+  if (a->flags & PTO_TF_STRICT) { /* every index before any write */
+    gather_ix x = gather_ix_start(ix);
     for (uint32_t r = 0; r < vr; r++) {
-      int32_t i = ((const int32_t *)row_of(ix, r / ivc))[r % ivc];
+      const int32_t i = gather_ix_next(&x);
       if ((i < 0 || i >= g->rows) && !(i == -1 && (a->flags & PTO_TF_PAD)))
         return PTO_ERANGE;
     }
+  }
+  gather_ix x = gather_ix_start(ix);
+  if (vc == 1 && d->dtype == g->dtype && dt_size(d->dtype) == 4) {
+    /* a column of 32-bit values (a block table's entries) */
+    unsigned char *dp = d->data;
+    const size_t step = tile_step(d);
+    for (uint32_t r = 0; r < vr; r++, dp += step) {
+      const int32_t i = gather_ix_next(&x);
+      if (i < 0 || i >= g->rows)
+        memset(dp, 0, 4);
+      else
+        memcpy(dp, grow(g, i), 4);
+    }
+    return PTO_OK;
+  }
   row_fn f = cvt_fns[g->dtype][d->dtype];
   for (uint32_t r = 0; r < vr; r++) {
-    int32_t i = ((const int32_t *)row_of(ix, r / ivc))[r % ivc];
+    const int32_t i = gather_ix_next(&x);
     if (i < 0 || i >= g->rows) /* a zero row: all-zero bits in every dtype */
-      memset(row_of(d, r), 0, (size_t)d->valid_cols * dt_size(d->dtype));
+      memset(row_of(d, r), 0, (size_t)vc * dt_size(d->dtype));
     else
-      f(row_of(d, r), grow(g, i), d->valid_cols);
+      f(row_of(d, r), grow(g, i), vc);
   }
   return PTO_OK;
 }
