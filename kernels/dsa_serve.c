@@ -135,15 +135,24 @@ static pto_tensor *cache_rows(pto_program *p, const pto_dsa_dims *d,
                                           (const int64_t[]){slot + 1, MB}),
                                 2, (const int64_t[]){MB, 1});
   pto_tensor *logical = pto_divs(p, pos, (double)BS);
+  /* the gathers' [len, 1] columns in 1024 rows a tile (the scope's rows
+   * of keys would give 128: 8 times the instructions), 1-D operands
+   * fused with them in as many elements */
+  pto_tile_shape col = rows_tile(1);
+  col.vec_cols = col.vec_rows;
+  pto_program_push_scope(p, NULL, &col);
   pto_tensor *blk = pto_gather(p, row, pto_select(p, in_cache, logical, zero),
                                PTO_GATHER_STRICT); /* [len, 1] */
+  pto_program_pop_scope(p);
   blk = pto_select(p, in_cache,
                    pto_reshape(p, blk, 1, (const int64_t[]){len_code}), zero);
   pto_tensor *ident = pto_reshape(
       p, pto_iota(p, PTO_I32, 2, (const int64_t[]){1, s->blocks}, 0), 2,
       (const int64_t[]){s->blocks, 1});
-  blk = pto_reshape(p, pto_gather(p, ident, blk, PTO_GATHER_STRICT), 1,
-                    (const int64_t[]){len_code});
+  pto_program_push_scope(p, NULL, &col);
+  blk = pto_gather(p, ident, blk, PTO_GATHER_STRICT);
+  pto_program_pop_scope(p);
+  blk = pto_reshape(p, blk, 1, (const int64_t[]){len_code});
   pto_tensor *crow = pto_add(p, pto_muls(p, blk, (double)BS),
                              pto_sub(p, pos, pto_muls(p, logical, (double)BS)));
   return pto_select(p, in_cache, crow, none);
