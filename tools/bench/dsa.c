@@ -101,7 +101,8 @@ static void usage(FILE *f) {
         f);
   bench_harness_usage(f);
   fputs("  (--trace FILE: the last step's MPMD swimlane in FILE, its stage\n"
-        "   barrier run's in FILE-barrier.json)\n"
+        "   barrier run's in FILE-barrier.json, with --dynamic the serving\n"
+        "   program's run of it in FILE-dynamic.json)\n"
         "\nTable: median ms of R timed runs per step after a warm-up, summed\n"
         "over the steps ([min-max] likewise; MPMD and barrier runs alternate,\n"
         "each started once the other's workers sleep, so a noisy machine\n"
@@ -492,14 +493,17 @@ static int traced(bench_pto *r, const void *const *in, void *const *out,
  * a file in tmp. */
 static int trace_path(const bench_case_opts *x, const dsa_case *c, int64_t s,
                       int v, const char *tmp, char *buf, size_t size) {
+  static const char *const kind[3] = {"", "barrier", "dynamic"},
+                           *const file[3] = {"mpmd.json", "barrier.json",
+                                             "dynamic.json"};
   char name[96];
   if (x->h.trace_path && s == c->steps - 1) {
     const int several = x->sel.n > 1;
     snprintf(name, sizeof name, "%s%s%s", several ? c->base.preset : "",
-             several && v ? "-" : "", v ? "barrier" : "");
+             several && v ? "-" : "", kind[v]);
     return bench_case_path(buf, size, x->h.trace_path, name, several || v, 0);
   }
-  return bench_path(buf, size, tmp, v ? "barrier.json" : "mpmd.json");
+  return bench_path(buf, size, tmp, file[v]);
 }
 
 /* --dynamic: the serving program of the case (its sizes the maxima),
@@ -561,13 +565,41 @@ static int dyn_open(const bench_opts *o, dsa_case *c, const pto_config *cfg,
   return 0;
 }
 
+/* One traced run of y's bound run (after a warm-up on its runtime) on a
+ * runtime of r's settings: its swimlane in path. 0, or -1 (printed). */
+static int dyn_trace(bench_pto *r, dsa_dyn *y, const void *const *in,
+                     void *const *out, const char *path) {
+  pto_runtime_params prm = pto_runtime_params_from_config(r->cfg);
+  prm.trace = 1;
+  pto_runtime *rt = NULL;
+  bench_pto_stop(r);
+  if (pto_runtime_new(&prm, &rt)) {
+    fprintf(stderr, "pto-bench %s: cannot start a traced runtime: %s\n", r->cmd,
+            pto_runtime_error(NULL));
+    return -1;
+  }
+  pto_status st = pto_run_exec(rt, y->run, in, out);
+  if (!st)
+    st = pto_run_exec(rt, y->run, in, out);
+  pto_runtime_free(rt);
+  if (!st)
+    st = pto_run_write_trace(y->run, path);
+  if (st) {
+    fprintf(stderr, "pto-bench %s: --dynamic: traced run: %s: %s\n", r->cmd,
+            pto_strerror(st), pto_run_error(y->run));
+    return -1;
+  }
+  return 0;
+}
+
 /* Step s on the serving program, bound to it, run once into c->dyn_out's
  * step slice, then timed in turn with r (the step's MPMD program, on its
- * runtime, with its buffers in, out): r->dyn and r->dyn_static. 0, or -1
+ * runtime, with its buffers in, out): r->dyn and r->dyn_static; with
+ * trace, one traced run of it after, its swimlane in that file. 0, or -1
  * (printed). */
 static int dyn_step(const bench_opts *o, dsa_case *c, dsa_dyn *y,
                     bench_pto *r, const void *const *in, void *const *out,
-                    int64_t s, int repeats) {
+                    int64_t s, int repeats, const char *trace) {
   bench_case *bc = &c->base;
   const void *din[PTO_DSA_INPUT_COUNT + 1];
   void *dout[PTO_DSA_OUTPUT_COUNT], *sout[2 + 3 * PTO_DSA_SERVE_SLOTS_MAX];
@@ -613,6 +645,8 @@ static int dyn_step(const bench_opts *o, dsa_case *c, dsa_dyn *y,
         t[v][k] = (double)(bench_now_ns() - a) * 1e-6;
     }
   }
+  if (trace && dyn_trace(r, y, din, sout, trace))
+    return -1;
   c->step[s].dyn_static = bench_stats_of(t[0], R);
   c->step[s].dyn = bench_stats_of(t[1], R);
   bench_progress(o,
@@ -674,8 +708,14 @@ static int run_step(const bench_opts *o, const bench_case_opts *x, dsa_case *c,
     goto fail;
   if (y) {
     bench_pto_stop(&pr[1]); /* only the MPMD runtime spins */
-    if (dyn_step(o, c, y, &pr[0], in[0], out[0], s, repeats))
+    const int last = x->h.trace_path && s == c->steps - 1;
+    if ((last && trace_path(x, c, s, 2, tmp, path, sizeof path)) ||
+        dyn_step(o, c, y, &pr[0], in[0], out[0], s, repeats,
+                 last ? path : NULL))
       goto fail;
+    if (last)
+      fprintf(stderr, "pto-bench dsa: %s: swimlane (dynamic) in %s\n",
+              bc->preset, path);
   }
   for (int v = 0; v < 2; v++) {
     bench_pto_stop(&pr[v]);

@@ -5,7 +5,8 @@
 #                                     --json, --save (checked in NumPy: the
 #                                     cache writes between steps, a block
 #                                     table out of order), --trace (the
-#                                     barrier run's stages in order), a
+#                                     barrier run's stages in order, the
+#                                     dynamic run's swimlane), a
 #                                     config's own stages, a missing, a
 #                                     lying and a crashing peer
 #   bench_cli_dsa.sh quick PTO_BENCH  `pto-bench --quick dsa`, with the peer
@@ -121,6 +122,13 @@ EOF2
   # --dynamic: the serving program beside each step's own, checked too
   expect 0 "compiling the serving program once" -- --quick --json dsa --dynamic --no-peer
   expect_json "--dynamic's JSON" 'r[0]["dynamic_check"] == "ok" and r[0]["dynamic_ms"] > 0 and r[0]["dynamic_static_ms"] > 0 and r[0]["dynamic_ratio"] > 0 and r[0]["dynamic_compile_ms"] > 0 and r[0]["check"] == "ok"'
+  # its swimlane beside the static runs' with --trace
+  expect 0 "swimlane \\(dynamic\\) in $tmp/dyn-dynamic.json" -- --quick dsa --dynamic --no-peer --trace "$tmp/dyn.json"
+  python3 - "$tmp/dyn-dynamic.json" <<'EOF2' && passed=$((passed + 1)) || fail "the dynamic run's trace"
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
+assert any(e["args"].get("label", "").startswith("indexer") for e in ev), "no indexer task"
+EOF2
 
   # the serving loop: one compile, every step of all three checked
   expect 0 "compiling the serving program once" -- --quick --json dsa --preset serve-smoke --python "$py"
