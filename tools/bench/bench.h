@@ -105,4 +105,10 @@ double bench_peak_avx512(int threads, int repeats, uint64_t iters);
 double bench_peak_avx2(int threads, int repeats, uint64_t iters);
 double bench_peak_avx512bf16(int threads, int repeats, uint64_t iters);
 
+/* STREAM's triad a[i] = b[i] + 3 * c[i] on `threads` OpenMP threads
+ * (bench/stream.c, in pto-bench only): STREAM counts it as 12 bytes an
+ * element (no write-allocate read of a). */
+void bench_triad(float *restrict a, const float *restrict b,
+                 const float *restrict c, size_t n, int threads);
+
 #endif /* PTO_TOOLS_BENCH_H */

@@ -172,15 +172,7 @@ static int parse(int argc, char **argv, ops_opts *s) {
   return 0;
 }
 
-/* ---- the DRAM probe: STREAM's triad, as bench/softmax.c counts it ------- */
-
-static void triad(float *restrict a, const float *restrict b,
-                  const float *restrict c, size_t n, int threads) {
-  const float s = 3.0f;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (size_t i = 0; i < n; i++)
-    a[i] = b[i] + s * c[i];
-}
+/* ---- the DRAM probe: STREAM's triad (bench_triad) ----------------------- */
 
 /* GB/s of the best of PROBE_RUNS triads (12 bytes an element, no
  * write-allocate read), 0 when the arrays cannot be had */
@@ -196,10 +188,10 @@ static double dram_gbps(int threads) {
       b[i] = 1.0f;
       c[i] = 2.0f;
     }
-    triad(a, b, c, PROBE_FLOATS, threads); /* warm: pages, threads */
+    bench_triad(a, b, c, PROBE_FLOATS, threads); /* warm: pages, threads */
     for (int r = 0; r < PROBE_RUNS; r++) {
       uint64_t t0 = bench_now_ns();
-      triad(a, b, c, PROBE_FLOATS, threads);
+      bench_triad(a, b, c, PROBE_FLOATS, threads);
       double s = (double)(bench_now_ns() - t0) * 1e-9;
       best = fmax(best, 3.0 * PROBE_FLOATS * sizeof(float) / s * 1e-9);
     }

@@ -118,14 +118,6 @@ static int parse(int argc, char **argv, sm_opts *s) {
 
 /* ---- the probe and the peer (OpenMP, static rows per thread) ------------- */
 
-static void triad(float *restrict a, const float *restrict b,
-                  const float *restrict c, size_t n, int threads) {
-  const float s = 3.0f;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (size_t i = 0; i < n; i++)
-    a[i] = b[i] + s * c[i];
-}
-
 /* One load per line of b[0..n): leaves the caches full of clean lines.
  * The sum goes to a volatile so the loads stay. */
 static volatile float scrub_sum;
@@ -262,13 +254,13 @@ static int run(const bench_opts *o, int argc, char **argv) {
     goto out;
   }
 
-  triad(pa, pb, pc, PROBE_FLOATS, threads); /* warm: pages, threads */
+  bench_triad(pa, pb, pc, PROBE_FLOATS, threads); /* warm: pages, threads */
   for (int r = 0; r < repeats; r++) {
     bench_progress(o, "softmax: repeat %d of %d", r + 1, repeats);
     bench_pause_ms(20);
     scrub(pb, PROBE_FLOATS, threads);
     uint64_t t0 = bench_now_ns();
-    triad(pa, pb, pc, PROBE_FLOATS, threads);
+    bench_triad(pa, pb, pc, PROBE_FLOATS, threads);
     t_dram[r] = (double)(bench_now_ns() - t0) * 1e-9;
     scrub(pb, PROBE_FLOATS, threads);
     t0 = bench_now_ns();
