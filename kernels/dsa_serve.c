@@ -120,41 +120,45 @@ static pto_tensor *seq_at(pto_program *p, pto_tensor *seq, int64_t s,
 
 /* Position p's row in the K or KV cache for slot `slot`'s positions [len]
  * (pos, i32): block_table[slot][p / BS] * BS + p % BS for the cached ones
- * (a block outside the cache fails the run, naming the entry), -1 for
- * the new ones (padding to a gather with PTO_GATHER_PAD; the attention's
- * slots drop them). */
+ * (p below `cached`, i32 [1]), -1 for the new ones (padding to a gather
+ * with PTO_GATHER_PAD; the attention's slots drop them). The rows are
+ * made per block of the table row, [max_blocks, BS], and each position
+ * picks its own: a block holding cached positions whose entry is outside
+ * the cache fails the run, naming the entry. */
 static pto_tensor *cache_rows(pto_program *p, const pto_dsa_dims *d,
                               const pto_dsa_serve *s, pto_tensor *table,
                               int64_t slot, pto_tensor *pos,
-                              pto_tensor *in_cache, int64_t len_code) {
-  const int64_t BS = d->block, MB = s->max_blocks;
-  pto_tensor *zero = pto_full(p, PTO_I32, 1, (const int64_t[]){1}, 0),
-             *none = pto_full(p, PTO_I32, 1, (const int64_t[]){1}, -1);
+                              pto_tensor *in_cache, pto_tensor *cached,
+                              int64_t len_code) {
+  const int64_t BS = d->block, MB = s->max_blocks, one[1] = {1};
+  pto_tensor *zero = pto_full(p, PTO_I32, 1, one, 0),
+             *none = pto_full(p, PTO_I32, 1, one, -1);
   pto_tensor *row = pto_reshape(p,
                                 pto_slice(p, table, (const int64_t[]){slot, 0},
                                           (const int64_t[]){slot + 1, MB}),
-                                2, (const int64_t[]){MB, 1});
-  pto_tensor *logical = pto_divs(p, pos, (double)BS);
-  /* the gathers' [len, 1] columns in 1024 rows a tile (the scope's rows
-   * of keys would give 128: 8 times the instructions), 1-D operands
-   * fused with them in as many elements */
-  pto_tile_shape col = rows_tile(1);
-  col.vec_cols = col.vec_rows;
-  pto_program_push_scope(p, NULL, &col);
-  pto_tensor *blk = pto_gather(p, row, pto_select(p, in_cache, logical, zero),
-                               PTO_GATHER_STRICT); /* [len, 1] */
-  pto_program_pop_scope(p);
-  blk = pto_select(p, in_cache,
-                   pto_reshape(p, blk, 1, (const int64_t[]){len_code}), zero);
+                                1, (const int64_t[]){MB});
+  pto_tensor *first = pto_muls(
+      p, pto_iota(p, PTO_I32, 1, (const int64_t[]){MB}, 0), (double)BS);
+  pto_tensor *blk =
+      pto_select(p, pto_cmp(p, first, cached, PTO_CMP_LT), row, zero);
   pto_tensor *ident = pto_reshape(
       p, pto_iota(p, PTO_I32, 2, (const int64_t[]){1, s->blocks}, 0), 2,
       (const int64_t[]){s->blocks, 1});
+  blk = pto_gather(p, ident, blk, PTO_GATHER_STRICT); /* [MB, 1] */
+  pto_tensor *rows = pto_reshape(
+      p,
+      pto_add(p, pto_muls(p, blk, (double)BS),
+              pto_iota(p, PTO_I32, 2, (const int64_t[]){1, BS}, 0)),
+      2, (const int64_t[]){MB * BS, 1});
+  /* the positions' [len, 1] column in 1024 rows a tile (the scope's rows
+   * of keys would give 128: 8 times the instructions), 1-D operands fused
+   * with it in as many elements */
+  pto_tile_shape col = rows_tile(1);
+  col.vec_cols = col.vec_rows;
   pto_program_push_scope(p, NULL, &col);
-  blk = pto_gather(p, ident, blk, PTO_GATHER_STRICT);
+  pto_tensor *crow = pto_gather(p, rows, pos, 0); /* pos < len <= MB * BS */
   pto_program_pop_scope(p);
-  blk = pto_reshape(p, blk, 1, (const int64_t[]){len_code});
-  pto_tensor *crow = pto_add(p, pto_muls(p, blk, (double)BS),
-                             pto_sub(p, pos, pto_muls(p, logical, (double)BS)));
+  crow = pto_reshape(p, crow, 1, (const int64_t[]){len_code});
   return pto_select(p, in_cache, crow, none);
 }
 
@@ -270,7 +274,7 @@ pto_program *pto_dsa_serve_program(const pto_dsa_dims *d,
     pto_tensor *pos = pto_iota(p, PTO_I32, 1, (const int64_t[]){len[k]}, 0);
     pto_tensor *in_cache = pto_cmp(p, pos, cached, PTO_CMP_LT);
     pto_tensor *crow = cache_rows(p, d, s, in[PTO_DSA_BLOCK_TABLE], k, pos,
-                                  in_cache, len[k]);
+                                  in_cache, cached, len[k]);
     pto_tensor *nrow = pto_select(p, in_cache,
                                   pto_full(p, PTO_I32, 1, one1, -1),
                                   pto_add(p, pto_sub(p, pos, cached), first));

@@ -653,6 +653,28 @@ static void serve_steps(int64_t prefill_slots) {
     cr_expect_eq(rc, 0, "step %zu: %s", c, msg);
     free(o), free(l), free(ix);
   }
+  /* the block table: an entry outside the caches fails the run where the
+   * slot's cached positions use it, and is never read past them */
+  {
+    const pto_dsa_step st = {steps[0].b, steps[0].n, steps[0].len, SV_BLOCKS,
+                             SV_MB};
+    const int64_t BS = small.block,
+                  used = (st.len[2] - st.n[2] + BS - 1) / BS; /* slot 2 */
+    cr_assert(used >= 1 && used < SV_MB);
+    int32_t *table = in[PTO_DSA_BLOCK_TABLE];
+    char msg[512];
+    cr_assert_eq(pto_dsa_serve_bind(run, &small, &sv, &st, seq, msg,
+                                    sizeof msg),
+                 PTO_OK, "%s", msg);
+    table[2 * SV_MB + used] = SV_BLOCKS; /* past the slot's blocks */
+    cr_expect_eq(pto_run_exec(rt, run, (const void *const *)in, out), PTO_OK,
+                 "%s", pto_run_error(run));
+    table[2 * SV_MB + used - 1] = -3; /* its last cached block */
+    cr_expect_eq(pto_run_exec(rt, run, (const void *const *)in, out),
+                 PTO_ERANGE);
+    cr_expect(strstr(pto_run_error(run), "gather") != NULL, "%s",
+              pto_run_error(run));
+  }
   /* a step past the maxima is refused before anything runs */
   const int64_t bn[1] = {SV_NEW + 1}, bl[1] = {SV_NEW + 1};
   const pto_dsa_step over = {1, bn, bl, SV_BLOCKS, SV_MB};
