@@ -37,6 +37,7 @@
 #define COST_LOADEXPSUM (R | O)
 #define COST_LOADSTORE (R | O)
 #define COST_GATHER (R | O)
+#define COST_GATHERELSE (R | O)
 #define COST_GATHERPACK (R | I | O)
 #define COST_BINARY (R | O)
 #define COST_UNARY (R | O)

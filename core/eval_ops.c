@@ -147,7 +147,8 @@ pto_status pto__eval_topk(eval_ctx *e, const pto_node *n) {
 /* out[s..., d] = table[index[s...], d]; an index outside [0, N) gives a zero
  * row (the result buffer starts zeroed) or, when strict, a run-time error. */
 pto_status pto__eval_gather(eval_ctx *e, const pto_node *n) {
-  const pto_tensor *table = n->in[0], *index = n->in[1], *out = n->out[0];
+  const pto_tensor *table = n->in[0], *index = n->in[1], *out = n->out[0],
+                   *other = n->n_in > 2 ? n->in[2] : NULL;
   int64_t rows = table->shape[0], width = table->shape[1];
   int64_t idx[PTO_MAX_DIMS];
   /* rows of no columns gather nothing, so no index is checked: a run
@@ -157,6 +158,16 @@ pto_status pto__eval_gather(eval_ctx *e, const pto_node *n) {
   for (int64_t s = 0; s < numel(index); s++) {
     unravel(s, index->ndim, index->shape, idx);
     int64_t row = ldi(e, index, bcast_off(index, index->ndim, idx));
+    if (row == -1 && other) { /* pto_gather_else: other's row */
+      int64_t oi[PTO_MAX_DIMS];
+      memcpy(oi, idx, (size_t)index->ndim * sizeof *oi);
+      for (int64_t c = 0; c < width; c++) {
+        oi[index->ndim] = c;
+        copy_elem(e, other, bcast_off(other, other->ndim, oi), out,
+                  s * width + c);
+      }
+      continue;
+    }
     if (row < 0 || row >= rows) {
       if (!(n->flags & PTO_GATHER_STRICT) ||
           (row == -1 && (n->flags & PTO_GATHER_PAD)))

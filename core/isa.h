@@ -57,7 +57,8 @@ typedef enum pto_insn_family {
 #define PTO_CLASS_MAP(X)                                                       \
   X(CUSTOM)                                                                    \
   X(LOAD) X(STORE) X(MULSTORE) X(LOADMAX) X(LOADEXPSUM) X(LOADSTORE)           \
-  X(GATHER) X(BINARY) X(UNARY) X(CMP) X(SEL) X(CONVERT) X(SCALAR) X(FILL)      \
+  X(GATHER) X(GATHERELSE) X(BINARY) X(UNARY) X(CMP) X(SEL) X(CONVERT)        \
+  X(SCALAR) X(FILL)                                                            \
   X(ROWRED) X(COLRED) X(ROWEXPAND) X(ROWEXPAND2) X(ROWEXPDIF) X(ROWEXPSUM)     \
   X(COLEXPAND) X(COLEXPAND2) X(MATMUL) X(MATMUL_ACC) X(MATMUL_WSUM)            \
   X(MATMUL_WSUM_G) X(MATMUL_GA) X(MATMUL_GB) X(SMONLINE)                       \

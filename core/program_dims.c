@@ -243,6 +243,14 @@ int pto__node_dims(pto_program *p, pto_node *n) {
     const pto_tensor *table = n->in[0], *index = n->in[1];
     copy_dims(out, index);
     pto__set_axis(out, index->ndim, pto__axis(table, 1));
+    if (n->n_in > 2) /* pto_gather_else: other has the result's shape */
+      for (int d = 0; d < out->ndim; d++) {
+        pto_dref j;
+        if (!pto__dim_join(p, op, pto__axis(out, d), pto__axis(n->in[2], d),
+                           out->shape[d], &j))
+          return 0;
+        pto__set_axis(out, d, j);
+      }
     return 1;
   }
   case PTO_TC_CONCAT: {

@@ -13,30 +13,61 @@
 
 /* ---- gather ------------------------------------------------------------- */
 
-pto_tensor *pto_gather(pto_program *p, pto_tensor *table, pto_tensor *index,
-                       unsigned flags) {
-  pto_tensor *in[2] = {table, index};
-  if (!p || !pto__check_operands(p, "gather", 2, in))
+/* The checks and the node of pto_gather and pto_gather_else (other:
+ * NULL for pto_gather). */
+static pto_tensor *gather(pto_program *p, const char *op, pto_tensor *table,
+                          pto_tensor *index, pto_tensor *other,
+                          unsigned flags) {
+  pto_tensor *in[3] = {table, index, other};
+  const int n_in = other ? 3 : 2;
+  if (!p || !pto__check_operands(p, op, n_in, in))
     return NULL;
   if (flags & ~(unsigned)(PTO_GATHER_STRICT | PTO_GATHER_PAD))
-    return pto__fail(p, "gather", PTO_EINVAL, "unknown flags 0x%x", flags);
+    return pto__fail(p, op, PTO_EINVAL, "unknown flags 0x%x", flags);
   if (table->ndim != 2)
-    return pto__fail(p, "gather", PTO_ESHAPE, "table %s must have 2 dims [N,D]",
+    return pto__fail(p, op, PTO_ESHAPE, "table %s must have 2 dims [N,D]",
                      D(table));
   if (index->dtype != PTO_I32)
-    return pto__fail(p, "gather", PTO_EDTYPE, "index %s must be i32", D(index));
+    return pto__fail(p, op, PTO_EDTYPE, "index %s must be i32", D(index));
   if (index->ndim + 1 > PTO_MAX_DIMS)
-    return pto__fail(p, "gather", PTO_ESHAPE,
+    return pto__fail(p, op, PTO_ESHAPE,
                      "index %s has %d dims; the result would exceed %d",
                      D(index), index->ndim, PTO_MAX_DIMS);
   int64_t shape[PTO_MAX_DIMS];
   memcpy(shape, index->shape, (size_t)index->ndim * sizeof *shape);
   shape[index->ndim] = table->shape[1];
-  pto_node *n = pto__new_node(p, PTO_TOP_GATHER, 2, in, table->dtype,
+  if (other) {
+    if (other->dtype != table->dtype)
+      return pto__fail(p, op, PTO_EDTYPE,
+                       "other %s and table %s differ in dtype", D(other),
+                       D(table));
+    int same = other->ndim == index->ndim + 1;
+    for (int d = 0; same && d <= index->ndim; d++)
+      same = other->shape[d] == shape[d];
+    if (!same)
+      return pto__fail(p, op, PTO_ESHAPE,
+                       "other %s must have the result's shape: index %s's "
+                       "dims, then table %s's %" PRId64 " columns",
+                       D(other), D(index), D(table), table->shape[1]);
+  }
+  pto_node *n = pto__new_node(p, PTO_TOP_GATHER, n_in, in, table->dtype,
                               index->ndim + 1, shape);
-  if (n)
-    n->flags = flags;
+  if (n) /* -1 is the other's row: padding, strict or not */
+    n->flags = flags | (other ? PTO_GATHER_PAD : 0u);
   return node_out(n);
+}
+
+pto_tensor *pto_gather(pto_program *p, pto_tensor *table, pto_tensor *index,
+                       unsigned flags) {
+  return gather(p, "gather", table, index, NULL, flags);
+}
+
+pto_tensor *pto_gather_else(pto_program *p, pto_tensor *table,
+                            pto_tensor *index, pto_tensor *other,
+                            unsigned flags) {
+  if (p && !other)
+    return pto__fail(p, "gather_else", PTO_EINVAL, "other is NULL");
+  return gather(p, "gather_else", table, index, other, flags);
 }
 
 /* ---- concat and assemble ------------------------------------------------ */

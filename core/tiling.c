@@ -252,11 +252,15 @@ static void tile_reduce(tiler *t, const pto_node *n, uint32_t tr,
   }
 }
 
-/* Gather: out [S..., L, D] tiles over (index rows, D columns). */
+/* Gather: out [S..., L, D] tiles over (index rows, D columns); with a
+ * third input (pto_gather_else), the rows of index -1 come from its tile
+ * at the same window (TGATHERELSE). */
 static void tile_gather(tiler *t, const pto_node *n, uint32_t tr,
                         uint32_t tc) {
   const pto_tensor *table = n->in[0], *index = n->in[1];
-  view4 out = view_of(n->out[0]), tab = view_of(table);
+  const int other = n->n_in > 2;
+  view4 out = view_of(n->out[0]), tab = view_of(table),
+        oth = other ? view_of(n->in[2]) : out;
   /* the index as [.., 1, L] so that out row block r0.. matches its columns */
   view4 idx = view_of(index);
   int64_t L = idx.shape[3];
@@ -289,10 +293,17 @@ static void tile_gather(tiler *t, const pto_node *n, uint32_t tr,
     gt.cs = tab.stride[3];
     gt.cr = axis_clip(&tab, 2, 0); /* the table's rows: a dynamic N */
     gt.cc = axis_clip(&tab, 3, pos.c0);
+    uint32_t ov = PTO_NONE;
+    if (other) {
+      pto_gref go = window(&oth, &pos);
+      ov = load(t, &go, tr, tc);
+    }
     uint32_t d = new_val_clipped(t, compute_dtype(tab.dtype), tr, tc, pos.nr,
                                  pos.nc, gi.cc, gt.cc);
-    pto_tinst *ins = emit(t, PTO_OP_TGATHER);
+    pto_tinst *ins = emit(t, other ? PTO_OP_TGATHERELSE : PTO_OP_TGATHER);
     ins->src[0] = iv;
+    if (other)
+      ins->src[1] = ov;
     ins->dst[0] = d;
     ins->g = gt;
     if (n->flags & PTO_GATHER_STRICT)

@@ -153,7 +153,8 @@ void pto__insn_failure(const pto_executable *e, const pto_cprog *pr, uint32_t i,
                        const pto_tile *tiles, const pto_targ *args, int rc,
                        char *buf, size_t size) {
   const pto_pinst *pi = &pr->insts[i];
-  if (pi->op == PTO_OP_TGATHER && rc == PTO_ERANGE &&
+  if ((pi->op == PTO_OP_TGATHER || pi->op == PTO_OP_TGATHERELSE) &&
+      rc == PTO_ERANGE &&
       (pi->flags & PTO_TF_STRICT) && pi->slot >= 0 && pi->n_src && pi->n_dst)
     gather_failure(e, pr, i, tiles, args, buf, size);
   else

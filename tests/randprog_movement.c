@@ -68,6 +68,19 @@ static int pred_index(gen *g, const rp_val *v, const void *ctx) {
          numel_of(v->nd, v->shape) * *D <= NUMEL_MAX;
 }
 
+/* A value of exactly this dtype and shape (pto_gather_else's other). */
+typedef struct like_ctx {
+  pto_dtype dt;
+  int nd;
+  const int64_t *shape;
+} like_ctx;
+static int pred_like(gen *g, const rp_val *v, const void *ctx) {
+  (void)g;
+  const like_ctx *l = ctx;
+  return v->dt == l->dt && v->nd == l->nd &&
+         !memcmp(v->shape, l->shape, (size_t)l->nd * sizeof *l->shape);
+}
+
 int gen_gather(gen *g) {
   int t = pick_val(g, pred_table, NULL);
   if (t < 0) {
@@ -111,11 +124,22 @@ int gen_gather(gen *g) {
   int64_t shape[4];
   memcpy(shape, iv.shape, (size_t)iv.nd * sizeof *shape);
   shape[iv.nd] = D;
+  /* pto_gather_else: the rows of -1 from a value of the result's shape
+   * (one computed before, so that it may be fused, or a new input) */
+  int other = -1;
+  if (chance(g->r, 20)) {
+    const like_ctx like = {tv.dt, iv.nd + 1, shape};
+    other = pick_val(g, pred_like, &like);
+    if (other < 0)
+      other = new_input(g, tv.dt, iv.nd + 1, shape, 0, 0, 0);
+    if (g->failed)
+      return 0;
+  }
   int out = new_val(g, tv.dt, iv.nd + 1, shape);
   if (g->failed)
     return 0;
-  int in[2] = {t, idx};
-  rp_step *s = op_step(g, O_GATHER, 2, in, out);
+  int in[3] = {t, idx, other};
+  rp_step *s = op_step(g, O_GATHER, other < 0 ? 2 : 3, in, out);
   s->flags = flags;
   rp_val *r = V(g, out);
   r->special = tv.special;
@@ -124,6 +148,16 @@ int gen_gather(gen *g) {
   r->q = tv.q;
   r->lvl = tv.lvl;
   r->err = tv.err;
+  if (other >= 0) { /* rows of either, copied */
+    const rp_val ov = *V(g, other);
+    r->special |= ov.special;
+    r->lo = fmin(r->lo, ov.lo);
+    r->hi = fmax(r->hi, ov.hi);
+    r->q = r->q > ov.q ? r->q : ov.q;
+    r->lvl = worst2(&tv, &ov);
+    r->err = fmax(r->err, ov.err);
+    r->zsign |= ov.zsign;
+  }
   return 1;
 }
 

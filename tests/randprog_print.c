@@ -344,9 +344,14 @@ void emit_program(const rp_case *c, pto_program *p, pto_tensor **T, FILE *o) {
                                  s->scalar, &T[s->out2]);
       break;
     case O_GATHER:
-      if (o)
+      if (o && s->n_in > 2)
+        fprintf(o, "pto_gather_else(p, t[%d], t[%d], t[%d], %u);\n", in[0],
+                in[1], in[2], s->flags);
+      else if (o)
         fprintf(o, "pto_gather(p, t[%d], t[%d], %u);\n", in[0], in[1],
                 s->flags);
+      else if (s->n_in > 2)
+        r = pto_gather_else(p, T[in[0]], T[in[1]], T[in[2]], s->flags);
       else
         r = pto_gather(p, T[in[0]], T[in[1]], s->flags);
       break;

@@ -291,6 +291,33 @@ Test(core, program_gather_errors) {
   cr_expect_eq(pto_program_status(p), PTO_ESHAPE);
   pto_program_free(p);
 
+  /* pto_gather_else: other must have the result's shape and the table's
+   * dtype */
+  p = pto_program_new("gather_else");
+  t = in2(p, "table", PTO_F32, 10, 4);
+  ix = in2(p, "ix", PTO_I32, 2, 3);
+  cr_expect_null(pto_gather_else(p, t, ix, in2(p, "o6", PTO_F32, 6, 4), 0));
+  cr_expect_eq(pto_program_status(p), PTO_ESHAPE);
+  EXPECT_MSG_HAS(p, "gather_else");
+  EXPECT_MSG_HAS(p, "'o6' f32[6,4]");
+  EXPECT_MSG_HAS(p, "'table' f32[10,4]");
+  pto_program_free(p);
+  p = pto_program_new("gather_else_dtype");
+  t = in2(p, "table", PTO_F32, 10, 4);
+  ix = in2(p, "ix", PTO_I32, 2, 3);
+  cr_expect_null(pto_gather_else(
+      p, t, ix, pto_input(p, "oi", PTO_I32, 3, (int64_t[]){2, 3, 4}), 0));
+  cr_expect_eq(pto_program_status(p), PTO_EDTYPE);
+  EXPECT_MSG_HAS(p, "'oi' i32[2,3,4]");
+  pto_program_free(p);
+  p = pto_program_new("gather_else_null");
+  t = in2(p, "table", PTO_F32, 10, 4);
+  ix = in2(p, "ix", PTO_I32, 2, 3);
+  cr_expect_null(pto_gather_else(p, t, ix, NULL, 0));
+  cr_expect_eq(pto_program_status(p), PTO_EINVAL);
+  EXPECT_MSG_HAS(p, "other is NULL");
+  pto_program_free(p);
+
   p = pto_program_new("gather_ok");
   t = in2(p, "table", PTO_BF16, 10, 4);
   ix = in2(p, "ix", PTO_I32, 2, 3);

@@ -153,6 +153,69 @@ Test(scheduler, strict_gather_with_padding, .timeout = 60) {
   pto_program_free(p);
 }
 
+/* pto_gather_else: the rows of index -1 come from `other` (here an input,
+ * and one computed in the gather's task), the others from the table or
+ * zero; compiled runs give the evaluator's and plain C's values, serially
+ * and on 1 and 2 workers; a strict one fails on any other index outside,
+ * as pto_gather does. */
+Test(scheduler, gather_else_takes_the_other_rows, .timeout = 60) {
+  enum { NI = 6 };
+  static float table[GN * GD], other[NI * GD], out[2][NI * GD],
+      want[2][NI * GD];
+  for (int i = 0; i < GN * GD; i++)
+    table[i] = (float)i + 1;
+  for (int i = 0; i < NI * GD; i++)
+    other[i] = 1000.0f + (float)i;
+  int32_t good[NI] = {2, -1, 0, -1, 4, 7}, bad[NI] = {2, -1, -2, 0, 1, 1};
+  pto_program *p = pto_program_new("merged");
+  pto_tensor *tt = pto_input(p, "table", PTO_F32, 2, (int64_t[]){GN, GD});
+  pto_tensor *ti = pto_input(p, "idx", PTO_I32, 1, (int64_t[]){NI});
+  pto_tensor *to = pto_input(p, "other", PTO_F32, 2, (int64_t[]){NI, GD});
+  pto_output(p, pto_gather_else(p, tt, ti, to, 0), "g");
+  pto_output(p,
+             pto_gather_else(p, tt, pto_mins(p, ti, 4.0),
+                             pto_adds(p, to, 0.5), PTO_GATHER_STRICT),
+             "s");
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  const void *in[] = {table, good, other};
+  void *outs[] = {out[0], out[1]}, *wants[] = {want[0], want[1]};
+  cr_assert_eq(pto_program_eval(p, in, wants), PTO_OK, "%s",
+               pto_program_error(p));
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  for (int how = 0; how < 3; how++) {
+    pto_runtime *rt = how ? runtime_with((uint32_t)how, 0) : NULL;
+    memset(out, 0xa5, sizeof out);
+    cr_expect_eq(rt ? pto_runtime_run(rt, e, in, outs)
+                    : pto_executable_run_serial(e, in, outs),
+                 PTO_OK, "%s", pto_executable_error(e));
+    pto_runtime_free(rt);
+    for (int r = 0; r < NI; r++)
+      for (int c = 0; c < GD; c++) {
+        const int32_t i = good[r], j = i < 4 ? i : 4;
+        const float w0 = i == -1              ? other[r * GD + c]
+                         : i < 0 || i >= GN ? 0.0f
+                                              : table[i * GD + c],
+                    w1 = j == -1 ? other[r * GD + c] + 0.5f : table[j * GD + c];
+        cr_expect(out[0][r * GD + c] == w0 && want[0][r * GD + c] == w0,
+                  "g[%d,%d] (%d): run %g, eval %g, want %g", r, c, how,
+                  out[0][r * GD + c], want[0][r * GD + c], w0);
+        cr_expect(out[1][r * GD + c] == w1 && want[1][r * GD + c] == w1,
+                  "s[%d,%d] (%d): run %g, eval %g, want %g", r, c, how,
+                  out[1][r * GD + c], want[1][r * GD + c], w1);
+      }
+  }
+  pto_executable_free(e);
+  in[1] = bad;
+  char eval_msg[512];
+  e = eval_fails_compile(p, in, outs, eval_msg, sizeof eval_msg);
+  EXPECT_HAS(eval_msg, "index -2 at [2] of");
+  const char *msgs[] = {eval_msg, NULL};
+  expect_run_fails(e, in, outs, msgs);
+  pto_executable_free(e);
+  pto_program_free(p);
+}
+
 /* An index the task computes itself (its cast fused into the gather's
  * subgraph): the position comes from where the gathered row is stored,
  * again word for word the evaluator's. When the gathered rows are consumed

@@ -166,6 +166,7 @@ static const oracle_case cases[PTO_OP_COUNT] = {
     [PTO_OP_TLOAD] = {.drive = drive_load},
     [PTO_OP_TSTORE] = {.drive = drive_store},
     [PTO_OP_TGATHER] = {.drive = drive_gather},
+    [PTO_OP_TGATHERELSE] = {.drive = drive_gather},
     [PTO_OP_TADD] = BIN(o_add, oi_add, G_F32),
     [PTO_OP_TSUB] = BIN(o_sub, oi_sub, G_F32),
     [PTO_OP_TMUL] = BIN(o_mul, oi_mul, G_F32),

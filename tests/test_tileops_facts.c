@@ -263,6 +263,11 @@ static void g_gather(inst *x, rng *r) {
   x->a.dst[0] = dst(x, r, any_dtype(r), n, vc);
   view_new(x, r, 0, any_dtype(r), rows, vc + below(r, 4));
 }
+static void g_gatherelse(inst *x, rng *r) {
+  g_gather(x, r);
+  const pto_tile *d = x->a.dst[0];
+  x->a.src[1] = src(x, r, d->dtype, d->valid_rows, d->valid_cols, G_F32);
+}
 static void g_binary(inst *x, rng *r) {
   const uint32_t vr = dim(r, 12), vc = dim(r, 40);
   const pto_dtype dt = num_dtype(r, x->op);
@@ -583,6 +588,7 @@ static const gen_fn gens[PTO_CLASS_COUNT] = {
     [PTO_CLASS_LOADEXPSUM] = g_loadmax,
     [PTO_CLASS_LOADSTORE] = g_loadstore,
     [PTO_CLASS_GATHER] = g_gather,
+    [PTO_CLASS_GATHERELSE] = g_gatherelse,
     [PTO_CLASS_BINARY] = g_binary,
     [PTO_CLASS_UNARY] = g_unary,
     [PTO_CLASS_CMP] = g_cmp,

@@ -472,6 +472,7 @@ void drive_loadsoftmax(int op, const oracle_case *oc) {
 
 void drive_gather(int op, const oracle_case *oc) {
   (void)oc;
+  const int other_rows = op == PTO_OP_TGATHERELSE;
   static const pto_dtype types[][2] = {{PTO_F32, PTO_F32}, {PTO_F32, PTO_BF16},
                                        {PTO_I32, PTO_I32}, {PTO_BF16, PTO_BF16},
                                        {PTO_F16, PTO_F32}, {PTO_I32, PTO_F32}};
@@ -499,14 +500,21 @@ void drive_gather(int op, const oracle_case *oc) {
                  strict == 1   ? (int32_t)below(&r, N)
                  : strict == 3 ? (int32_t)below(&r, N + 1) - 1
                                : (int32_t)below(&r, N + 4) - 2);
-        if (strict == 2) /* make sure one is out of range */
-          seti(ix, G[6] - 1, G[7] - 1, below(&r, 2) ? -1 : (int32_t)N);
+        if (strict == 2) /* make sure one is out of range (-1 is not, for
+                            TGATHERELSE) */
+          seti(ix, G[6] - 1, G[7] - 1,
+               below(&r, 2) && !other_rows ? -1 : (int32_t)N);
         pto_tile *d = dst_new(dt, G[0], G[1], G[2], G[3]);
+        /* TGATHERELSE: the rows of -1 from a tile of dst's valid region */
+        pto_tile *other =
+            other_rows ? src_new(&r, dt, G[0], G[1], G[2], G[3], G_F32) : NULL;
         pto_tile *want = tile_clone(d);
         for (uint32_t i = 0; i < G[2] && strict != 2; i++) {
           int32_t row = geti(ix, i / G[7], i % G[7]);
           for (uint32_t j = 0; j < G[3]; j++)
-            if (row < 0 || row >= N)
+            if (row == -1 && other)
+              memcpy(el(want, i, j), el(other, i, j), dsize(dt));
+            else if (row < 0 || row >= N)
               memset(el(want, i, j), 0, dsize(dt));
             else
               o_convert(dt, el(want, i, j), gdt, gat(&b.g, row, j));
@@ -522,6 +530,7 @@ void drive_gather(int op, const oracle_case *oc) {
         pto_targs a = {0};
         a.dst[0] = d;
         a.src[0] = ix;
+        a.src[1] = other;
         a.g = b.g;
         a.flags = strict ? PTO_TF_STRICT : 0;
         if (strict == 3)

@@ -442,8 +442,8 @@ Test(tileops, simd_stress_convert, .fini = free_all, .timeout = 600) {
         }
 }
 
-/* TLOAD, TSTORE (plain and accumulating) and TGATHER between every tile
- * and global dtype, row-major globals with padded rows. */
+/* TLOAD, TSTORE (plain and accumulating), TGATHER and TGATHERELSE between
+ * every tile and global dtype, row-major globals with padded rows. */
 Test(tileops, simd_stress_memory, .fini = free_all, .timeout = 600) {
   char ctx[128];
   isa_list l = tables_here();
@@ -472,6 +472,12 @@ Test(tileops, simd_stress_memory, .fini = free_all, .timeout = 600) {
         snprintf(ctx, sizeof ctx, "TGATHER %s <- %s %ux%u",
                  pto_dtype_name(tdt), pto_dtype_name(gdt), rows, w);
         stress_run(PTO_OP_TGATHER, &ga, 0, ctx);
+        /* the rows of -1 (some of the indices) from a tile of dst's shape */
+        ga.src[1] = nasty_src(&r, tdt, rows, w);
+        ga.dst[0] = dst_new(tdt, rows + 1, w + 3, rows, w);
+        snprintf(ctx, sizeof ctx, "TGATHERELSE %s <- %s %ux%u",
+                 pto_dtype_name(tdt), pto_dtype_name(gdt), rows, w);
+        stress_run(PTO_OP_TGATHERELSE, &ga, 0, ctx);
 
         pto_tile *x = nasty_src(&r, tdt, rows, w);
         /* plain, accumulating, streaming (same results; the window starts

@@ -333,7 +333,8 @@ static int m_store(cal *c, int op, int k, int v, pto_targs *a) {
   return 0;
 }
 
-/* TGATHER: n rows of C columns picked from a table of T rows */
+/* TGATHER (and TGATHERELSE): n rows of C columns picked from a table of T
+ * rows */
 static const uint32_t gather_shape[][2] = {{16, 64},   {64, 256}, {256, 128},
                                            {512, 512}, {128, 576}, {32, 2048}};
 #define N_GATHER (int)(sizeof gather_shape / sizeof gather_shape[0])
@@ -348,6 +349,8 @@ static int m_gather(cal *c, int op, int k, int v, pto_targs *a) {
                         : 4 * (int64_t)n;
   NEED(a->src[0] = indices(c, n, T));
   NEED(a->dst[0] = tile(c, dt_of(op, 1, 0), n, C));
+  if (pto__insn_info(op)->n_src > 1) /* TGATHERELSE's rows of -1 */
+    NEED(a->src[1] = tile(c, dt_of(op, 1, 0), n, C));
   NEED(!view(c, a, 0, PTO_F32, T, C));
   return 0;
 }
@@ -609,7 +612,7 @@ static const class_maker makers[] = {
     {"LOAD", m_load, 3},           {"LOADMAX", m_load, 1},
     {"LOADEXPSUM", m_load, 1},     {"LOADSTORE", m_load, 1},
     {"STORE", m_store, 1},         {"MULSTORE", m_store, 1},
-    {"GATHER", m_gather, 1},
+    {"GATHER", m_gather, 1},       {"GATHERELSE", m_gather, 1},
     {"BINARY", m_elementwise, 1},  {"UNARY", m_elementwise, 1},
     {"CMP", m_elementwise, 1},     {"SEL", m_elementwise, 1},
     {"CONVERT", m_elementwise, 1}, {"SCALAR", m_elementwise, 1},

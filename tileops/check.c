@@ -319,6 +319,13 @@ static int rule_GATHER(const chk *k, const pto_targs *a) {
   return PTO_OK;
 }
 
+static int rule_GATHERELSE(const chk *k, const pto_targs *a) {
+  int st;
+  TRY(rule_GATHER(k, a));
+  TRY(check_same_dtype(k, "src1", a->src[1], "dst", a->dst[0]));
+  return check_same_valid(k, "src1", a->src[1], "dst", a->dst[0]);
+}
+
 static int rule_BINARY(const chk *k, const pto_targs *a) {
   pto_tile *d = a->dst[0];
   const pto_tile *s0 = a->src[0], *s1 = a->src[1];

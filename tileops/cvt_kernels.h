@@ -1,11 +1,12 @@
 /* tileops/cvt_kernels.h (internal): the conversion rows between any two
  * dtypes and the instructions that go through them: TCVT and TMOV (ReLU on
- * the way) between tiles, TLOAD, TSTORE (accumulating, streaming) and
- * TGATHER between global views and tiles (core/isa.def), over the vector
- * primitives of tileops/vec_kernels.h. Included by tileops/vec_avx2.c and
- * tileops/vec_avx512.c right after vec_kernels.h, so it is compiled only
+ * the way) between tiles, TLOAD, TSTORE (accumulating, streaming), TGATHER
+ * and TGATHERELSE between global views and tiles (core/isa.def), over the
+ * vector primitives of tileops/vec_kernels.h. Included by
+ * tileops/vec_avx2.c and tileops/vec_avx512.c right after vec_kernels.h,
+ * so it is compiled only
  * with that file's ISA flags; nothing here names an intrinsic. Defines
- * cvt_install(), which overrides the five entries. The memory instructions
+ * cvt_install(), which overrides the six entries. The memory instructions
  * are here because every row they move goes through cvt_fns or acc_fns,
  * which nothing in vec_kernels.h uses. */
 #ifndef PTO_TILEOPS_CVT_KERNELS_H
@@ -274,31 +275,37 @@ static inline int32_t gather_ix_next(gather_ix *x) {
   return i;
 }
 
-static int vec_TGATHER(int op, const pto_targs *a) {
+/* TGATHER (other NULL) and TGATHERELSE (other: src1, whose rows the
+ * indices -1 take; dst may be other). */
+static int gather_rows(int op, const pto_targs *a, const pto_tile *other) {
   const pto_gview *g = &a->g;
   pto_tile *d = a->dst[0];
   if (!pto__gview_rows_whole(g, d->valid_cols))
     return pto__isa_ref(op, a);
   const pto_tile *ix = a->src[0];
   const uint32_t vr = d->valid_rows, vc = d->valid_cols;
+  const int pad = other || (a->flags & PTO_TF_PAD);
   if (!vr)
     return PTO_OK;
   if (a->flags & PTO_TF_STRICT) { /* every index before any write */
     gather_ix x = gather_ix_start(ix);
     for (uint32_t r = 0; r < vr; r++) {
       const int32_t i = gather_ix_next(&x);
-      if ((i < 0 || i >= g->rows) && !(i == -1 && (a->flags & PTO_TF_PAD)))
+      if ((i < 0 || i >= g->rows) && !(i == -1 && pad))
         return PTO_ERANGE;
     }
   }
   gather_ix x = gather_ix_start(ix);
+  const size_t row_bytes = (size_t)vc * dt_size(d->dtype);
   if (vc == 1 && d->dtype == g->dtype && dt_size(d->dtype) == 4) {
     /* a column of 32-bit values (a block table's entries) */
     unsigned char *dp = d->data;
     const size_t step = tile_step(d);
     for (uint32_t r = 0; r < vr; r++, dp += step) {
       const int32_t i = gather_ix_next(&x);
-      if (i < 0 || i >= g->rows)
+      if (i == -1 && other)
+        memmove(dp, row_of(other, r), 4);
+      else if (i < 0 || i >= g->rows)
         memset(dp, 0, 4);
       else
         memcpy(dp, grow(g, i), 4);
@@ -308,12 +315,24 @@ static int vec_TGATHER(int op, const pto_targs *a) {
   row_fn f = cvt_fns[g->dtype][d->dtype];
   for (uint32_t r = 0; r < vr; r++) {
     const int32_t i = gather_ix_next(&x);
-    if (i < 0 || i >= g->rows) /* a zero row: all-zero bits in every dtype */
-      memset(row_of(d, r), 0, (size_t)vc * dt_size(d->dtype));
-    else
+    if (i == -1 && other) { /* other's row, unless it is this one */
+      if (row_of(other, r) != row_of(d, r))
+        memmove(row_of(d, r), row_of(other, r), row_bytes);
+    } else if (i < 0 || i >= g->rows) { /* a zero row in every dtype */
+      memset(row_of(d, r), 0, row_bytes);
+    } else {
       f(row_of(d, r), grow(g, i), vc);
+    }
   }
   return PTO_OK;
+}
+
+static int vec_TGATHER(int op, const pto_targs *a) {
+  return gather_rows(op, a, NULL);
+}
+
+static int vec_TGATHERELSE(int op, const pto_targs *a) {
+  return gather_rows(op, a, a->src[1]);
 }
 
 static void cvt_install(pto_isa_table *t) {
@@ -322,6 +341,7 @@ static void cvt_install(pto_isa_table *t) {
   t->fn[PTO_OP_TLOAD] = vec_TLOAD;
   t->fn[PTO_OP_TSTORE] = vec_TSTORE;
   t->fn[PTO_OP_TGATHER] = vec_TGATHER;
+  t->fn[PTO_OP_TGATHERELSE] = vec_TGATHERELSE;
 }
 
 #endif /* PTO_TILEOPS_CVT_KERNELS_H */

@@ -166,6 +166,7 @@ int pto__ref_TLOAD(int op, const pto_targs *a);
 int pto__ref_TSTORE(int op, const pto_targs *a);
 int pto__ref_TROWEXPANDMULSTORE(int op, const pto_targs *a);
 int pto__ref_TGATHER(int op, const pto_targs *a);
+int pto__ref_TGATHERELSE(int op, const pto_targs *a);
 int pto__ref_TSORT32(int op, const pto_targs *a);
 int pto__ref_TMRGSORT(int op, const pto_targs *a);
 int pto__ref_TCI(int op, const pto_targs *a);
@@ -181,6 +182,7 @@ int pto__ref_TLOADSOFTMAXSTORE(int op, const pto_targs *a);
 #define ref_TSTORE pto__ref_TSTORE
 #define ref_TROWEXPANDMULSTORE pto__ref_TROWEXPANDMULSTORE
 #define ref_TGATHER pto__ref_TGATHER
+#define ref_TGATHERELSE pto__ref_TGATHERELSE
 #define ref_TSORT32 pto__ref_TSORT32
 #define ref_TMRGSORT pto__ref_TMRGSORT
 #define ref_TCI pto__ref_TCI

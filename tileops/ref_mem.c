@@ -1,8 +1,9 @@
 /* The scalar reference of the memory instructions TLOAD, TSTORE,
- * TROWEXPANDMULSTORE and TGATHER, and of the complex ones TSORT32, TMRGSORT,
- * TCI, TTRI and the fused loads TLOADROWMAX, TLOADEXPDIFSUM and
- * TLOADSOFTMAXSTORE (core/isa.def): one function per instruction, written to
- * be obviously right, not fast; tileops/ref.c puts them in the scalar table
+ * TROWEXPANDMULSTORE, TGATHER and TGATHERELSE, and of the complex ones
+ * TSORT32, TMRGSORT, TCI, TTRI and the fused loads TLOADROWMAX,
+ * TLOADEXPDIFSUM and TLOADSOFTMAXSTORE (core/isa.def): one function per
+ * instruction, written to be obviously right, not fast; tileops/ref.c puts
+ * them in the scalar table
  * (TTOPK and TMRGTOPK are in tileops/topk_ref.c). Semantics: core/isa.def,
  * plus the details fixed in tileops/tileops.h. Operands have passed
  * pto__tileop_check. Compiled with -ffp-contract=off, as ref.c.
@@ -110,6 +111,33 @@ int pto__ref_TGATHER(int op, const pto_targs *a) {
     int32_t i = gather_index(idx, r);
     for (uint32_t c = 0; c < d->valid_cols; c++)
       if (i < 0 || i >= g->rows) /* a zero row: all-zero bits in every dtype */
+        memset(elem(d, r, c), 0, pto__dtype_bytes(d->dtype));
+      else
+        pto__convert(d->dtype, elem(d, r, c), g->dtype,
+                     gelem(g, (uint32_t)i, c));
+  }
+  return PTO_OK;
+}
+
+/* TGATHER, with the rows of index -1 taken from src1 (dst may be src1:
+ * each row is read before it is written). */
+int pto__ref_TGATHERELSE(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  const pto_tile *idx = a->src[0], *other = a->src[1];
+  const pto_gview *g = &a->g;
+  if (a->flags & PTO_TF_STRICT)
+    for (uint32_t r = 0; r < d->valid_rows; r++) {
+      int32_t i = gather_index(idx, r);
+      if ((i < 0 || i >= g->rows) && i != -1)
+        return PTO_ERANGE;
+    }
+  for (uint32_t r = 0; r < d->valid_rows; r++) {
+    int32_t i = gather_index(idx, r);
+    for (uint32_t c = 0; c < d->valid_cols; c++)
+      if (i == -1)
+        copy_elem(d, r, c, other, r, c);
+      else if (i < 0 || i >= g->rows)
         memset(elem(d, r, c), 0, pto__dtype_bytes(d->dtype));
       else
         pto__convert(d->dtype, elem(d, r, c), g->dtype,

@@ -38,7 +38,8 @@
  *    in f32 (g converted to f32, plus src converted to f32), then converts
  *    the sum to g's dtype.
  *  - TGATHER with PTO_TF_STRICT checks every index before writing, so dst is
- *    untouched when it returns PTO_ERANGE.
+ *    untouched when it returns PTO_ERANGE; so does TGATHERELSE, whose dst
+ *    may be its src1 (same buffer and valid shape).
  *  - TSORT32/TMRGSORT order: NaN after every number; between numbers, value
  *    descending with -0 == +0; ties by index ascending; equal (value, index)
  *    keep their order (TMRGSORT: the earlier run first). TTOPK and
@@ -70,7 +71,8 @@
  *    region and TINSERT's in dst's valid region (offsets >= 0); TFILLPAD
  *    src0's valid region fits dst's capacity; TLOAD/TSTORE g covers the
  *    tile's valid region; TGATHER g.cols >= dst valid cols and src0 holds
- *    exactly dst valid rows indices; TLOADSOFTMAXSTORE's g2 is f32
+ *    exactly dst valid rows indices (TGATHERELSE: and src1 has dst's dtype
+ *    and valid shape); TLOADSOFTMAXSTORE's g2 is f32
  *    [EDTYPE], covers dst0's valid region [ESHAPE] and shares no byte with
  *    the span g's window covers [EINVAL].
  *  - immediates [EINVAL]: TCMP imm[0] < PTO_CMP_MODE_COUNT; TMRGSORT

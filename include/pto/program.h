@@ -403,6 +403,16 @@ PTO_API pto_tensor *pto_topk_masked(pto_program *p, pto_tensor *a, int64_t k,
 enum { PTO_GATHER_STRICT = 1u << 0, PTO_GATHER_PAD = 1u << 1 };
 PTO_API pto_tensor *pto_gather(pto_program *p, pto_tensor *table,
                                pto_tensor *index, unsigned flags);
+/* pto_gather where an index of -1 takes the row of `other` instead of a row
+ * of zeros: other has the result's shape [S..., D] and the table's dtype.
+ * Every other index outside [0, N) gives a zero row, or with
+ * PTO_GATHER_STRICT fails the run (PTO_ERANGE, naming the op and the
+ * index). Rows of two sources merged in one pass, as a cache's rows and a
+ * step's new ones: two padded gathers and their sum give the same values
+ * and move every row three more times. */
+PTO_API pto_tensor *pto_gather_else(pto_program *p, pto_tensor *table,
+                                    pto_tensor *index, pto_tensor *other,
+                                    unsigned flags);
 
 /* Concatenate n >= 1 tensors (same dtype, equal dims except axis; any
  * count) along axis (negative counts from the end). One op: each input is
