@@ -97,6 +97,17 @@ static pto_tensor *take_rows(pto_program *p, pto_tensor *t, pto_tensor *idx,
   return pto_reshape(p, g, nd, sh);
 }
 
+/* Rows idx of t [rows, w] where idx is not -1, else other's rows (other
+ * [n, w]). */
+static pto_tensor *gather_else(pto_program *p, pto_tensor *t, pto_tensor *idx,
+                               pto_tensor *other) {
+  const pto_tile_shape tile = rows_tile(pto_tensor_dim(t, 1));
+  pto_program_push_scope(p, NULL, &tile);
+  pto_tensor *g = pto_gather_else(p, t, idx, other, PTO_GATHER_STRICT);
+  pto_program_pop_scope(p);
+  return g;
+}
+
 static pto_tensor *take(pto_program *p, pto_tensor *t, pto_tensor *idx) {
   return take_rows(p, t, idx, 0);
 }
@@ -278,11 +289,11 @@ pto_program *pto_dsa_serve_program(const pto_dsa_dims *d,
     pto_tensor *nrow = pto_select(p, in_cache,
                                   pto_full(p, PTO_I32, 1, one1, -1),
                                   pto_add(p, pto_sub(p, pos, cached), first));
-    /* its keys: the cache's rows, then its new ones, read in place; each
-     * gather pads the other's positions (-1: a zero row, read from
-     * nowhere), so their sum is the keys */
-    pto_tensor *keys = pto_add(p, take_rows(p, kc2, crow, 1),
-                               take_rows(p, pr.k_new, nrow, 1));
+    /* its keys: the cache's rows, then its new ones, read in place in one
+     * pass: the new rows' gather takes the cache's row at every cached
+     * position (-1 in nrow) */
+    pto_tensor *keys = gather_else(p, pr.k_new, nrow,
+                                   take_rows(p, kc2, crow, 1));
     pto_program_pop_scope(p);
     pto_indexer_params ip = pto_indexer_params_default();
     ip.topk = topk;
