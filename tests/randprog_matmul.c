@@ -66,6 +66,8 @@ int matmul_step(gen *g, int op, int a, int b, int acc, unsigned flags, int nd,
     return -1;
   int in[3] = {a, b, acc};
   rp_step *s = op_step(g, op, with_acc ? 3 : 2, in, out);
+  if (g->failed)
+    return -1;
   s->flags = flags;
   V(g, V(g, a)->root)->mm |= 1;
   V(g, V(g, b)->root)->mm |= 1;

@@ -282,7 +282,9 @@ int gen_fill(gen *g) {
 /* ---- views
  * ---------------------------------------------------------------------- */
 
-static int view_of(gen *g, int t, int op) {
+/* A view of t made by op: its id, and its step in *step; -1 when the case
+ * is full (then no step was added, and the last one must not be touched). */
+static int view_of(gen *g, int t, int op, rp_step **step) {
   rp_val tv = *V(g, t);
   int out = new_val(g, tv.dt, tv.nd, tv.shape);
   if (g->failed)
@@ -294,17 +296,21 @@ static int view_of(gen *g, int t, int op) {
   r->mm = 0;
   r->live = 0;
   r->hidden = g->nn_mode; /* a view the nn stream makes is its own */
-  op_step(g, op, 1, &t, out)->n_in = 1;
+  rp_step *s = op_step(g, op, 1, &t, out);
+  if (g->failed)
+    return -1;
+  s->n_in = 1;
   g->c->n_ops--; /* views are not ops */
+  *step = s;
   return out;
 }
 
 int view_slice(gen *g, int t, int axis, int64_t b0, int64_t e0) {
   rp_val tv = *V(g, t);
-  int out = view_of(g, t, O_SLICE);
+  rp_step *s;
+  int out = view_of(g, t, O_SLICE, &s);
   if (out < 0)
     return -1;
-  rp_step *s = &g->c->steps[g->c->n_steps - 1];
   rp_val *r = V(g, out);
   for (int d = 0; d < tv.nd; d++) {
     int64_t b = 0, e = tv.shape[d];
@@ -326,10 +332,10 @@ int view_slice(gen *g, int t, int axis, int64_t b0, int64_t e0) {
 
 int view_transpose(gen *g, int t, int a0, int a1) {
   rp_val tv = *V(g, t);
-  int out = view_of(g, t, O_TRANSPOSE);
+  rp_step *s;
+  int out = view_of(g, t, O_TRANSPOSE, &s);
   if (out < 0)
     return -1;
-  rp_step *s = &g->c->steps[g->c->n_steps - 1];
   int x0 = a0 < 0 ? a0 + tv.nd : a0, x1 = a1 < 0 ? a1 + tv.nd : a1;
   s->a0 = a0;
   s->a1 = a1;
@@ -395,10 +401,10 @@ int gen_view(gen *g) {
     rem /= shape[d];
   }
   shape[nd - 1] = rem;
-  int out = view_of(g, t, O_RESHAPE);
+  rp_step *s;
+  int out = view_of(g, t, O_RESHAPE, &s);
   if (out < 0)
     return 0;
-  rp_step *s = &g->c->steps[g->c->n_steps - 1];
   s->nd = nd;
   memcpy(s->shape, shape, sizeof shape);
   rp_val *r = V(g, out);
