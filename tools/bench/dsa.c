@@ -462,16 +462,10 @@ static void append_rows(dsa_case *c, int64_t s) {
 /* One traced run of r into path, its swimlane added to parts. */
 static int traced(bench_pto *r, const void *const *in, void *const *out,
                   const char *path, dsa_parts *parts) {
-  pto_runtime_params prm = pto_runtime_params_from_config(r->cfg);
-  prm.trace = 1;
-  pto_runtime *rt = NULL;
   char err[512];
-  bench_pto_stop(r);
-  if (pto_runtime_new(&prm, &rt)) {
-    fprintf(stderr, "pto-bench %s: cannot start a traced runtime: %s\n", r->cmd,
-            pto_runtime_error(NULL));
+  pto_runtime *rt = bench_pto_traced_runtime(r);
+  if (!rt)
     return -1;
-  }
   pto_status st = bench_traced_run(rt, r->e, in, out);
   pto_runtime_free(rt);
   if (!st)
@@ -569,15 +563,9 @@ static int dyn_open(const bench_opts *o, dsa_case *c, const pto_config *cfg,
  * runtime of r's settings: its swimlane in path. 0, or -1 (printed). */
 static int dyn_trace(bench_pto *r, dsa_dyn *y, const void *const *in,
                      void *const *out, const char *path) {
-  pto_runtime_params prm = pto_runtime_params_from_config(r->cfg);
-  prm.trace = 1;
-  pto_runtime *rt = NULL;
-  bench_pto_stop(r);
-  if (pto_runtime_new(&prm, &rt)) {
-    fprintf(stderr, "pto-bench %s: cannot start a traced runtime: %s\n", r->cmd,
-            pto_runtime_error(NULL));
+  pto_runtime *rt = bench_pto_traced_runtime(r);
+  if (!rt)
     return -1;
-  }
   pto_status st = pto_run_exec(rt, y->run, in, out);
   if (!st)
     st = pto_run_exec(rt, y->run, in, out);

@@ -421,10 +421,14 @@ pto_status bench_traced_run(pto_runtime *rt, pto_executable *e,
   return st ? st : pto_runtime_run(rt, e, in, out);
 }
 
+pto_runtime *bench_pto_traced_runtime(bench_pto *r) {
+  bench_pto_stop(r);
+  return start(r, 1);
+}
+
 int bench_pto_trace(bench_pto *r, const void *const *in, void *const *out,
                     const char *path) {
-  bench_pto_stop(r);
-  pto_runtime *rt = start(r, 1);
+  pto_runtime *rt = bench_pto_traced_runtime(r);
   if (!rt)
     return -1;
   pto_status st = bench_traced_run(rt, r->e, in, out);

@@ -139,6 +139,10 @@ void bench_pto_stop(bench_pto *r);
  * on a runtime that ran before, never pay. */
 pto_status bench_traced_run(pto_runtime *rt, pto_executable *e,
                             const void *const *in, void *const *out);
+/* A fresh runtime of r's settings that traces, r's own stopped first (its
+ * workers would compete); NULL (printed) if it cannot start. The caller
+ * frees it. */
+pto_runtime *bench_pto_traced_runtime(bench_pto *r);
 /* One extra run on a tracing runtime (the main one stopped first, and
  * warmed by bench_traced_run): writes the swimlane to path (Chrome trace
  * JSON) and its summary to stderr. */
