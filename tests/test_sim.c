@@ -25,6 +25,7 @@
 #include "pto/pto.h"
 #include "pto/sim.h"
 #include "tileops/calibrate.h"
+#include "tileops/tileops.h"
 
 /* ---- a profile of round numbers ------------------------------------------ */
 
@@ -686,6 +687,57 @@ Test(scheduler, profile_scales_to_host_n, .timeout = 60) {
 }
 
 /* ---- the cost column and the calibration's coverage ----------------------------- */
+
+/* A profile knows the CPU and instruction table it was calibrated on, so
+ * that a cached one from elsewhere is not taken for this host's. */
+Test(scheduler, profile_says_whether_it_was_calibrated_here, .timeout = 60) {
+  char why[768], here[256];
+  pto__host_cpu(here, sizeof here);
+#if defined(__x86_64__) || defined(__i386__)
+  if (!access("/proc/cpuinfo", R_OK)) /* a model name says too little */
+    cr_expect(strstr(here, " (family ") && strstr(here, ", model "), "%s",
+              here);
+#endif
+  const char *table = pto__isa_active()->name;
+
+  pto_profile *p = load_doc(round_doc()); /* written by hand */
+  cr_expect_eq(pto_profile_is_this_host(p, why, sizeof why), -1);
+  cr_expect(strstr(why, "profile 'round' was not calibrated"), "%s", why);
+  pto_profile_free(p);
+  cr_expect_eq(pto_profile_is_this_host(NULL, NULL, 0), -1);
+
+  json_t *doc = round_doc();
+  json_object_set_new(doc, "calibration",
+                      json_pack("{ss ss}", "cpu", here, "isa", table));
+  p = load_doc(doc);
+  cr_expect_eq(pto_profile_is_this_host(p, why, sizeof why), 1, "%s", why);
+  /* the document written out keeps it */
+  char *text = pto_profile_to_json(p);
+  pto_profile *q = NULL;
+  cr_assert_eq(pto_profile_load_string(text, &q), PTO_OK, "%s",
+               pto_last_error());
+  cr_expect_eq(pto_profile_is_this_host(q, NULL, 0), 1);
+  free(text);
+  pto_profile_free(q);
+  pto_profile_free(p);
+
+  const char *other = "Imaginary CPU (family 1, model 2, stepping 3)";
+  doc = round_doc();
+  json_object_set_new(doc, "calibration",
+                      json_pack("{ss ss}", "cpu", other, "isa", table));
+  p = load_doc(doc);
+  cr_expect_eq(pto_profile_is_this_host(p, why, sizeof why), 0);
+  cr_expect(strstr(why, other) && strstr(why, here), "%s", why);
+  pto_profile_free(p);
+
+  doc = round_doc(); /* this CPU, another table */
+  json_object_set_new(doc, "calibration",
+                      json_pack("{ss ss}", "cpu", here, "isa", "no-such-isa"));
+  p = load_doc(doc);
+  cr_expect_eq(pto_profile_is_this_host(p, why, sizeof why), 0);
+  cr_expect(strstr(why, "with the no-such-isa instruction table"), "%s", why);
+  pto_profile_free(p);
+}
 
 Test(scheduler, every_instruction_has_a_cost_shape_and_a_microbenchmark, .timeout = 60) {
   for (int op = 0; op < PTO_OP_COUNT; op++) {

@@ -1057,26 +1057,6 @@ pto_calibrate_params pto_calibrate_params_default(void) {
   return p;
 }
 
-static void cpu_model(char *buf, size_t n) {
-  snprintf(buf, n, "unknown");
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (!f)
-    return;
-  char line[256];
-  while (fgets(line, sizeof line, f))
-    if (!strncmp(line, "model name", 10)) {
-      const char *v = strchr(line, ':');
-      if (v) {
-        v++;
-        while (*v == ' ')
-          v++;
-        snprintf(buf, n, "%.*s", (int)strcspn(v, "\n"), v);
-      }
-      break;
-    }
-  fclose(f);
-}
-
 static json_t *terms_json(const double ns[PTO_COST_TERMS]) {
   json_t *o = json_object();
   for (int k = 0; o && k < PTO_COST_TERMS; k++)
@@ -1307,8 +1287,8 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
                100 * err);
     }
   }
-  char cpu[128];
-  cpu_model(cpu, sizeof cpu);
+  char cpu[256];
+  pto__host_cpu(cpu, sizeof cpu);
   json_t *curve = json_array();
   for (int i = 0; curve && i < mf.n_curve; i++)
     json_array_append_new(curve, json_pack("[f,f]", mf.curve[i][0],

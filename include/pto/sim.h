@@ -144,6 +144,16 @@ PTO_API pto_calibrate_params pto_calibrate_params_default(void);
 PTO_API pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
                                          pto_profile **out);
 
+/* 1 when p was calibrated on this CPU (its calibration.cpu: the model name
+ * with family, model and stepping) through the instruction table in use
+ * (calibration.isa); 0 when it was calibrated on another CPU or table, and
+ * why says which differs ("profile 'host' was calibrated on ... with the
+ * avx2 instruction table; this is ... with the avx512 table"); -1 when it
+ * is no calibration (written by hand, or NULL), why saying so. why may be
+ * NULL. */
+PTO_API int pto_profile_is_this_host(const pto_profile *p, char *why,
+                                     size_t size);
+
 /* ---- simulation ------------------------------------------------------------ */
 
 typedef struct pto_sim_params {

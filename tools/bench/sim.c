@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -49,11 +50,32 @@ int bench_sim_open(const bench_opts *o, const char *cmd, const char *spec,
     }
     bench_sim_host_path(path, sizeof path);
     pto_profile *host = NULL;
-    if (access(path, R_OK)) {
+    char why[768];
+    if (!access(path, R_OK)) {
+      if (pto_profile_load_file(path, &host)) {
+        fprintf(stderr, "pto-bench %s: --simulate %s: %s (pto-bench "
+                        "calibrate writes it afresh)\n",
+                cmd, spec, pto_last_error());
+        return -1;
+      }
+      /* one written by hand is the user's: used as it is */
+      if (!pto_profile_is_this_host(host, why, sizeof why)) {
+        char prev[sizeof path + 8];
+        snprintf(prev, sizeof prev, "%s.prev", path);
+        const int kept = !rename(path, prev);
+        bench_progress(o, "%s: %s: %s: calibrating this host again%s%s%s",
+                       cmd, path, why, kept ? " (the old profile kept as " : "",
+                       kept ? prev : "", kept ? ")" : "");
+        pto_profile_free(host);
+        host = NULL;
+      }
+    } else {
       bench_progress(o,
                      "%s: no profile of this host at %s: calibrating it now "
                      "(pto-bench calibrate writes it once)",
                      cmd, path);
+    }
+    if (!host) {
       if (bench_calibrate(o, threads, o->quick ? 1 : 4, "host", &host))
         return -1;
       char *text = pto_profile_to_json(host);
@@ -64,11 +86,6 @@ int bench_sim_open(const bench_opts *o, const char *cmd, const char *spec,
         fclose(f);
       }
       free(text);
-    } else if (pto_profile_load_file(path, &host)) {
-      fprintf(stderr, "pto-bench %s: --simulate %s: %s (pto-bench calibrate "
-                      "writes it afresh)\n",
-              cmd, spec, pto_last_error());
-      return -1;
     }
     if (spec[4] != ':') { /* the measured run's own workers */
       s->prof = host;
