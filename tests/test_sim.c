@@ -756,6 +756,50 @@ Test(scheduler, every_instruction_has_a_cost_shape_and_a_microbenchmark, .timeou
   }
 }
 
+/* Not under TSan: it is a second of timing loops (minutes there), and its
+ * threads are the memory probes', not the scheduler's. */
+#ifndef PTO_TSAN_SHIM
+/* A real calibration, short: it names this host, and no instruction's
+ * flops come out faster than the plain matmul's (the fused matmuls' small
+ * shapes once fitted TMATMUL_GB at 1.5 times the FMA peak). */
+Test(scheduler, a_calibration_is_this_hosts_and_no_flop_beats_the_matmul,
+     .timeout = 120) {
+  pto_calibrate_params cp = pto_calibrate_params_default();
+  cp.seconds = 1;
+  pto_profile *p = NULL;
+  cr_assert_eq(pto_profile_calibrate(&cp, &p), PTO_OK, "%s",
+               pto_last_error());
+  char why[768];
+  cr_expect_eq(pto_profile_is_this_host(p, why, sizeof why), 1, "%s", why);
+  char *text = pto_profile_to_json(p);
+  cr_assert(text);
+  json_t *doc = json_loads(text, 0, NULL);
+  free(text);
+  cr_assert(doc);
+  json_t *insns = json_object_get(
+      json_object_get(json_object_get(doc, "costs"), "any"), "insns");
+  const double mm =
+      json_number_value(json_object_get(json_object_get(insns, "TMATMUL"),
+                                        "flop_ns"));
+  cr_assert(mm > 0, "TMATMUL has no flop term");
+  const char *key;
+  json_t *terms;
+  int with_flops = 0;
+  json_object_foreach(insns, key, terms) {
+    json_t *f = json_object_get(terms, "flop_ns");
+    if (!f)
+      continue;
+    with_flops++;
+    cr_expect(json_number_value(f) >= mm * (1 - 1e-9),
+              "%s: %g ns a flop, below TMATMUL's %g", key,
+              json_number_value(f), mm);
+  }
+  cr_expect(with_flops >= 5, "%d instructions with a flop term", with_flops);
+  json_decref(doc);
+  pto_profile_free(p);
+}
+#endif
+
 /* The features the terms multiply, on a matmul and a row reduction. */
 Test(scheduler, cost_features_of_a_call, .timeout = 60) {
   pto_insn_shape s = {.op = PTO_OP_TMATMUL, .n_src = 2, .n_dst = 1};

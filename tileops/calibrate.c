@@ -736,11 +736,16 @@ static double time_cold(pto_tileop_fn fn, int op, const pto_targs *a0,
 /* Least squares of y against the terms in mask, each sample weighted by
  * 1 / y (relative error), coefficients >= 0: every subset of the terms
  * solved by its normal equations, the best one with no negative
- * coefficient kept (five terms: 32 subsets). The mean relative error into
- * *err. */
+ * coefficient kept (five terms: 32 subsets). With floor (NULL: none),
+ * coefficient k is at least floor[k]: the fit is of what is left above
+ * the floors. The mean relative error into *err. */
 static void nnls_fit(const double (*x)[PTO_COST_TERMS], const double *y,
-                     int n, uint32_t mask, double out[PTO_COST_TERMS],
-                     double *err) {
+                     int n, uint32_t mask, const double *floor,
+                     double out[PTO_COST_TERMS], double *err) {
+  double fixed[MAX_SAMPLES] = {0}; /* each sample's time at the floors */
+  for (int s = 0; floor && s < n; s++)
+    for (int k = 0; k < PTO_COST_TERMS; k++)
+      fixed[s] += floor[k] * x[s][k];
   double best = INFINITY;
   memset(out, 0, sizeof(double) * PTO_COST_TERMS);
   for (uint32_t sub = 1; sub < (1u << PTO_COST_TERMS); sub++) {
@@ -759,7 +764,7 @@ static void nnls_fit(const double (*x)[PTO_COST_TERMS], const double *y,
       for (int i = 0; i < m; i++) {
         for (int j = 0; j < m; j++)
           A[i][j] += w * x[s][idx[i]] * x[s][idx[j]];
-        A[i][m] += w * x[s][idx[i]] * y[s];
+        A[i][m] += w * x[s][idx[i]] * (y[s] - fixed[s]);
       }
     }
     /* Gaussian elimination with partial pivoting */
@@ -798,7 +803,7 @@ static void nnls_fit(const double (*x)[PTO_COST_TERMS], const double *y,
       continue;
     double e = 0;
     for (int s = 0; s < n; s++) {
-      double p = 0;
+      double p = fixed[s];
       for (int k = 0; k < PTO_COST_TERMS; k++)
         p += coef[k] * x[s][k];
       e += (p - y[s]) * (p - y[s]) / (y[s] * y[s]);
@@ -808,6 +813,8 @@ static void nnls_fit(const double (*x)[PTO_COST_TERMS], const double *y,
       memcpy(out, coef, sizeof coef);
     }
   }
+  for (int k = 0; floor && k < PTO_COST_TERMS; k++)
+    out[k] += floor[k];
   double rel = 0;
   for (int s = 0; s < n; s++) {
     double p = 0;
@@ -1136,7 +1143,16 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
   const int dump = p.verbose && p.log; /* every timed shape */
   /* about a third of the budget for the instructions, shared evenly */
   const double per_insn = budget * 0.35 / PTO_OP_COUNT;
-  for (int op = 0; op < PTO_OP_COUNT; op++) {
+  /* No instruction does its flops faster than the plain matmul's engine:
+   * TMATMUL is timed first and its ns per flop is every other flop term's
+   * floor. (The fused matmuls' small calibration shapes cannot tell their
+   * flops from their fixed costs; fitted freely, TMATMUL_GB's came out at
+   * 1.5 times the FMA peak and the simulated attention 20 % fast.) */
+  double floor[PTO_COST_TERMS] = {0};
+  for (int oi = 0; oi < PTO_OP_COUNT; oi++) {
+    const int op = oi == 0                ? PTO_OP_TMATMUL
+                   : oi <= PTO_OP_TMATMUL ? oi - 1
+                                          : oi;
     const class_maker *mk = maker_of(op);
     const char *name = pto__insn_name(op);
     if (!mk) {
@@ -1241,7 +1257,14 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
           break; /* slow instruction: enough shapes */
       }
       double coef[PTO_COST_TERMS], err;
-      nnls_fit((const double(*)[PTO_COST_TERMS])x, y, n, mask, coef, &err);
+      nnls_fit((const double(*)[PTO_COST_TERMS])x, y, n, mask,
+               (mask & (1u << PTO_COST_FLOP)) &&
+                       !(op == PTO_OP_TMATMUL && v == 0)
+                   ? floor
+                   : NULL,
+               coef, &err);
+      if (op == PTO_OP_TMATMUL && v == 0)
+        floor[PTO_COST_FLOP] = coef[PTO_COST_FLOP];
       char key[64];
       snprintf(key, sizeof key, "%s%s", name,
                v == 1 ? ".pack_a" : v == 2 ? ".pack_b" : "");
@@ -1260,7 +1283,8 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
           if (!(cy[i] > 0))
             cy[i] = 1;
         }
-        nnls_fit((const double(*)[PTO_COST_TERMS])cx, cy, nmx, 3u, cc, &cerr);
+        nnls_fit((const double(*)[PTO_COST_TERMS])cx, cy, nmx, 3u, NULL, cc,
+                 &cerr);
         double mrow = cc[0], mx = cc[1];
         /* within [1/4, 16] of the probe's rate: a copy may stream faster
          * than the probe's loads, a packing load slower */
