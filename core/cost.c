@@ -330,7 +330,7 @@ static pto_status parse_terms(const ld *x, const json_t *o, const char *path,
   static const char *const keys[] = {"call_ns",  "row_ns",    "in_ns",
                                      "out_ns",   "spill_ns",  "spill2_ns",
                                      "flop_ns",  "mem_x",     "mrow_ns",
-                                     "dram_x",   NULL};
+                                     "dram_x",   "drow_ns",   NULL};
   pto_status st = only_keys(x, o, path, keys);
   if (st)
     return st;
@@ -344,7 +344,8 @@ static pto_status parse_terms(const ld *x, const json_t *o, const char *path,
       return st;
   if ((st = number(x, o, path, "mem_x", 0, 1, &t->mem_x)) ||
       (st = number(x, o, path, "mrow_ns", 0, -1, &t->mrow_ns)) ||
-      (st = number(x, o, path, "dram_x", 0, 0, &t->dram_x)))
+      (st = number(x, o, path, "dram_x", 0, 0, &t->dram_x)) ||
+      (st = number(x, o, path, "drow_ns", 0, 0, &t->drow_ns)))
     return st;
   if (!(t->mem_x > 0)) {
     char p[256];

@@ -85,6 +85,12 @@ typedef struct pto_cost_terms {
    * absent: mem_x); stores around the caches (PTO_TF_STREAM) go at DRAM's
    * store rate whatever the instruction */
   double dram_x;
+  /* what each row it walks costs it beyond its bytes' time, for the share
+   * of its global bytes that comes from DRAM ("drow_ns"; 0 when absent):
+   * an instruction that works row by row waits on each short row's first
+   * lines, so a window of many short rows streams slower than one of few
+   * long rows of the same bytes */
+  double drow_ns;
   int set; /* found in the profile */
 } pto_cost_terms;
 

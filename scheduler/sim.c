@@ -30,6 +30,8 @@ typedef struct sim_insn {
   double mem_x; /* its memory time's multiplier (pto_cost_terms) */
   double mrow;  /* its cost per contiguous run, or < 0 (pto_cost_terms) */
   double dram_x; /* its DRAM multiplier, or 0 (pto_cost_terms) */
+  double drow;   /* ns per row it walks at its DRAM share (drow_ns) */
+  double walk;   /* the rows it walks per call (the row term's feature) */
   double gb[2];        /* global bytes per call through slot and slot2 */
   uint8_t part[2];     /* pto_gpart */
   uint8_t write[2];    /* writes the view */
@@ -147,6 +149,7 @@ typedef struct piece {
    * DRAM reads that take as long at the store rate */
   double bd, bnt;
   double dram_x; /* 0: mem_x */
+  double dr;     /* per call: its rows' ns at its DRAM share (drow_ns) */
 } piece;
 
 typedef struct running {
@@ -387,6 +390,8 @@ static void task_pieces(sim *s, uint32_t t, uint32_t w, running *r) {
     pc->mem_x = si->mem_x;
     pc->mrow = si->mrow;
     pc->dram_x = si->dram_x;
+    const double all = lv[LV_L2] + lv[LV_LLC] + lv[LV_DRAM];
+    pc->dr = all > 0 ? si->drow * si->walk * lv[LV_DRAM] / all : 0;
     pc->bd = (lv[LV_DRAM] - nt) / n;
     pc->bnt = nt * dram->core_bw / dram->store_bw / n;
     pc->b[0] = lv[LV_LLC] / n;
@@ -408,7 +413,7 @@ static inline double call_ns(const piece *p, const double bw[2],
                                     : p->r[0] * rn[0] + p->r[1] * rn[1];
   const double dram =
       ((p->dram_x > 0 ? p->dram_x : p->mem_x) * p->bd + p->bnt) / bw[1];
-  const double m = p->t0 + rows + p->mem_x * p->b[0] / bw[0] + dram;
+  const double m = p->t0 + rows + p->dr + p->mem_x * p->b[0] / bw[0] + dram;
   return p->fit > m ? p->fit : m;
 }
 
@@ -546,6 +551,8 @@ static pto_status prepare(sim *s) {
       si->mem_x = c->mem_x > 0 ? c->mem_x : 1;
       si->mrow = c->mrow_ns;
       si->dram_x = c->dram_x;
+      si->drow = c->drow_ns;
+      si->walk = f.x[PTO_COST_ROW];
       const pto_insn_facts *fa = pto__insn_facts(pi->op);
       for (int v = 0; v < 2; v++) {
         const int32_t l = pto__pinst_slot(pi, v);

@@ -410,7 +410,8 @@ Test(scheduler, sim_cache_model_places_the_bytes, .timeout = 60) {
 }
 
 /* An instruction's memory side: its own cost per contiguous run and its
- * multiplier of the level's streaming time. */
+ * multiplier of the level's streaming time, and from DRAM its own
+ * multiplier and cost per row walked. */
 Test(scheduler, sim_memory_side_of_an_instruction, .timeout = 60) {
   pto_program *pg = pto_program_new("stream");
   const int64_t shape[2] = {64, 1024};
@@ -420,16 +421,20 @@ Test(scheduler, sim_memory_side_of_an_instruction, .timeout = 60) {
   pto_executable *e = compile(pg, no_fusion());
   cr_assert_eq(e->n_tasks, 1);
   pto_machine m = workers(1);
-  double got[2];
-  for (int k = 0; k < 2; k++) {
+  double got[3];
+  for (int k = 0; k < 3; k++) {
     json_t *doc = round_doc();
     json_t *cls = classes_of(doc);
     json_object_set_new(cls, "SCALAR", json_pack("{sf}", "call_ns", 0.0));
-    /* the load: 3 bytes' time per byte, 100 ns a run (its window is one) */
-    json_object_set_new(cls, "LOAD",
-                        k ? json_pack("{sf sf sf}", "call_ns", 0.0, "mem_x",
-                                      3.0, "mrow_ns", 100.0)
-                          : json_pack("{sf}", "call_ns", 0.0));
+    /* the load: 3 bytes' time per byte, 100 ns a run (its window is one);
+     * then from DRAM 2 bytes' time and 5 ns for each of the 64 rows */
+    json_object_set_new(
+        cls, "LOAD",
+        k == 2   ? json_pack("{sf sf sf sf sf}", "call_ns", 0.0, "mem_x", 3.0,
+                             "mrow_ns", 100.0, "dram_x", 2.0, "drow_ns", 5.0)
+        : k == 1 ? json_pack("{sf sf sf}", "call_ns", 0.0, "mem_x", 3.0,
+                             "mrow_ns", 100.0)
+                 : json_pack("{sf}", "call_ns", 0.0));
     json_object_set_new(json_object_get(doc, "runtime"), "task_ns",
                         json_real(0));
     json_object_set_new(json_object_get(doc, "runtime"), "handoff_ns",
@@ -453,6 +458,8 @@ Test(scheduler, sim_memory_side_of_an_instruction, .timeout = 60) {
   const double bytes = 64 * 1024 * 4;
   cr_expect(fabs(got[0] - (bytes + bytes / 2)) < 1, "%.1f", got[0]);
   cr_expect(fabs(got[1] - (3 * bytes + 100 + bytes / 2)) < 1, "%.1f", got[1]);
+  cr_expect(fabs(got[2] - (2 * bytes + 100 + 5 * 64 + bytes / 2)) < 1, "%.1f",
+            got[2]);
   pto_executable_free(e);
 }
 
@@ -589,6 +596,10 @@ Test(scheduler, profile_with_a_negative_cost_is_refused, .timeout = 60) {
   json_object_set_new(json_object_get(json_object_get(doc, "memory"), "llc"),
                       "row_ns", json_real(-2));
   expect_refused(doc, "memory.llc.row_ns: -2 is negative");
+  doc = round_doc();
+  json_object_set_new(classes_of(doc), "LOAD",
+                      json_pack("{sf sf}", "call_ns", 1.0, "drow_ns", -1.0));
+  expect_refused(doc, "costs.any.classes.LOAD.drow_ns: -1 is negative");
 }
 
 Test(scheduler, profile_with_a_malformed_key_is_refused, .timeout = 60) {

@@ -1169,7 +1169,7 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
       /* with the global windows cold: the bytes' time from the LLC and
        * its multiplier (pto_cost_terms.mem_x) per shape */
       double mx_t[MAX_SAMPLES], mx_runs[MAX_SAMPLES], mx_stream[MAX_SAMPLES],
-          mx_dram[MAX_SAMPLES], mx_dbytes[MAX_SAMPLES];
+          mx_dram[MAX_SAMPLES], mx_dbytes[MAX_SAMPLES], mx_walk[MAX_SAMPLES];
       int n = 0, nmx = 0;
       const double t_op = now_ns();
       for (int k = 0; k < MAX_SAMPLES; k++) {
@@ -1238,7 +1238,8 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
             mx_t[nmx] = tc;
             mx_runs[nmx] = runs;
             mx_stream[nmx] = stream;
-            mx_dram[nmx] = td > 1.1 * y[n] ? td / ((gb - nt) / mf.dram_core) : 0;
+            mx_dram[nmx] = td > 1.1 * y[n] ? td : 0; /* its loads' ns */
+            mx_walk[nmx] = f.x[PTO_COST_ROW];
             mx_dbytes[nmx++] = gb - nt;
           }
           if (dump)
@@ -1291,18 +1292,41 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
         mx = mx < 0.25 ? 0.25 : mx > 16 ? 16 : mx;
         json_object_set_new(terms, "mem_x", json_real(round(mx * 1000) / 1000));
         json_object_set_new(terms, "mrow_ns", json_real(round(mrow * 100) / 100));
-        /* from DRAM, stores included: each shape's time less its runs'
-         * over its bytes' streaming time, the median shape's */
-        double dx[MAX_SAMPLES];
+        /* from DRAM, stores at their own rate: each shape's load time
+         * less its call and runs, fitted as its rows walked (drow_ns)
+         * plus a multiple of its bytes' streaming time (dram_x): the
+         * ratio grows with the rows of a window of the same bytes (0.9
+         * for 4 rows of a TLOADSOFTMAXSTORE, 2 for 256), which one
+         * multiplier cannot say */
+        double dxx[MAX_SAMPLES][PTO_COST_TERMS], dy[MAX_SAMPLES],
+            dc[PTO_COST_TERMS], derr;
+        memset(dxx, 0, sizeof dxx);
         int nd = 0;
         for (int i = 0; i < nmx; i++)
-          if (mx_dram[i] > 0 && mx_dbytes[i] > 0)
-            dx[nd++] = mx_dram[i] - (coef[PTO_COST_CALL] + mrow * mx_runs[i]) /
-                                        (mx_dbytes[i] / mf.dram_core);
-        if (nd) {
-          qsort(dx, (size_t)nd, sizeof *dx, cmp_double);
-          const double v2 = dx[nd / 2] < 0.25 ? 0.25 : dx[nd / 2] > 16 ? 16 : dx[nd / 2];
-          json_object_set_new(terms, "dram_x", json_real(round(v2 * 1000) / 1000));
+          if (mx_dram[i] > 0 && mx_dbytes[i] > 0) {
+            const double rest =
+                mx_dram[i] - coef[PTO_COST_CALL] - mrow * mx_runs[i];
+            if (rest < 0.25 * mx_dram[i])
+              continue; /* its fixed costs all but the whole: noise */
+            dxx[nd][0] = mx_walk[i];
+            dxx[nd][1] = mx_dbytes[i] / mf.dram_core;
+            dy[nd++] = rest;
+          }
+        if (nd >= 2) {
+          nnls_fit((const double(*)[PTO_COST_TERMS])dxx, dy, nd, 3u, NULL, dc,
+                   &derr);
+          const double v2 = dc[1] < 0.25 ? 0.25 : dc[1] > 16 ? 16 : dc[1];
+          json_object_set_new(terms, "dram_x",
+                              json_real(round(v2 * 1000) / 1000));
+          if (dc[0] > 0)
+            json_object_set_new(terms, "drow_ns",
+                                json_real(round(dc[0] * 100) / 100));
+        } else if (nd == 1) { /* one shape: its ratio */
+          const double v2 = dy[0] / dxx[0][1];
+          json_object_set_new(
+              terms, "dram_x",
+              json_real(round((v2 < 0.25 ? 0.25 : v2 > 16 ? 16 : v2) * 1000) /
+                        1000));
         }
       }
       json_object_set_new(insns, key, terms);

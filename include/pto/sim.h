@@ -56,7 +56,8 @@
  * and "mem_x" (> 0, default 1: the memory side's bytes take that many
  * times the level's streaming time, a packing load's more) and "mrow_ns"
  * (what each contiguous run of its windows costs it beyond the bytes;
- * default the level's row_ns) and "dram_x" (mem_x for DRAM; stores with
+ * default the level's row_ns) and "drow_ns" (ns per row it walks, for the
+ * share of its global bytes from DRAM; default 0) and "dram_x" (mem_x for DRAM; stores with
  * PTO_TF_STREAM go at DRAM's store_gbps whatever the instruction). A
  * matmul's flops count its rows padded to the micro-kernel's panels. An
  * instruction's cost on core type c is the first entry found of: its name with its packing and dtype

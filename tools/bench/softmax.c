@@ -64,7 +64,8 @@ static void usage(FILE *f) {
         "--simulate MACHINE: both PTO rows also simulated (pto/sim.h) on\n"
         "MACHINE (host, host:N, ascend or a profile file), the timed one\n"
         "from empty caches as it is timed, the cached one warm; JSON adds\n"
-        "sim_ms, sim_cached_ms, sim_machine, sim_ratio.\n"
+        "sim_ms, sim_cached_ms, sim_machine, sim_ratio; with --trace FILE,\n"
+        "the timed one's simulated swimlane in FILE.sim.json.\n"
         "JSON fields: rows, cols, threads, isa, tile_rows, nbuffer, tasks,\n"
         "pto_ms, ref_ms, dram_ms, pto_gbps, ref_gbps, dram_gbps,\n"
         "pto_cached_gbps, pto_fraction_of_dram, ref_fraction_of_dram,\n"
@@ -341,8 +342,11 @@ static int run(const bench_opts *o, int argc, char **argv) {
       phs = pto_softmax_program(hot_rows, s.cols,
                                 s.tile_rows ? s.tile_rows : tr, 0);
     }
-    if (!bench_sim_case("softmax", &sim, e, sim.same ? p : ps, cfg, 1, NULL,
-                        &sim_ms, NULL) &&
+    char sim_trace[4096]; /* --trace FILE: the simulated one beside it */
+    if (s.trace)
+      snprintf(sim_trace, sizeof sim_trace, "%s.sim.json", s.trace);
+    if (!bench_sim_case("softmax", &sim, e, sim.same ? p : ps, cfg, 1,
+                        s.trace ? sim_trace : NULL, &sim_ms, NULL) &&
         !bench_sim_case("softmax", &sim, eh, sim.same ? ph : phs, cfg, 0,
                         NULL, &sim_hot, NULL)) {
       bench_sim_report(f, j, &sim, sim_ms, pto * 1e3);
