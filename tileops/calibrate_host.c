@@ -37,11 +37,11 @@ static void cpuinfo_field(const char *text, const char *key, char *buf,
 }
 
 void pto__host_cpu(char *buf, size_t n) {
-  static char text[16384];
+  char text[16384]; /* the first processor's lines: not shared (threads) */
   size_t got = 0;
   FILE *f = fopen("/proc/cpuinfo", "r");
   if (f) {
-    got = fread(text, 1, sizeof text - 1, f); /* the first processor */
+    got = fread(text, 1, sizeof text - 1, f);
     fclose(f);
   }
   text[got] = 0;
