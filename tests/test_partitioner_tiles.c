@@ -331,15 +331,20 @@ Test(partitioner, vector_chain_too_big_to_fuse_gets_smaller_tiles) {
   agrees(e, p, 1, sizes, (size_t)(R * C), 1e-5f);
   pto_executable_free(e);
   pto_program_free(p);
-  /* the same chain on a tile set in code that cannot hold it fused: it
-   * compiles unfused and says so, naming the ops, the bytes and the tile */
-  const pto_tile_shape big = {4, 4096, 0, 0, 0};
+  /* the same chain on a tile set in code that cannot hold it fused (a
+   * quarter of this host's UB a tile, twelve of them live): it compiles
+   * unfused and says so, naming the ops, the bytes and the tile */
+  uint32_t rows = (uint32_t)(ub / ((uint64_t)C * 4) / 4);
+  rows = rows < 1 ? 1 : rows > R ? (uint32_t)R : rows;
+  const pto_tile_shape big = {rows, 4096, 0, 0, 0};
+  char named[64];
+  snprintf(named, sizeof named, "vector tile %ux4096", rows);
   p = wide_chain(R, C, 12, &big);
   e = compile_ok(p, host);
   const char *w = pto_executable_warnings(e);
   cr_expect(strstr(w, "fusion undone") && strstr(w, "exp -> ") &&
-                strstr(w, "bytes of UB") && strstr(w, "vector tile 4x4096"),
-            "warnings: '%s'", w);
+                strstr(w, "bytes of UB") && strstr(w, named),
+            "warnings: '%s' (UB %llu bytes)", w, (unsigned long long)ub);
   agrees(e, p, 1, sizes, (size_t)(R * C), 1e-5f);
   pto_executable_free(e);
   pto_program_free(p);
