@@ -1064,6 +1064,14 @@ pto_calibrate_params pto_calibrate_params_default(void) {
   return p;
 }
 
+/* A memory-time multiplier (mem_x, dram_x) as the profile keeps it: within
+ * [1/4, 16] of the probe's rate (a copy may stream faster than the probe's
+ * loads, a packing load slower), to three decimals */
+static json_t *multiplier(double x) {
+  x = x < 0.25 ? 0.25 : x > 16 ? 16 : x;
+  return json_real(round(x * 1000) / 1000);
+}
+
 static json_t *terms_json(const double ns[PTO_COST_TERMS]) {
   json_t *o = json_object();
   for (int k = 0; o && k < PTO_COST_TERMS; k++)
@@ -1286,11 +1294,8 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
         }
         nnls_fit((const double(*)[PTO_COST_TERMS])cx, cy, nmx, 3u, NULL, cc,
                  &cerr);
-        double mrow = cc[0], mx = cc[1];
-        /* within [1/4, 16] of the probe's rate: a copy may stream faster
-         * than the probe's loads, a packing load slower */
-        mx = mx < 0.25 ? 0.25 : mx > 16 ? 16 : mx;
-        json_object_set_new(terms, "mem_x", json_real(round(mx * 1000) / 1000));
+        const double mrow = cc[0], mx = cc[1];
+        json_object_set_new(terms, "mem_x", multiplier(mx));
         json_object_set_new(terms, "mrow_ns", json_real(round(mrow * 100) / 100));
         /* from DRAM, stores at their own rate: each shape's load time
          * less its call and runs, fitted as its rows walked (drow_ns)
@@ -1315,18 +1320,12 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
         if (nd >= 2) {
           nnls_fit((const double(*)[PTO_COST_TERMS])dxx, dy, nd, 3u, NULL, dc,
                    &derr);
-          const double v2 = dc[1] < 0.25 ? 0.25 : dc[1] > 16 ? 16 : dc[1];
-          json_object_set_new(terms, "dram_x",
-                              json_real(round(v2 * 1000) / 1000));
+          json_object_set_new(terms, "dram_x", multiplier(dc[1]));
           if (dc[0] > 0)
             json_object_set_new(terms, "drow_ns",
                                 json_real(round(dc[0] * 100) / 100));
         } else if (nd == 1) { /* one shape: its ratio */
-          const double v2 = dy[0] / dxx[0][1];
-          json_object_set_new(
-              terms, "dram_x",
-              json_real(round((v2 < 0.25 ? 0.25 : v2 > 16 ? 16 : v2) * 1000) /
-                        1000));
+          json_object_set_new(terms, "dram_x", multiplier(dy[0] / dxx[0][1]));
         }
       }
       json_object_set_new(insns, key, terms);
