@@ -653,6 +653,8 @@ static double time_call(pto_tileop_fn fn, int op, const pto_targs *a) {
   double t0 = now_ns();
   fn(op, a);
   const double one = now_ns() - t0;
+  if (one > 5e6) /* 5 ms and more (a reference kernel's big shape): */
+    return one;  /* one call's time says it, to far below the noise */
   uint32_t reps = one > 0 ? (uint32_t)(20000.0 / one) + 1 : 1000;
   if (reps > 4096)
     reps = 4096;
@@ -1127,11 +1129,13 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
   /* the host's per-core L2: its scratchpads are half of it
    * (pto_machine_host) */
   const double l2_bytes = 2.0 * (double)host.mem[PTO_MEM_UB];
-  /* the memory system first: the instructions' cold runs are read
-   * against its streaming rates */
   memfig mf;
   memset(&mf, 0, sizeof mf);
-  if (probe_memory(tab, workers, p.log, &mf)) {
+  /* the memory system first: the instructions' cold runs are read
+   * against its streaming rates. It is the machine's, not the table's:
+   * probed through the best table this CPU runs (a slow table's loads,
+   * the scalar reference's, would time themselves, not the memory) */
+  if (probe_memory(pto__isa_best(), workers, p.log, &mf)) {
     st = pto__last_error(PTO_ENOMEM, "calibrate: out of memory for the "
                                      "memory probes");
     goto done;
@@ -1211,7 +1215,11 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
           y[n] = 0.5;
         memcpy(x[n], f.x, sizeof f.x);
         const double gb = f.gbytes[0] + f.gbytes[1];
-        if (fa->g != PTO_GA_NONE && gb > 0) {
+        /* cold calls time what the memory adds: nothing to see where the
+         * hot call outlasts its bytes' time from DRAM tenfold (a slow
+         * table's big shapes), whose cold rounds would take minutes */
+        if (fa->g != PTO_GA_NONE && gb > 0 &&
+            y[n] < 10 * gb / (mf.dram_core > 0 ? mf.dram_core : 1)) {
           const double tc = time_cold(tab->fn[op], op, &a, cold, COLD_BYTES);
           /* from DRAM; a second view it writes (TLOADSOFTMAXSTORE's)
            * stored around the caches, as the compiler issues it, its
@@ -1262,8 +1270,12 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
                    f.x[PTO_COST_ROW], f.x[PTO_COST_IN], f.x[PTO_COST_OUT],
                    f.x[PTO_COST_SPILL], f.x[PTO_COST_FLOP], y[n]);
         n++;
-        if (now_ns() - t_op > per_insn * 3 && n >= 4)
-          break; /* slow instruction: enough shapes */
+        /* a slow instruction: enough shapes; a very slow one (a
+         * reference kernel standing in): two */
+        const double spent = now_ns() - t_op;
+        if ((spent > per_insn * 3 && n >= 4) ||
+            (spent > per_insn * 30 && n >= 2))
+          break;
       }
       double coef[PTO_COST_TERMS], err;
       nnls_fit((const double(*)[PTO_COST_TERMS])x, y, n, mask,

@@ -187,6 +187,16 @@ static void choose_active(void) {
   active = variant_named(name)->table();
 }
 
+static uv_once_t best_once = UV_ONCE_INIT;
+static const pto_isa_table *best;
+static void choose_best(void) {
+  best = variant_named(best_here())->table();
+}
+const pto_isa_table *pto__isa_best(void) {
+  uv_once(&best_once, choose_best);
+  return best;
+}
+
 const pto_isa_table *pto__isa_active(void) {
   uv_once(&active_once, choose_active);
   return active;

@@ -283,6 +283,9 @@ double pto__bf16_gain(void);
  * instructions (pto_compile, pto_runtime_new, the serial runner) checks
  * first. Safe from any thread. */
 const pto_isa_table *pto__isa_active(void);
+/* The table the default would choose, whatever PTO_ISA says: what the
+ * machine itself does at its best (the calibration's memory probes). */
+const pto_isa_table *pto__isa_best(void);
 
 /* 0, or PTO_EISA when PTO_ISA names a table this build lacks or this CPU
  * cannot run, with msg (when not NULL) e.g. "PTO_ISA=avx512: this CPU/OS does
