@@ -73,6 +73,11 @@ void pto__shape_str(int ndim, const int64_t *shape, char *buf, size_t size) {
  * its whole chain and the chain's base (unless the blocks cover it), not
  * the chain's intermediate results: it writes every block itself. */
 uint8_t *pto__live_nodes(const pto_program *p) {
+  return pto__live_nodes_using(p, NULL);
+}
+
+uint8_t *pto__live_nodes_using(const pto_program *p,
+                               const pto_tensor *const *const *reads) {
   uint8_t *live = calloc(p->n_nodes + p->n_tensors + 1, 1);
   if (!live)
     return NULL;
@@ -90,6 +95,11 @@ uint8_t *pto__live_nodes(const pto_program *p) {
       need[c->in[1]->root->id] = 1;
       if (!(n->flags & PTO_ASSEMBLE_COVERED))
         need[c->in[0]->root->id] = 1;
+      continue;
+    }
+    if (live[i] && reads && reads[i]) {
+      for (const pto_tensor *const *r = reads[i]; *r; r++)
+        need[(*r)->root->id] = 1;
       continue;
     }
     for (int k = 0; live[i] && k < n->n_in; k++)

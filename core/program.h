@@ -262,6 +262,12 @@ int pto__tensor_is_contiguous(const pto_tensor *t);
  * output depends on are neither compiled nor evaluated. free() it; NULL on
  * ENOMEM. */
 uint8_t *pto__live_nodes(const pto_program *p);
+/* The same with node i reading the NULL-terminated tensors reads[i]
+ * instead of its inputs where reads (NULL: none) and reads[i] are set: an
+ * op tiled as one with the ops behind it (core/tiling_flash.c) needs what
+ * they read, not their results. */
+uint8_t *pto__live_nodes_using(const pto_program *p,
+                               const pto_tensor *const *const *reads);
 /* "f32[64,32]" into buf (size >= 64). */
 const char *pto__tensor_desc(const pto_tensor *t, char *buf, size_t size);
 /* Records "<op>[ '<label>']: <message>" in e, the message from fmt and ap:

@@ -27,6 +27,19 @@ pto_status pto__matmul_tile(const pto_machine *mach, int64_t batch, int64_t M,
                             int64_t N, int64_t K, uint32_t workers,
                             uint32_t mr, uint32_t nr, pto_tile_shape *tile);
 
+/* The tile of an attention chain tiled as one op (core/tiling_flash.c):
+ * cube_m query rows a task, cube_k keys a block of the online softmax
+ * (the second matmul's K), cube_n the Dv output columns; for `batch`
+ * planes of M queries and N keys, D the queries' and Dv the values'
+ * width. The rows give every worker about four tasks (a causal mask
+ * makes the blocks' work unequal) in whole mr panels, at most 128; the
+ * key block is the largest of 128, 64, ... whose Q, K and V blocks, P,
+ * the scores and the output fit L0A, L0B and L0C. PTO_EINVAL for a bad
+ * argument, PTO_ECAPACITY when nothing fits. */
+pto_status pto__flash_tile(const pto_machine *mach, int64_t batch, int64_t M,
+                           int64_t N, int64_t D, int64_t Dv, uint32_t workers,
+                           uint32_t mr, uint32_t nr, pto_tile_shape *tile);
+
 /* The vector tile {rows, cols} for the ops of one chain whose vector tile
  * nobody set: `batch` planes of R rows, the widest row C elements, run by
  * `workers` workers on machine mach. A tile holds about UB / 8 bytes of

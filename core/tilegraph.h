@@ -87,6 +87,10 @@ typedef struct pto_tgraph {
   uint32_t *out_storage;
   pto_tile_shape *node_tile; /* tile shape used per node */
   uint8_t *vec_chosen;       /* per node: its vector tile is the compiler's */
+  /* per node, NULL-terminated, what it reads where that is not its inputs
+   * (an attention chain's last matmul tiled as one op reads q, k and v:
+   * core/tiling_flash.c); NULL, or reads[i][0] NULL: its inputs */
+  const struct pto_tensor *(*reads)[4];
   pto_tscratch *scratch;
   uint32_t n_scratch, cap_scratch;
   pto_error err;

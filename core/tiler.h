@@ -232,6 +232,29 @@ static inline uint32_t compute1(tiler *t, int op, pto_dtype dt, uint32_t a) {
 void pto__tile_cube(tiler *t, const pto_node *n, const pto_tile_shape *ts);
 void pto__tile_matmul(tiler *t, const pto_node *n, const pto_tile_shape *ts);
 
+/* An attention chain ending at a matmul (core/tiling_flash.c): scores
+ * q x k (k transposed when k_trans), scaled by scale > 0 and, when causal,
+ * -inf where key j > query i + diag (diag >= 0: every row sees a key),
+ * a row softmax, and its product by v (transposed when v_trans). scores is
+ * the scores' matmul. pto__flash_match fills f and returns 1 when node n
+ * ends such a chain of static f32 tensors, D and Dv <= FLASH_MAX_D; it
+ * looks through pto_softmax and a division by the row sum, pto_muls and
+ * pto_divs, pto_matmul_masked or PTO_MATMUL_CAUSAL, and selects of -inf
+ * under compares of iotas along the rows and the columns.
+ * pto__tile_flash tiles n so, under ts (cube_m query rows a unit, cube_k
+ * keys a block: pto__flash_tile). */
+#define FLASH_MAX_D 512
+typedef struct pto_flash {
+  const pto_tensor *q, *k, *v;
+  int k_trans, v_trans, causal;
+  double scale;
+  int64_t diag;
+  const pto_node *scores;
+} pto_flash;
+int pto__flash_match(const pto_node *n, pto_flash *f);
+void pto__tile_flash(tiler *t, const pto_node *n, const pto_flash *f,
+                     const pto_tile_shape *ts);
+
 /* Top-k (core/tiling_topk.c): node n under tile shape ts. */
 void pto__tile_topk(tiler *t, const pto_node *n, const pto_tile_shape *ts);
 

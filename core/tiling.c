@@ -429,6 +429,65 @@ static pto_tile_shape node_tile(const pto_node *n, const pto_config *cfg,
   return s;
 }
 
+/* The attention chains of p tiled as one op each (core/tiling_flash.c):
+ * *flash (NULL: none) gets the match of every live matmul that ends one,
+ * its tile the chooser's unless the program or the config set its cube
+ * tile, and *live is remade with each such matmul reading q, k and v
+ * instead of the chain's results (ops only the chain needed are not
+ * tiled), as tg->reads records for the partitioner. -1 on ENOMEM. */
+static int find_flash(pto_tgraph *tg, const pto_program *p,
+                      const pto_config *cfg, const pto_tile_ctx *ctx,
+                      pto_tile_shape *tile, uint8_t **live,
+                      pto_flash **flash) {
+  const pto_tensor *(*reads)[4] = NULL;
+  const pto_tensor *const **use = NULL;
+  pto_flash f;
+  for (uint32_t i = 0; i < p->n_nodes; i++) {
+    const pto_node *n = p->nodes[i];
+    if (!(*live)[i] || !pto__flash_match(n, &f))
+      continue;
+    if (!*flash) {
+      *flash = calloc(p->n_nodes, sizeof **flash);
+      reads = calloc(p->n_nodes, sizeof *reads);
+      use = calloc(p->n_nodes, sizeof *use);
+      tg->reads = reads;
+      if (!*flash || !reads || !use) {
+        free(use);
+        return -1;
+      }
+    }
+    (*flash)[i] = f;
+    reads[i][0] = f.q;
+    reads[i][1] = f.k;
+    reads[i][2] = f.v;
+    use[i] = reads[i];
+    if (!(tile_set_of(n, cfg) & PTO_TILE_SET_CUBE) && ctx && ctx->machine) {
+      const pto_tensor *o = n->out[0];
+      const int nd = o->ndim;
+      int64_t batch = 1;
+      for (int d = 0; d + 2 < nd; d++)
+        batch *= o->shape[d];
+      const pto_tensor *k = f.k;
+      const int64_t N = k->shape[k->ndim - (f.k_trans ? 2 : 1)],
+                    D = f.q->shape[f.q->ndim - 1];
+      pto_tile_shape c;
+      if (pto__flash_tile(ctx->machine, batch, o->shape[nd - 2], N, D,
+                          o->shape[nd - 1], ctx->machine->workers[PTO_CORE_CUBE],
+                          ctx->mr, ctx->nr, &c) == PTO_OK)
+        tile[i] = c;
+    }
+  }
+  if (!*flash)
+    return 0;
+  uint8_t *again = pto__live_nodes_using(p, use);
+  free(use);
+  if (!again)
+    return -1;
+  free(*live);
+  *live = again;
+  return 0;
+}
+
 pto_status pto__tile(pto_tgraph *tg, const pto_program *p,
                      const pto_config *cfg, const pto_tile_ctx *ctx) {
   memset(tg, 0, sizeof *tg);
@@ -450,11 +509,18 @@ pto_status pto__tile(pto_tgraph *tg, const pto_program *p,
     tg->node_tile[i] = node_tile(p->nodes[i], cfg, ctx);
     vec_set[i] = (tile_set_of(p->nodes[i], cfg) & PTO_TILE_SET_VEC) != 0;
   }
+  pto_flash *flash = NULL;
+  if (find_flash(tg, p, cfg, ctx, tg->node_tile, &live, &flash)) {
+    free(live);
+    free(vec_set);
+    return pto__error_set(&tg->err, PTO_ENOMEM, "tiling: out of memory");
+  }
   pto_status cst = pto__choose_vector_tiles(p, live, vec_set, ctx,
                                             tg->node_tile, tg->vec_chosen);
   free(vec_set);
   if (cst) {
     free(live);
+    free(flash);
     return pto__error_set(&tg->err, cst, "tiling: out of memory");
   }
   for (uint32_t i = 0; i < p->n_nodes; i++) {
@@ -468,7 +534,10 @@ pto_status pto__tile(pto_tgraph *tg, const pto_program *p,
       break;
     case PTO_TC_MATMUL:
     case PTO_TC_ATTENTION:
-      pto__tile_cube(&t, n, &ts);
+      if (flash && flash[i].q)
+        pto__tile_flash(&t, n, &flash[i], &ts);
+      else
+        pto__tile_cube(&t, n, &ts);
       break;
     case PTO_TC_TOPK:
       pto__tile_topk(&t, n, &ts);
@@ -489,6 +558,7 @@ pto_status pto__tile(pto_tgraph *tg, const pto_program *p,
       pto_status st = pto__tile_assemble(&t, n, ts.vec_rows, ts.vec_cols);
       if (st == PTO_ENOTSUP) {
         free(live);
+        free(flash);
         return pto__error_set(
             &tg->err, st,
             "assemble%s%s%s -> '%s': the blocks of its chain overlap in more "
@@ -505,10 +575,12 @@ pto_status pto__tile(pto_tgraph *tg, const pto_program *p,
     }
     if (t.failed) {
       free(live);
+      free(flash);
       return pto__error_set(&tg->err, PTO_ENOMEM, "tiling: out of memory");
     }
   }
   free(live);
+  free(flash);
   /* Outputs: a root computed by an op is written in place; anything else (an
    * input, a view, a tensor marked twice) is copied into its own buffer. */
   for (uint32_t j = 0; j < p->n_outputs; j++) {
@@ -544,6 +616,7 @@ void pto__tgraph_free(pto_tgraph *tg) {
   free(tg->units);
   free(tg->node_tile);
   free(tg->vec_chosen);
+  free(tg->reads);
   free(tg->out_storage);
   free(tg->scratch);
   memset(tg, 0, sizeof *tg);

@@ -282,6 +282,7 @@ static void tile_attention(tiler *t, const pto_node *n,
       in->dst[0] = P;
       in->dst[1] = st;
       in->s = n->scalar;
+      in->imm[0] = 1; /* P in 1-row panels (row-major) unless packed */
       in->imm[1] = (int32_t)S2;
       if (kv->dyn[1] >= 0) { /* the valid rows move with the extents */
         in->it.r = (pto_dref){kv->dyn[1], kv->dyn_off[1], kv->dyn_mul[1]};

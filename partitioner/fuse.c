@@ -151,8 +151,14 @@ static pto_status node_edges(part *s, nedges *g) {
   uint32_t(*pairs)[2] = NULL;
   for (uint32_t c = 0; c < nn; c++) {
     const pto_node *node = p->nodes[c];
-    for (int i = 0; i < node->n_in; i++) {
-      uint32_t prod = s->storage_node[node->in[i]->root->id];
+    /* what it reads: its inputs, or what the tiler made it read instead
+     * (pto_tgraph.reads), so no edge joins it to ops it stands for */
+    const pto_tensor *const *rd =
+        s->tg->reads && s->tg->reads[c][0] ? s->tg->reads[c] : NULL;
+    const int n_rd = rd ? (rd[1] ? rd[2] ? 3 : 2 : 1) : node->n_in;
+    for (int i = 0; i < n_rd; i++) {
+      uint32_t prod =
+          s->storage_node[(rd ? rd[i] : node->in[i])->root->id];
       if (prod == PTO_NONE)
         continue;
       int dup = 0;

@@ -254,7 +254,19 @@ static int gen_masked(gen *g) {
   y->hi = 1;
   y->lvl = L_APPROX;
   y->err = expm1(4 * sv.err) + ((double)N + 8) * 0x1p-21;
-  return 1;
+  /* and its product by values: an attention chain, which the compiler
+   * runs as one op with an online softmax (core/tiling_flash.c) */
+  if (!chance(g->r, 50))
+    return 1;
+  const int64_t Dv = 1 + (int64_t)pick(g->r, 40);
+  const int64_t vs[3] = {2, N, Dv}, os[3] = {2, M, Dv};
+  int v = new_input(g, chance(g->r, 80) ? PTO_F32 : PTO_BF16, nd,
+                    batch ? vs : vs + 1, 0, 0, 0);
+  if (g->failed)
+    return 0;
+  v = guard_clamp(g, v, 4);
+  return matmul_step(g, O_MATMUL, sm, v, -1, 0, nd, batch ? os : os + 1, N) >=
+         0;
 }
 
 /* ---- iota, concat, assemble ------------------------------------------------ */
