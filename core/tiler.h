@@ -40,6 +40,26 @@ static inline view4 view_of(const pto_tensor *t) {
   return v;
 }
 
+/* v with its last two axes swapped: the transpose, read through strides. */
+static inline view4 swap_last(view4 v) {
+  int64_t x = v.shape[2];
+  v.shape[2] = v.shape[3];
+  v.shape[3] = x;
+  x = v.stride[2];
+  v.stride[2] = v.stride[3];
+  v.stride[3] = x;
+  const int8_t d = v.dyn[2];
+  v.dyn[2] = v.dyn[3];
+  v.dyn[3] = d;
+  x = v.dyn_off[2];
+  v.dyn_off[2] = v.dyn_off[3];
+  v.dyn_off[3] = x;
+  x = v.dyn_mul[2];
+  v.dyn_mul[2] = v.dyn_mul[3];
+  v.dyn_mul[3] = x;
+  return v;
+}
+
 /* The clip of axis d of v for a tile starting at `at` along it (none on a
  * static axis): at in the dim, past where v's axis starts in it. */
 static inline pto_clip axis_clip(const view4 *v, int d, int64_t at) {
@@ -211,6 +231,53 @@ static inline uint32_t compute(tiler *t, int op, pto_dtype dt, uint32_t like, in
 
 static inline uint32_t compute1(tiler *t, int op, pto_dtype dt, uint32_t a) {
   return compute(t, op, dt, a, 1, &a);
+}
+
+/* One step of an online softmax (TSOFTMAXONLINE) over a block of scores S
+ * of `rows` rows and `slots` slots (vr x vc valid), the slots' indices I
+ * valid in [0, limit), scaled by scale: P (rows x slots, packed by the
+ * planner for the matmul that reads it, else in 1-row panels: row-major)
+ * and the state (rows x 3: alpha, max, sum), continuing *state when it is
+ * set; *state becomes the new one. *step: the instruction, for flags and
+ * terms of the caller's (valid until the next emit). */
+static inline uint32_t smonline_step(tiler *t, uint32_t S, uint32_t I,
+                                     uint32_t rows, uint32_t slots, int64_t vr,
+                                     int64_t vc, double scale, int32_t limit,
+                                     uint32_t *state, pto_tinst **step) {
+  const uint32_t P = new_val(t, PTO_F32, rows, slots, vr, vc),
+                 st = new_val(t, PTO_F32, rows, 3, vr, 3);
+  pto_tinst *in = emit(t, PTO_OP_TSOFTMAXONLINE);
+  in->src[0] = S;
+  in->src[1] = I;
+  in->dst[0] = P;
+  in->dst[1] = st;
+  in->s = scale;
+  in->imm[0] = 1;
+  in->imm[1] = limit;
+  if (*state != PTO_NONE) { /* continue the running max and sum */
+    in->n_src = 3;
+    in->src[2] = *state;
+    in->flags |= PTO_TF_ACC;
+  }
+  *state = st;
+  *step = in;
+  return P;
+}
+
+/* The end of an online softmax (TSOFTMAXFINAL): the weighted sums O (rows x
+ * cols, vr x vc valid) over the final state's sums, and the log-sum-exp
+ * into *L (rows x 1). */
+static inline uint32_t smonline_final(tiler *t, uint32_t O, uint32_t state,
+                                      uint32_t rows, uint32_t cols, int64_t vr,
+                                      int64_t vc, uint32_t *L) {
+  const uint32_t Y = new_val(t, PTO_F32, rows, cols, vr, vc);
+  *L = new_val(t, PTO_F32, rows, 1, vr, 1);
+  pto_tinst *in = emit(t, PTO_OP_TSOFTMAXFINAL);
+  in->src[0] = O;
+  in->src[1] = state;
+  in->dst[0] = Y;
+  in->dst[1] = *L;
+  return Y;
 }
 
 /* Visits every tile of a 4-D output space under tile rows x cols. */

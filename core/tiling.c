@@ -401,6 +401,14 @@ static unsigned tile_set_of(const pto_node *n, const pto_config *cfg) {
   return set;
 }
 
+/* The matrices of a batch t is: the product of its leading axes. */
+static int64_t batch_of(const pto_tensor *t) {
+  int64_t batch = 1;
+  for (int d = 0; d + 2 < t->ndim; d++)
+    batch *= t->shape[d];
+  return batch;
+}
+
 static pto_tile_shape node_tile(const pto_node *n, const pto_config *cfg,
                                 const pto_tile_ctx *ctx) {
   pto_tile_shape s = n->tile;
@@ -411,9 +419,7 @@ static pto_tile_shape node_tile(const pto_node *n, const pto_config *cfg,
       ctx->machine) {
     const pto_tensor *o = n->out[0], *a = n->in[0];
     const int nd = o->ndim;
-    int64_t batch = 1;
-    for (int d = 0; d + 2 < nd; d++)
-      batch *= o->shape[d];
+    const int64_t batch = batch_of(o);
     const int64_t M = nd >= 2 ? o->shape[nd - 2] : 1, N = o->shape[nd - 1],
                   K = (n->flags & PTO_MATMUL_TRANS_A) ? a->shape[a->ndim - 2]
                                                       : a->shape[a->ndim - 1];
@@ -464,14 +470,11 @@ static int find_flash(pto_tgraph *tg, const pto_program *p,
     if (!(tile_set_of(n, cfg) & PTO_TILE_SET_CUBE) && ctx && ctx->machine) {
       const pto_tensor *o = n->out[0];
       const int nd = o->ndim;
-      int64_t batch = 1;
-      for (int d = 0; d + 2 < nd; d++)
-        batch *= o->shape[d];
       const pto_tensor *k = f.k;
       const int64_t N = k->shape[k->ndim - (f.k_trans ? 2 : 1)],
                     D = f.q->shape[f.q->ndim - 1];
       pto_tile_shape c;
-      if (pto__flash_tile(ctx->machine, batch, o->shape[nd - 2], N, D,
+      if (pto__flash_tile(ctx->machine, batch_of(o), o->shape[nd - 2], N, D,
                           o->shape[nd - 1], ctx->machine->workers[PTO_CORE_CUBE],
                           ctx->mr, ctx->nr, &c) == PTO_OK)
         tile[i] = c;

@@ -7,26 +7,6 @@
 
 #include "core/tiler.h"
 
-/* v with its last two axes swapped: the transpose, read through strides. */
-static view4 swap_last(view4 v) {
-  int64_t x = v.shape[2];
-  v.shape[2] = v.shape[3];
-  v.shape[3] = x;
-  x = v.stride[2];
-  v.stride[2] = v.stride[3];
-  v.stride[3] = x;
-  const int8_t d = v.dyn[2];
-  v.dyn[2] = v.dyn[3];
-  v.dyn[3] = d;
-  x = v.dyn_off[2];
-  v.dyn_off[2] = v.dyn_off[3];
-  v.dyn_off[3] = x;
-  x = v.dyn_mul[2];
-  v.dyn_mul[2] = v.dyn_mul[3];
-  v.dyn_mul[3] = x;
-  return v;
-}
-
 /* Views of a matmul's operands as stored untransposed: A [.., M, K] and
  * B [.., K, N] (a transposed operand is read through swapped strides). */
 static void matmul_views(const pto_node *n, view4 *a, view4 *b) {
@@ -274,16 +254,8 @@ static void tile_attention(tiler *t, const pto_node *n,
       in->src[1] = Q;
       in->dst[0] = S;
       in->g = table;
-      const uint32_t P = new_val(t, PTO_F32, th, kb, pos.nr, nb),
-                     st = new_val(t, PTO_F32, th, 3, pos.nr, 3);
-      in = emit(t, PTO_OP_TSOFTMAXONLINE);
-      in->src[0] = S;
-      in->src[1] = I;
-      in->dst[0] = P;
-      in->dst[1] = st;
-      in->s = n->scalar;
-      in->imm[0] = 1; /* P in 1-row panels (row-major) unless packed */
-      in->imm[1] = (int32_t)S2;
+      const uint32_t P = smonline_step(t, S, I, th, kb, pos.nr, nb, n->scalar,
+                                       (int32_t)S2, &state, &in);
       if (kv->dyn[1] >= 0) { /* the valid rows move with the extents */
         in->it.r = (pto_dref){kv->dyn[1], kv->dyn_off[1], kv->dyn_mul[1]};
         in->it.len = S2;
@@ -295,12 +267,6 @@ static void tile_attention(tiler *t, const pto_node *n,
         in->it.sign = 1;
       }
       in->flags |= PTO_TF_TRANS_A;
-      if (state != PTO_NONE) { /* continue the running max and sum */
-        in->n_src = 3;
-        in->src[2] = state;
-        in->flags |= PTO_TF_ACC;
-      }
-      state = st;
       const uint32_t O2 = new_val(t, PTO_F32, th, (uint32_t)dv, pos.nr, dv);
       in = emit(t, PTO_OP_TMATMUL_GB);
       in->src[0] = P;
@@ -315,13 +281,9 @@ static void tile_attention(tiler *t, const pto_node *n,
       }
       O = O2;
     }
-    const uint32_t Y = new_val(t, PTO_F32, th, (uint32_t)dv, pos.nr, dv),
-                   L = new_val(t, PTO_F32, th, 1, pos.nr, 1);
-    pto_tinst *in = emit(t, PTO_OP_TSOFTMAXFINAL);
-    in->src[0] = O;
-    in->src[1] = state;
-    in->dst[0] = Y;
-    in->dst[1] = L;
+    uint32_t L;
+    const uint32_t Y =
+        smonline_final(t, O, state, th, (uint32_t)dv, pos.nr, dv, &L);
     pto_gref go = window(&out, &pos);
     store(t, Y, &go);
     pl.c0 = 0;

@@ -188,17 +188,6 @@ int pto__flash_match(const pto_node *n, pto_flash *f) {
 
 /* ---- tiling ------------------------------------------------------------- */
 
-/* v with its last two axes swapped: the transpose, read through strides. */
-static view4 swapped(view4 v) {
-  int64_t x = v.shape[2];
-  v.shape[2] = v.shape[3];
-  v.shape[3] = x;
-  x = v.stride[2];
-  v.stride[2] = v.stride[3];
-  v.stride[3] = x;
-  return v;
-}
-
 /* One cube unit per (batch, block of tq query rows), over all Dv output
  * columns: Q loaded once; per block of kb keys up to the last one a row of
  * the block sees, S = Q K^T (masked on the accumulator's way out where
@@ -207,8 +196,8 @@ static view4 swapped(view4 v) {
 void pto__tile_flash(tiler *t, const pto_node *n, const pto_flash *f,
                      const pto_tile_shape *ts) {
   const view4 out = view_of(n->out[0]), q = view_of(f->q);
-  const view4 kt = f->k_trans ? swapped(view_of(f->k)) : view_of(f->k);
-  const view4 v = f->v_trans ? swapped(view_of(f->v)) : view_of(f->v);
+  const view4 kt = f->k_trans ? swap_last(view_of(f->k)) : view_of(f->k);
+  const view4 v = f->v_trans ? swap_last(view_of(f->v)) : view_of(f->v);
   const int64_t D = q.shape[3], N = kt.shape[3], Dv = out.shape[3];
   const uint32_t tq = clamp_tile(ts->cube_m, out.shape[2]),
                  kb = clamp_tile(ts->cube_k, N);
@@ -247,22 +236,8 @@ void pto__tile_flash(tiler *t, const pto_node *n, const pto_flash *f,
         in->imm[0] = (int32_t)(f->diag + pos.r0 - j0);
         S = Sm;
       }
-      const uint32_t P = new_val(t, PTO_F32, tq, kb, pos.nr, nb),
-                     st = new_val(t, PTO_F32, tq, 3, pos.nr, 3);
-      in = emit(t, PTO_OP_TSOFTMAXONLINE);
-      in->src[0] = S;
-      in->src[1] = I;
-      in->dst[0] = P;
-      in->dst[1] = st;
-      in->s = f->scale;
-      in->imm[0] = 1; /* P in 1-row panels (row-major) unless packed */
-      in->imm[1] = (int32_t)kb;
-      if (state != PTO_NONE) { /* continue the running max and sum */
-        in->n_src = 3;
-        in->src[2] = state;
-        in->flags |= PTO_TF_ACC;
-      }
-      state = st;
+      const uint32_t P = smonline_step(t, S, I, tq, kb, pos.nr, nb, f->scale,
+                                       (int32_t)kb, &state, &in);
       tpos pv = pos;
       pv.r0 = j0;
       pv.nr = nb;
@@ -283,13 +258,9 @@ void pto__tile_flash(tiler *t, const pto_node *n, const pto_flash *f,
       }
       O = O2;
     }
-    const uint32_t Y = new_val(t, PTO_F32, tq, (uint32_t)Dv, pos.nr, Dv),
-                   L = new_val(t, PTO_F32, tq, 1, pos.nr, 1);
-    in = emit(t, PTO_OP_TSOFTMAXFINAL);
-    in->src[0] = O;
-    in->src[1] = state;
-    in->dst[0] = Y;
-    in->dst[1] = L;
+    uint32_t L; /* the log-sum-exp: nothing reads it */
+    const uint32_t Y =
+        smonline_final(t, O, state, tq, (uint32_t)Dv, pos.nr, Dv, &L);
     g = window(&out, &pos);
     store(t, Y, &g);
     unit_end(t);
