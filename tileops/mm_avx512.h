@@ -1,6 +1,7 @@
 /* tileops/mm_avx512.h (internal): the avx512 matmul engine, overrides of
- * TMATMUL and TMATMUL_ACC (and of TLOAD for packed operands, through the
- * shared packer) and of the gathered-row matmuls (tileops/mm_gather.h),
+ * TMATMUL and TMATMUL_ACC (and of TLOAD for packed operands, through
+ * tileops/pack_lanes.h's transposes or the shared packer) and of the
+ * gathered-row matmuls (tileops/mm_gather.h),
  * installed by mm_install. Included by tileops/mm_avx512.c (the avx512
  * table) and tileops/mm_avx512bf16.c (the avx512bf16 table, which adds its
  * bf16 kernels through mm_gather.h's hooks), the only files compiled with
@@ -46,7 +47,9 @@
 #define MM_RELU(x) _mm512_max_ps(_mm512_setzero_ps(), x)
 #define MM_AND(a, b) _mm512_and_ps(a, b)
 #define MM_HSUM(x) _mm512_reduce_add_ps(x) /* the sum of the lanes */
+#define PACK_LANES pack_lanes
 #include "tileops/mm_loops.h"
+#include "tileops/pack_lanes.h"
 
 /* A 12x32 block of C in zmm registers c<i>a, c<i>b (row i's columns 0-15
  * and 16-31), for the kernels here and in tileops/mm_avx512bf16.c, over
@@ -90,23 +93,35 @@ kernel_12x32(uint32_t K, const float *restrict Ap, const float *restrict Bp,
   BLOCK_OPEN();
   pf_spread spread = pf_start(pf, npf, K);
   c_spread next = c_start(nc, ldc, nrows, ncols, K);
+  /* in branch-free stretches between the prefetches' steps: with both
+   * checks in every step, 2048^3 on one thread ran 3% slower (PTO /
+   * OpenBLAS 0.91-0.93 against 0.94-0.95 on a Xeon, 3 runs each) */
+  uint32_t k = 0;
+  for (;;) {
+    const uint32_t sp = pf_next(&spread, K), sc = c_next(&next, K),
+                   stop = sp < sc ? sp : sc;
 #pragma GCC unroll 4
-  for (uint32_t k = 0; k < K; k++) {
-    pf_due(&spread, k);
-    c_due(&next, k);
-    const __m512 b0 = _mm512_load_ps(Bp), b1 = _mm512_load_ps(Bp + 16);
-    /* the A panel 16 k steps (12 lines) ahead: from L2, in time */
-    _mm_prefetch((const char *)(Ap + 16 * MR), _MM_HINT_T0);
+    for (; k < stop; k++) {
+      const __m512 b0 = _mm512_load_ps(Bp), b1 = _mm512_load_ps(Bp + 16);
+      /* the A panel 16 k steps (12 lines) ahead: from L2, in time */
+      _mm_prefetch((const char *)(Ap + 16 * MR), _MM_HINT_T0);
 #define STEP(i)                                                                \
   {                                                                            \
     const __m512 ai = _mm512_set1_ps(Ap[i]);                                   \
     c##i##a = _mm512_fmadd_ps(ai, b0, c##i##a);                                \
     c##i##b = _mm512_fmadd_ps(ai, b1, c##i##b);                                \
   }
-    ROWS(STEP)
+      ROWS(STEP)
 #undef STEP
-    Ap += MR;
-    Bp += NR;
+      Ap += MR;
+      Bp += NR;
+    }
+    if (k >= K)
+      break;
+    if (sp == k)
+      pf_fire(&spread);
+    if (sc == k)
+      c_fire(&next);
   }
   c_rest(&next);
   BLOCK_CLOSE();

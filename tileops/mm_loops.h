@@ -141,6 +141,12 @@ static inline void c_due(c_spread *s, uint32_t k) {
     c_fire(s);
 }
 
+/* c_due's schedule for a kernel that runs its k loop in branch-free
+ * stretches (as pf_next): the step of the next line, or K. */
+static inline uint32_t c_next(const c_spread *s, uint32_t K) {
+  return s->left && s->due < K ? s->due : K;
+}
+
 static inline void c_rest(c_spread *s) {
   while (s->left)
     c_fire(s);
@@ -175,7 +181,7 @@ static void PACKED_NATIVE_BF16(const pto_targs *a, int acc);
  * +1-2% for the late start). Each of those blocks takes its share of the
  * lines, which the kernel spreads over its k loop (a burst would fill the
  * miss queues its own A panel needs). */
-#define PF_LATE 4 /* the plan runs over the last 1/PF_LATE of the blocks */
+#define PF_LATE 4  /* the plan runs over the last 1/PF_LATE of the blocks */
 #define PF_STEPS 4 /* k steps of the kernel per line it prefetches, at most */
 
 /* Where the plan ah starts in a pass of `blocks` kernel calls of `steps`
@@ -186,8 +192,8 @@ static void PACKED_NATIVE_BF16(const pto_targs *a, int acc);
  * streaming a wide B from DRAM, as decode steps run) and prefetching it
  * under the kernel only stalls the kernel on its miss buffers; the packer
  * streams it faster itself (16 x 24576 x 1536: 35 ms instead of 39-46). */
-static void pf_window(pto_pf *ah, int64_t blocks, uint32_t steps,
-                      int64_t *late, int64_t *share) {
+static void pf_window(pto_pf *ah, int64_t blocks, uint32_t steps, int64_t *late,
+                      int64_t *share) {
   const int64_t n = (blocks + PF_LATE - 1) / PF_LATE; /* prefetching blocks */
   if (ah->lines > n * (int64_t)(steps / PF_STEPS))
     ah->lines = 0;
@@ -397,7 +403,9 @@ static void matmul_wsum_packed(const pto_targs *a) {
   if (a->flags & PTO_TF_CAUSAL) /* -inf where n > r + s */
     for (uint32_t r = 0; r < R; r++) {
       const double first = (double)r + a->s + 1;
-      for (uint32_t j = first < 0 ? 0 : first > N ? N : (uint32_t)first;
+      for (uint32_t j = first < 0   ? 0
+                        : first > N ? N
+                                    : (uint32_t)first;
            j < N; j++)
         Dd[r * ldd + j] = -INFINITY;
     }
@@ -452,8 +460,8 @@ static int pack_b_rows(const pto_targs *a) {
   for (uint32_t k0 = 0; k0 < K; k0 += PACK_B_GROUP) {
     const uint32_t n = K - k0 < PACK_B_GROUP ? K - k0 : PACK_B_GROUP;
     const float *s0 = base + k0 * ks;
-    for (uint32_t k = k0 + PACK_B_AHEAD; PACK_B_AHEAD && k < K &&
-                                         k < k0 + PACK_B_AHEAD + n;
+    for (uint32_t k = k0 + PACK_B_AHEAD;
+         PACK_B_AHEAD && k < K && k < k0 + PACK_B_AHEAD + n;
          k++) /* rows are far apart: fetch a few ahead, line by line */
       for (uint32_t b = 0; b < P; b += 16)
         _mm_prefetch((const char *)(base + k * ks + b), _MM_HINT_T0);
