@@ -94,8 +94,9 @@ enum {
   /* TSTORE: accumulate into global; TSOFTMAXONLINE: continue the state
    * in src2 */
   PTO_TF_ACC = 1u << 0,
-  PTO_TF_STRICT = 1u << 1,  /* TGATHER: out-of-range index is an error */
-  PTO_TF_TRANS_A = 1u << 2, /* TMATMUL*: src0 stored transposed */
+  PTO_TF_STRICT = 1u << 1, /* TGATHER: out-of-range index is an error */
+  /* TMATMUL*, TSOFTMAXONLINE, TTRIFILL: src0 stored transposed */
+  PTO_TF_TRANS_A = 1u << 2,
   PTO_TF_TRANS_B = 1u << 3, /* TMATMUL*: src1 stored transposed */
   PTO_TF_RELU = 1u << 4,    /* TMOV: fused ReLU */
   PTO_TF_STREAM = 1u << 5,  /* TSTORE: nothing reads g soon: a table may

@@ -117,11 +117,14 @@ static uint64_t f32_bytes(uint64_t rows, uint64_t cols) {
   return rows * round_up(cols, ROW_ALIGN) * F32;
 }
 
-/* Key blocks tried, largest first: a block's scores are one matmul's
- * output and one online-softmax step. Measured on Zen 3 (H=8, S=2048,
- * D=128, causal, 126 query rows): 128 keys run 4 % faster than 256 and
- * 15 % faster than 512, the diagonal's blocks computing fewer hidden
- * scores and the step's rows staying in L1. */
+/* Key blocks tried, largest first, each rounded up to whole A panels (the
+ * keys are the rows of the transposed scores, S^T = K Q^T): a block's
+ * scores are one matmul's output and one online-softmax step. Measured on
+ * Zen 3 (H=8, S=2048, D=128, causal, 126 query rows, scores not yet
+ * transposed): 128 keys ran 4 % faster than 256 and 15 % faster than
+ * 512, the diagonal's blocks computing fewer hidden scores and the step's
+ * rows staying in L1; on a Xeon (avx512, 12-row panels, 128 query rows)
+ * 132 keys 36-38 ms, 120 keys 40, 264 keys 42. */
 static const uint32_t flash_kb[] = {128, 64, 32, 16};
 
 pto_status pto__flash_tile(const pto_machine *mach, int64_t batch, int64_t M,
@@ -132,24 +135,26 @@ pto_status pto__flash_tile(const pto_machine *mach, int64_t batch, int64_t M,
     return PTO_EINVAL;
   const uint64_t l0a = mach->mem[PTO_MEM_L0A], l0b = mach->mem[PTO_MEM_L0B],
                  l0c = mach->mem[PTO_MEM_L0C];
-  /* query rows: whole panels, as many as leave four blocks a worker to
-   * balance the causal blocks' unequal work, at most 128 (past it the
-   * scores' block outgrows the caches the step reads them from) */
-  uint64_t tq = round_up(div_up((uint64_t)M * (uint64_t)batch,
-                                4ull * workers),
-                         mr);
-  const uint64_t most = 128 >= mr ? 128 / mr * mr : mr;
-  tq = min_u64(min_u64(tq, most), round_up((uint64_t)M, mr));
-  for (; tq >= 1; tq = tq > mr ? tq - mr : 0) {
+  /* query rows: whole B panels of Q^T, as many as leave four blocks a
+   * worker to balance the causal blocks' unequal work, at most 128 (past
+   * it the scores' block outgrows the caches the step reads them from; on
+   * a Xeon 160 rows ran 13 % slower than 128, 64 rows 14 %) */
+  uint64_t tq =
+      round_up(div_up((uint64_t)M * (uint64_t)batch, 4ull * workers), nr);
+  const uint64_t most = 128 >= nr ? 128 / nr * nr : nr;
+  tq = min_u64(min_u64(tq, most), round_up((uint64_t)M, nr));
+  for (; tq >= 1; tq = tq > nr ? tq - nr : 0) {
     for (size_t i = 0; i < sizeof flash_kb / sizeof *flash_kb; i++) {
-      const uint64_t kb = min_u64(flash_kb[i], (uint64_t)N);
-      const uint64_t kbp = round_up(kb, nr), tqp = round_up(tq, mr);
-      /* L0A: Q and the packed P; L0B: a block of K^T and one of V;
-       * L0C: the scores and the output */
-      if (f32_bytes(tqp, (uint64_t)D) + f32_bytes(tqp, kb) <= l0a &&
-          f32_bytes((uint64_t)D, kbp) + f32_bytes(kb, round_up(Dv, nr)) <=
+      const uint64_t kb = min_u64(round_up(flash_kb[i], mr), (uint64_t)N);
+      /* L0A: a block of K and the packed P; L0B: Q^T and a block of V;
+       * L0C: the scores (transposed) and the output */
+      if (f32_bytes(round_up(kb, mr), (uint64_t)D) +
+                  f32_bytes(round_up(tq, mr), kb) <=
+              l0a &&
+          f32_bytes((uint64_t)D, round_up(tq, nr)) +
+                  f32_bytes(kb, round_up(Dv, nr)) <=
               l0b &&
-          f32_bytes(tq, kb) + f32_bytes(tq, (uint64_t)Dv) <= l0c) {
+          f32_bytes(kb, tq) + f32_bytes(tq, (uint64_t)Dv) <= l0c) {
         tile->vec_rows = tile->vec_cols = 0;
         tile->cube_m = (uint32_t)min_u64(tq, (uint64_t)M);
         tile->cube_n = (uint32_t)Dv;
@@ -157,7 +162,7 @@ pto_status pto__flash_tile(const pto_machine *mach, int64_t batch, int64_t M,
         return PTO_OK;
       }
     }
-    if (tq <= mr)
+    if (tq <= nr)
       break;
   }
   return PTO_ECAPACITY;

@@ -32,9 +32,10 @@ pto_status pto__matmul_tile(const pto_machine *mach, int64_t batch, int64_t M,
  * (the second matmul's K), cube_n the Dv output columns; for `batch`
  * planes of M queries and N keys, D the queries' and Dv the values'
  * width. The rows give every worker about four tasks (a causal mask
- * makes the blocks' work unequal) in whole mr panels, at most 128; the
- * key block is the largest of 128, 64, ... whose Q, K and V blocks, P,
- * the scores and the output fit L0A, L0B and L0C. PTO_EINVAL for a bad
+ * makes the blocks' work unequal) in whole nr panels (the columns of the
+ * transposed scores), at most 128; the key block is the largest of 128,
+ * 64, ... rounded up to whole mr panels whose Q, K and V blocks, P, the
+ * scores and the output fit L0A, L0B and L0C. PTO_EINVAL for a bad
  * argument, PTO_ECAPACITY when nothing fits. */
 pto_status pto__flash_tile(const pto_machine *mach, int64_t batch, int64_t M,
                            int64_t N, int64_t D, int64_t Dv, uint32_t workers,

@@ -271,35 +271,39 @@ void drive_fill(int op, const oracle_case *oc) {
 }
 
 /* TTRIFILL: src0 on and below the diagonal c <= r + imm[0], s above (in
- * place too: dst may be src0). */
+ * place too: dst may be src0); with PTO_TF_TRANS_A the transposed mask,
+ * src0 where r <= c + imm[0]. */
 void drive_trifill(int op, const oracle_case *oc) {
   (void)oc;
   static const double ss[] = {-INFINITY, 2.5, NAN, -0.0};
   static const int32_t imms[] = {0, 5, -7, 2, -40, INT32_MAX, INT32_MIN};
   for (int si = 0; si < (int)N_SHAPES; si++)
     for (int k = 0; k < 7; k++)
-      for (int in_place = 0; in_place < 2; in_place++) {
+      for (int mode = 0; mode < 4; mode++) {
+        const int in_place = mode & 1, trans = mode >> 1;
         const shape *s = &shapes[si];
-        rng r = rng_seed(seed_of(op, in_place, si, k));
-        pto_tile *x = src_new(&r, PTO_F32, s->rows, s->cols, s->vr, s->vc,
-                              G_F32);
+        rng r = rng_seed(seed_of(op, mode, si, k));
+        pto_tile *x =
+            src_new(&r, PTO_F32, s->rows, s->cols, s->vr, s->vc, G_F32);
         pto_tile *d =
             in_place ? x : dst_new(PTO_F32, s->rows, s->cols, s->vr, s->vc);
         pto_tile *want = tile_clone(d);
         for (uint32_t i = 0; i < s->vr; i++)
-          for (uint32_t j = 0; j < s->vc; j++)
+          for (uint32_t j = 0; j < s->vc; j++) {
+            const int64_t row = trans ? j : i, col = trans ? i : j;
             setf(want, i, j,
-                 (int64_t)j <= (int64_t)i + imms[k] ? getf(x, i, j)
-                                                    : (float)ss[k % 4]);
+                 col <= row + imms[k] ? getf(x, i, j) : (float)ss[k % 4]);
+          }
         char what[64];
-        snprintf(what, sizeof what, "s=%g imm=%d%s", ss[k % 4], (int)imms[k],
-                 in_place ? " in place" : "");
+        snprintf(what, sizeof what, "s=%g imm=%d%s%s", ss[k % 4], (int)imms[k],
+                 in_place ? " in place" : "", trans ? " transposed" : "");
         const char *ctx = ctx_of(op, what, PTO_F32, s);
         pto_targs a = {0};
         a.dst[0] = d;
         a.src[0] = x;
         a.s = ss[k % 4];
         a.imm[0] = imms[k];
+        a.flags = trans ? PTO_TF_TRANS_A : 0;
         run_ok(op, &a, ctx);
         expect_tile(ctx, d, want, NULL, NULL);
       }
@@ -435,7 +439,8 @@ void drive_rowexpsum(int op, const oracle_case *oc) {
   for (int si = 0; si < (int)N_SHAPES; si++) {
     const shape *s = &shapes[si];
     rng r = rng_seed(seed_of(op, 0, si, 0));
-    pto_tile *x = src_new(&r, PTO_F32, s->rows, s->cols, s->vr, s->vc, oc->gen0);
+    pto_tile *x =
+        src_new(&r, PTO_F32, s->rows, s->cols, s->vr, s->vc, oc->gen0);
     pto_tile *v = src_new(&r, PTO_F32, s->rows, 1, s->vr, 1, oc->gen1);
     pto_tile *d = dst_new(PTO_F32, s->rows, s->cols, s->vr, s->vc);
     pto_tile *sum = dst_new(PTO_F32, s->rows, 1, s->vr, 1);

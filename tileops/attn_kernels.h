@@ -1,5 +1,6 @@
 /* tileops/attn_kernels.h (internal): the SIMD versions of the online
- * softmax's instructions (TSOFTMAXONLINE, TSOFTMAXFINAL; core/isa.def),
+ * softmax's instructions (TSOFTMAXONLINE, TSOFTMAXFINAL; core/isa.def) and
+ * of the causal mask before them (TTRIFILL),
  * over tileops/vec_kernels.h's primitives and its vf_exp. Included by
  * tileops/vec_avx2.c and tileops/vec_avx512.c right after vec_kernels.h;
  * attn_install() overrides their entries. Same values as the reference but
@@ -137,7 +138,7 @@ static int vec_TSOFTMAXONLINE(int op, const pto_targs *a) {
   {                                                                            \
     const vf x = vf_blend(vi_eq(ldi(ok + (c), n), vi_set(0)),                  \
                           vf_mul(ldf(sr + (c), n), scale), ninf);              \
-    vmx = vf_maxr(vmx, x); /* lanes past n load ok = 0: -inf */               \
+    vmx = vf_maxr(vmx, x); /* lanes past n load ok = 0: -inf */                \
   }
     FOR_COLS(N, MAX_STEP);
 #undef MAX_STEP
@@ -202,9 +203,42 @@ static int vec_TSOFTMAXFINAL(int op, const pto_targs *a) {
   return PTO_OK;
 }
 
+/* TTRIFILL: per row, src0 where the column is on the kept side of the
+ * diagonal's column t, s elsewhere, as a blend against an iota (in place
+ * too: each vector is read before it is written). */
+static int vec_TTRIFILL(int op, const pto_targs *a) {
+  (void)op;
+  pto_tile *d = a->dst[0];
+  const pto_tile *x = a->src[0];
+  const int trans = (a->flags & PTO_TF_TRANS_A) != 0;
+  const vi iota = vi_iota();
+  const vf fill = vf_set((float)a->s);
+  const int64_t vc = d->valid_cols;
+  for (uint32_t r = 0; r < d->valid_rows; r++) {
+    const float *xp = row_of(x, r);
+    float *dp = row_of(d, r);
+    /* kept: c <= t (t = r + imm), or transposed c > t (t = r - imm - 1,
+     * as r <= c + imm); t clamped to [-1, vc] */
+    int64_t t = trans ? (int64_t)r - a->imm[0] - 1 : (int64_t)r + a->imm[0];
+    t = t < -1 ? -1 : t > vc ? vc : t;
+    const vi tv = vi_set((int32_t)t);
+#define STEP(c, n)                                                             \
+  {                                                                            \
+    const vb past = vi_gt(vi_add(iota, vi_set((int32_t)(c))), tv);             \
+    const vf v = ldf(xp + (c), n);                                             \
+    stf(dp + (c), trans ? vf_blend(past, fill, v) : vf_blend(past, v, fill),   \
+        n);                                                                    \
+  }
+    FOR_COLS(d->valid_cols, STEP);
+#undef STEP
+  }
+  return PTO_OK;
+}
+
 static void attn_install(pto_isa_table *t) {
   t->fn[PTO_OP_TSOFTMAXONLINE] = vec_TSOFTMAXONLINE;
   t->fn[PTO_OP_TSOFTMAXFINAL] = vec_TSOFTMAXFINAL;
+  t->fn[PTO_OP_TTRIFILL] = vec_TTRIFILL;
 }
 
 #endif /* PTO_TILEOPS_ATTN_KERNELS_H */

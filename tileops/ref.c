@@ -549,9 +549,12 @@ static int ref_TTRIFILL(int op, const pto_targs *a) {
   pto_tile *d = a->dst[0];
   const pto_tile *x = a->src[0];
   const float fill = (float)a->s;
+  const int trans = (a->flags & PTO_TF_TRANS_A) != 0;
   for (uint32_t r = 0; r < d->valid_rows; r++)
-    for (uint32_t c = 0; c < d->valid_cols; c++)
-      stf(d, r, c, (int64_t)c <= (int64_t)r + a->imm[0] ? ldf(x, r, c) : fill);
+    for (uint32_t c = 0; c < d->valid_cols; c++) {
+      const int64_t i = trans ? c : r, j = trans ? r : c; /* row, col */
+      stf(d, r, c, j <= i + a->imm[0] ? ldf(x, r, c) : fill);
+    }
   return PTO_OK;
 }
 
