@@ -53,18 +53,29 @@ int bench_sim_open(const bench_opts *o, const char *cmd, const char *spec,
     char why[768];
     if (!access(path, R_OK)) {
       if (pto_profile_load_file(path, &host)) {
-        fprintf(stderr, "pto-bench %s: --simulate %s: %s (pto-bench "
-                        "calibrate writes it afresh)\n",
+        fprintf(stderr,
+                "pto-bench %s: --simulate %s: %s (pto-bench "
+                "calibrate writes it afresh)\n",
                 cmd, spec, pto_last_error());
         return -1;
       }
-      /* one written by hand is the user's: used as it is */
-      if (!pto_profile_is_this_host(host, why, sizeof why)) {
+      /* one written by hand is the user's: used as it is; one calibrated
+       * here on fewer workers than this run's lacks what they share */
+      const pto_machine *pm = pto_profile_machine(host);
+      const int own = pto_profile_is_this_host(host, why, sizeof why);
+      const int few =
+          own == 1 && pm && pm->workers[PTO_CORE_CUBE] < (uint32_t)threads;
+      if (few)
+        snprintf(why, sizeof why,
+                 "calibrated with %u workers, this run has %d (their shared "
+                 "bandwidth is not in it)",
+                 pm->workers[PTO_CORE_CUBE], threads);
+      if (!own || few) {
         char prev[sizeof path + 8];
         snprintf(prev, sizeof prev, "%s.prev", path);
         const int kept = !rename(path, prev);
-        bench_progress(o, "%s: %s: %s: calibrating this host again%s%s%s",
-                       cmd, path, why, kept ? " (the old profile kept as " : "",
+        bench_progress(o, "%s: %s: %s: calibrating this host again%s%s%s", cmd,
+                       path, why, kept ? " (the old profile kept as " : "",
                        kept ? prev : "", kept ? ")" : "");
         pto_profile_free(host);
         host = NULL;
@@ -76,7 +87,13 @@ int bench_sim_open(const bench_opts *o, const char *cmd, const char *spec,
                      cmd, path);
     }
     if (!host) {
-      if (bench_calibrate(o, threads, o->quick ? 1 : 4, "host", &host))
+      /* on every core, whatever this run's workers: the memory system's
+       * shared bandwidth is the machine's, and a profile of fewer workers
+       * would be calibrated again by the next run with more (a 1-worker
+       * profile put softmax on 2 workers at +132% on a Xeon) */
+      const long online = sysconf(_SC_NPROCESSORS_ONLN);
+      const int every = online > threads ? (int)online : threads;
+      if (bench_calibrate(o, every, o->quick ? 1 : 4, "host", &host))
         return -1;
       char *text = pto_profile_to_json(host);
       bench_make_dirs(path);
@@ -169,8 +186,9 @@ int bench_sim_case(const char *cmd, const bench_sim *s, const pto_executable *e,
     pto_status st = p ? pto_compile(p, c, &own) : PTO_EINVAL;
     pto_config_free(c);
     if (st) {
-      fprintf(stderr, "pto-bench %s: --simulate %s: compile for machine "
-                      "'%s': %s\n",
+      fprintf(stderr,
+              "pto-bench %s: --simulate %s: compile for machine "
+              "'%s': %s\n",
               cmd, s->spec, bench_sim_machine(s)->name,
               p ? pto_program_error(p) : "no program");
       return -1;
@@ -197,8 +215,8 @@ void bench_sim_case_of(const bench_sim *s, const char *cmd,
                        const pto_config *cfg, double *ms) {
   char path[4096];
   const char *trace = NULL;
-  if (trace_path &&
-      !bench_case_path(path, sizeof path - 16, trace_path, preset, several, 0)) {
+  if (trace_path && !bench_case_path(path, sizeof path - 16, trace_path, preset,
+                                     several, 0)) {
     strcat(path, ".sim.json");
     trace = path;
   }
@@ -212,16 +230,17 @@ void bench_sim_case_of(const bench_sim *s, const char *cmd,
 void bench_sim_report(FILE *f, json_t *j, const bench_sim *s, double sim_ms,
                       double measured_ms) {
   if (measured_ms > 0)
-    fprintf(f, "  simulated on %s: %.3f ms (measured %.3f ms: simulated / "
-               "measured %.3f)\n",
+    fprintf(f,
+            "  simulated on %s: %.3f ms (measured %.3f ms: simulated / "
+            "measured %.3f)\n",
             s->name, sim_ms, measured_ms, sim_ms / measured_ms);
   else
     fprintf(f, "  simulated on %s: %.3f ms\n", s->name, sim_ms);
   if (j) {
     json_object_set_new(j, "sim_ms", json_real(sim_ms));
     json_object_set_new(j, "sim_machine", json_string(s->name));
-    json_object_set_new(j, "sim_ratio", measured_ms > 0
-                                            ? json_real(sim_ms / measured_ms)
-                                            : json_null());
+    json_object_set_new(j, "sim_ratio",
+                        measured_ms > 0 ? json_real(sim_ms / measured_ms)
+                                        : json_null());
   }
 }
