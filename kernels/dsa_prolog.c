@@ -17,8 +17,6 @@ typedef struct stage {
   pto_program *p;
   pto_tile_shape tile; /* the params' tile for the stage, or zeros */
   int given;
-  pto_machine host;
-  int have_host;
 } stage;
 
 static void stage_init(stage *st, pto_program *p, const pto_tile_shape *t) {
@@ -26,43 +24,35 @@ static void stage_init(stage *st, pto_program *p, const pto_tile_shape *t) {
   st->p = p;
   st->tile = *t;
   st->given = t->vec_rows || t->vec_cols || t->cube_m || t->cube_n || t->cube_k;
-  st->have_host = pto_machine_host(&st->host) == PTO_OK;
   if (!st->given)
     st->tile = pto_tile_shape_default();
 }
 
-/* a [..,M,K] x b [..,K,N] under the stage's cube tile, or pto_gemm_tile's
- * for M x N x K on the host when the stage has none, spread over the
- * workers the batch (a's leading dims) leaves without a matmul of their
- * own: the 128 heads of the absorption through w_uk already give every
- * worker tens of tasks, and cutting each head's 512 x 512 x 128 for all
- * of them made 512 tasks of 237 us at prefill, 43% of them in TLOAD and
- * TSTORE (each head's operands packed twice). */
+/* a [..,M,K] x b [..,K,N] under the stage's cube tile, or, when the
+ * stage has none, the one the compiler chooses for the machine it
+ * compiles for (core/tile_choose.c: it spreads the batch, a's leading
+ * dims, over the workers before it cuts each matmul, so the 128 heads of
+ * the absorption through w_uk are not cut again into 512 tasks of 237 us
+ * at prefill, 43% of them in TLOAD and TSTORE). A tile chosen here for
+ * the host did not fit another machine: --simulate ascend failed to
+ * compile the q_down matmul (16x384x256 needs 384 KiB of L0B, it has 64). */
 static pto_tensor *mm(stage *st, const char *label, pto_tensor *a,
                       pto_tensor *b) {
-  pto_tile_shape t = st->tile;
-  const int64_t M = pto_tensor_dim(a, -2), K = pto_tensor_dim(a, -1),
-                N = pto_tensor_dim(b, -1);
-  int64_t batch = 1;
-  for (int i = 0; i + 2 < pto_tensor_ndim(a); i++)
-    batch *= pto_tensor_dim(a, i);
-  if (!st->given && st->have_host && M > 0 && N > 0 && K > 0 && batch > 0) {
-    const int64_t w = st->host.workers[PTO_CORE_CUBE];
-    pto_tile_shape g;
-    if (pto_gemm_tile(&st->host, M, N, K,
-                      (uint32_t)(batch >= w ? 1 : (w + batch - 1) / batch),
-                      &g) == PTO_OK) {
-      t.cube_m = g.cube_m;
-      t.cube_n = g.cube_n;
-      t.cube_k = g.cube_k;
-    }
-  }
-  pto_program_push_tile(st->p, &t);
   pto_program_push_label(st->p, label);
   pto_tensor *c = pto_matmul(st->p, a, b, 0);
   pto_program_pop_label(st->p);
-  pto_program_pop_tile(st->p);
   return c;
+}
+
+/* The stage's tile scope: the params' tile, or the default vector tile
+ * with the cube tile left to the compiler (mm above). */
+static void stage_push(stage *st) {
+  if (st->given) {
+    pto_program_push_tile(st->p, &st->tile);
+    return;
+  }
+  pto_program_push_tile(st->p, NULL);
+  pto_program_set_vec_tile(st->p, st->tile.vec_rows, st->tile.vec_cols);
 }
 
 /* t[..., b:e] along the last axis (a view). */
@@ -110,7 +100,7 @@ static void mla_prolog(pto_program *p, const pto_dsa_dims *d, int64_t T,
   const int64_t H = d->h, N = d->nope, R = d->rope, L = d->latent;
   stage st;
   stage_init(&st, p, &prm->mla_prolog);
-  pto_program_push_tile(p, &st.tile);
+  stage_push(&st);
   pto_program_push_label(p, "mla_prolog");
   pto_tensor *xq = mm(&st, "q_down", in[PTO_DSA_X], in[PTO_DSA_W_DQ]);
   pto_program_push_label(p, "q_norm");
@@ -154,7 +144,7 @@ static void indexer_prolog(pto_program *p, const pto_dsa_dims *d, int64_t T,
   const int64_t R = d->rope, HI = d->hi, DI = d->di;
   stage st;
   stage_init(&st, p, &prm->indexer_prolog);
-  pto_program_push_tile(p, &st.tile);
+  stage_push(&st);
   pto_program_push_label(p, "indexer_prolog");
   pto_tensor *qi = pto_reshape(p, mm(&st, "q_up", c_q, in[PTO_DSA_W_QB]), 3,
                                (const int64_t[]){T, HI, DI});
