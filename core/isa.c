@@ -149,6 +149,19 @@ static uint64_t wsg_scratch(const pto_insn_shape *s) {
   return (G > PTO_WSG_WEIGHTS ? up(4 * G, 64) : 0) +
          (widen && K > PTO_WIDEN_K_STACK ? 4 * (uint64_t)s->mr * K : 0);
 }
+/* TMATMUL, TMATMUL_ACC: the operands the plan did not pack (a tile an
+ * instruction computed, which no TLOAD packed), packed by the kernel in
+ * f32: A in panels of mr rows, B in panels of at most PTO_MM_PANEL_MAX
+ * cols (mm_pack_scratch, tileops/mm_loops.h, lays them out so). */
+static uint64_t mm_scratch(const pto_insn_shape *s) {
+  uint64_t M, N, K, b = 0;
+  mm_plain(s, &M, &N, &K);
+  if (!(s->flags & PTO_TF_PACK_A) && s->mr)
+    b += up(4 * up(M, s->mr) * up(K, 16), 64);
+  if (!(s->flags & PTO_TF_PACK_B))
+    b += up(4 * K * up(N, PTO_MM_PANEL_MAX), 64);
+  return b;
+}
 /* TTOPK: keeping more than PTO_TOPK_BUF of a row, the radix sort's second
  * buffer of (key, column) pairs (past PTO_TOPK_MSD_MAX a heap sort needs
  * none). */
@@ -288,7 +301,8 @@ const pto_insn_facts pto__class_table[PTO_CLASS_COUNT] = {
     [PTO_CLASS_MATMUL] = {.src = {OL(MM_A, L0A, MM), OL(MM_B, L0B, MM)},
                           .dst = {OL(MM_C, L0C, F32)},
                           .native = 1u << 0 | 1u << 1,
-                          .flops = mm_flops},
+                          .flops = mm_flops,
+                          .scratch = mm_scratch},
     /* its accumulator: the tile graph's src2 (the planner removes it) */
     [PTO_CLASS_MATMUL_ACC] = {.src = {OL(MM_A, L0A, MM), OL(MM_B, L0B, MM),
                                       O(ROWVEC, F32)},
@@ -296,7 +310,8 @@ const pto_insn_facts pto__class_table[PTO_CLASS_COUNT] = {
                               .native = 1u << 0 | 1u << 1,
                               .src_if = PTO_TF_ROWSCALE,
                               .acc_if = PTO_ACC_ALWAYS,
-                              .flops = mm_flops},
+                              .flops = mm_flops,
+                              .scratch = mm_scratch},
     [PTO_CLASS_MATMUL_WSUM] = {.src = {OL(MM_A, L0A, MM), OL(MM_B, L0B, MM),
                                        O(ROWVEC, F32)},
                                .dst = {OL(MM_C, L0C, F32)},

@@ -1175,6 +1175,49 @@ Test(tileops, scratch_tmatmul_gb, .fini = free_all) {
   }
 }
 
+/* TMATMUL and TMATMUL_ACC on operands the plan left unpacked (tiles a
+ * tile program computed): packed by the kernel into the scratch the table
+ * declares, plain or transposed, one operand packed already, with a row
+ * scale; the reference without it. */
+Test(tileops, scratch_tmatmul_unpacked, .fini = free_all) {
+  for (int k = 0; simd_table(k); k++) {
+    const pto_isa_table *T = simd_table(k);
+    for (int v = 0; v < 6; v++) {
+      rng r = rng_seed(90 + (uint64_t)v);
+      inst x = {0};
+      const uint32_t M = 2 * T->mm_mr + 3, N = T->mm_nr + 5, K = 37;
+      const int op = v >= 3 ? PTO_OP_TMATMUL_ACC : PTO_OP_TMATMUL;
+      const int ta = v == 1, tb = v == 2 || v == 5;
+      pto_targs a = {0};
+      if (v == 4) { /* A packed by its load, B computed */
+        a.src[0] = packed(&x, &r, PTO_F32, M, K, 1, T->mm_mr);
+        a.flags |= PTO_TF_PACK_A;
+        a.imm[0] = (int32_t)T->mm_mr;
+      } else {
+        a.src[0] = ta ? src(&x, &r, PTO_F32, K, M, G_MM)
+                      : src(&x, &r, PTO_F32, M, K, G_MM);
+      }
+      a.src[1] = tb ? src(&x, &r, PTO_F32, N, K, G_MM)
+                    : src(&x, &r, PTO_F32, K, N, G_MM);
+      a.dst[0] = dst(&x, &r, PTO_F32, M, N);
+      for (uint32_t i = 0; i < M; i++)
+        for (uint32_t j = 0; j < N; j++)
+          setf(a.dst[0], i, j, (float)uniform(&r, -2, 2));
+      if (v == 5) { /* the online softmax's rescale */
+        a.src[2] = src(&x, &r, PTO_F32, M, 1, G_MM);
+        a.flags |= PTO_TF_ROWSCALE;
+      }
+      a.flags |= (ta ? PTO_TF_TRANS_A : 0) | (tb ? PTO_TF_TRANS_B : 0);
+      char what[96];
+      snprintf(what, sizeof what, "%s M=%u N=%u K=%u%s%s%s%s",
+               pto__insn_name(op), M, N, K, ta ? " trans_a" : "",
+               tb ? " trans_b" : "", v == 4 ? " A packed" : "",
+               v == 5 ? " rowscale" : "");
+      scratch_run(T, op, &a, 1, 1e-4f, 1, what);
+    }
+  }
+}
+
 Test(tileops, scratch_tmatmul_ga, .fini = free_all) {
   for (int k = 0; simd_table(k); k++) {
     const pto_isa_table *T = simd_table(k);

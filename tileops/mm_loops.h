@@ -38,6 +38,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/prefetch.h"
 #include "tileops/tileops.h"
@@ -269,11 +270,81 @@ static packed_product product_for(const pto_targs *a) {
   return NULL;
 }
 
+static int mm_TLOAD(int op, const pto_targs *a);
+
+static uint64_t mm_up(uint64_t x, uint64_t m) {
+  return (x + m - 1) / m * m;
+}
+
+/* The product to run, on a, or on *b: a's operands that the plan did not
+ * pack (tiles the program computed, which no TLOAD packed) packed in f32
+ * at this file's panel widths into the scratch the plan gave it (the
+ * layout core/isa.c's mm_scratch sizes: A's panels, then B's), t the
+ * packed tiles. NULL: the reference's (no scratch, or not f32). */
+static packed_product product_packing(const pto_targs *a, pto_targs *b,
+                                      pto_tile t[2]) {
+  *b = *a;
+  packed_product run = product_for(a);
+  const int pa = (a->flags & PTO_TF_PACK_A) != 0,
+            pb = (a->flags & PTO_TF_PACK_B) != 0;
+  if (run || (pa && a->imm[0] != MR) || (pb && a->imm[1] != NR) ||
+      a->dst[0]->dtype != PTO_F32)
+    return run;
+  const pto_tile *A = a->src[0], *B = a->src[1];
+  const int ta = (a->flags & PTO_TF_TRANS_A) != 0,
+            tb = (a->flags & PTO_TF_TRANS_B) != 0;
+  const uint32_t M = a->dst[0]->valid_rows, N = a->dst[0]->valid_cols,
+                 K = ta ? A->valid_rows : A->valid_cols;
+  const size_t a_bytes =
+                   pa ? 0 : (size_t)mm_up(4 * mm_up(M, MR) * mm_up(K, 16), 64),
+               b_bytes = pb ? 0
+                            : (size_t)mm_up(4 * (uint64_t)K *
+                                                mm_up(N, PTO_MM_PANEL_MAX),
+                                            64);
+  char *s = pto__targs_scratch(a, 1, a_bytes + b_bytes);
+  if (!s)
+    return NULL;
+  for (int i = 0; i < 2; i++) {
+    if (i ? pb : pa)
+      continue;
+    const pto_tile *src = i ? B : A;
+    const int tr = i ? tb : ta;
+    t[i] = (pto_tile){.data = s + (i ? a_bytes : 0),
+                      .dtype = PTO_F32,
+                      .rows = i ? K : (uint32_t)mm_up(M, MR),
+                      .cols = i ? (uint32_t)mm_up(N, NR) : K,
+                      .stride = (uint32_t)(i ? mm_up(N, NR) : mm_up(K, 16)),
+                      .valid_rows = i ? K : M,
+                      .valid_cols = i ? N : K};
+    pto_targs l;
+    memset(&l, 0, sizeof l);
+    l.dst[0] = &t[i];
+    l.flags = i ? PTO_TF_PACK_B : PTO_TF_PACK_A;
+    l.imm[0] = i ? NR : MR;
+    l.g = (pto_gview){.base = src->data,
+                      .dtype = src->dtype,
+                      .rows = i ? K : M,
+                      .cols = i ? N : K,
+                      .row_stride = tr ? 1 : src->stride,
+                      .col_stride = tr ? src->stride : 1};
+    if (mm_TLOAD(PTO_OP_TLOAD, &l))
+      return NULL;
+    b->src[i] = &t[i];
+  }
+  b->flags = (a->flags & ~(uint32_t)(PTO_TF_TRANS_A | PTO_TF_TRANS_B)) |
+             PTO_TF_PACK_A | PTO_TF_PACK_B;
+  b->imm[0] = MR;
+  b->imm[1] = NR;
+  return product_for(b);
+}
+
 static int mm_TMATMUL(int op, const pto_targs *a) {
-  const packed_product run = product_for(a);
+  pto_targs b;
+  pto_tile t[2];
+  const packed_product run = product_packing(a, &b, t);
   if (!run)
     return pto__isa_ref(op, a);
-  run(a, 0);
+  run(&b, 0);
   return PTO_OK;
 }
 
@@ -295,12 +366,14 @@ static void scale_rows(const pto_targs *a) {
 }
 
 static int mm_TMATMUL_ACC(int op, const pto_targs *a) {
-  const packed_product run = product_for(a);
+  pto_targs b;
+  pto_tile t[2];
+  const packed_product run = product_packing(a, &b, t);
   if (!run)
     return pto__isa_ref(op, a);
   if (a->flags & PTO_TF_ROWSCALE)
     scale_rows(a);
-  run(a, 1);
+  run(&b, 1);
   return PTO_OK;
 }
 
