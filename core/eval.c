@@ -388,6 +388,7 @@ static const eval_fn eval_fns[PTO_TC_COUNT] = {
     [PTO_TC_CUSTOM] = pto__eval_custom,
     [PTO_TC_ATTENTION] = pto__eval_attention,
     [PTO_TC_ASSEMBLE] = eval_assemble,
+    [PTO_TC_TPROG] = pto__eval_tprog,
 };
 
 /* ---- the run ------------------------------------------------------------ */

@@ -147,5 +147,6 @@ pto_status pto__eval_topk(eval_ctx *e, const pto_node *n);
 pto_status pto__eval_gather(eval_ctx *e, const pto_node *n);
 pto_status pto__eval_custom(eval_ctx *e, const pto_node *n);
 pto_status pto__eval_attention(eval_ctx *e, const pto_node *n);
+pto_status pto__eval_tprog(eval_ctx *e, const pto_node *n);
 
 #endif /* PTO_CORE_EVAL_H */

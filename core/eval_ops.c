@@ -11,6 +11,7 @@
 
 #include "core/custom.h"
 #include "core/eval.h"
+#include "core/tprog.h"
 
 /* ---- matmul ------------------------------------------------------------- */
 
@@ -311,4 +312,32 @@ pto_status pto__eval_attention(eval_ctx *e, const pto_node *n) {
   free(sel);
   free(x);
   return PTO_OK;
+}
+
+/* A tile program: its instructions with the scalar reference, block by
+ * block (the evaluator the builder gave it, tileops/tprog.c). */
+pto_status pto__eval_tprog(eval_ctx *e, const pto_node *n) {
+  const pto_tprog_def *d = n->tprog;
+  pto_tp_view v[PTO_NODE_MAX_IN + PTO_NODE_MAX_OUT];
+  for (int a = 0; a < d->n_args; a++) {
+    const pto_tp_arg *g = &d->args[a];
+    const pto_tensor *t = g->is_out ? n->out[g->index] : n->in[g->index];
+    const int pad = 4 - t->ndim;
+    v[a].dtype = t->dtype;
+    v[a].base = g->is_out ? e->wr[t->id] : (void *)e->rd[t->root->id];
+    if (!g->is_out)
+      v[a].base = (char *)v[a].base +
+                  (size_t)t->offset * pto_dtype_size(t->dtype);
+    for (int x = 0; x < 4; x++) {
+      v[a].shape[x] = x < pad ? 1 : t->shape[x - pad];
+      v[a].stride[x] = x < pad ? 0 : t->stride[x - pad];
+    }
+    if (g->is_out) /* a result is dense from offset 0 */
+      pto__dense_strides(4, v[a].shape, v[a].stride);
+  }
+  char msg[256];
+  pto_status st = d->eval(d, v, msg, sizeof msg);
+  return st ? run_fail(e->p, "tile_program", n->label, st, "'%s': %s",
+                       d->name, msg)
+            : PTO_OK;
 }

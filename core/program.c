@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/build.h"
+#include "core/tprog.h"
 
 static const struct {
   const char *name;
@@ -398,6 +399,7 @@ pto_node *pto__new_node(pto_program *p, pto_top op, int n_in,
   case PTO_TC_TOPK:
   case PTO_TC_CONCAT:
   case PTO_TC_ATTENTION:
+  case PTO_TC_TPROG:
     return n;
   default:
     return pto__node_dims(p, n) ? n : NULL;
@@ -411,6 +413,8 @@ int pto__node_copy(pto_arena *a, pto_node *dst, const pto_node *src) {
       !(dst->in = pto__arena_alloc(a, (size_t)src->n_in * sizeof *dst->in, 8)))
     return -1;
   memcpy(dst->in, src->in, (size_t)src->n_in * sizeof *dst->in);
+  if (src->tprog && !(dst->tprog = pto__tprog_copy(a, src->tprog)))
+    return -1;
   if (src->offs) { /* ASSEMBLE: its begin, then its boxes */
     const size_t nd = (size_t)src->out[0]->ndim;
     size_t bytes = (nd + (src->ival > 0 ? (size_t)src->ival * 2 * nd : 0)) *

@@ -34,6 +34,7 @@ typedef enum pto_top_class {
   PTO_TC_CUSTOM,
   PTO_TC_ATTENTION,
   PTO_TC_ASSEMBLE,
+  PTO_TC_TPROG, /* a tile program (pto/tileprog.h, core/tprog.h) */
   PTO_TC_COUNT
 } pto_top_class;
 
@@ -150,6 +151,8 @@ struct pto_node {
   unsigned flags; /* PTO_MATMUL_TRANS_*, PTO_MATMUL_CAUSAL, PTO_GATHER_STRICT,
                      PTO_TOPK_MASKED; MATMUL with in[2] set accumulates */
   const char *label; /* arena-owned, "" when none */
+  /* TILE_PROGRAM: the program, arena-owned (core/tprog.h) */
+  const struct pto_tprog_def *tprog;
   /* scalar's terms on dynamic axes, applied at run time: a causal
    * diagonal's (MATMUL_RELU_WSUM with PTO_MATMUL_CAUSAL_END), a mean's
    * 1 / N (MULS) */

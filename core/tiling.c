@@ -572,6 +572,15 @@ pto_status pto__tile(pto_tgraph *tg, const pto_program *p,
       t.failed |= st != PTO_OK;
       break;
     }
+    case PTO_TC_TPROG: {
+      pto_status st = pto__tile_tprog(&t, n, ctx ? ctx->machine : NULL);
+      if (st) {
+        free(live);
+        free(flash);
+        return st;
+      }
+      break;
+    }
     default:
       tile_elementwise(&t, n, ts.vec_rows, ts.vec_cols);
       break;

@@ -77,7 +77,7 @@ enum { /* steps */
   X(SIGMOID, "sigmoid") X(SILU, "silu") X(GELU, "gelu") X(MEAN, "mean")        \
       X(VAR, "var") X(LAYER_NORM, "layer_norm") X(RMS_NORM, "rms_norm")        \
           X(MATMUL_MASKED, "matmul_masked") X(IOTA_AXIS, "iota_axis")          \
-              X(ASSEMBLE, "assemble")
+              X(ASSEMBLE, "assemble") X(TPROG, "tile_program")
 
 enum {
 #define RP__OPE(n, s) O_##n,
@@ -288,6 +288,8 @@ void nn_init(gen *g, uint64_t seed);
 void nn_step(gen *g);
 /* Outputs for the nn stream's leaves. */
 void nn_outputs(gen *g);
+/* A tile program (randprog_tprog.c, rp_tprog in randprog_inc.h). */
+int gen_tprog(gen *g);
 
 /* ---- dynamic dims (randprog_dims.c) -------------------------------------- */
 

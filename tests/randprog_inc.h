@@ -219,3 +219,117 @@ static int64_t rp_compare(const void *got, const void *want, pto_dtype dt,
   }
   return -1;
 }
+
+/* ---- tile programs (pto/tileprog.h) --------------------------------------
+ * A tile program on a 2-D tensor x [R, C] that spec chooses (rp_tp_decode):
+ * kind 0 maps each rb x cb block through 1-3 of adds, muls, maxs (by s),
+ * neg, abs; kind 1 sums, into block (i, j), blocks (i, 0..j) of its row of
+ * blocks (a loop whose trip is the block's index); kind 2 transposes (a
+ * transposed load), [C, R]; kind 3 is x x^T, [R, R], a TMATMUL then
+ * TMATMUL_ACC over the column blocks of the two row blocks. */
+typedef struct rp_tp {
+  int kind, n_ops, ops[3];
+  int64_t rb, cb;
+  double s[3];
+} rp_tp;
+
+/* One of the three largest divisors of n up to 64. */
+static int64_t rp_tp_divisor(int64_t n, uint64_t *s) {
+  int64_t d[3] = {1, 1, 1};
+  int k = 0;
+  for (int64_t x = n < 64 ? n : 64; x >= 1 && k < 3; x--)
+    if (n % x == 0)
+      d[k++] = x;
+  return d[rp_next(s) % (uint64_t)k];
+}
+
+static void rp_tp_decode(uint64_t spec, int64_t R, int64_t C, rp_tp *t) {
+  uint64_t s = spec;
+  t->kind = (int)(rp_next(&s) % 4);
+  t->rb = rp_tp_divisor(R, &s);
+  t->cb = rp_tp_divisor(C, &s);
+  t->n_ops = 1 + (int)(rp_next(&s) % 3);
+  for (int i = 0; i < 3; i++) {
+    t->ops[i] = (int)(rp_next(&s) % 5);
+    t->s[i] = ((double)(rp_next(&s) % 33) - 16) / 8;
+  }
+}
+
+#ifdef __GNUC__
+__attribute__((unused)) /* a printed program may have no tile program */
+#endif
+static pto_tensor *rp_tprog(pto_program *p, pto_tensor *x, uint64_t spec) {
+  if (!x)
+    return NULL;
+  const int64_t R = pto_tensor_dim(x, 0), C = pto_tensor_dim(x, 1);
+  rp_tp t;
+  rp_tp_decode(spec, R, C, &t);
+  const int64_t rb = t.rb, cb = t.cb, xs[2] = {R, C};
+  const int64_t os[2] = {t.kind == 2 ? C : R, t.kind == 2 ? R : t.kind == 3 ? R : C};
+  const int64_t grid[2] = {t.kind == 2 ? C / cb : R / rb,
+                           t.kind == 2 ? R / rb : t.kind == 3 ? R / rb : C / cb};
+  pto_tprog *tp = pto_tprog_new("rp", 2, grid);
+  const int in = pto_tprog_input(tp, "x", pto_tensor_dtype(x), 2, xs),
+            out = pto_tprog_output(tp, "y", PTO_F32, 2, os);
+  const int bi = pto_tprog_block(tp, 0), bj = pto_tprog_block(tp, 1);
+  const uint32_t ur = (uint32_t)rb, uc = (uint32_t)cb;
+  if (t.kind == 0 || t.kind == 1) {
+    const int a = pto_tprog_tile(tp, "a", PTO_MEM_UB, PTO_F32, ur, uc, 1),
+              b = pto_tprog_tile(tp, "b", PTO_MEM_UB, PTO_F32, ur, uc, 1);
+    const pto_tp_expr at[2] = {pto_tp_var(bi, rb), pto_tp_var(bj, cb)};
+    if (t.kind == 0) {
+      static const char *const names[] = {"TADDS", "TMULS", "TMAXS", "TNEG",
+                                          "TABS"};
+      pto_tprog_load(tp, a, in, at);
+      for (int i = 0; i < t.n_ops; i++) {
+        pto_tp_opargs o;
+        memset(&o, 0, sizeof o);
+        o.s = t.s[i];
+        pto_tprog_op(tp, names[t.ops[i]], 1, &a, 1, &a, &o);
+      }
+    } else {
+      const pto_tp_expr at0[2] = {pto_tp_var(bi, rb), pto_tp_const(0)};
+      pto_tprog_load(tp, a, in, at0);
+      const int j = pto_tprog_for(tp, pto_tp_var(bj, 1));
+      const pto_tp_expr atj[2] = {pto_tp_var(bi, rb), pto_tp_axpb(j, cb, cb)};
+      pto_tprog_load(tp, b, in, atj);
+      const int ab[2] = {a, b};
+      pto_tprog_op(tp, "TADD", 1, &a, 2, ab, NULL);
+      pto_tprog_end(tp);
+    }
+    pto_tprog_store(tp, a, out, at);
+  } else if (t.kind == 2) {
+    const int a = pto_tprog_tile(tp, "a", PTO_MEM_UB, PTO_F32, uc, ur, 1);
+    const pto_tp_expr from[2] = {pto_tp_var(bj, rb), pto_tp_var(bi, cb)},
+                      to[2] = {pto_tp_var(bi, cb), pto_tp_var(bj, rb)};
+    pto_tprog_load_t(tp, a, in, from, PTO_TP_TRANS);
+    pto_tprog_store(tp, a, out, to);
+  } else {
+    const int a = pto_tprog_tile(tp, "a", PTO_MEM_L0A, PTO_F32, ur, uc, 1),
+              b = pto_tprog_tile(tp, "b", PTO_MEM_L0B, PTO_F32, uc, ur, 1),
+              c = pto_tprog_tile(tp, "c", PTO_MEM_L0C, PTO_F32, ur, ur, 1);
+    const int ab[2] = {a, b};
+    pto_tprog_load(tp, a, in, (pto_tp_expr[]){pto_tp_var(bi, rb), pto_tp_const(0)});
+    pto_tprog_load_t(tp, b, in, (pto_tp_expr[]){pto_tp_var(bj, rb), pto_tp_const(0)},
+                     PTO_TP_TRANS);
+    pto_tprog_op(tp, "TMATMUL", 1, &c, 2, ab, NULL);
+    const int k = pto_tprog_for(tp, pto_tp_const(C / cb - 1));
+    pto_tprog_load(tp, a, in,
+                   (pto_tp_expr[]){pto_tp_var(bi, rb), pto_tp_axpb(k, cb, cb)});
+    pto_tprog_load_t(tp, b, in,
+                     (pto_tp_expr[]){pto_tp_var(bj, rb), pto_tp_axpb(k, cb, cb)},
+                     PTO_TP_TRANS);
+    pto_tprog_op(tp, "TMATMUL_ACC", 1, &c, 2, ab, NULL);
+    pto_tprog_end(tp);
+    pto_tprog_store(tp, c, out,
+                    (pto_tp_expr[]){pto_tp_var(bi, rb), pto_tp_var(bj, rb)});
+  }
+  pto_tensor *y = NULL;
+  if (pto_tprog_status(tp))
+    pto_program_fail(p, pto_tprog_status(tp), "rp_tprog", "%s",
+                     pto_tprog_error(tp));
+  else
+    pto_tile_program(p, tp, 1, &x, &y);
+  pto_tprog_free(tp);
+  return y;
+}

@@ -485,7 +485,7 @@ static int gen_concat_many(gen *g) {
 
 static void gen_one(gen *g) {
   const int special = g->c->special;
-  int k = (int)pick(g->r, special ? 3 : 7);
+  int k = (int)pick(g->r, special ? 3 : 8);
   switch (special ? (int[]){3, 4, 5}[k] : k) {
   case 0: gen_activation(g); break;
   case 1: gen_stat(g); break;
@@ -493,7 +493,8 @@ static void gen_one(gen *g) {
   case 3: gen_iota_axis(g); break;
   case 4: gen_assemble(g); break;
   case 5: gen_concat_many(g); break;
-  default: gen_masked(g); break;
+  case 6: gen_masked(g); break;
+  default: gen_tprog(g); break;
   }
 }
 

@@ -281,6 +281,13 @@ void emit_program(const rp_case *c, pto_program *p, pto_tensor **T, FILE *o) {
         r = pto_iota_axis(p, s->dt, s->nd, dshape(s, codes, sh), s->a0,
                           s->ival);
       break;
+    case O_TPROG:
+      if (o)
+        fprintf(o, "rp_tprog(p, t[%d], UINT64_C(%" PRIu64 "));\n", in[0],
+                (uint64_t)s->ival);
+      else
+        r = rp_tprog(p, T[in[0]], (uint64_t)s->ival);
+      break;
     case O_ASSEMBLE:
       if (o) {
         fprintf(o, "pto_assemble(p, t[%d], t[%d], ", in[0], in[1]);

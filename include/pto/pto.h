@@ -17,6 +17,7 @@
 #include "pto/softmax.h"
 #include "pto/status.h"
 #include "pto/tileop.h"
+#include "pto/tileprog.h"
 #include "pto/types.h"
 
 #define PTO_VERSION_MAJOR 0

@@ -1,0 +1,381 @@
+/* Tile programs (pto/tileprog.h): blocks of tile instructions written by
+ * hand run as tasks beside the compiler's, give the plain-C answer and the
+ * evaluator's serially and on 1-3 workers, mix with tensor ops, and are
+ * refused with messages naming the program, the instruction and the sizes
+ * when they are wrong. */
+#include "tests/partitioner_test.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define D2(a, b) ((const int64_t[]){a, b})
+
+static float *filled(size_t n, uint32_t seed) {
+  float *x = malloc(n * sizeof *x);
+  cr_assert_not_null(x);
+  for (size_t i = 0; i < n; i++) {
+    seed = seed * 1664525u + 1013904223u;
+    x[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+  }
+  return x;
+}
+
+static pto_tp_expr c0(void) { return pto_tp_const(0); }
+
+/* Row softmax of [M, N], rb rows a block. */
+static pto_tprog *softmax_tprog(int64_t M, int64_t N, uint32_t rb) {
+  pto_tprog *tp = pto_tprog_new("softmax", 1, (int64_t[]){M / rb});
+  int x = pto_tprog_input(tp, "x", PTO_F32, 2, D2(M, N));
+  int y = pto_tprog_output(tp, "y", PTO_F32, 2, D2(M, N));
+  int t = pto_tprog_tile(tp, "t", PTO_MEM_UB, PTO_F32, rb, (uint32_t)N, 1);
+  int m = pto_tprog_tile(tp, "m", PTO_MEM_UB, PTO_F32, rb, 1, 1);
+  pto_tp_expr at[2] = {pto_tp_var(pto_tprog_block(tp, 0), rb), c0()};
+  pto_tprog_load(tp, t, x, at);
+  int tm[2] = {t, m};
+  pto_tprog_op(tp, "TROWMAX", 1, &m, 1, &t, NULL);
+  pto_tprog_op(tp, "TROWEXPANDSUB", 1, &t, 2, tm, NULL);
+  pto_tprog_op(tp, "TEXP", 1, &t, 1, &t, NULL);
+  pto_tprog_op(tp, "TROWSUM", 1, &m, 1, &t, NULL);
+  pto_tprog_op(tp, "TROWEXPANDDIV", 1, &t, 2, tm, NULL);
+  pto_tprog_store(tp, t, y, at);
+  cr_assert_eq(pto_tprog_status(tp), PTO_OK, "%s", pto_tprog_error(tp));
+  return tp;
+}
+
+/* Compiles p (one f32 output of n elements) for 2 host workers; its
+ * serial, parallel and evaluated results agree; also on 1 worker. */
+static void runs_everywhere(pto_program *p, const void *const *in, float *got,
+                            size_t n, float tol) {
+  pto_config *c = host_config(2);
+  pto_executable *e = compile_ok(p, c);
+  float *ref = malloc(n * sizeof *ref), *one = malloc(n * sizeof *one);
+  cr_assert(ref && one);
+  serial_parallel_and_eval_agree(e, p, in, got, ref, n, tol);
+  pto_machine m;
+  cr_assert_eq(pto_machine_host(&m), PTO_OK);
+  m.shared = 1;
+  m.workers[0] = m.workers[1] = 1;
+  pto_runtime_params prm = pto_runtime_params_default();
+  prm.machine = &m;
+  pto_runtime *rt = NULL;
+  cr_assert_eq(pto_runtime_new(&prm, &rt), PTO_OK);
+  void *out[] = {one};
+  cr_assert_eq(pto_runtime_run(rt, e, in, out), PTO_OK, "%s",
+               pto_executable_error(e));
+  cr_assert(memcmp(one, got, n * sizeof *got) == 0, "1 worker differs");
+  pto_runtime_free(rt);
+  free(ref);
+  free(one);
+  pto_executable_free(e);
+  pto_config_free(c);
+}
+
+Test(partitioner, tile_program_softmax_matches_plain_c, .timeout = 60) {
+  const int64_t M = 96, N = 80;
+  pto_program *p = pto_program_new("tp_softmax");
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 2, D2(M, N)), *y;
+  pto_tprog *tp = softmax_tprog(M, N, 16);
+  pto_program_push_label(p, "expert");
+  cr_assert_eq(pto_tile_program(p, tp, 1, &x, &y), PTO_OK, "%s",
+               pto_program_error(p));
+  pto_program_pop_label(p);
+  pto_tprog_free(tp); /* the program keeps a copy */
+  pto_output(p, y, "y");
+  float *xv = filled((size_t)(M * N), 7), *got = malloc(M * N * sizeof *got);
+  const void *in[] = {xv};
+  runs_everywhere(p, in, got, (size_t)(M * N), 1e-5f);
+  for (int64_t r = 0; r < M; r++) {
+    double mx = -INFINITY, s = 0;
+    for (int64_t c = 0; c < N; c++)
+      mx = fmax(mx, xv[r * N + c]);
+    for (int64_t c = 0; c < N; c++)
+      s += exp(xv[r * N + c] - mx);
+    for (int64_t c = 0; c < N; c++) {
+      const double want = exp(xv[r * N + c] - mx) / s;
+      cr_assert(fabs(got[r * N + c] - want) <= 1e-5 * (1 + want),
+                "y[%ld][%ld] %g vs %g", (long)r, (long)c, got[r * N + c], want);
+    }
+  }
+  free(xv);
+  free(got);
+  pto_program_free(p);
+}
+
+/* C = A B^T with B given as [N, K]: a grid of (M / tm, N / tn) blocks,
+ * each a TMATMUL then TMATMUL_ACC over the k slices. */
+static pto_tprog *gemm_tprog(int64_t M, int64_t N, int64_t K, uint32_t tm,
+                             uint32_t tn, uint32_t tk) {
+  pto_tprog *tp = pto_tprog_new("gemm", 2, (int64_t[]){M / tm, N / tn});
+  int A = pto_tprog_input(tp, "A", PTO_F32, 2, D2(M, K));
+  int B = pto_tprog_input(tp, "Bt", PTO_F32, 2, D2(N, K));
+  int C = pto_tprog_output(tp, "C", PTO_F32, 2, D2(M, N));
+  int a = pto_tprog_tile(tp, "a", PTO_MEM_L0A, PTO_F32, tm, tk, 2);
+  int b = pto_tprog_tile(tp, "b", PTO_MEM_L0B, PTO_F32, tk, tn, 2);
+  int c = pto_tprog_tile(tp, "c", PTO_MEM_L0C, PTO_F32, tm, tn, 1);
+  const int bi = pto_tprog_block(tp, 0), bj = pto_tprog_block(tp, 1);
+  int ab[2] = {a, b};
+  pto_tprog_load(tp, a, A, (pto_tp_expr[]){pto_tp_var(bi, tm), c0()});
+  pto_tprog_load_t(tp, b, B, (pto_tp_expr[]){pto_tp_var(bj, tn), c0()},
+                   PTO_TP_TRANS);
+  pto_tprog_op(tp, "TMATMUL", 1, &c, 2, ab, NULL);
+  const int k = pto_tprog_for(tp, pto_tp_const(K / tk - 1));
+  pto_tprog_load(tp, a, A,
+                 (pto_tp_expr[]){pto_tp_var(bi, tm), pto_tp_axpb(k, tk, tk)});
+  pto_tprog_load_t(tp, b, B,
+                   (pto_tp_expr[]){pto_tp_var(bj, tn), pto_tp_axpb(k, tk, tk)},
+                   PTO_TP_TRANS);
+  pto_tprog_op(tp, "TMATMUL_ACC", 1, &c, 2, ab, NULL);
+  pto_tprog_end(tp);
+  pto_tprog_store(tp, c, C,
+                  (pto_tp_expr[]){pto_tp_var(bi, tm), pto_tp_var(bj, tn)});
+  cr_assert_eq(pto_tprog_status(tp), PTO_OK, "%s", pto_tprog_error(tp));
+  return tp;
+}
+
+Test(partitioner, tile_program_gemm_accumulates_over_k, .timeout = 60) {
+  const int64_t M = 64, N = 96, K = 128;
+  pto_program *p = pto_program_new("tp_gemm");
+  pto_tensor *ins[2] = {pto_input(p, "A", PTO_F32, 2, D2(M, K)),
+                        pto_input(p, "Bt", PTO_F32, 2, D2(N, K))};
+  pto_tensor *C;
+  pto_tprog *tp = gemm_tprog(M, N, K, 32, 48, 32);
+  cr_assert_eq(pto_tile_program(p, tp, 2, ins, &C), PTO_OK, "%s",
+               pto_program_error(p));
+  pto_tprog_free(tp);
+  pto_output(p, C, "C");
+  float *a = filled((size_t)(M * K), 3), *b = filled((size_t)(N * K), 4);
+  float *got = malloc(M * N * sizeof *got);
+  const void *in[] = {a, b};
+  runs_everywhere(p, in, got, (size_t)(M * N), 2e-5f);
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) {
+      double s = 0;
+      for (int64_t q = 0; q < K; q++)
+        s += (double)a[i * K + q] * b[j * K + q];
+      cr_assert(fabs(got[i * N + j] - s) <= 1e-4 * (1 + fabs(s)),
+                "C[%ld][%ld] %g vs %g", (long)i, (long)j, got[i * N + j], s);
+    }
+  pto_exe_stats st;
+  pto_config *c = host_config(2);
+  pto_executable *e = compile_ok(p, c);
+  cr_assert_eq(pto_executable_stats(e, &st), PTO_OK);
+  cr_assert_eq(st.tasks, (uint32_t)((M / 32) * (N / 48)), "one task a block");
+  pto_executable_free(e);
+  pto_config_free(c);
+  free(a);
+  free(b);
+  free(got);
+  pto_program_free(p);
+}
+
+/* Block i of the output is the sum of x's row blocks 0..i: a loop whose
+ * trip follows the block index, a tile accumulated in place. */
+Test(partitioner, tile_program_trip_follows_the_block, .timeout = 60) {
+  const int64_t nb = 5, rb = 8, N = 24;
+  pto_tprog *tp = pto_tprog_new("prefix", 1, (int64_t[]){nb});
+  int x = pto_tprog_input(tp, "x", PTO_F32, 2, D2(nb * rb, N));
+  int y = pto_tprog_output(tp, "y", PTO_F32, 2, D2(nb * rb, N));
+  int s = pto_tprog_tile(tp, "s", PTO_MEM_UB, PTO_F32, rb, N, 1);
+  int t = pto_tprog_tile(tp, "t", PTO_MEM_UB, PTO_F32, rb, N, 1);
+  const int b = pto_tprog_block(tp, 0);
+  pto_tprog_load(tp, s, x, (pto_tp_expr[]){c0(), c0()});
+  const int j = pto_tprog_for(tp, pto_tp_var(b, 1));
+  pto_tprog_load(tp, t, x, (pto_tp_expr[]){pto_tp_axpb(j, rb, rb), c0()});
+  int st[2] = {s, t};
+  pto_tprog_op(tp, "TADD", 1, &s, 2, st, NULL);
+  pto_tprog_end(tp);
+  pto_tprog_store(tp, s, y, (pto_tp_expr[]){pto_tp_var(b, rb), c0()});
+  cr_assert_eq(pto_tprog_status(tp), PTO_OK, "%s", pto_tprog_error(tp));
+  pto_program *p = pto_program_new("tp_prefix");
+  pto_tensor *X = pto_input(p, "x", PTO_F32, 2, D2(nb * rb, N)), *Y;
+  cr_assert_eq(pto_tile_program(p, tp, 1, &X, &Y), PTO_OK, "%s",
+               pto_program_error(p));
+  pto_tprog_free(tp);
+  pto_output(p, Y, "y");
+  const size_t n = (size_t)(nb * rb * N);
+  float *xv = filled(n, 11), *got = malloc(n * sizeof *got);
+  const void *in[] = {xv};
+  runs_everywhere(p, in, got, n, 1e-6f);
+  for (int64_t i = 0; i < nb * rb; i++)
+    for (int64_t c = 0; c < N; c++) {
+      float want = xv[(i % rb) * N + c]; /* the reference's order */
+      for (int64_t q = 1; q <= i / rb; q++)
+        want += xv[(q * rb + i % rb) * N + c];
+      cr_assert_eq(got[i * N + c], want, "y[%ld][%ld]", (long)i, (long)c);
+    }
+  free(xv);
+  free(got);
+  pto_program_free(p);
+}
+
+/* A tensor op feeds the tile program and another reads its result: they
+ * run together, and the tile program's tasks carry its label. */
+Test(partitioner, tile_program_mixes_with_tensor_ops, .timeout = 60) {
+  const int64_t M = 64, N = 48;
+  pto_program *p = pto_program_new("tp_mixed");
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 2, D2(M, N)), *y;
+  pto_tensor *x2 = pto_muls(p, x, 2.0);
+  pto_tprog *tp = softmax_tprog(M, N, 16);
+  pto_program_push_label(p, "expert.softmax");
+  cr_assert_eq(pto_tile_program(p, tp, 1, &x2, &y), PTO_OK, "%s",
+               pto_program_error(p));
+  pto_program_pop_label(p);
+  pto_tprog_free(tp);
+  pto_output(p, pto_adds(p, y, 1.0), "z");
+  float *xv = filled((size_t)(M * N), 5), *got = malloc(M * N * sizeof *got);
+  const void *in[] = {xv};
+  runs_everywhere(p, in, got, (size_t)(M * N), 1e-5f);
+  for (int64_t r = 0; r < M; r++) {
+    double s = 0;
+    for (int64_t c = 0; c < N; c++)
+      s += got[r * N + c] - 1.0;
+    cr_assert(fabs(s - 1.0) < 1e-5, "row %ld sums to %g", (long)r, s);
+  }
+  pto_config *c = host_config(2);
+  pto_executable *e = compile_ok(p, c);
+  int labelled = 0;
+  for (uint32_t t = 0; t < pto_executable_num_tasks(e); t++)
+    labelled += strcmp(pto_executable_task_label(e, t), "expert.softmax") == 0;
+  cr_assert_geq(labelled, 1, "no task carries the tile program's label");
+  pto_executable_free(e);
+  pto_config_free(c);
+  free(xv);
+  free(got);
+  pto_program_free(p);
+}
+
+/* ---- refused, with messages -------------------------------------------- */
+
+static void refused(pto_tprog *tp, pto_status st, const char *needle) {
+  cr_assert_eq(pto_tprog_status(tp), st, "status %d: %s", pto_tprog_status(tp),
+               pto_tprog_error(tp));
+  cr_assert(strstr(pto_tprog_error(tp), needle), "message: %s",
+            pto_tprog_error(tp));
+}
+
+Test(partitioner, tile_program_bad_instructions_are_refused_when_built) {
+  struct {
+    const char *insn;
+    int n_dst, n_src, tiles[3]; /* dst, then sources */
+    pto_status st;
+    const char *needle;
+  } bad[] = {
+      {"TFROB", 1, 1, {0, 1}, PTO_EINVAL, "'TFROB' is no instruction"},
+      {"TADD", 1, 1, {0, 1}, PTO_EINVAL, "takes 2 sources"},
+      {"TADD", 1, 2, {0, 0, 2}, PTO_ESHAPE, "src1 b f32[8x16]"},
+      {"TADD", 1, 2, {0, 0, 3}, PTO_EDTYPE, "i32"},
+      {"TADD", 1, 2, {0, 0, 9}, PTO_EINVAL, "tile 9 is not declared"},
+      {"TLOAD", 1, 0, {0}, PTO_EINVAL, "pto_tprog_load"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    pto_tprog *tp = pto_tprog_new("bad", 1, (int64_t[]){1});
+    pto_tprog_tile(tp, "a", PTO_MEM_UB, PTO_F32, 8, 8, 1);
+    pto_tprog_tile(tp, "a2", PTO_MEM_UB, PTO_F32, 8, 8, 1);
+    pto_tprog_tile(tp, "b", PTO_MEM_UB, PTO_F32, 8, 16, 1);
+    pto_tprog_tile(tp, "n", PTO_MEM_UB, PTO_I32, 8, 8, 1);
+    pto_tprog_op(tp, bad[i].insn, bad[i].n_dst, bad[i].tiles, bad[i].n_src,
+                 bad[i].tiles + 1, NULL);
+    refused(tp, bad[i].st, bad[i].needle);
+    cr_assert(strstr(pto_tprog_error(tp), "tile program 'bad'"), "%s",
+              pto_tprog_error(tp));
+    pto_tprog_free(tp);
+  }
+  pto_tprog *tp = pto_tprog_new("bad", 1, (int64_t[]){1});
+  int x = pto_tprog_input(tp, "x", PTO_F32, 2, D2(8, 8));
+  int t = pto_tprog_tile(tp, "t", PTO_MEM_UB, PTO_F32, 8, 8, 1);
+  pto_tprog_store(tp, t, x, (pto_tp_expr[]){c0(), c0()});
+  refused(tp, PTO_EINVAL, "'x' is an input");
+  pto_tprog_free(tp);
+  tp = pto_tprog_new("bad", 1, (int64_t[]){1});
+  x = pto_tprog_input(tp, "x", PTO_F32, 2, D2(8, 8));
+  t = pto_tprog_tile(tp, "t", PTO_MEM_UB, PTO_F32, 8, 8, 1);
+  pto_tprog_load(tp, t, x, (pto_tp_expr[]){pto_tp_var(3, 1), c0()});
+  refused(tp, PTO_EINVAL, "uses var 3");
+  pto_tprog_free(tp);
+  tp = pto_tprog_new("bad", 0, NULL);
+  refused(tp, PTO_EINVAL, "a grid of 0 dims");
+  pto_tprog_free(tp);
+}
+
+/* Built with n blocks of rb rows over a [M, 8] input and output, the
+ * store of block b at row b * step: the program pto_tile_program takes or
+ * refuses. */
+static pto_status try_program(int64_t M, int64_t n, int64_t rb, int64_t step,
+                              int read_first, char *msg, size_t size) {
+  pto_tprog *tp = pto_tprog_new("rows", 1, (int64_t[]){n});
+  int x = pto_tprog_input(tp, "x", PTO_F32, 2, D2(M, 8));
+  int y = pto_tprog_output(tp, "y", PTO_F32, 2, D2(M, 8));
+  int t = pto_tprog_tile(tp, "t", PTO_MEM_UB, PTO_F32, (uint32_t)rb, 8, 1);
+  int u = pto_tprog_tile(tp, "u", PTO_MEM_UB, PTO_F32, (uint32_t)rb, 8, 1);
+  pto_tp_expr at[2] = {pto_tp_var(pto_tprog_block(tp, 0), step), c0()};
+  if (read_first)
+    pto_tprog_op(tp, "TEXP", 1, &t, 1, &u, NULL);
+  pto_tprog_load(tp, t, x, at);
+  pto_tprog_store(tp, t, y, at);
+  cr_assert_eq(pto_tprog_status(tp), PTO_OK, "%s", pto_tprog_error(tp));
+  pto_program *p = pto_program_new("tp_bad");
+  pto_tensor *X = pto_input(p, "x", PTO_F32, 2, D2(M, 8)), *Y = (void *)1;
+  pto_status st = pto_tile_program(p, tp, 1, &X, &Y);
+  cr_assert_eq(st, pto_program_status(p));
+  cr_assert(st ? Y == NULL : Y != NULL);
+  snprintf(msg, size, "%s", pto_program_error(p));
+  pto_tprog_free(tp);
+  pto_program_free(p);
+  return st;
+}
+
+Test(partitioner, tile_program_bad_windows_and_coverage_are_refused) {
+  char msg[512];
+  cr_assert_eq(try_program(32, 4, 8, 8, 0, msg, sizeof msg), PTO_OK, "%s", msg);
+  cr_assert_eq(try_program(32, 5, 8, 8, 0, msg, sizeof msg), PTO_ERANGE);
+  cr_assert(strstr(msg, "block 4, instruction 0 (TLOAD): tile 't' 8x8: "
+                        "window [8,8] from [32,0] leaves input 'x' f32[32,8]"),
+            "%s", msg);
+  cr_assert_eq(try_program(32, 3, 8, 8, 0, msg, sizeof msg), PTO_EINVAL);
+  cr_assert(strstr(msg, "no block stores element 192 of output 'y'"), "%s",
+            msg);
+  cr_assert_eq(try_program(32, 4, 8, 4, 0, msg, sizeof msg), PTO_EINVAL);
+  cr_assert(strstr(msg, "block 1, instruction 1 (TSTORE): tile 't' stores "
+                        "element 32 of output 'y' again"),
+            "%s", msg);
+  cr_assert_eq(try_program(32, 4, 8, 8, 1, msg, sizeof msg), PTO_EINVAL);
+  cr_assert(strstr(msg, "block 0, instruction 0 (TEXP): reads tile 'u' before"),
+            "%s", msg);
+}
+
+Test(partitioner, tile_program_bad_operands_and_footprints_are_refused) {
+  pto_tprog *tp = softmax_tprog(64, 32, 16);
+  pto_program *p = pto_program_new("tp_bad");
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 2, D2(64, 48)), *y;
+  cr_assert_eq(pto_tile_program(p, tp, 1, &x, &y), PTO_ESHAPE);
+  cr_assert(strstr(pto_program_error(p), "input 'x' is declared f32[64,32], "
+                                         "it was given 'x' f32[64,48]"),
+            "%s", pto_program_error(p));
+  pto_program_free(p);
+  p = pto_program_new("tp_dyn");
+  const int64_t S = pto_dim_dynamic(p, "S", 64);
+  x = pto_input(p, "x", PTO_F32, 2, D2(S, 32));
+  cr_assert_neq(pto_tile_program(p, tp, 1, &x, &y), PTO_OK);
+  cr_assert(strstr(pto_program_error(p), "static"), "%s", pto_program_error(p));
+  pto_program_free(p);
+  pto_tprog_free(tp);
+  /* 65 KiB of UB on a machine with 32 KiB: refused when compiled */
+  tp = softmax_tprog(256, 1024, 16);
+  p = pto_program_new("tp_big");
+  x = pto_input(p, "x", PTO_F32, 2, D2(256, 1024));
+  cr_assert_eq(pto_tile_program(p, tp, 1, &x, &y), PTO_OK, "%s",
+               pto_program_error(p));
+  pto_output(p, y, "y");
+  pto_config *c = host_config(2);
+  pto_machine m = *pto_config_machine(c);
+  m.mem[PTO_MEM_UB] = 32 << 10;
+  cr_assert_eq(pto_config_set_machine(c, &m), PTO_OK);
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, c, &e), PTO_ECAPACITY);
+  cr_assert(strstr(pto_program_error(p), "tile program 'softmax': its tiles "
+                                         "need 66560 bytes of UB"),
+            "%s", pto_program_error(p));
+  pto_config_free(c);
+  pto_program_free(p);
+  pto_tprog_free(tp);
+}
