@@ -16,6 +16,17 @@ pto_program *pto_example_pypto(void);
 void pto_example_pypto_ref(const float *A, const float *B, const float *W,
                            float *C);
 
+/* Causal attention softmax(q k^T / sqrt(D), key j hidden from query i
+ * where j > i) v of q, k, v [H, S, D] f32 tensors of p, written as a tile
+ * program (expert mode, kernels/examples_flash.c): blocks of tq query rows
+ * of one head, key steps of kb (tq a multiple of kb, dividing S; 0: the
+ * largest power of two up to 256 dividing S), the steps past the diagonal
+ * skipped; the queries scaled by a tensor op in front. Its [H, S, D]
+ * output, or NULL with p's error set. */
+pto_tensor *pto_example_flash_expert(pto_program *p, pto_tensor *q,
+                                     pto_tensor *k, pto_tensor *v,
+                                     uint32_t tq, uint32_t kb);
+
 /* Row softmax of X [1024,1024] f32 (output Y), vector tile 16x1024: one
  * row block per tile, thousands of tile instructions. Label "softmax". */
 pto_program *pto_example_softmax(void);

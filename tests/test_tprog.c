@@ -5,6 +5,8 @@
  * when they are wrong. */
 #include "tests/partitioner_test.h"
 
+#include "examples.h"
+
 #include <stdint.h>
 #include <stdio.h>
 
@@ -241,6 +243,65 @@ Test(partitioner, tile_program_mixes_with_tensor_ops, .timeout = 60) {
   pto_config_free(c);
   free(xv);
   free(got);
+  pto_program_free(p);
+}
+
+/* The causal flash attention of kernels/examples_flash.c (an online
+ * softmax over key steps, the steps past the diagonal skipped, a loop
+ * over the steps beside it with masks that follow its index) against
+ * plain C, for blocks of one step and of several. */
+Test(partitioner, tile_program_flash_attention_matches_plain_c,
+     .timeout = 120) {
+  const int64_t H = 2, S = 96, D = 16;
+  const uint32_t shapes[][2] = {{32, 32}, {48, 16}, {96, 32}};
+  for (size_t c = 0; c < sizeof shapes / sizeof *shapes; c++) {
+    pto_program *p = pto_program_new("tp_flash");
+    const int64_t sh[3] = {H, S, D};
+    pto_tensor *q = pto_input(p, "q", PTO_F32, 3, sh),
+               *k = pto_input(p, "k", PTO_F32, 3, sh),
+               *v = pto_input(p, "v", PTO_F32, 3, sh);
+    pto_output(p, pto_example_flash_expert(p, q, k, v, shapes[c][0],
+                                           shapes[c][1]),
+               "out");
+    const size_t n = (size_t)(H * S * D);
+    float *qv = filled(n, 21), *kv = filled(n, 22), *vv = filled(n, 23),
+          *got = malloc(n * sizeof *got);
+    const void *in[] = {qv, kv, vv};
+    runs_everywhere(p, in, got, n, 2e-5f);
+    for (int64_t h = 0; h < H; h++)
+      for (int64_t i = 0; i < S; i++) {
+        double w[96], mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j <= i; j++) {
+          double dot = 0;
+          for (int64_t x = 0; x < D; x++)
+            dot += (double)qv[(h * S + i) * D + x] * kv[(h * S + j) * D + x];
+          w[j] = dot / sqrt((double)D);
+          mx = fmax(mx, w[j]);
+        }
+        for (int64_t j = 0; j <= i; j++)
+          sum += w[j] = exp(w[j] - mx);
+        for (int64_t x = 0; x < D; x++) {
+          double o = 0;
+          for (int64_t j = 0; j <= i; j++)
+            o += w[j] / sum * vv[(h * S + j) * D + x];
+          const float g = got[(h * S + i) * D + x];
+          cr_assert(fabs(g - o) <= 1e-5 * (1 + fabs(o)),
+                    "%ux%u: out[%ld][%ld][%ld] %g vs %g", shapes[c][0],
+                    shapes[c][1], (long)h, (long)i, (long)x, g, o);
+        }
+      }
+    free(qv);
+    free(kv);
+    free(vv);
+    free(got);
+    pto_program_free(p);
+  }
+  pto_program *p = pto_program_new("tp_flash_bad");
+  const int64_t sh[3] = {1, 96, 16};
+  pto_tensor *q = pto_input(p, "q", PTO_F32, 3, sh);
+  cr_assert_null(pto_example_flash_expert(p, q, q, q, 32, 64));
+  cr_assert(strstr(pto_program_error(p), "32 query rows a block by 64 keys"),
+            "%s", pto_program_error(p));
   pto_program_free(p);
 }
 

@@ -19,6 +19,7 @@ static const bench_cmd *const cmds[] = {
     &bench_gemm,
     &bench_softmax,
     &bench_ops,
+    &bench_flash,
 };
 #define N_CMDS (sizeof cmds / sizeof cmds[0])
 

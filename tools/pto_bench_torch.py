@@ -633,6 +633,8 @@ OPS = {
     "silu-mlp": {"matmul": silu_mlp, "in-place": silu_mlp_inplace},
     "gelu-mlp": {"matmul": gelu_mlp},
     "attention": {"sdpa": attention_sdpa, "masked_fill": attention_masked},
+    "flash": {"sdpa": attention_sdpa, "masked_fill": attention_masked},
+    "flash-expert": {"sdpa": attention_sdpa, "masked_fill": attention_masked},
     "moe-router": {"topk": moe_router},
     "cross-entropy": {"F.cross_entropy": cross_entropy_f,
                       "logsumexp": cross_entropy_ops},

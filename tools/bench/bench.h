@@ -33,6 +33,7 @@ extern const bench_cmd bench_runtime;
 extern const bench_cmd bench_gemm;
 extern const bench_cmd bench_softmax;
 extern const bench_cmd bench_ops;
+extern const bench_cmd bench_flash;
 extern const bench_cmd bench_calibrate_cmd; /* not in `all` */
 
 /* With --json, every command appends one object per case to this array

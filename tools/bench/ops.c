@@ -476,14 +476,15 @@ done:
 /* ---- the command ------------------------------------------------------------
  */
 
-static void report(const bench_opts *o, ops_case *cs, int n, int threads,
-                   double peak, double bw, const bench_peer *peer) {
+static void report(const bench_opts *o, const char *workload, ops_case *cs,
+                   int n, int threads, double peak, double bw,
+                   const bench_peer *peer) {
   FILE *f = bench_out(o);
   fprintf(f,
-          "ops f32: PTO (%s tile instructions, no tile set, no config) "
+          "%s f32: PTO (%s tile instructions, no tile set, no config) "
           "against %s%s; FMA peak %.1f GFLOP/s, DRAM (STREAM triad) "
           "%.1f GB/s on %d threads\n",
-          pto_isa_name(), peer ? "PyTorch " : "no PyTorch peer",
+          workload, pto_isa_name(), peer ? "PyTorch " : "no PyTorch peer",
           peer ? peer->torch : "", peak, bw, threads);
   fprintf(f, "%-13s %-20s %9s %9s %-15s %7s %4s %10s %7s %11s %8s  %s\n", "op",
           "shape", "PTO ms", "torch ms", "torch form", "ratio", "roof", "rate",
@@ -518,7 +519,7 @@ static void report(const bench_opts *o, ops_case *cs, int n, int threads,
     json_t *j = json_pack(
         "{s:s, s:s, s:s, s:o, s:i, s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:f, "
         "s:f, s:I, s:i, s:i, s:f, s:f, s:I, s:b}",
-        "workload", "ops", "op", c->def->name, "shape", c->shape, "dims",
+        "workload", workload, "op", c->def->name, "shape", c->shape, "dims",
         dims_json(c->d), "threads", threads, "isa", pto_isa_name(), "roof",
         fma ? "fma" : "dram", "roof_fraction", frac,
         fma ? "roof_gflops" : "roof_gbps", fma ? peak : bw, "peak_gflops", peak,
@@ -555,13 +556,17 @@ static void report(const bench_opts *o, ops_case *cs, int n, int threads,
                         c->torch_ok < 0          ? json_null()
                         : isfinite(c->torch_err) ? json_real(c->torch_err)
                                                  : json_real(-1));
+    if (c->def->mode)
+      json_object_set_new(j, "mode", json_string(c->def->mode));
     if (c->failed)
       json_object_set_new(j, "error", json_string(c->failed));
     json_array_append_new(bench_results(), j);
   }
 }
 
-static int run(const bench_opts *o, int argc, char **argv) {
+/* `ops`, or `flash` (flash set): the operators with a mode only. */
+static int run_ops(const bench_opts *o, int argc, char **argv, int flash) {
+  const char *workload = flash ? "flash" : "ops";
   ops_opts s = {0};
   if (parse(argc, argv, &s))
     return 2;
@@ -577,7 +582,8 @@ static int run(const bench_opts *o, int argc, char **argv) {
   }
   if (!s.n_sel)
     for (size_t i = 0; i < bench_ops_count; i++)
-      s.sel[s.n_sel++] = (int)i;
+      if (!bench_ops_defs[i].mode == !flash)
+        s.sel[s.n_sel++] = (int)i;
   const int threads = bench_cores(o), n = s.n_sel;
   const int repeats = o->repeats ? o->repeats : o->quick ? 3 : 5;
   int rc = 0;
@@ -634,7 +640,7 @@ static int run(const bench_opts *o, int argc, char **argv) {
     if (cs[i].torch_ok == 0)
       rc = 1;
   bench_peak_refresh(&peak, NULL, threads, 3); /* the best probe of the run */
-  report(o, cs, n, threads, peak, bw, peer);
+  report(o, workload, cs, n, threads, peak, bw, peer);
   for (int i = 0; i < n; i++) {
     ops_case *c = &cs[i];
     for (int k = 0; k < MAX_IN; k++)
@@ -649,8 +655,49 @@ static int run(const bench_opts *o, int argc, char **argv) {
   return rc;
 }
 
+static int run(const bench_opts *o, int argc, char **argv) {
+  return run_ops(o, argc, argv, 0);
+}
+
 const bench_cmd bench_ops = {
     "ops",
     "common operators as tensor ops, no tile set, against PyTorch "
     "and their roofs",
     run, usage};
+
+static void flash_usage(FILE *f) {
+  fputs("usage: pto-bench [--json] [--quick] [--repeats N] [--threads N] "
+        "[--quiet] flash\n"
+        "                 [--no-peer] [--python PATH] [--peer-script FILE]\n"
+        "\n"
+        "A dense causal flash attention, q, k, v [H, S, D] = [16, 4096, 128]\n"
+        "f32 (--quick [2, 256, 64]; B = 1), which has no built-in, written\n"
+        "twice with the public API: as tensor ops (mode \"tensor\": matmul,\n"
+        "scale, iota/cmp/select mask, softmax, matmul; the compiler fuses\n"
+        "it) and as a tile program (mode \"expert\", pto/tileprog.h:\n"
+        "kernels/examples_flash.c, an online softmax of general\n"
+        "instructions over the key blocks each query block sees, the\n"
+        "blocks past the diagonal skipped). Both are run, checked and\n"
+        "timed as `pto-bench ops` runs its operators (see its --help),\n"
+        "against PyTorch's scaled_dot_product_attention(is_causal=True) and\n"
+        "its masked_fill form in the same run; GFLOP/s count the unmasked\n"
+        "pairs only (4 S (S + 1) / 2 D H flops).\n"
+        "JSON fields: those of `pto-bench ops`, with workload \"flash\" and\n"
+        "mode (\"tensor\" or \"expert\").\n",
+        f);
+}
+
+static int run_flash(const bench_opts *o, int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--op") || !strcmp(argv[i], "--list")) {
+      fprintf(stderr, "pto-bench flash: unknown option '%s'\n", argv[i]);
+      return 2;
+    }
+  return run_ops(o, argc, argv, 1);
+}
+
+const bench_cmd bench_flash = {
+    "flash",
+    "causal flash attention as tensor ops and as a tile program, against "
+    "PyTorch",
+    run_flash, flash_usage};

@@ -17,6 +17,10 @@
 typedef struct ops_def {
   const char *name; /* --op NAME, the peer's name for it too */
   const char *what; /* one line for --list and --help */
+  /* "tensor" or "expert" for the operators of `pto-bench flash` (written
+   * as tensor ops, or as a tile program), which `ops` runs only when
+   * --op names them; NULL for the rest */
+  const char *mode;
   /* its sizes, default and --quick, in the order build() takes them */
   int64_t d[OPS_MAX_DIMS], dq[OPS_MAX_DIMS];
   /* the largest relative error the check allows (ops_rel_err's) */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "bench/ops.h"
+#include "examples.h"
 
 #define D2(a, b) ((const int64_t[]){(a), (b)})
 #define D3(a, b, c) ((const int64_t[]){(a), (b), (c)})
@@ -305,6 +306,17 @@ static pto_program *attn_build(const int64_t *d) {
   pto_output(p, pto_matmul(p, pr, v, 0), "out");
   return finish(p);
 }
+/* The same as a tile program (kernels/examples_flash.c, expert mode). */
+static pto_program *flash_expert_build(const int64_t *d) {
+  const int64_t H = d[0], S = d[1], D = d[2];
+  pto_program *p = pto_program_new("ops.flash-expert");
+  pto_tensor *q = pto_input(p, "q", PTO_F32, 3, D3(H, S, D)),
+             *k = pto_input(p, "k", PTO_F32, 3, D3(H, S, D)),
+             *v = pto_input(p, "v", PTO_F32, 3, D3(H, S, D));
+  pto_program_push_label(p, "attention");
+  pto_output(p, pto_example_flash_expert(p, q, k, v, 0, 0), "out");
+  return finish(p);
+}
 static void attn_shape(const int64_t *d, char *buf, size_t size) {
   snprintf(buf, size, "H=%lld S=%lld D=%lld", (long long)d[0], (long long)d[1],
            (long long)d[2]);
@@ -500,6 +512,22 @@ const ops_def bench_ops_defs[] = {
      .outputs = {"out"}, .build = attn_build, .shape = attn_shape,
      .flops = attn_flops, .rows = attn_rows, .scratch_size = attn_scratch,
      .check_row = attn_check},
+    /* the issue-40 shape, B = 1: written as tensor ops, and as a tile
+     * program (bench/ops_expert.c) */
+    {.name = "flash",
+     .what = "causal flash attention as tensor ops (as attention)",
+     .mode = "tensor",
+     .d = {16, 4096, 128}, .dq = {2, 256, 64}, .tol = 1e-4, .check_rows = 256,
+     .outputs = {"out"}, .build = attn_build, .shape = attn_shape,
+     .flops = attn_flops, .rows = attn_rows, .scratch_size = attn_scratch,
+     .check_row = attn_check},
+    {.name = "flash-expert",
+     .what = "causal flash attention as a tile program (expert mode)",
+     .mode = "expert",
+     .d = {16, 4096, 128}, .dq = {2, 256, 64}, .tol = 1e-4, .check_rows = 256,
+     .outputs = {"out"}, .build = flash_expert_build,
+     .shape = attn_shape, .flops = attn_flops, .rows = attn_rows,
+     .scratch_size = attn_scratch, .check_row = attn_check},
     {.name = "moe-router", .what = "softmax(x wr) then pto_topk",
      .d = {4096, 1024, 64, 8}, .dq = {256, 256, 64, 8}, .tol = 1e-4,
      .outputs = {"weights", "experts"}, .build = router_build,
