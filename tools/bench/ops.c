@@ -77,7 +77,8 @@ static void usage(FILE *f) {
         "    PTO's median (1.0: at the roof).\n"
         "\n"
         "options:\n"
-        "  --op NAME[,NAME]  run these operators only (repeatable)\n"
+        "  --op NAME[,NAME]  run these operators only (repeatable; also\n"
+        "                    flash and flash-expert, `pto-bench flash`'s)\n"
         "  --list            list the operators and their sizes, and exit\n"
         "  --no-peer         no PyTorch; --python PATH: its interpreter\n"
         "                    (default /usr/bin/python3, then python3);\n"
@@ -88,6 +89,8 @@ static void usage(FILE *f) {
   for (size_t i = 0; i < bench_ops_count; i++) {
     const ops_def *o = &bench_ops_defs[i];
     char a[64], b[64];
+    if (o->mode) /* pto-bench flash's */
+      continue;
     o->shape(o->d, a, sizeof a);
     o->shape(o->dq, b, sizeof b);
     fprintf(f, "  %-14s %s\n  %-14s %s [%s], tolerance %.0e\n", o->name,
@@ -573,6 +576,8 @@ static int run_ops(const bench_opts *o, int argc, char **argv, int flash) {
   if (s.list) {
     for (size_t i = 0; i < bench_ops_count; i++) {
       char a[64];
+      if (!bench_ops_defs[i].mode != !flash)
+        continue;
       bench_ops_defs[i].shape(
           o->quick ? bench_ops_defs[i].dq : bench_ops_defs[i].d, a, sizeof a);
       printf("%-14s %-22s %s\n", bench_ops_defs[i].name, a,
@@ -668,7 +673,7 @@ const bench_cmd bench_ops = {
 static void flash_usage(FILE *f) {
   fputs("usage: pto-bench [--json] [--quick] [--repeats N] [--threads N] "
         "[--quiet] flash\n"
-        "                 [--no-peer] [--python PATH] [--peer-script FILE]\n"
+        "                 [--list] [--no-peer] [--python PATH] [--peer-script FILE]\n"
         "\n"
         "A dense causal flash attention, q, k, v [H, S, D] = [16, 4096, 128]\n"
         "f32 (--quick [2, 256, 64]; B = 1), which has no built-in, written\n"
@@ -689,7 +694,7 @@ static void flash_usage(FILE *f) {
 
 static int run_flash(const bench_opts *o, int argc, char **argv) {
   for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--op") || !strcmp(argv[i], "--list")) {
+    if (!strcmp(argv[i], "--op")) {
       fprintf(stderr, "pto-bench flash: unknown option '%s'\n", argv[i]);
       return 2;
     }

@@ -64,6 +64,14 @@ EOF2
   grep -qE "^softmax .* ok, torch WRONG$" "$tmp/out" && passed=$((passed + 1)) ||
     fail "the row does not say torch WRONG: $(cat "$tmp/out")"
   expect_peer_crash ops --op softmax
+
+  # pto-bench flash: its two operators, tensor ops and a tile program
+  "$bench" flash --list >"$tmp/out" 2>"$tmp/err" &&
+    [ "$(awk '{print $1}' "$tmp/out" | xargs)" = "flash flash-expert" ] &&
+    passed=$((passed + 1)) || fail "flash --list: $(cat "$tmp/out" "$tmp/err")"
+  expect 2 "unknown option '--op'" -- flash --op softmax
+  expect 0 "" -- --quick --json flash --no-peer
+  expect_json "flash in both modes" '[(x["workload"], x["op"], x["mode"]) for x in r] == [("flash", "flash", "tensor"), ("flash", "flash-expert", "expert")] and all(x["check"] is True and x["roof"] == "fma" and x["pto_gflops"] > 0 and x["peak_gflops"] > 0 and x["pto_ms"] > 0 for x in r)'
   ;;
 
 quick)
