@@ -55,6 +55,19 @@ pto_status pto__vector_tile(const pto_machine *mach, int64_t batch, int64_t R,
                             int64_t C, uint32_t workers, unsigned shrink,
                             pto_tile_shape *tile);
 
+/* The cube tile {m heads a task, n slots a block of the online softmax}
+ * of a sparse attention (pto_sparse_attention) of `heads` query heads of
+ * width D, values of width Dv and topk slots a query, on machine mach
+ * with micro-kernel panels of mr rows and nr cols: all heads a task when
+ * their queries and scores fit L0A (else as few balanced head tiles as
+ * fit, in whole nr panels), as many slots a block as the gathered rows'
+ * G^T fits in L0B and their V in L1 (at most 512), fewer when the final
+ * output and the softmax state would not fit L1 beside them.
+ * PTO_EINVAL for a NULL pointer or a size < 1. */
+pto_status pto__attention_tile(const pto_machine *mach, int64_t heads,
+                               int64_t D, int64_t Dv, int64_t topk,
+                               uint32_t mr, uint32_t nr, pto_tile_shape *tile);
+
 struct pto_program;
 
 /* The vector tiles of the ops of p whose vector tile nobody set (vec_set[i]

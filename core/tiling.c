@@ -432,6 +432,20 @@ static pto_tile_shape node_tile(const pto_node *n, const pto_config *cfg,
       s.cube_k = c.cube_k;
     }
   }
+  /* a sparse attention whose cube tile is unset, or zeros (its kernels'
+   * "choose for me"): the chooser's for the machine compiled for */
+  if (n->op == PTO_TOP_SPARSE_ATTENTION && ctx && ctx->machine &&
+      (!(set & PTO_TILE_SET_CUBE) || (!s.cube_m && !s.cube_n))) {
+    const pto_tensor *q = n->in[0], *ix = n->in[2];
+    pto_tile_shape c;
+    if (pto__attention_tile(ctx->machine, q->shape[q->ndim - 2],
+                            q->shape[q->ndim - 1], n->ival,
+                            ix->shape[ix->ndim - 1], ctx->mr, ctx->nr,
+                            &c) == PTO_OK) {
+      s.cube_m = c.cube_m;
+      s.cube_n = c.cube_n;
+    }
+  }
   return s;
 }
 

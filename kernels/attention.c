@@ -29,68 +29,16 @@ static double scale_of(const pto_attention_params *prm, int64_t D) {
   return prm->scale != 0 ? prm->scale : 1.0 / sqrt((double)D);
 }
 
-static uint64_t round_up(uint64_t v, uint64_t w) {
-  return (v + w - 1) / w * w;
-}
-
-/* Bytes of an f32 tile of rows x cols (rows 64-byte aligned). */
-static uint64_t f32_tile(uint64_t rows, uint64_t cols) {
-  return rows * round_up(cols, 16) * 4;
-}
-
 pto_tile_shape pto_attention_tile(const pto_machine *m,
                                   const pto_attention_dims *d) {
   pto_tile_shape t = {0, 0, 0, 0, 0};
   pto_machine host;
   if (!m && pto_machine_host(&host) == PTO_OK)
     m = &host;
-  if (!m || !d || d->h < 1 || d->d < 1 || d->dv < 1 || d->topk < 1)
-    return t;
-  uint32_t mr, nr;
-  pto_matmul_panel(&mr, &nr);
-  const uint64_t l0a = m->mem[PTO_MEM_L0A], l0b = m->mem[PTO_MEM_L0B],
-                 l1 = m->mem[PTO_MEM_L1];
-  const uint64_t T = (uint64_t)d->topk, H = (uint64_t)d->h;
-  /* slots per block: as many as a block of gathered rows would fit (G^T,
-   * D x kb, in L0B and V, kb x dv, in L1). The rows are read in place and
-   * need no room, but such blocks measured as fast as any other (medium:
-   * 64 to 256 slots within 3%) */
-  uint64_t kb = 0;
-  for (uint64_t k = nr; k <= round_up(T, nr) && k <= 512; k += nr)
-    if (f32_tile((uint64_t)d->d, k) <= l0b &&
-        f32_tile(k, round_up(d->dv, nr)) <= l1)
-      kb = k;
-  if (!kb)
-    kb = nr;
-  kb = kb > T ? T : kb;
-  /* heads per task: as few balanced head tiles as fit Q^T (D x th) and P
-   * (th x kb) packed, in whole panels of nr (the heads are the N of S^T =
-   * G Q^T) */
-  uint64_t th = H;
-  for (uint64_t parts = 1; parts <= H; parts++) {
-    th = round_up((H + parts - 1) / parts, nr);
-    th = th > H ? H : th;
-    const uint64_t rows = round_up(th, mr);
-    if (f32_tile(rows, (uint64_t)d->d) + f32_tile(rows, kb) <= l0a)
-      break;
-  }
-  /* L1 after the last block: the final output (th x dv) takes the room of
-   * the block's indices and V, below the softmax state (th x 3) placed
-   * after them, when that room is big enough (kb >= th); else all four sit
-   * side by side (e.g. one block of 64 slots for 66 heads needs 270 KB of a
-   * 256 KiB L1): fewer slots per block, then, until they fit */
-  while (kb > nr && kb < th &&
-         f32_tile(1, kb) + f32_tile(kb, (uint64_t)d->dv) + f32_tile(th, 3) +
-                 f32_tile(th, (uint64_t)d->dv) + 4 * 64 >
-             l1)
-    kb = (kb - 1) / nr * nr; /* the next multiple of nr down */
-  t.cube_m = (uint32_t)th;
-  t.cube_n = (uint32_t)kb;
+  if (!m || !d ||
+      pto_sparse_attention_tile(m, d->h, d->d, d->dv, d->topk, &t) != PTO_OK)
+    memset(&t, 0, sizeof t);
   return t;
-}
-
-static int tile_set(const pto_tile_shape *t) {
-  return t->cube_m || t->cube_n || t->cube_k || t->vec_rows || t->vec_cols;
 }
 
 pto_tensor *pto_attention(pto_program *p, pto_tensor *q, pto_tensor *kv,
@@ -194,9 +142,8 @@ pto_tensor *pto_attention(pto_program *p, pto_tensor *q, pto_tensor *kv,
                          none);
     pto_program_pop_label(p);
   }
+  /* a tile of zeros: the compiler's for the machine it compiles for */
   pto_tile_shape tile = prm->tile;
-  if (!tile_set(&tile))
-    tile = pto_attention_tile(NULL, &d);
   pto_program_push_tile(p, &tile);
   pto_tensor *out =
       pto_sparse_attention(p, q, kv, indices, dv, scale_of(prm, d.d), lse);

@@ -382,16 +382,6 @@ static pto_tensor *new_slots(pto_program *p, pto_tensor *idx, int64_t lc,
   return pto_cast(p, packed, PTO_I32);
 }
 
-/* An attention's tile: pto_attention_tile's for a block of width slots
- * (which chooses fewer slots per block where one block's V and output
- * would not fit L1 side by side, as 60-64 slots for 66 of 128 heads). */
-static pto_tile_shape attn_tile(const pto_dsa_dims *d, int64_t s1,
-                                int64_t width) {
-  const pto_attention_dims ad = {
-      1, s1, width, d->h, d->latent + d->rope, d->latent, width};
-  return pto_attention_tile(NULL, &ad);
-}
-
 /* Concatenates n tensors along axis 0, at most PTO's operand limit at a
  * time; one tensor is returned as is (no copy). */
 static pto_tensor *concat_rows(pto_program *p, pto_tensor **ts, int64_t n) {
@@ -505,9 +495,8 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
     pto_tensor *qk = pto_slice(p, q, (const int64_t[]){0, r0, 0, 0},
                                (const int64_t[]){1, r0 + rn, H, LR});
     pto_tensor *l = NULL;
-    pto_attention_params an = ap;
-    if (!an.tile.cube_m && !an.tile.cube_n)
-      an.tile = attn_tile(d, rn, r0 + rn < prm->topk ? r0 + rn : prm->topk);
+    pto_attention_params an = ap; /* its tile: the params', or the
+                                      compiler's for the machine */
     pto_tensor *o = pto_attention(
         p, qk, batch1(p, rows(p, pr->kv_new, t0, r0 + rn)), jn, L, &an, &l);
     oc[m] = pto_reshape(p, o, 3, (const int64_t[]){rn, H, L});
@@ -522,8 +511,6 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
   if (lc > 0) {
     pto_tensor *lcache = NULL;
     pto_attention_params ac = ap;
-    if (!ac.tile.cube_m && !ac.tile.cube_n)
-      ac.tile = attn_tile(d, n, prm->topk);
     pto_tensor *ocache =
         pto_attention(p, q,
                       pto_reshape(p, in[PTO_DSA_KV_CACHE], 3,

@@ -26,6 +26,14 @@ pto_status pto_matmul_tile(const pto_machine *mach, int64_t batch, int64_t M,
   return pto__matmul_tile(mach, batch, M, N, K, workers, mr, nr, tile);
 }
 
+pto_status pto_sparse_attention_tile(const pto_machine *mach, int64_t heads,
+                                     int64_t d, int64_t dv, int64_t topk,
+                                     pto_tile_shape *tile) {
+  uint32_t mr, nr;
+  pto_matmul_panel(&mr, &nr);
+  return pto__attention_tile(mach, heads, d, dv, topk, mr, nr, tile);
+}
+
 void pto_executable_free(pto_executable *e) {
   if (!e)
     return;

@@ -45,6 +45,16 @@ PTO_API void pto_executable_free(pto_executable *e); /* NULL is a no-op */
 PTO_API pto_status pto_matmul_tile(const pto_machine *mach, int64_t batch,
                                    int64_t M, int64_t N, int64_t K,
                                    uint32_t workers, pto_tile_shape *tile);
+/* The cube tile {m, n} the compiler gives a pto_sparse_attention whose
+ * tile nobody set (or set to zeros) on machine mach: m query heads a
+ * task, n slots a block of its online softmax, for `heads` heads of width
+ * d, values of width dv and topk slots a query (pto_attention_tile in
+ * pto/attention.h says how it is chosen). PTO_EINVAL for a NULL pointer
+ * or a size < 1. */
+PTO_API pto_status pto_sparse_attention_tile(const pto_machine *mach,
+                                             int64_t heads, int64_t d,
+                                             int64_t dv, int64_t topk,
+                                             pto_tile_shape *tile);
 /* The message of the last failed call on e ("" if none; a run clears it
  * when it starts). */
 PTO_API const char *pto_executable_error(const pto_executable *e);

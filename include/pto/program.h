@@ -303,6 +303,8 @@ PTO_API pto_tensor *pto_matmul_relu_wsum(pto_program *p, pto_tensor *a,
  * [B,S1,H]; a query with no valid index gets out 0 and lse +inf.
  * Tiled per query on the cube: cube tile {m, n, k} = m heads per task (0:
  * all), n slots per block of the online softmax (0: all T); k is ignored.
+ * Unset, or {0, 0}: chosen for the machine compiled for
+ * (pto_sparse_attention_tile in pto/executable.h).
  * The selected rows are read where they lie by both matmuls (TMATMUL_GA
  * for S^T = G Q^T, TMATMUL_GB for P V; bf16 rows widened a few at a time
  * in local memory): no copy of them exists in global memory. */
