@@ -10,6 +10,7 @@
 #include "core/config.h"
 #include "core/custom.h"
 #include "core/program.h"
+#include "core/tprog.h"
 
 /* Whether op n reads setting s: fuse every op; a tile part and the knob of
  * the subgraphs the op's units go to (nbuffer: vector, l1_reuse: matmul)
@@ -20,6 +21,11 @@ static int reads(const pto_node *n, int s) {
   if (pto__top_class(n->op) == PTO_TC_CUSTOM) {
     const pto_custom_op *op = pto__custom_get((int)n->ival);
     vector = !op || op->desc.core == PTO_CORE_VECTOR;
+  }
+  if (n->op == PTO_TOP_TILE_PROGRAM) { /* its tiles, when it is tuned */
+    vector = n->tprog->core == PTO_CORE_VECTOR;
+    if (s == PTO__SET_CUBE_TILE || s == PTO__SET_VEC_TILE)
+      return n->tprog->build != NULL;
   }
   switch (s) {
   case PTO_KNOB_FUSE:

@@ -332,9 +332,13 @@ void pto__tile_iota(tiler *t, const pto_node *n, uint32_t tr, uint32_t tc);
 pto_status pto__tile_assemble(tiler *t, const pto_node *n, uint32_t tr,
                               uint32_t tc);
 
-/* A tile program (core/tiling_tprog.c): one unit per block; 0, or
+struct pto_tprog_def;
+/* Tile program d of node n (its own, or one rebuilt for the config's
+ * tile: core/tprog.h) (core/tiling_tprog.c): one unit per block; 0, or
  * PTO_ECAPACITY with tg->err set when its declared tiles do not fit the
  * levels of machine m (NULL: not checked). */
-pto_status pto__tile_tprog(tiler *t, const pto_node *n, const pto_machine *m);
+pto_status pto__tile_tprog(tiler *t, const pto_node *n,
+                           const struct pto_tprog_def *d,
+                           const pto_machine *m);
 
 #endif /* PTO_CORE_TILER_H */

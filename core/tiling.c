@@ -4,6 +4,7 @@
  * a subgraph and drops the boundary traffic it no longer needs. */
 #include "core/tilegraph.h"
 #include "core/tiler.h"
+#include "core/tprog.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -390,8 +391,9 @@ static void tile_fill(tiler *t, const pto_node *n, uint32_t tr, uint32_t tc) {
  * compiler's choice for the machine (a plain matmul only: the indexer's
  * score and the sparse attention read 0 as "whole", their builders' own
  * choice). */
-static unsigned tile_set_of(const pto_node *n, const pto_config *cfg) {
-  unsigned set = n->tile_set;
+/* The parts of n's tile shape that cfg sets (PTO_TILE_SET_*). */
+static unsigned config_sets(const pto_node *n, const pto_config *cfg) {
+  unsigned set = 0;
   if (cfg && n->label[0]) {
     if (pto__config_source(cfg, n->label, PTO__SET_CUBE_TILE) >= 0)
       set |= PTO_TILE_SET_CUBE;
@@ -399,6 +401,10 @@ static unsigned tile_set_of(const pto_node *n, const pto_config *cfg) {
       set |= PTO_TILE_SET_VEC;
   }
   return set;
+}
+
+static unsigned tile_set_of(const pto_node *n, const pto_config *cfg) {
+  return n->tile_set | config_sets(n, cfg);
 }
 
 /* The matrices of a batch t is: the product of its leading axes. */
@@ -587,7 +593,22 @@ pto_status pto__tile(pto_tgraph *tg, const pto_program *p,
       break;
     }
     case PTO_TC_TPROG: {
-      pto_status st = pto__tile_tprog(&t, n, ctx ? ctx->machine : NULL);
+      /* a tuned program whose tile a config sets: built again for it */
+      const pto_tprog_def *d = n->tprog;
+      pto_arena a;
+      pto__arena_init(&a);
+      pto_status st = PTO_OK;
+      if (d->rebuild && config_sets(n, cfg)) {
+        char msg[400];
+        st = d->rebuild(d, &ts, n->n_in, n->in, &a, &d, msg, sizeof msg);
+        if (st)
+          pto__error_set(&tg->err, st, "tile_program%s%s%s: %s",
+                         n->label[0] ? " '" : "", n->label,
+                         n->label[0] ? "'" : "", msg);
+      }
+      if (!st)
+        st = pto__tile_tprog(&t, n, d, ctx ? ctx->machine : NULL);
+      pto__arena_free(&a);
       if (st) {
         free(live);
         free(flash);

@@ -116,9 +116,8 @@ static pto_status check_footprint(tiler *t, const pto_node *n,
   return PTO_OK;
 }
 
-pto_status pto__tile_tprog(tiler *t, const pto_node *n,
+pto_status pto__tile_tprog(tiler *t, const pto_node *n, const pto_tprog_def *d,
                            const pto_machine *m) {
-  const pto_tprog_def *d = n->tprog;
   pto_status st = check_footprint(t, n, d, m);
   if (st)
     return st;

@@ -65,6 +65,17 @@ typedef pto_status (*pto_tprog_eval_fn)(const pto_tprog_def *d,
                                         const pto_tp_view *views, char *msg,
                                         size_t msg_size);
 
+/* d built again by its builder for tile on inputs in (a tuned program,
+ * pto_tile_program_tuned), checked as pto_tile_program checks it and to
+ * take and give d's tensors, copied into a as *out; 0 or a status with
+ * msg set. */
+typedef pto_status (*pto_tprog_rebuild_fn)(const pto_tprog_def *d,
+                                           const pto_tile_shape *tile,
+                                           int n_in, pto_tensor *const *in,
+                                           pto_arena *a,
+                                           const pto_tprog_def **out,
+                                           char *msg, size_t msg_size);
+
 struct pto_tprog_def {
   const char *name;
   int ngrid;
@@ -78,6 +89,10 @@ struct pto_tprog_def {
   uint32_t n_insts;
   pto_core_type core; /* CUBE when an instruction is the cube's */
   pto_tprog_eval_fn eval;
+  /* a tuned program's builder, its user pointer, and the rebuild */
+  pto_tprog_build_fn build;
+  void *user;
+  pto_tprog_rebuild_fn rebuild;
 };
 
 /* The number of blocks (the grid's product). */

@@ -21,8 +21,10 @@ void pto_example_pypto_ref(const float *A, const float *B, const float *W,
  * program (expert mode, kernels/examples_flash.c): blocks of tq query rows
  * of one head, key steps of kb (tq a multiple of kb, dividing S; 0: the
  * largest power of two up to 256 dividing S), the steps past the diagonal
- * skipped; the queries scaled by a tensor op in front. Its [H, S, D]
- * output, or NULL with p's error set. */
+ * skipped; the queries scaled by a tensor op in front. A tuned tile
+ * program (pto_tile_program_tuned): a config's cube_tile [tq, kb, 0] for
+ * its label builds it again with those. Its [H, S, D] output, or NULL
+ * with p's error set. */
 pto_tensor *pto_example_flash_expert(pto_program *p, pto_tensor *q,
                                      pto_tensor *k, pto_tensor *v,
                                      uint32_t tq, uint32_t kb);

@@ -53,23 +53,26 @@ static void scores(pto_tprog *tp, const flash_tiles *t, int k, int v,
   pto_tprog_op(tp, "TMATMUL", 1, &t->s, 2, (int[]){t->q, t->kt}, NULL);
 }
 
-pto_tensor *pto_example_flash_expert(pto_program *p, pto_tensor *q_,
-                                     pto_tensor *k_, pto_tensor *v_,
-                                     uint32_t tq, uint32_t kb) {
-  if (!q_ || !k_ || !v_)
-    return NULL;
-  const int64_t H = pto_tensor_dim(q_, 0), S = pto_tensor_dim(q_, 1),
-                D = pto_tensor_dim(q_, 2);
-  kb = kb ? kb : flash_block(S);
-  tq = tq ? tq : kb;
+/* The program for tile: cube_m query rows a block, cube_n keys a step
+ * (0: flash_block's), on the inputs' sizes (a pto_tprog_build_fn). */
+static pto_tprog *flash_tprog(const pto_tile_shape *tile, int n_in,
+                              pto_tensor *const *in, void *user) {
+  (void)user;
+  (void)n_in;
+  const int64_t H = pto_tensor_dim(in[0], 0), S = pto_tensor_dim(in[0], 1),
+                D = pto_tensor_dim(in[0], 2);
+  const uint32_t kb = tile->cube_n ? tile->cube_n : flash_block(S),
+                 tq = tile->cube_m ? tile->cube_m : kb;
+  pto_tprog *tp = pto_tprog_new("flash", 2, (int64_t[]){H, 1});
   if (tq % kb || S % tq) {
-    pto_program_fail(p, PTO_EINVAL, "flash_expert",
-                     "%u query rows a block by %u keys a step over %lld "
-                     "keys: the rows must be whole steps and divide the keys",
-                     tq, kb, (long long)S);
-    return NULL;
+    pto_tprog_fail(tp, PTO_EINVAL,
+                   "%u query rows a block by %u keys a step over %lld keys: "
+                   "the rows must be whole steps and divide the keys",
+                   tq, kb, (long long)S);
+    return tp;
   }
-  pto_tprog *tp = pto_tprog_new("flash", 2, (int64_t[]){H, S / tq});
+  pto_tprog_free(tp);
+  tp = pto_tprog_new("flash", 2, (int64_t[]){H, S / tq});
   const int q = pto_tprog_input(tp, "q", PTO_F32, 3, D3(H, S, D)),
             k = pto_tprog_input(tp, "k", PTO_F32, 3, D3(H, S, D)),
             v = pto_tprog_input(tp, "v", PTO_F32, 3, D3(H, S, D)),
@@ -113,15 +116,23 @@ pto_tensor *pto_example_flash_expert(pto_program *p, pto_tensor *q_,
   pto_tprog_op(tp, "TROWEXPANDDIV", 1, &t.o, 2, (int[]){t.o, t.l}, NULL);
   pto_tprog_store(tp, t.o, out, (pto_tp_expr[]){pto_tp_var(hv, 1), q0,
                                                  pto_tp_const(0)});
+  return tp;
+}
+
+pto_tensor *pto_example_flash_expert(pto_program *p, pto_tensor *q,
+                                     pto_tensor *k, pto_tensor *v,
+                                     uint32_t tq, uint32_t kb) {
+  if (!q || !k || !v)
+    return NULL;
+  /* the scale on the queries, by a tensor op in front */
+  pto_tensor *in[3] = {pto_muls(p, q, 1 / sqrt((double)pto_tensor_dim(q, 2))),
+                       k, v};
+  pto_tile_shape tile = pto_program_tile(p);
+  tile.cube_m = tq;
+  tile.cube_n = kb;
+  pto_program_push_tile(p, &tile);
   pto_tensor *o = NULL;
-  if (pto_tprog_status(tp))
-    pto_program_fail(p, pto_tprog_status(tp), "flash_expert", "%s",
-                     pto_tprog_error(tp));
-  else /* the scale on the queries, by a tensor op in front */
-    pto_tile_program(p, tp, 3,
-                     (pto_tensor *[]){pto_muls(p, q_, 1 / sqrt((double)D)),
-                                      k_, v_},
-                     &o);
-  pto_tprog_free(tp);
+  pto_tile_program_tuned(p, flash_tprog, NULL, 3, in, &o);
+  pto_program_pop_tile(p);
   return o;
 }

@@ -305,6 +305,73 @@ Test(partitioner, tile_program_flash_attention_matches_plain_c,
   pto_program_free(p);
 }
 
+/* A tuned tile program: a config's cube_tile for its label builds it
+ * again with that tile (fewer, larger blocks), which still gives plain
+ * C's answer; a tile the builder cannot take fails the compile with its
+ * message; a config tile for an untuned tile program is reported unused. */
+Test(partitioner, tile_program_tuned_by_a_config, .timeout = 120) {
+  const int64_t sh[3] = {2, 96, 16};
+  pto_program *p = pto_program_new("tp_tuned");
+  pto_tensor *q = pto_input(p, "q", PTO_F32, 3, sh),
+             *k = pto_input(p, "k", PTO_F32, 3, sh),
+             *v = pto_input(p, "v", PTO_F32, 3, sh);
+  pto_program_push_label(p, "attn");
+  pto_output(p, pto_example_flash_expert(p, q, k, v, 0, 0), "out");
+  pto_program_pop_label(p);
+  const size_t n = 2 * 96 * 16;
+  float *qv = filled(n, 31), *kv = filled(n, 32), *vv = filled(n, 33);
+  float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+  const void *in[] = {qv, kv, vv};
+  void *oa[] = {a}, *ob[] = {b};
+  pto_config *c = host_config(2);
+  pto_executable *e = compile_ok(p, c); /* 32-row blocks: 6 tasks */
+  cr_assert_eq(pto_executable_run_serial(e, in, oa), PTO_OK);
+  const uint32_t plain = pto_executable_num_tasks(e);
+  pto_executable_free(e);
+  const pto_tile_shape t = {0, 0, 48, 16, 0};
+  cr_assert_eq(pto_config_set_tile(c, "attn", &t), PTO_OK);
+  e = compile_ok(p, c); /* 48-row blocks by 16-key steps: 4 tasks */
+  cr_assert_eq(pto_executable_run_serial(e, in, ob), PTO_OK);
+  /* the scaling op's tasks are the same in both */
+  cr_assert_eq(plain - pto_executable_num_tasks(e), 6 - 4, "%u and %u tasks",
+               plain, pto_executable_num_tasks(e));
+  for (size_t i = 0; i < n; i++)
+    cr_assert(fabsf(a[i] - b[i]) <= 1e-5f * (1 + fabsf(a[i])), "out[%zu]", i);
+  pto_executable_free(e);
+  const pto_tile_shape bad = {0, 0, 32, 64, 0};
+  cr_assert_eq(pto_config_set_tile(c, "attn", &bad), PTO_OK);
+  cr_assert_eq(pto_compile(p, c, &e), PTO_EINVAL);
+  cr_assert(strstr(pto_program_error(p),
+                   "tile_program 'attn': for the config's tile (vec 0x0, "
+                   "cube 32x64x0): tile program 'flash': 32 query rows a "
+                   "block by 64 keys"),
+            "%s", pto_program_error(p));
+  pto_config_free(c);
+  pto_program_free(p);
+  /* untuned: the setting is unused, and said so */
+  pto_tprog *tp = softmax_tprog(64, 32, 16);
+  p = pto_program_new("tp_untuned");
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 2, D2(64, 32)), *y;
+  pto_program_push_label(p, "sm");
+  cr_assert_eq(pto_tile_program(p, tp, 1, &x, &y), PTO_OK);
+  pto_program_pop_label(p);
+  pto_output(p, y, "y");
+  c = host_config(2);
+  cr_assert_eq(pto_config_set_tile(c, "sm", &t), PTO_OK);
+  e = compile_ok(p, c);
+  cr_assert(strstr(pto_executable_warnings(e), "label 'sm'"), "%s",
+            pto_executable_warnings(e));
+  pto_executable_free(e);
+  pto_config_free(c);
+  pto_program_free(p);
+  pto_tprog_free(tp);
+  free(qv);
+  free(kv);
+  free(vv);
+  free(a);
+  free(b);
+}
+
 /* ---- refused, with messages -------------------------------------------- */
 
 static void refused(pto_tprog *tp, pto_status st, const char *needle) {

@@ -89,6 +89,18 @@ const char *pto_tprog_error(const pto_tprog *tp) {
   return tp ? tp->err.msg : "no tile program";
 }
 
+pto_status pto_tprog_fail(pto_tprog *tp, pto_status status, const char *fmt,
+                          ...) {
+  if (!tp || !fmt || status >= 0)
+    return PTO_EINVAL;
+  char m[PTO_ERROR_MSG];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m, sizeof m, fmt, ap);
+  va_end(ap);
+  return tp_fail(tp, status, "%s", m);
+}
+
 int pto_tprog_block(pto_tprog *tp, int dim) {
   if (!tp)
     return -1;
@@ -690,6 +702,102 @@ pto_status pto_tile_program(pto_program *p, const pto_tprog *tp, int n_in,
   for (int k = 0; k < n_out; k++)
     out[k] = n->out[k];
   return PTO_OK;
+}
+
+/* ---- tuned programs: built again for a config's tile -------------------- */
+
+/* Whether b takes and gives a's tensors: names in the message. */
+static int same_args(const pto_tprog_def *a, const pto_tprog_def *b,
+                     char *msg, size_t size) {
+  if (a->n_args != b->n_args || a->n_inputs != b->n_inputs) {
+    snprintf(msg, size, "built again for the config's tile, '%s' has %d "
+             "inputs and %d outputs, it had %d and %d", b->name, b->n_inputs,
+             b->n_outputs, a->n_inputs, a->n_outputs);
+    return 0;
+  }
+  for (int i = 0; i < a->n_args; i++) {
+    const pto_tp_arg *x = &a->args[i], *y = &b->args[i];
+    int same = x->is_out == y->is_out && x->dtype == y->dtype &&
+               x->ndim == y->ndim;
+    for (int k = 0; same && k < x->ndim; k++)
+      same = x->shape[k] == y->shape[k];
+    if (!same) {
+      char sx[96], sy[96];
+      pto__shape_str(x->ndim, x->shape, sx, sizeof sx);
+      pto__shape_str(y->ndim, y->shape, sy, sizeof sy);
+      snprintf(msg, size, "built again for the config's tile, '%s' %s %d is "
+               "'%s' %s%s, it was '%s' %s%s", b->name,
+               y->is_out ? "output" : "input", y->index, y->name,
+               pto_dtype_name(y->dtype), sy, x->name,
+               pto_dtype_name(x->dtype), sx);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+static pto_status tprog_rebuild(const pto_tprog_def *d,
+                                const pto_tile_shape *tile, int n_in,
+                                pto_tensor *const *in, pto_arena *a,
+                                const pto_tprog_def **out, char *msg,
+                                size_t size) {
+  pto_tprog *tp = d->build(tile, n_in, in, d->user);
+  char tl[96];
+  snprintf(tl, sizeof tl, "vec %ux%u, cube %ux%ux%u", tile->vec_rows,
+           tile->vec_cols, tile->cube_m, tile->cube_n, tile->cube_k);
+  pto_status st = PTO_OK;
+  if (!tp) {
+    snprintf(msg, size, "tile program '%s': its builder gave no program for "
+             "the config's tile (%s)", d->name, tl);
+    return PTO_EINVAL;
+  }
+  if (tp->err.status || tp->depth) {
+    st = tp->err.status ? tp->err.status : PTO_EINVAL;
+    snprintf(msg, size, "for the config's tile (%s): %s", tl,
+             tp->err.status ? tp->err.msg : "loops not ended");
+  } else if (!same_args(d, &tp->d, msg, size)) {
+    st = PTO_EINVAL;
+  } else {
+    char m[400];
+    st = check_blocks(&tp->d, m, sizeof m);
+    if (st)
+      snprintf(msg, size, "tile program '%s' for the config's tile (%s): %s",
+               tp->d.name, tl, m);
+  }
+  if (!st) {
+    tp->d.build = d->build;
+    tp->d.user = d->user;
+    tp->d.rebuild = d->rebuild;
+    if (!(*out = pto__tprog_copy(a, &tp->d))) {
+      st = PTO_ENOMEM;
+      snprintf(msg, size, "out of memory");
+    }
+  }
+  pto_tprog_free(tp);
+  return st;
+}
+
+pto_status pto_tile_program_tuned(pto_program *p, pto_tprog_build_fn build,
+                                  void *user, int n_in, pto_tensor *const *in,
+                                  pto_tensor **out) {
+  if (!p)
+    return PTO_EINVAL;
+  if (!build || !out)
+    return pto_program_fail(p, PTO_EINVAL, "tile_program",
+                            "no builder or no array for its outputs");
+  if (!pto__check_operands(p, "tile_program", n_in, in))
+    return pto_program_status(p);
+  const pto_tile_shape tile = pto_program_tile(p);
+  pto_tprog *tp = build(&tile, n_in, in, user);
+  if (!tp)
+    return pto_program_fail(p, PTO_EINVAL, "tile_program",
+                            "its builder gave no program");
+  tp->d.build = build;
+  tp->d.user = user;
+  tp->d.rebuild = tprog_rebuild;
+  pto_status st = pto_tile_program(p, tp, n_in, in, out);
+  pto_tprog_free(tp);
+  return st;
 }
 
 /* ---- the evaluator ------------------------------------------------------ */

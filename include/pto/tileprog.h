@@ -106,6 +106,17 @@ PTO_API void pto_tprog_free(pto_tprog *tp); /* NULL is a no-op */
 PTO_API pto_status pto_tprog_status(const pto_tprog *tp);
 PTO_API const char *pto_tprog_error(const pto_tprog *tp); /* "" if none */
 
+/* Records an error of the program's author (a builder's: sizes it cannot
+ * take), "tile program '<name>': <message>", kept if it is the first;
+ * returns status (PTO_EINVAL when tp or fmt is NULL or status is no
+ * error). */
+PTO_API pto_status pto_tprog_fail(pto_tprog *tp, pto_status status,
+                                  const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 /* The var of the block index along grid dim d, or -1. */
 PTO_API int pto_tprog_block(pto_tprog *tp, int dim);
 
@@ -183,6 +194,26 @@ PTO_API pto_status pto_tprog_op(pto_tprog *tp, const char *insn, int n_dst,
 PTO_API pto_status pto_tile_program(pto_program *p, const pto_tprog *tp,
                                     int n_in, pto_tensor *const *in,
                                     pto_tensor **out);
+
+/* A tile program built for a tile shape, for tuning: build(tile, n_in,
+ * in, user) returns a new program (PTO takes it and frees it) whose
+ * sizes follow tile as its author decides (the flash attention of
+ * kernels/examples_flash.c takes its query block from cube_m and its key
+ * step from cube_n), for the inputs in. pto_tile_program_tuned records
+ * build(the current tile scope's shape, ...) as pto_tile_program does;
+ * when a config sets the op's label's tile ("vec_tile" or "cube_tile",
+ * pto/config.h), pto_compile calls build again with the tile the config
+ * gives and compiles that program instead, which must take and give the
+ * same tensors (else the compile fails naming both). The evaluator runs
+ * the program recorded first. build must stay callable, and user valid,
+ * while p may be compiled. */
+typedef pto_tprog *(*pto_tprog_build_fn)(const pto_tile_shape *tile, int n_in,
+                                         pto_tensor *const *in, void *user);
+PTO_API pto_status pto_tile_program_tuned(pto_program *p,
+                                          pto_tprog_build_fn build,
+                                          void *user, int n_in,
+                                          pto_tensor *const *in,
+                                          pto_tensor **out);
 
 PTO_EXTERN_C_END
 
