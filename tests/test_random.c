@@ -56,6 +56,14 @@ Test(e2e, regress_cycle_through_cluster, .timeout = 60) {
   run_seeds(103253, 1);
 }
 
+/* A matmul whose operand an instruction computed (packed by the kernel,
+ * tileops/mm_loops.h) emptied by a dynamic extent bound to 0: the packed
+ * loops divided by its zero blocks (seed 5008, when the kernels started
+ * packing such operands). */
+Test(e2e, regress_computed_operand_emptied, .timeout = 60) {
+  run_seeds(5008, 1);
+}
+
 /* ---- regressions for what the random test found ---------------------------
  * Each is skipped while its switch says the bug is open (PTO_RP_KNOWN=name);
  * they are all fixed, so they run. */

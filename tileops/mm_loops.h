@@ -295,6 +295,8 @@ static packed_product product_packing(const pto_targs *a, pto_targs *b,
             tb = (a->flags & PTO_TF_TRANS_B) != 0;
   const uint32_t M = a->dst[0]->valid_rows, N = a->dst[0]->valid_cols,
                  K = ta ? A->valid_rows : A->valid_cols;
+  if (!M || !N || !K) /* emptied by a dynamic extent: the reference's */
+    return NULL;
   const size_t a_bytes =
                    pa ? 0 : (size_t)mm_up(4 * mm_up(M, MR) * mm_up(K, 16), 64),
                b_bytes = pb ? 0
