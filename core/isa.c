@@ -149,18 +149,14 @@ static uint64_t wsg_scratch(const pto_insn_shape *s) {
   return (G > PTO_WSG_WEIGHTS ? up(4 * G, 64) : 0) +
          (widen && K > PTO_WIDEN_K_STACK ? 4 * (uint64_t)s->mr * K : 0);
 }
-/* TMATMUL, TMATMUL_ACC: the operands the plan did not pack (a tile an
- * instruction computed, which no TLOAD packed), packed by the kernel in
- * f32: A in panels of mr rows, B in panels of at most PTO_MM_PANEL_MAX
- * cols (mm_pack_scratch, tileops/mm_loops.h, lays them out so). */
+/* TMATMUL, TMATMUL_ACC: the operands the plan did not pack, packed by
+ * the kernel (pto__mm_pack_scratch, core/isa.h). */
 static uint64_t mm_scratch(const pto_insn_shape *s) {
-  uint64_t M, N, K, b = 0;
+  uint64_t M, N, K, a, b;
   mm_plain(s, &M, &N, &K);
-  if (!(s->flags & PTO_TF_PACK_A) && s->mr)
-    b += up(4 * up(M, s->mr) * up(K, 16), 64);
-  if (!(s->flags & PTO_TF_PACK_B))
-    b += up(4 * K * up(N, PTO_MM_PANEL_MAX), 64);
-  return b;
+  pto__mm_pack_scratch(M, N, K, s->mr, (s->flags & PTO_TF_PACK_A) != 0,
+                       (s->flags & PTO_TF_PACK_B) != 0, &a, &b);
+  return a + b;
 }
 /* TTOPK: keeping more than PTO_TOPK_BUF of a row, the radix sort's second
  * buffer of (key, column) pairs (past PTO_TOPK_MSD_MAX a heap sort needs

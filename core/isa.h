@@ -400,6 +400,23 @@ static inline void *pto__targs_scratch(const pto_targs *a, int n_dst,
   return have >= need ? t->data : NULL;
 }
 
+/* The scratch TMATMUL and TMATMUL_ACC take to pack, in f32, the operands
+ * the plan left unpacked (a tile an instruction computed): A's panels of
+ * mr rows (*a_bytes; 0 when pack_a, or mr 0: no table packs), then B's
+ * panels of at most PTO_MM_PANEL_MAX cols (*b_bytes; 0 when pack_b), each
+ * 64-byte aligned. The table's facts declare it (core/isa.c) and the
+ * kernels pack into it so (tileops/mm_loops.h). */
+static inline void pto__mm_pack_scratch(uint64_t M, uint64_t N, uint64_t K,
+                                        uint64_t mr, int pack_a, int pack_b,
+                                        uint64_t *a_bytes, uint64_t *b_bytes) {
+  const uint64_t a = mr ? 4 * ((M + mr - 1) / mr * mr) * ((K + 15) / 16 * 16)
+                        : 0,
+                 b = 4 * K * ((N + PTO_MM_PANEL_MAX - 1) / PTO_MM_PANEL_MAX *
+                              PTO_MM_PANEL_MAX);
+  *a_bytes = pack_a ? 0 : (a + 63) / 64 * 64;
+  *b_bytes = pack_b ? 0 : (b + 63) / 64 * 64;
+}
+
 /* The stack buffers of the kernels whose scratch the table declares
  * (core/isa.c): past them a kernel works in its scratch. */
 #define PTO_GA_SLOTS_STACK 2048 /* TMATMUL_GA: valid slots listed */

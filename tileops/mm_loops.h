@@ -278,9 +278,9 @@ static uint64_t mm_up(uint64_t x, uint64_t m) {
 
 /* The product to run, on a, or on *b: a's operands that the plan did not
  * pack (tiles the program computed, which no TLOAD packed) packed in f32
- * at this file's panel widths into the scratch the plan gave it (the
- * layout core/isa.c's mm_scratch sizes: A's panels, then B's), t the
- * packed tiles. NULL: the reference's (no scratch, or not f32). */
+ * at this file's panel widths into the scratch the plan gave it (laid out
+ * as pto__mm_pack_scratch, core/isa.h, sizes it: A's panels, then B's), t
+ * the packed tiles. NULL: the reference's (no scratch, or not f32). */
 static packed_product product_packing(const pto_targs *a, pto_targs *b,
                                       pto_tile t[2]) {
   *b = *a;
@@ -297,13 +297,9 @@ static packed_product product_packing(const pto_targs *a, pto_targs *b,
                  K = ta ? A->valid_rows : A->valid_cols;
   if (!M || !N || !K) /* emptied by a dynamic extent: the reference's */
     return NULL;
-  const size_t a_bytes =
-                   pa ? 0 : (size_t)mm_up(4 * mm_up(M, MR) * mm_up(K, 16), 64),
-               b_bytes = pb ? 0
-                            : (size_t)mm_up(4 * (uint64_t)K *
-                                                mm_up(N, PTO_MM_PANEL_MAX),
-                                            64);
-  char *s = pto__targs_scratch(a, 1, a_bytes + b_bytes);
+  uint64_t a_bytes, b_bytes;
+  pto__mm_pack_scratch(M, N, K, MR, pa, pb, &a_bytes, &b_bytes);
+  char *s = pto__targs_scratch(a, 1, (size_t)(a_bytes + b_bytes));
   if (!s)
     return NULL;
   for (int i = 0; i < 2; i++) {
