@@ -228,13 +228,17 @@ int pto__isa_ref(int op, const pto_targs *a) {
   return pto__isa_scalar.fn[op](op, a);
 }
 
+int pto__custom_run(int op, const pto_targs *a) {
+  const pto_custom_op *c = pto__custom_get(op);
+  if (!c)
+    return PTO_EINVAL;
+  return c->desc.fn(a->dst[0], a->src, c->desc.n_src, c->desc.user);
+}
+
 int pto__tileop_run(int op, const pto_targs *a) {
   if (!a)
     return PTO_EINVAL;
   if (op >= 0 && op < PTO_OP_COUNT)
     return pto__isa_active()->fn[op](op, a);
-  const pto_custom_op *c = pto__custom_get(op);
-  if (!c)
-    return PTO_EINVAL;
-  return c->desc.fn(a->dst[0], a->src, c->desc.n_src, c->desc.user);
+  return pto__custom_run(op, a);
 }

@@ -305,6 +305,9 @@ int pto__isa_resolve(const char *want, const char *const *runs,
  * pto_status; PTO_EINVAL for an unknown op or a NULL a. Operands must have
  * passed pto__tileop_check. */
 int pto__tileop_run(int op, const pto_targs *a);
+/* Custom instruction op (id >= PTO_OP_COUNT) through its registered
+ * function; PTO_EINVAL when no such instruction is registered. */
+int pto__custom_run(int op, const pto_targs *a);
 
 /* Validates op's operands (rules above). Returns 0, or PTO_EINVAL,
  * PTO_ESHAPE or PTO_EDTYPE with a message naming the instruction and the

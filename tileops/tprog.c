@@ -340,13 +340,7 @@ pto_status pto_tprog_store(pto_tprog *tp, int tile, int arg,
 /* A tile shaped as t is declared, at a distinct address per operand slot:
  * what the operand rules read (never dereferenced). */
 static pto_tile fake_tile(const pto_tp_tile *t, int slot) {
-  pto_tile f;
-  f.data = (void *)(uintptr_t)((uint64_t)(slot + 1) << 36);
-  f.dtype = t->dtype;
-  f.rows = f.valid_rows = t->rows;
-  f.cols = f.valid_cols = t->cols;
-  f.stride = pto_tile_stride(t->dtype, t->cols);
-  return f;
+  return pto__tprog_tile(t, (void *)(uintptr_t)((uint64_t)(slot + 1) << 36));
 }
 
 static int find_insn(const char *name) {

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/tprog.h"
+#include "pto/tileop.h"
 
 struct pto_tprog {
   pto_tprog_def d;
@@ -14,6 +15,18 @@ struct pto_tprog {
   int depth;
   pto_error err;
 };
+
+/* A tile of declaration t at data: its capacity all valid (windows and
+ * instructions move whole tiles). */
+static inline pto_tile pto__tprog_tile(const pto_tp_tile *t, void *data) {
+  pto_tile x;
+  x.data = data;
+  x.dtype = t->dtype;
+  x.rows = x.valid_rows = t->rows;
+  x.cols = x.valid_cols = t->cols;
+  x.stride = pto_tile_stride(t->dtype, t->cols);
+  return x;
+}
 
 /* Runs d with the scalar reference of its instructions (core/tprog.h's
  * pto_tprog_eval_fn, the evaluator's). */

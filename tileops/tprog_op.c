@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "core/build.h"
-#include "core/custom.h"
 #include "pto/tileop.h"
 #include "tileops/tileops.h"
 #include "tileops/tprog.h"
@@ -401,14 +400,8 @@ static int eval_visit(void *ctx, uint32_t i, const int64_t *vars) {
   a.flags = in->iflags;
   for (int k = 0; k < 2; k++)
     a.imm[k] = (int32_t)pto__tp_eval(&in->imm[k], vars);
-  int st;
-  if (op < PTO_OP_COUNT) {
-    st = pto__isa_ref(op, &a);
-  } else {
-    const pto_custom_op *c = pto__custom_get(op);
-    st = c ? c->desc.fn(a.dst[0], a.src, c->desc.n_src, c->desc.user)
-           : PTO_ENOTFOUND;
-  }
+  const int st = op < PTO_OP_COUNT ? pto__isa_ref(op, &a)
+                                   : pto__custom_run(op, &a);
   if (st) {
     snprintf(v->msg, v->size, "instruction %" PRIu32 " (%s) failed: %s", i,
              pto__insn_name(op), pto_status_name(st));
@@ -427,11 +420,8 @@ pto_status pto__tprog_eval(const pto_tprog_def *d, const pto_tp_view *views,
     const size_t bytes = pto_tile_bytes(t->dtype, t->rows, t->cols);
     for (int k = 0; k < 2; k++) {
       pto_tile *x = k ? &v.tmp[i] : &v.tiles[i];
-      x->dtype = t->dtype;
-      x->rows = x->valid_rows = t->rows;
-      x->cols = x->valid_cols = t->cols;
-      x->stride = pto_tile_stride(t->dtype, t->cols);
-      if (!(x->data = aligned_alloc(PTO_TILE_ALIGN, bytes)))
+      *x = pto__tprog_tile(t, aligned_alloc(PTO_TILE_ALIGN, bytes));
+      if (!x->data)
         st = PTO_ENOMEM;
       else
         memset(x->data, 0, bytes);
