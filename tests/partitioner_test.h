@@ -22,34 +22,55 @@ static inline pto_config *ascend_config(void) {
   return c;
 }
 
+/* n f32 values in [-1, 1) from seed, the same on every machine. */
+static inline float *filled(size_t n, uint32_t seed) {
+  float *x = malloc(n * sizeof *x);
+  cr_assert_not_null(x);
+  for (size_t i = 0; i < n; i++) {
+    seed = seed * 1664525u + 1013904223u;
+    x[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+  }
+  return x;
+}
+
+/* Runs e on a runtime of `cube` cube and `vector` vector workers of the
+ * host (shared: the same workers serve both) and requires exactly the
+ * bytes the serial executor wrote to out[0] (n_bytes). */
+static inline void runtime_equals_serial(pto_executable *e,
+                                         const void *const *in,
+                                         const void *serial, size_t n_bytes,
+                                         int shared, uint32_t cube,
+                                         uint32_t vector) {
+  void *got = malloc(n_bytes);
+  cr_assert_not_null(got);
+  pto_machine m;
+  cr_assert_eq(pto_machine_host(&m), PTO_OK);
+  m.shared = shared;
+  m.workers[PTO_CORE_CUBE] = cube;
+  m.workers[PTO_CORE_VECTOR] = vector;
+  pto_runtime_params prm = pto_runtime_params_default();
+  prm.machine = &m;
+  pto_runtime *rt = NULL;
+  cr_assert_eq(pto_runtime_new(&prm, &rt), PTO_OK);
+  memset(got, 0xa5, n_bytes);
+  void *out[1] = {got};
+  cr_assert_eq(pto_runtime_run(rt, e, in, out), PTO_OK, "%s",
+               pto_executable_error(e));
+  cr_assert(memcmp(got, serial, n_bytes) == 0,
+            "parallel (%u cube and %u vector workers, %s) differs from serial",
+            cube, vector, shared ? "shared" : "dedicated");
+  pto_runtime_free(rt);
+  free(got);
+}
+
 /* Runs e on the parallel runtime, with 2 shared workers and with dedicated
  * cube and vector workers (1 + 2), and requires exactly the bytes the
  * serial executor wrote to out[0] (n_bytes). */
 static inline void parallel_equals_serial(pto_executable *e,
                                           const void *const *in,
                                           const void *serial, size_t n_bytes) {
-  void *got = malloc(n_bytes);
-  cr_assert_not_null(got);
-  for (int shared = 1; shared >= 0; shared--) {
-    pto_machine m;
-    cr_assert_eq(pto_machine_host(&m), PTO_OK);
-    m.shared = shared;
-    m.workers[PTO_CORE_CUBE] = shared ? 2 : 1;
-    m.workers[PTO_CORE_VECTOR] = 2;
-    pto_runtime_params prm = pto_runtime_params_default();
-    prm.machine = &m;
-    pto_runtime *rt = NULL;
-    cr_assert_eq(pto_runtime_new(&prm, &rt), PTO_OK);
-    memset(got, 0xa5, n_bytes);
-    void *out[1] = {got};
-    cr_assert_eq(pto_runtime_run(rt, e, in, out), PTO_OK, "%s",
-                 pto_executable_error(e));
-    cr_assert(memcmp(got, serial, n_bytes) == 0,
-              "parallel (%s workers) differs from serial",
-              shared ? "shared" : "dedicated");
-    pto_runtime_free(rt);
-  }
-  free(got);
+  runtime_equals_serial(e, in, serial, n_bytes, 1, 2, 2);
+  runtime_equals_serial(e, in, serial, n_bytes, 0, 1, 2);
 }
 
 /* The host machine with n shared workers, as a config. */

@@ -75,16 +75,6 @@ static pto_program *chain(const form *f) {
   return p;
 }
 
-static float *filled(size_t n, uint32_t seed) {
-  float *x = malloc(n * sizeof *x);
-  cr_assert_not_null(x);
-  for (size_t i = 0; i < n; i++) {
-    seed = seed * 1664525u + 1013904223u;
-    x[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-  }
-  return x;
-}
-
 /* Compiles f's chain for 2 host workers, requires the results of the
  * evaluator (serially and on the runtime) and returns the workspace
  * bytes: 0 when the chain ran as one op. */

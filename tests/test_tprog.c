@@ -12,16 +12,6 @@
 
 #define D2(a, b) ((const int64_t[]){a, b})
 
-static float *filled(size_t n, uint32_t seed) {
-  float *x = malloc(n * sizeof *x);
-  cr_assert_not_null(x);
-  for (size_t i = 0; i < n; i++) {
-    seed = seed * 1664525u + 1013904223u;
-    x[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-  }
-  return x;
-}
-
 static pto_tp_expr c0(void) { return pto_tp_const(0); }
 
 /* Row softmax of [M, N], rb rows a block. */
@@ -50,24 +40,11 @@ static void runs_everywhere(pto_program *p, const void *const *in, float *got,
                             size_t n, float tol) {
   pto_config *c = host_config(2);
   pto_executable *e = compile_ok(p, c);
-  float *ref = malloc(n * sizeof *ref), *one = malloc(n * sizeof *one);
-  cr_assert(ref && one);
+  float *ref = malloc(n * sizeof *ref);
+  cr_assert_not_null(ref);
   serial_parallel_and_eval_agree(e, p, in, got, ref, n, tol);
-  pto_machine m;
-  cr_assert_eq(pto_machine_host(&m), PTO_OK);
-  m.shared = 1;
-  m.workers[0] = m.workers[1] = 1;
-  pto_runtime_params prm = pto_runtime_params_default();
-  prm.machine = &m;
-  pto_runtime *rt = NULL;
-  cr_assert_eq(pto_runtime_new(&prm, &rt), PTO_OK);
-  void *out[] = {one};
-  cr_assert_eq(pto_runtime_run(rt, e, in, out), PTO_OK, "%s",
-               pto_executable_error(e));
-  cr_assert(memcmp(one, got, n * sizeof *got) == 0, "1 worker differs");
-  pto_runtime_free(rt);
+  runtime_equals_serial(e, in, got, n * sizeof *got, 1, 1, 1);
   free(ref);
-  free(one);
   pto_executable_free(e);
   pto_config_free(c);
 }
