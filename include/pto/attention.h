@@ -47,8 +47,9 @@ typedef struct pto_attention_params {
   double scale; /* softmax scale; 0: 1 / sqrt(D) */
   int causal;   /* a key is also valid only if j <= S2 - S1 + i */
   /* {m, n}: heads per task and slots per block of the online softmax;
-   * zeros: pto_attention_tile for the host. A config file's "attention"
-   * label overrides win. */
+   * zeros: chosen by the compiler for the machine it compiles for, by
+   * pto_attention_tile's rule. A config file's "attention" label
+   * overrides win. */
   pto_tile_shape tile;
   /* The dtype of q and kv for pto_attention_program, the reference and
    * the checker: PTO_F32 or PTO_BF16 (as DeepSeek deploys them). The
@@ -86,7 +87,7 @@ enum {
   PTO_ATTENTION_DYN_ALL = 7u
 };
 
-/* scale 0 (1 / sqrt(D)), not causal, tiles chosen for the host, f32. */
+/* scale 0 (1 / sqrt(D)), not causal, the tile the compiler's, f32. */
 PTO_API pto_attention_params pto_attention_params_default(void);
 
 /* Adds the attention to p: q [B,S1,H,D] and kv [B,S2,D], both f32 or both

@@ -92,7 +92,9 @@ PTO_API int64_t pto_dsa_tokens(const pto_dsa_step *s);
 typedef struct pto_dsa_params {
   int64_t topk; /* >= 1; 2048 */
   double scale; /* the attention's softmax scale; 0.135234 */
-  /* Tile shapes per stage; zeros: chosen for the host. mla_prolog and
+  /* Tile shapes per stage; zeros: chosen for the host (the prologs' and
+   * the attention's by the compiler, for the machine it compiles for;
+   * the indexer's when the program is built). mla_prolog and
    * indexer_prolog apply to their matmuls (cube) and norms (vector);
    * indexer_qk / indexer_topk / attention are pto_indexer's qk_tile,
    * topk_tile and pto_attention's tile. A config file's label overrides
