@@ -353,7 +353,9 @@ pto_status pto_tile_program_tuned(pto_program *p, pto_tprog_build_fn build,
 typedef struct veval {
   const pto_tprog_def *d;
   const pto_tp_view *views;
-  pto_tile *tiles, *tmp; /* per declared tile: its buffer, a spare */
+  /* per declared tile: its buffer, and a spare made the first time an
+   * instruction reads its old value while writing it */
+  pto_tile *tiles, *tmp;
   char *msg;
   size_t size;
 } veval;
@@ -391,7 +393,15 @@ static int eval_visit(void *ctx, uint32_t i, const int64_t *vars) {
       alias |= in->dst[j] == in->src[k];
     if (alias && !pto__insn_facts(op)->inplace) { /* read the old value */
       pto_tile *c = &v->tmp[in->src[k]];
-      memcpy(c->data, s->data, pto_tile_bytes(s->dtype, s->rows, s->cols));
+      const size_t bytes = pto_tile_bytes(s->dtype, s->rows, s->cols);
+      if (!c->data &&
+          !(*c = pto__tprog_tile(&v->d->tiles[in->src[k]],
+                                 aligned_alloc(PTO_TILE_ALIGN, bytes)))
+               .data) {
+        snprintf(v->msg, v->size, "out of memory for its tiles");
+        return PTO_ENOMEM;
+      }
+      memcpy(c->data, s->data, bytes);
       s = c;
     }
     a.src[k] = s;
@@ -418,14 +428,11 @@ pto_status pto__tprog_eval(const pto_tprog_def *d, const pto_tp_view *views,
   for (int i = 0; !st && i < d->n_tiles; i++) {
     const pto_tp_tile *t = &d->tiles[i];
     const size_t bytes = pto_tile_bytes(t->dtype, t->rows, t->cols);
-    for (int k = 0; k < 2; k++) {
-      pto_tile *x = k ? &v.tmp[i] : &v.tiles[i];
-      *x = pto__tprog_tile(t, aligned_alloc(PTO_TILE_ALIGN, bytes));
-      if (!x->data)
-        st = PTO_ENOMEM;
-      else
-        memset(x->data, 0, bytes);
-    }
+    v.tiles[i] = pto__tprog_tile(t, aligned_alloc(PTO_TILE_ALIGN, bytes));
+    if (!v.tiles[i].data)
+      st = PTO_ENOMEM;
+    else
+      memset(v.tiles[i].data, 0, bytes);
   }
   if (st == PTO_ENOMEM)
     snprintf(msg, msg_size, "out of memory for its tiles");
