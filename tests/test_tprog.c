@@ -402,6 +402,141 @@ Test(partitioner, tile_program_bad_instructions_are_refused_when_built) {
   pto_tprog_free(tp);
 }
 
+/* The declarations and structure calls refuse what they cannot take,
+ * each with its message; pto_tile_program refuses what is unfinished. */
+Test(partitioner, tile_program_bad_declarations_are_refused) {
+  const int64_t big[1] = {INT64_C(1) << 32};
+  pto_tprog *tp = pto_tprog_new("bad", 1, big);
+  refused(tp, PTO_EINVAL, "grid dim 0 has 4294967296 blocks");
+  pto_tprog_free(tp);
+  struct {
+    int what;
+    pto_status st;
+    const char *needle;
+  } bad[] = {
+      {0, PTO_EINVAL, "input 'x' has 5 dims (1..4)"},
+      {1, PTO_ESHAPE, "output 'y' dim 1 is 0"},
+      {2, PTO_EINVAL, "output 'o3': at most 2 outputs"},
+      {3, PTO_EINVAL, "tile 't' has 3 buffers (1 or 2)"},
+      {4, PTO_ESHAPE, "tile 't' is 0x8"},
+      {5, PTO_EINVAL, "pto_tprog_end with no open loop"},
+      {6, PTO_EINVAL, "loops nest 8 deep"},
+      {7, PTO_EINVAL, "(TADD) takes no PTO_TP_ROWSCALE"},
+      {8, PTO_EINVAL, "block index of grid dim 1: the grid has 1"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    tp = pto_tprog_new("bad", 1, (int64_t[]){2});
+    const int64_t s5[5] = {1, 1, 1, 1, 1}, s2[2] = {4, 0}, s1[1] = {8};
+    switch (bad[i].what) {
+    case 0: pto_tprog_input(tp, "x", PTO_F32, 5, s5); break;
+    case 1: pto_tprog_output(tp, "y", PTO_F32, 2, s2); break;
+    case 2:
+      for (int k = 1; k <= 3; k++) {
+        char name[8];
+        snprintf(name, sizeof name, "o%d", k);
+        pto_tprog_output(tp, name, PTO_F32, 1, s1);
+      }
+      break;
+    case 3: pto_tprog_tile(tp, "t", PTO_MEM_UB, PTO_F32, 8, 8, 3); break;
+    case 4: pto_tprog_tile(tp, "t", PTO_MEM_UB, PTO_F32, 0, 8, 1); break;
+    case 5: pto_tprog_end(tp); break;
+    case 6:
+      for (int k = 0; k < 8; k++)
+        pto_tprog_for(tp, pto_tp_const(1));
+      break;
+    case 7: {
+      int t = pto_tprog_tile(tp, "t", PTO_MEM_UB, PTO_F32, 8, 8, 1);
+      const pto_tp_opargs a = {.flags = PTO_TP_ROWSCALE};
+      pto_tprog_op(tp, "TADD", 1, &t, 2, (int[]){t, t}, &a);
+      break;
+    }
+    default: pto_tprog_block(tp, 1); break;
+    }
+    refused(tp, bad[i].st, bad[i].needle);
+    pto_tprog_free(tp);
+  }
+  /* unfinished: an open loop, no output, the wrong inputs, no builder */
+  pto_program *p = pto_program_new("tp_unfinished");
+  pto_tensor *x = pto_input(p, "x", PTO_F32, 2, D2(8, 8)), *y[2];
+  tp = pto_tprog_new("open", 1, (int64_t[]){1});
+  pto_tprog_output(tp, "y", PTO_F32, 2, D2(8, 8));
+  pto_tprog_for(tp, pto_tp_const(2));
+  cr_assert_eq(pto_tile_program(p, tp, 0, NULL, y), PTO_EINVAL);
+  cr_assert(strstr(pto_program_error(p), "'open': 1 loops not ended"), "%s",
+            pto_program_error(p));
+  pto_tprog_free(tp);
+  pto_program_free(p);
+  p = pto_program_new("tp_unfinished");
+  x = pto_input(p, "x", PTO_F32, 2, D2(8, 8));
+  tp = pto_tprog_new("none", 1, (int64_t[]){1});
+  pto_tprog_input(tp, "x", PTO_F32, 2, D2(8, 8));
+  cr_assert_eq(pto_tile_program(p, tp, 1, &x, y), PTO_EINVAL);
+  cr_assert(strstr(pto_program_error(p), "'none' has no output"), "%s",
+            pto_program_error(p));
+  pto_tprog_free(tp);
+  pto_program_free(p);
+  p = pto_program_new("tp_unfinished");
+  x = pto_input(p, "x", PTO_F32, 2, D2(8, 8));
+  tp = softmax_tprog(64, 32, 16);
+  cr_assert_eq(pto_tile_program(p, tp, 2, (pto_tensor *[]){x, x}, y),
+               PTO_EINVAL);
+  cr_assert(strstr(pto_program_error(p), "takes 1 inputs, it was given 2"),
+            "%s", pto_program_error(p));
+  pto_tprog_free(tp);
+  pto_program_free(p);
+  p = pto_program_new("tp_unfinished");
+  x = pto_input(p, "x", PTO_F32, 2, D2(8, 8));
+  cr_assert_eq(pto_tile_program_tuned(p, NULL, NULL, 1, &x, y), PTO_EINVAL);
+  cr_assert(strstr(pto_program_error(p), "no builder"), "%s",
+            pto_program_error(p));
+  pto_program_free(p);
+}
+
+/* A custom instruction is an instruction of a tile program as any other:
+ * compiled, run and evaluated through its registered function. */
+static int halve(pto_tile *dst, const pto_tile *const *src, int n_src,
+                 void *user) {
+  (void)n_src;
+  (void)user;
+  for (uint32_t r = 0; r < dst->valid_rows; r++)
+    for (uint32_t c = 0; c < dst->valid_cols; c++)
+      ((float *)dst->data)[r * dst->stride + c] =
+          ((const float *)src[0]->data)[r * src[0]->stride + c] * 0.5f;
+  return 0;
+}
+
+Test(partitioner, tile_program_runs_a_custom_instruction, .timeout = 60) {
+  int id = pto_custom_op_find("tp_halve");
+  if (id < 0) {
+    const pto_custom_op_desc desc = {"tp_halve", PTO_CORE_VECTOR, 1,
+                                     PTO_F32, 0, halve, NULL};
+    cr_assert_eq(pto_custom_op_register(&desc, &id), PTO_OK);
+  }
+  pto_tprog *tp = pto_tprog_new("halves", 1, (int64_t[]){4});
+  int x = pto_tprog_input(tp, "x", PTO_F32, 2, D2(32, 24));
+  int y = pto_tprog_output(tp, "y", PTO_F32, 2, D2(32, 24));
+  int t = pto_tprog_tile(tp, "t", PTO_MEM_UB, PTO_F32, 8, 24, 1);
+  const pto_tp_expr at[2] = {pto_tp_var(pto_tprog_block(tp, 0), 8), c0()};
+  pto_tprog_load(tp, t, x, at);
+  pto_tprog_op(tp, "tp_halve", 1, &t, 1, &t, NULL);
+  pto_tprog_store(tp, t, y, at);
+  cr_assert_eq(pto_tprog_status(tp), PTO_OK, "%s", pto_tprog_error(tp));
+  pto_program *p = pto_program_new("tp_custom");
+  pto_tensor *X = pto_input(p, "x", PTO_F32, 2, D2(32, 24)), *Y;
+  cr_assert_eq(pto_tile_program(p, tp, 1, &X, &Y), PTO_OK, "%s",
+               pto_program_error(p));
+  pto_tprog_free(tp);
+  pto_output(p, Y, "y");
+  float *xv = filled(32 * 24, 41), *got = malloc(32 * 24 * sizeof *got);
+  const void *in[] = {xv};
+  runs_everywhere(p, in, got, 32 * 24, 0);
+  for (int i = 0; i < 32 * 24; i++)
+    cr_assert_eq(got[i], xv[i] * 0.5f, "y[%d]", i);
+  free(xv);
+  free(got);
+  pto_program_free(p);
+}
+
 /* Built with n blocks of rb rows over a [M, 8] input and output, the
  * store of block b at row b * step: the program pto_tile_program takes or
  * refuses. */
