@@ -386,11 +386,6 @@ static void tile_fill(tiler *t, const pto_node *n, uint32_t tr, uint32_t tc) {
 
 /* ---- driver ------------------------------------------------------------- */
 
-/* The tile shape n is tiled with: the program's, a config's label
- * override over it, and for a matmul whose cube part neither set, the
- * compiler's choice for the machine (a plain matmul only: the indexer's
- * score and the sparse attention read 0 as "whole", their builders' own
- * choice). */
 /* The parts of n's tile shape that cfg sets (PTO_TILE_SET_*). */
 static unsigned config_sets(const pto_node *n, const pto_config *cfg) {
   unsigned set = 0;
@@ -403,6 +398,7 @@ static unsigned config_sets(const pto_node *n, const pto_config *cfg) {
   return set;
 }
 
+/* The parts the program or cfg sets. */
 static unsigned tile_set_of(const pto_node *n, const pto_config *cfg) {
   return n->tile_set | config_sets(n, cfg);
 }
@@ -415,6 +411,11 @@ static int64_t batch_of(const pto_tensor *t) {
   return batch;
 }
 
+/* The tile shape n is tiled with: the program's, a config's label
+ * override over it, and the compiler's choice for the machine for a plain
+ * matmul whose cube part neither set and for a sparse attention whose
+ * cube part is unset or zeros (the indexer's score reads 0 as "whole",
+ * its builder's own choice). */
 static pto_tile_shape node_tile(const pto_node *n, const pto_config *cfg,
                                 const pto_tile_ctx *ctx) {
   pto_tile_shape s = n->tile;
