@@ -63,16 +63,15 @@ static pto_tprog *flash_tprog(const pto_tile_shape *tile, int n_in,
                 D = pto_tensor_dim(in[0], 2);
   const uint32_t kb = tile->cube_n ? tile->cube_n : flash_block(S),
                  tq = tile->cube_m ? tile->cube_m : kb;
-  pto_tprog *tp = pto_tprog_new("flash", 2, (int64_t[]){H, 1});
-  if (tq % kb || S % tq) {
+  const int fits = kb && tq && tq % kb == 0 && S % tq == 0;
+  pto_tprog *tp = pto_tprog_new("flash", 2, (int64_t[]){H, fits ? S / tq : 1});
+  if (!fits) {
     pto_tprog_fail(tp, PTO_EINVAL,
                    "%u query rows a block by %u keys a step over %lld keys: "
                    "the rows must be whole steps and divide the keys",
                    tq, kb, (long long)S);
     return tp;
   }
-  pto_tprog_free(tp);
-  tp = pto_tprog_new("flash", 2, (int64_t[]){H, S / tq});
   const int q = pto_tprog_input(tp, "q", PTO_F32, 3, D3(H, S, D)),
             k = pto_tprog_input(tp, "k", PTO_F32, 3, D3(H, S, D)),
             v = pto_tprog_input(tp, "v", PTO_F32, 3, D3(H, S, D)),

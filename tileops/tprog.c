@@ -294,7 +294,7 @@ static pto_status move(pto_tprog *tp, int is_store, int tile, int arg,
     return tp_fail(tp, PTO_EINVAL, "instruction %" PRIu32 " (%s of tile '%s')"
                    ": '%s' is an %s: blocks load inputs and store outputs",
                    idx, insn, t->name, a->name, a->is_out ? "output" : "input");
-  if (flags & ~(unsigned)PTO_TP_TRANS || (is_store && flags))
+  if (flags & ~(unsigned)PTO_TP_TRANS)
     return tp_fail(tp, PTO_EINVAL, "instruction %" PRIu32 " (%s of tile '%s')"
                    ": flags 0x%x", idx, insn, t->name, flags);
   const pto_operand o = pto__insn_operand(is_store ? PTO_OP_TSTORE
