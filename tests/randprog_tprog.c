@@ -7,6 +7,9 @@
 #include <math.h>
 #include <string.h>
 
+/* The most instructions a tile program's blocks may unroll to. */
+#define TPROG_INSTS_MAX 16384.0
+
 /* A static 2-D float tensor whose values both runs agree on exactly. */
 static int pred_tprog(gen *g, const rp_val *v, const void *ctx) {
   (void)g;
@@ -32,6 +35,16 @@ int gen_tprog(gen *g) {
       ((uint64_t)pick(g->r, 1u << 30) << 30 | pick(g->r, 1u << 30)) + 1;
   rp_tp t;
   rp_tp_decode(spec, R, C, &t);
+  /* its blocks' instructions, loops unrolled, bounded as the other ops'
+   * sizes are: a prefix over 127 one-column blocks of 127 rows would be
+   * two million (a fuzz input ran out of memory compiling it) */
+  const double rows = (double)(R / t.rb), cols = (double)(C / t.cb);
+  const double insts = t.kind == 0   ? rows * cols * (2 + t.n_ops)
+                       : t.kind == 1 ? rows * cols * (cols + 2)
+                       : t.kind == 2 ? rows * cols * 2
+                                     : rows * rows * (3 * cols + 1);
+  if (insts > TPROG_INSTS_MAX)
+    return 0;
   const int64_t shape[2] = {t.kind == 2 ? C : R,
                             t.kind == 2 ? R : t.kind == 3 ? R : C};
   const int out = new_val(g, PTO_F32, 2, shape);
