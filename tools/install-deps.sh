@@ -31,6 +31,7 @@ packages=(
   libxxhash-dev   # structural hashing of subgraphs
   libopenblas-dev # pto-bench gemm's peer (loaded at run time)
   python3-numpy python3-torch # pto-bench's PyTorch peer (tools/pto_bench_torch.py)
+  libopenmpi-dev openmpi-bin  # scale-out over MPI ranks (pto/comm.h, mpirun)
 )
 if [ "$test_deps" = 1 ]; then
   packages+=(

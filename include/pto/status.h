@@ -22,13 +22,15 @@ PTO_EXTERN_C_BEGIN
   X(ETASK, -11, "task failed")                                                 \
   X(ESTATE, -12, "object is in the wrong state for this call")                 \
   X(EISA, -13, "instruction set not supported by this CPU")                    \
-  X(ENOTFOUND, -14, "not found")
+  X(ENOTFOUND, -14, "not found")                                               \
+  X(ETIMEDOUT, -15, "timed out")                                               \
+  X(ECOMM, -16, "communication between ranks failed")
 
 typedef enum pto_status {
 #define PTO__STATUS_ENUM(name, value, msg) PTO_##name = (value),
   PTO_STATUS_MAP(PTO__STATUS_ENUM)
 #undef PTO__STATUS_ENUM
-  PTO_STATUS_COUNT = 15 /* number of codes; codes are 0, -1, ... -(COUNT-1) */
+  PTO_STATUS_COUNT = 17 /* number of codes; codes are 0, -1, ... -(COUNT-1) */
 } pto_status;
 
 /* "PTO_ESHAPE" for PTO_ESHAPE; "PTO_UNKNOWN" for a value outside the list. */
