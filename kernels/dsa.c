@@ -260,50 +260,6 @@ static pto_status check_inputs(pto_program *p, const pto_dsa_dims *d,
   return PTO_OK;
 }
 
-/* Rows [r0, r0+n) of t along its first axis (a view). */
-static pto_tensor *rows(pto_program *p, pto_tensor *t, int64_t r0, int64_t n) {
-  int64_t lo[PTO_MAX_DIMS] = {0}, hi[PTO_MAX_DIMS];
-  const int nd = pto_tensor_ndim(t);
-  for (int a = 0; a < nd; a++)
-    hi[a] = pto_tensor_dim(t, a);
-  lo[0] = r0;
-  hi[0] = r0 + n;
-  return pto_slice(p, t, lo, hi);
-}
-
-/* t with a leading axis of 1. */
-static pto_tensor *batch1(pto_program *p, pto_tensor *t) {
-  int64_t sh[PTO_MAX_DIMS] = {1};
-  const int nd = pto_tensor_ndim(t);
-  for (int a = 0; a < nd; a++)
-    sh[a + 1] = pto_tensor_dim(t, a);
-  return pto_reshape(p, t, nd + 1, sh);
-}
-
-/* t without its leading axis of 1. */
-static pto_tensor *unbatch(pto_program *p, pto_tensor *t) {
-  int64_t sh[PTO_MAX_DIMS];
-  const int nd = pto_tensor_ndim(t);
-  for (int a = 1; a < nd; a++)
-    sh[a - 1] = pto_tensor_dim(t, a);
-  return pto_reshape(p, t, nd - 1, sh);
-}
-
-/* A vector tile scope of rows x cols (0: the whole extent). The default
- * 32 x 128 would cut the chain's long, thin index and key tensors into
- * thousands of tasks of a few microseconds. */
-static void push_vec(pto_program *p, uint32_t rows, uint32_t cols) {
-  pto_program_push_tile(p, NULL);
-  pto_program_set_vec_tile(p, rows, cols);
-}
-
-/* Rows of `cols` f32 or i32 (padded to 16) in `elems` elements: an
- * element-wise op's three operands then stay well inside a 256 KiB UB. */
-static uint32_t vec_rows(int64_t elems, int64_t cols) {
-  const int64_t padded = (cols + 15) / 16 * 16, r = elems / padded;
-  return (uint32_t)(r < 1 ? 1 : r > 4096 ? 4096 : r);
-}
-
 /* One plus the physical cache row of each of sequence b's positions in its
  * first lc / BS blocks (rounded up), i32 [nb,BS], computed in the graph:
  * block_table[b][p / BS] * BS + p % BS + 1 (the +1 leaves 0, which a
@@ -410,9 +366,9 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
   /* the sequence's index keys, contiguous: cache rows, then new rows */
   pto_program_push_label(p, "indexer");
   pto_program_push_label(p, "keys");
-  pto_tensor *knew = rows(p, pr->k_new, t0, n), *keys = knew;
+  pto_tensor *knew = pto__dsa_rows(p, pr->k_new, t0, n), *keys = knew;
   if (lc > 0) {
-    push_vec(p, 64, 0);
+    pto__dsa_push_vec(p, 64, 0);
     pto_tensor *m1 = cache_rows1(p, d, s, in[PTO_DSA_BLOCK_TABLE], b, lc);
     const int64_t nbs = pto_tensor_numel(m1);
     pto_tensor *flat =
@@ -421,7 +377,7 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
     map1 = pto_slice(p, pto_reshape(p, m1, 2, (const int64_t[]){nbs, 1}),
                      (const int64_t[]){0, 0}, (const int64_t[]){lc, 1});
     /* 64 KiB of keys (128 at DI = 128) per gather or copy task */
-    push_vec(p, vec_rows(16384, DI), 0);
+    pto__dsa_push_vec(p, pto__dsa_vec_rows(16384, DI), 0);
     pto_tensor *kc = pto_gather(
         p,
         pto_reshape(p, in[PTO_DSA_K_CACHE], 2,
@@ -439,17 +395,20 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
   ip.qk_tile = prm->indexer_qk;
   ip.topk_tile = prm->indexer_topk;
   pto_tensor *idx = NULL;
-  pto_indexer(p, batch1(p, rows(p, pr->q_idx, t0, n)), batch1(p, keys),
-              batch1(p, rows(p, pr->weights, t0, n)), &ip, &idx);
-  *idx_out = idx ? unbatch(p, idx) : NULL;
+  pto_indexer(p, pto__dsa_batch1(p, pto__dsa_rows(p, pr->q_idx, t0, n)),
+              pto__dsa_batch1(p, keys),
+              pto__dsa_batch1(p, pto__dsa_rows(p, pr->weights, t0, n)), &ip,
+              &idx);
+  *idx_out = idx ? pto__dsa_unbatch(p, idx) : NULL;
 
   pto_attention_params ap = pto_attention_params_default();
   ap.scale = prm->scale;
   ap.tile = prm->attention;
-  pto_tensor *q = batch1(p, rows(p, pr->q, t0, n));
+  pto_tensor *q = pto__dsa_batch1(p, pto__dsa_rows(p, pr->q, t0, n));
   pto_program_push_label(p, "attention");
   pto_program_push_label(p, "slots");
-  push_vec(p, vec_rows(16384, prm->topk), 0); /* whole rows of slots */
+  pto__dsa_push_vec(p, pto__dsa_vec_rows(16384, prm->topk),
+                    0); /* whole rows of slots */
   pto_tensor *cidx = NULL;
   if (lc > 0) { /* the cached positions as kv_cache rows, others -1: the
                    gather yields 0 past the map, less the 1 it adds */
@@ -458,7 +417,7 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
                                              in 64-byte rows */
     pto_tensor *g = pto_gather(
         p, map1, pto_reshape(p, idx, 1, (const int64_t[]){slots}), 0);
-    pto_program_set_vec_tile(p, vec_rows(16384, prm->topk), 0);
+    pto_program_set_vec_tile(p, pto__dsa_vec_rows(16384, prm->topk), 0);
     cidx = pto_adds(p, pto_reshape(p, g, 3, (const int64_t[]){1, n, prm->topk}),
                     -1.0);
   }
@@ -483,7 +442,7 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
     const int64_t rn = n - r0 < ch ? n - r0 : ch;
     pto_program_push_label(p, "attention");
     pto_program_push_label(p, "slots");
-    push_vec(p, vec_rows(16384, prm->topk), 0);
+    pto__dsa_push_vec(p, pto__dsa_vec_rows(16384, prm->topk), 0);
     pto_tensor *jn =
         new_slots(p,
                   pto_slice(p, idx, (const int64_t[]){0, r0, 0},
@@ -498,7 +457,8 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
     pto_attention_params an = ap; /* its tile: the params', or the
                                       compiler's for the machine */
     pto_tensor *o = pto_attention(
-        p, qk, batch1(p, rows(p, pr->kv_new, t0, r0 + rn)), jn, L, &an, &l);
+        p, qk, pto__dsa_batch1(p, pto__dsa_rows(p, pr->kv_new, t0, r0 + rn)),
+        jn, L, &an, &l);
     oc[m] = pto_reshape(p, o, 3, (const int64_t[]){rn, H, L});
     lcs[m] = pto_reshape(p, l, 2, (const int64_t[]){rn, H});
   }
@@ -518,7 +478,8 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
                       cidx, L, &ac, &lcache);
     pto_program_push_label(p, "attention");
     pto_program_push_label(p, "merge");
-    push_vec(p, vec_rows(16384, L), 0); /* 64 KiB: 32 heads at L = 512 */
+    pto__dsa_push_vec(p, pto__dsa_vec_rows(16384, L),
+                      0); /* 64 KiB: 32 heads at L = 512 */
     on = pto__dsa_merge(p, pto_reshape(p, ocache, 3, o3),
                         pto_reshape(p, lcache, 2, l2), on, ln, &ln);
     pto_program_pop_tile(p);

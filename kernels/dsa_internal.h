@@ -3,6 +3,55 @@
 #define PTO_KERNELS_DSA_INTERNAL_H
 
 #include "pto/dsa.h"
+#include "pto/pto.h"
+
+/* ---- small graph helpers of the chain's files ---------------------------- */
+
+/* Rows [r0, r0+n) of t along its first axis (a view). */
+static inline pto_tensor *pto__dsa_rows(pto_program *p, pto_tensor *t,
+                                        int64_t r0, int64_t n) {
+  int64_t lo[PTO_MAX_DIMS] = {0}, hi[PTO_MAX_DIMS];
+  const int nd = pto_tensor_ndim(t);
+  for (int a = 0; a < nd; a++)
+    hi[a] = pto_tensor_dim(t, a);
+  lo[0] = r0;
+  hi[0] = r0 + n;
+  return pto_slice(p, t, lo, hi);
+}
+
+/* t with a leading axis of 1. */
+static inline pto_tensor *pto__dsa_batch1(pto_program *p, pto_tensor *t) {
+  int64_t sh[PTO_MAX_DIMS] = {1};
+  const int nd = pto_tensor_ndim(t);
+  for (int a = 0; a < nd; a++)
+    sh[a + 1] = pto_tensor_dim(t, a);
+  return pto_reshape(p, t, nd + 1, sh);
+}
+
+/* t without its leading axis of 1. */
+static inline pto_tensor *pto__dsa_unbatch(pto_program *p, pto_tensor *t) {
+  int64_t sh[PTO_MAX_DIMS];
+  const int nd = pto_tensor_ndim(t);
+  for (int a = 1; a < nd; a++)
+    sh[a - 1] = pto_tensor_dim(t, a);
+  return pto_reshape(p, t, nd - 1, sh);
+}
+
+/* A vector tile scope of rows x cols (0: the whole extent). The default
+ * 32 x 128 would cut the chain's long, thin index and key tensors into
+ * thousands of tasks of a few microseconds. */
+static inline void pto__dsa_push_vec(pto_program *p, uint32_t rows,
+                                     uint32_t cols) {
+  pto_program_push_tile(p, NULL);
+  pto_program_set_vec_tile(p, rows, cols);
+}
+
+/* Rows of `cols` f32 or i32 (padded to 16) in `elems` elements: an
+ * element-wise op's three operands then stay well inside a 256 KiB UB. */
+static inline uint32_t pto__dsa_vec_rows(int64_t elems, int64_t cols) {
+  const int64_t padded = (cols + 15) / 16 * 16, r = elems / padded;
+  return (uint32_t)(r < 1 ? 1 : r > 4096 ? 4096 : r);
+}
 
 /* The prologs' results in a program. */
 typedef struct pto__dsa_prolog {

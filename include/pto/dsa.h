@@ -225,6 +225,58 @@ PTO_API pto_status pto_dsa_serve_bind(struct pto_run *run,
 PTO_API double pto_dsa_gflop(const pto_dsa_dims *d, const pto_dsa_step *s,
                              const pto_dsa_params *prm);
 
+/* ---- context parallel: one step over the ranks of a comm ---------------- */
+
+struct pto_comm;
+struct pto_runtime;
+
+/* Where the caches' blocks live: logical block j of sequence b is block
+ * block[b * max_blocks + j] of rank owner[b * max_blocks + j]'s caches.
+ * Both tables are the same on every rank (entries past a sequence's
+ * cached positions are not read). */
+typedef struct pto_dsa_cp_layout {
+  const int32_t *owner, *block;
+} pto_dsa_cp_layout;
+
+/* One rank's share of a step, in milliseconds: compiling its two programs,
+ * running them, blocked in the two all-gathers, merging on the host, and
+ * the whole call; the bytes this rank sent and received. */
+typedef struct pto_dsa_cp_stats {
+  double compile_ms, compute_ms, comm_ms, merge_ms, step_ms;
+  uint64_t comm_bytes;
+  int64_t cached_rows, selected_rows; /* this rank's keys and attended rows */
+} pto_dsa_cp_stats;
+
+/* pto_dsa's step across the ranks of comm c (pto/comm.h), context
+ * parallel: each rank holds only its blocks of the KV and index-key caches
+ * (in[PTO_DSA_KV_CACHE] [s->blocks, BS, L+R] and in[PTO_DSA_K_CACHE]
+ * [s->blocks, BS, DI] are this rank's, s->blocks may be 0 with both NULL;
+ * in[PTO_DSA_BLOCK_TABLE] is not read: layout says where blocks live).
+ * Every rank runs the prologs for all T tokens (replicated), scores its own
+ * cached keys (and, on the rank owning block (len-n)/BS, the sequence's new
+ * keys) with the lightning indexer and keeps a local top-k of (score,
+ * global position); an all-gather and a stable merge (score descending,
+ * then lowest position) give every rank the global top-k, the one rank's
+ * (TopK(A u B) = TopK(TopK A u TopK B)); each rank attends over the
+ * selected rows it holds, and a second all-gather merges the partial (out,
+ * lse) pairs by their lse. Every rank returns all outputs (out[i] in
+ * pto_dsa_output order, dense row-major), equal to pto_dsa's within
+ * pto_dsa_check's tolerances. The ranks first agree on the step (dims,
+ * counts, params and layout: a mismatch is PTO_EINVAL on every rank,
+ * naming the ranks) and on every rank's local checks (a block outside a
+ * rank's caches names the rank, sequence and block). rt runs this rank's
+ * programs (NULL: a runtime of the host's defaults for the call). st (may
+ * be NULL) receives the timings. A failed collective is PTO_ETIMEDOUT or
+ * PTO_ECOMM within the comm's bound. Message in msg. */
+PTO_API pto_status pto_dsa_cp_step(struct pto_comm *c, struct pto_runtime *rt,
+                                   const pto_dsa_dims *d,
+                                   const pto_dsa_step *s,
+                                   const pto_dsa_params *prm,
+                                   const pto_dsa_cp_layout *layout,
+                                   const void *const *in, void *const *out,
+                                   pto_dsa_cp_stats *st, char *msg,
+                                   size_t msg_size);
+
 /* ---- plain-C reference (double accumulation) ----------------------------- */
 
 /* The whole chain in plain C: in[i] and out[i] dense row-major buffers in

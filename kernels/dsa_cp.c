@@ -1,0 +1,747 @@
+/* The DSA step across ranks, context parallel (pto/dsa.h): the ranks agree
+ * on the step, each scores the keys it holds and keeps a local top-k, an
+ * all-gather and a stable merge give the global top-k, each attends over
+ * the selected rows it holds, and a second all-gather merges the partial
+ * (out, lse) by their lse. Two programs per rank and step ("dsa_cp.score",
+ * "dsa_cp.attend"); the merges are small and run on the host. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+#include <xxhash.h>
+
+#include "dsa_internal.h"
+#include "pto/comm.h"
+
+#define OP "dsa_cp"
+
+/* One sequence as this rank sees it. */
+typedef struct cp_seq {
+  int64_t n, len, lc, t0; /* new tokens, length, cached, first token row */
+  int home;               /* the rank holding the new tokens' keys */
+  int64_t lr, r0;         /* cached rows held here, their first in rows[] */
+} cp_seq;
+
+typedef struct cp {
+  pto_comm *c;
+  pto_runtime *rt;
+  const pto_dsa_dims *d;
+  const pto_dsa_step *s;
+  const pto_dsa_params *prm;
+  const pto_dsa_cp_layout *lay;
+  const void *const *in;
+  void *const *out;
+  pto_dsa_cp_stats *st;
+  int rank, size;
+  int64_t T, topk, nrows;
+  cp_seq *seq;
+  int32_t *rows, *pos; /* [nrows]: cache row here, logical position */
+  float *q;            /* [T,H,L+R] from the scoring program */
+  char *msg;
+  size_t msg_size;
+} cp;
+
+/* The (score, global position) pairs ranks exchange. */
+typedef struct cp_pair {
+  float v;
+  int32_t p;
+} cp_pair;
+
+static pto_status fail(cp *x, pto_status st, const char *fmt, ...) {
+  if (x->msg && x->msg_size) {
+    int n = snprintf(x->msg, x->msg_size, "%s: rank %d of %d: ", OP, x->rank,
+                     x->size);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n >= 0 && (size_t)n < x->msg_size)
+      vsnprintf(x->msg + n, x->msg_size - (size_t)n, fmt, ap);
+    va_end(ap);
+  }
+  return st;
+}
+
+static double ms_since(uint64_t t0) {
+  return (double)(uv_hrtime() - t0) * 1e-6;
+}
+
+/* ---- agreement ------------------------------------------------------------
+ */
+
+/* What every rank must share, hashed; and what one rank found wrong. */
+typedef struct cp_hello {
+  int32_t status, pad;
+  uint64_t hash;
+  char msg[240];
+} cp_hello;
+
+static uint64_t step_hash(const cp *x) {
+  XXH64_state_t *h = XXH64_createState();
+  if (!h)
+    return 0;
+  XXH64_reset(h, 0);
+  XXH64_update(h, x->d, sizeof *x->d);
+  const int64_t head[3] = {x->s->b, x->s->max_blocks, x->prm->topk};
+  XXH64_update(h, head, sizeof head);
+  XXH64_update(h, &x->prm->scale, sizeof x->prm->scale);
+  XXH64_update(h, x->s->n, (size_t)x->s->b * sizeof *x->s->n);
+  XXH64_update(h, x->s->len, (size_t)x->s->b * sizeof *x->s->len);
+  for (int64_t b = 0; b < x->s->b; b++) {
+    const size_t used = (size_t)((x->s->len[b] - 1) / x->d->block + 1);
+    XXH64_update(h, x->lay->owner + b * x->s->max_blocks,
+                 used * sizeof(int32_t));
+  }
+  const uint64_t v = XXH64_digest(h);
+  XXH64_freeState(h);
+  return v;
+}
+
+/* This rank's checks of the step; 0 or a status with hello->msg. */
+static pto_status local_checks(cp *x, cp_hello *hello) {
+  const pto_dsa_step *s = x->s;
+  char *m = hello->msg;
+  const size_t ms = sizeof hello->msg;
+  pto_dsa_step v = *s;
+  if (v.blocks == 0) /* a rank may hold no block */
+    v.blocks = 1;
+  if (!pto__dsa_valid(x->d, &v, x->prm, m, ms))
+    return PTO_EINVAL;
+  if (s->blocks < 0) {
+    snprintf(m, ms, "step blocks %" PRId64 " (this rank's) is negative",
+             s->blocks);
+    return PTO_EINVAL;
+  }
+  if (!x->lay || !x->lay->owner || !x->lay->block) {
+    snprintf(m, ms, "the layout or its owner or block table is NULL");
+    return PTO_EINVAL;
+  }
+  for (int i = 0; i < PTO_DSA_KV_CACHE; i++)
+    if (!x->in[i]) {
+      snprintf(m, ms, "input %s is NULL", pto_dsa_input_name(i));
+      return PTO_EINVAL;
+    }
+  if (s->blocks > 0 && (!x->in[PTO_DSA_KV_CACHE] || !x->in[PTO_DSA_K_CACHE])) {
+    snprintf(m, ms,
+             "this rank holds %" PRId64 " blocks but kv_cache or "
+             "k_cache is NULL",
+             s->blocks);
+    return PTO_EINVAL;
+  }
+  for (int i = 0; i < PTO_DSA_OUTPUT_COUNT; i++)
+    if (!x->out[i]) {
+      snprintf(m, ms, "output %s is NULL", pto_dsa_output_name(i));
+      return PTO_EINVAL;
+    }
+  const int64_t BS = x->d->block, MB = s->max_blocks;
+  for (int64_t b = 0; b < s->b; b++)
+    for (int64_t j = 0; j * BS < s->len[b]; j++) {
+      const int32_t o = x->lay->owner[b * MB + j],
+                    k = x->lay->block[b * MB + j];
+      if (o < 0 || o >= x->size) {
+        snprintf(m, ms,
+                 "sequence %" PRId64 " block %" PRId64 ": owner %d is not a "
+                 "rank of %d",
+                 b, j, (int)o, x->size);
+        return PTO_EINVAL;
+      }
+      if (o == x->rank && j * BS < s->len[b] - s->n[b] &&
+          (k < 0 || k >= s->blocks)) {
+        snprintf(m, ms,
+                 "sequence %" PRId64 " block %" PRId64 ": block %d is outside "
+                 "this rank's %" PRId64 " cache blocks",
+                 b, j, (int)k, s->blocks);
+        return PTO_EINVAL;
+      }
+    }
+  return PTO_OK;
+}
+
+/* Every rank's checks and hash, gathered: PTO_OK on every rank or the
+ * same failure on every rank. */
+static pto_status agree(cp *x) {
+  cp_hello mine;
+  memset(&mine, 0, sizeof mine);
+  mine.status = local_checks(x, &mine);
+  if (!mine.status)
+    mine.hash = step_hash(x);
+  cp_hello *all = calloc((size_t)x->size, sizeof *all);
+  if (!all)
+    return fail(x, PTO_ENOMEM, "out of memory");
+  char m[256];
+  pto_status st =
+      pto_comm_allgather(x->c, &mine, sizeof mine, all, m, sizeof m);
+  if (st) {
+    free(all);
+    return fail(x, st, "agreeing on the step: %s", m);
+  }
+  for (int r = 0; r < x->size && !st; r++)
+    if (all[r].status) {
+      st = all[r].status;
+      fail(x, st, "rank %d: %.200s", r, all[r].msg);
+    }
+  for (int r = 1; r < x->size && !st; r++)
+    if (all[r].hash != all[0].hash) {
+      st = PTO_EINVAL;
+      fail(x, st,
+           "ranks 0 and %d disagree on the step (dims, counts, params or "
+           "the block owners)",
+           r);
+    }
+  free(all);
+  return st;
+}
+
+/* ---- the local view -------------------------------------------------------
+ */
+
+static pto_status view(cp *x) {
+  const pto_dsa_step *s = x->s;
+  const int64_t BS = x->d->block, MB = s->max_blocks;
+  x->seq = calloc((size_t)s->b, sizeof *x->seq);
+  if (!x->seq)
+    return fail(x, PTO_ENOMEM, "out of memory");
+  int64_t t0 = 0, nr = 0;
+  for (int64_t b = 0; b < s->b; b++) {
+    cp_seq *q = &x->seq[b];
+    q->n = s->n[b];
+    q->len = s->len[b];
+    q->lc = q->len - q->n;
+    q->t0 = t0;
+    q->home = x->lay->owner[b * MB + q->lc / BS];
+    q->r0 = nr;
+    for (int64_t p = 0; p < q->lc; p += BS)
+      if (x->lay->owner[b * MB + p / BS] == x->rank)
+        q->lr += (q->lc - p < BS ? q->lc - p : BS);
+    nr += q->lr;
+    t0 += q->n;
+  }
+  x->nrows = nr;
+  x->rows = malloc((size_t)(nr ? nr : 1) * sizeof *x->rows);
+  x->pos = malloc((size_t)(nr ? nr : 1) * sizeof *x->pos);
+  if (!x->rows || !x->pos)
+    return fail(x, PTO_ENOMEM, "out of memory");
+  for (int64_t b = 0; b < s->b; b++) {
+    const cp_seq *q = &x->seq[b];
+    int64_t k = q->r0;
+    for (int64_t p = 0; p < q->lc; p++) {
+      const int64_t j = b * MB + p / BS;
+      if (x->lay->owner[j] != x->rank)
+        continue;
+      x->rows[k] = (int32_t)(x->lay->block[j] * BS + p % BS);
+      x->pos[k++] = (int32_t)p;
+    }
+  }
+  if (x->st) {
+    x->st->cached_rows = nr;
+  }
+  return PTO_OK;
+}
+
+/* ---- running a program ----------------------------------------------------
+ */
+
+static pto_status run(cp *x, pto_program *p, const void *const *ins,
+                      void *const *outs) {
+  pto_status st = pto_program_status(p);
+  if (st) {
+    st = fail(x, st, "%s: %s", pto_program_name(p), pto_program_error(p));
+    pto_program_free(p);
+    return st;
+  }
+  uint64_t t0 = uv_hrtime();
+  pto_executable *e = NULL;
+  st = pto_compile(p, NULL, &e);
+  if (st) {
+    st = fail(x, st, "%s: %s", pto_program_name(p), pto_program_error(p));
+    pto_program_free(p);
+    return st;
+  }
+  pto_program_free(p);
+  if (x->st)
+    x->st->compile_ms += ms_since(t0);
+  t0 = uv_hrtime();
+  st = pto_runtime_run(x->rt, e, ins, outs);
+  if (x->st)
+    x->st->compute_ms += ms_since(t0);
+  if (st)
+    fail(x, st, "%s", pto_executable_error(e));
+  pto_executable_free(e);
+  return st;
+}
+
+/* ---- scoring: prologs and the local top-k ---------------------------------
+ */
+
+static pto_status score(cp *x, float *vals, int32_t *idx) {
+  const pto_dsa_dims *d = x->d;
+  const int64_t T = x->T, DI = d->di, BS = d->block, K = x->topk;
+  pto_program *p = pto_program_new("dsa_cp.score");
+  if (!p)
+    return fail(x, PTO_ENOMEM, "out of memory");
+  pto_tensor *in[PTO_DSA_INPUT_COUNT] = {0};
+  const void *ins[PTO_DSA_INPUT_COUNT + 2];
+  int ni = 0;
+  pto_dsa_step one = *x->s; /* the prologs' shapes need no cache block */
+  one.blocks = one.blocks ? one.blocks : 1;
+  for (int i = 0; i < PTO_DSA_KV_CACHE; i++) {
+    int64_t sh[PTO_MAX_DIMS];
+    const int nd = pto_dsa_input_shape(d, &one, i, sh);
+    in[i] = pto_input(p, pto_dsa_input_name(i), PTO_F32, nd, sh);
+    ins[ni++] = x->in[i];
+  }
+  pto_tensor *kc = NULL, *rows = NULL;
+  if (x->nrows) {
+    kc = pto_reshape(p,
+                     pto_input(p, "k_cache", PTO_F32, 3,
+                               (const int64_t[]){x->s->blocks, BS, DI}),
+                     2, (const int64_t[]){x->s->blocks * BS, DI});
+    rows = pto_input(p, "rows", PTO_I32, 1, (const int64_t[]){x->nrows});
+    ins[ni++] = x->in[PTO_DSA_K_CACHE];
+    ins[ni++] = x->rows;
+  }
+  pto__dsa_prolog pr;
+  pto__dsa_prologs(p, d, T, x->prm, in, &pr);
+  void **outs = calloc((size_t)(3 + 2 * x->s->b), sizeof *outs);
+  if (!outs) {
+    pto_program_free(p);
+    return fail(x, PTO_ENOMEM, "out of memory");
+  }
+  int no = 0;
+  pto_output(p, pr.q, "q");
+  outs[no++] = x->q;
+  pto_output(p, pr.kv_new, "kv_new");
+  outs[no++] = x->out[PTO_DSA_KV_NEW];
+  pto_output(p, pr.k_new, "k_new");
+  outs[no++] = x->out[PTO_DSA_K_NEW];
+  for (int64_t b = 0; b < x->s->b && !pto_program_status(p); b++) {
+    const cp_seq *q = &x->seq[b];
+    const int home = q->home == x->rank;
+    for (int64_t i = q->t0 * K; i < (q->t0 + q->n) * K; i++) {
+      vals[i] = -INFINITY;
+      idx[i] = -1;
+    }
+    if (!q->lr && !home)
+      continue; /* nothing of this sequence here */
+    pto_program_push_label(p, "indexer");
+    pto_program_push_label(p, "keys");
+    pto_tensor *parts[2];
+    int np = 0;
+    if (q->lr) {
+      pto__dsa_push_vec(p, pto__dsa_vec_rows(16384, DI), 0);
+      parts[np++] = pto_gather(p, kc,
+                               pto_slice(p, rows, (const int64_t[]){q->r0},
+                                         (const int64_t[]){q->r0 + q->lr}),
+                               0);
+    }
+    if (home)
+      parts[np++] = pto__dsa_rows(p, pr.k_new, q->t0, q->n);
+    pto_tensor *keys = np == 2 ? pto_concat(p, 2, parts, 0) : parts[0];
+    if (q->lr)
+      pto_program_pop_tile(p);
+    pto_program_pop_label(p);
+    pto_program_pop_label(p);
+    pto_indexer_params ip = pto_indexer_params_default();
+    ip.topk = K;
+    /* the new keys sit last, so the causal end-aligned mask is the step's;
+     * cached keys alone are all visible */
+    ip.mask = home ? PTO_MASK_CAUSAL : PTO_MASK_NONE;
+    ip.qk_tile = x->prm->indexer_qk;
+    ip.topk_tile = x->prm->indexer_topk;
+    pto_tensor *ix = NULL;
+    pto_tensor *v = pto_indexer(
+        p, pto__dsa_batch1(p, pto__dsa_rows(p, pr.q_idx, q->t0, q->n)),
+        pto__dsa_batch1(p, keys),
+        pto__dsa_batch1(p, pto__dsa_rows(p, pr.weights, q->t0, q->n)), &ip,
+        &ix);
+    char name[32];
+    snprintf(name, sizeof name, "values.%" PRId64, b);
+    pto_output(p, v, name);
+    outs[no++] = vals + q->t0 * K;
+    snprintf(name, sizeof name, "indices.%" PRId64, b);
+    pto_output(p, ix, name);
+    outs[no++] = idx + q->t0 * K;
+  }
+  pto_status st = run(x, p, ins, outs);
+  free(outs);
+  if (st)
+    return st;
+  /* local indices to global positions: cached rows in order, new rows last */
+  for (int64_t b = 0; b < x->s->b; b++) {
+    const cp_seq *q = &x->seq[b];
+    for (int64_t i = q->t0 * K; i < (q->t0 + q->n) * K; i++) {
+      const int32_t j = idx[i];
+      if (j < 0)
+        continue;
+      idx[i] = j < q->lr ? x->pos[q->r0 + j] : (int32_t)(q->lc + (j - q->lr));
+    }
+  }
+  return PTO_OK;
+}
+
+/* The global top-k of each token from every rank's (score desc, position
+ * asc) list: a stable R-way merge. */
+static void merge_topk(const cp *x, const cp_pair *all, int32_t *out_idx) {
+  const int64_t K = x->topk, T = x->T, R = x->size;
+  int64_t head[64];
+  for (int64_t t = 0; t < T; t++) {
+    for (int64_t r = 0; r < R; r++)
+      head[r] = 0;
+    for (int64_t k = 0; k < K; k++) {
+      int64_t best = -1;
+      for (int64_t r = 0; r < R; r++) {
+        if (head[r] >= K)
+          continue;
+        const cp_pair *c = &all[(r * T + t) * K + head[r]];
+        if (c->p < 0)
+          continue;
+        if (best < 0)
+          best = r;
+        else {
+          const cp_pair *b = &all[(best * T + t) * K + head[best]];
+          if (c->v > b->v || (c->v == b->v && c->p < b->p))
+            best = r;
+        }
+      }
+      if (best < 0) {
+        out_idx[t * K + k] = -1;
+        continue;
+      }
+      out_idx[t * K + k] = all[(best * T + t) * K + head[best]].p;
+      head[best]++;
+    }
+  }
+}
+
+/* ---- attending over the rows held here ------------------------------------
+ */
+
+/* The selected slots this rank holds, per token packed to the front: cache
+ * rows into ci [T, *wc] and kv_new rows into ni [T, *wn], -1 after them;
+ * with ci NULL only the most per token, into *wc and *wn. Returns how many
+ * slots are held here. */
+static int64_t pack(const cp *x, const int32_t *sel, int32_t *ci, int32_t *ni,
+                    int64_t *wc, int64_t *wn) {
+  const int64_t K = x->topk, BS = x->d->block, MB = x->s->max_blocks;
+  int64_t held = 0;
+  if (!ci)
+    *wc = *wn = 0;
+  for (int64_t b = 0; b < x->s->b; b++) {
+    const cp_seq *q = &x->seq[b];
+    for (int64_t t = q->t0; t < q->t0 + q->n; t++) {
+      int64_t c = 0, n = 0;
+      for (int64_t k = 0; k < K; k++) {
+        const int32_t g = sel[t * K + k];
+        const int64_t j = b * MB + g / BS;
+        if (g < 0)
+          continue;
+        if (g < q->lc && x->lay->owner[j] == x->rank) {
+          if (ci)
+            ci[t * *wc + c] = (int32_t)(x->lay->block[j] * BS + g % BS);
+          c++;
+        } else if (g >= q->lc && q->home == x->rank) {
+          if (ci)
+            ni[t * *wn + n] = (int32_t)(q->t0 + (g - q->lc));
+          n++;
+        }
+      }
+      held += c + n;
+      if (!ci) {
+        *wc = c > *wc ? c : *wc;
+        *wn = n > *wn ? n : *wn;
+        continue;
+      }
+      for (; c < *wc; c++)
+        ci[t * *wc + c] = -1;
+      for (; n < *wn; n++)
+        ni[t * *wn + n] = -1;
+    }
+  }
+  return held;
+}
+
+/* Partial out [T,H,L] and lse [T,H] over the selected rows this rank holds:
+ * the cached ones in its kv_cache, the new ones (of the sequences it is
+ * home to) in kv_new. */
+static pto_status attend(cp *x, const int32_t *sel, float *po, float *pl) {
+  const pto_dsa_dims *d = x->d;
+  const int64_t T = x->T, H = d->h, L = d->latent, LR = L + d->rope,
+                BS = d->block;
+  int64_t wc = 0, wn = 0;
+  pack(x, sel, NULL, NULL, &wc, &wn);
+  if (x->st)
+    x->st->selected_rows = 0;
+  if (!wc && !wn) { /* nothing selected here: an empty partial */
+    for (int64_t i = 0; i < T * H * L; i++)
+      po[i] = 0;
+    for (int64_t i = 0; i < T * H; i++)
+      pl[i] = INFINITY;
+    return PTO_OK;
+  }
+  int32_t *ci = malloc((size_t)(T * (wc ? wc : 1)) * sizeof *ci);
+  int32_t *ni = malloc((size_t)(T * (wn ? wn : 1)) * sizeof *ni);
+  if (!ci || !ni) {
+    free(ci);
+    free(ni);
+    return fail(x, PTO_ENOMEM, "out of memory");
+  }
+  const int64_t held = pack(x, sel, ci, ni, &wc, &wn);
+  if (x->st)
+    x->st->selected_rows = held;
+  pto_program *p = pto_program_new("dsa_cp.attend");
+  if (!p) {
+    free(ci);
+    free(ni);
+    return fail(x, PTO_ENOMEM, "out of memory");
+  }
+  const void *ins[5];
+  int n_in = 0;
+  pto_tensor *q = pto_input(p, "q", PTO_F32, 4, (const int64_t[]){1, T, H, LR});
+  ins[n_in++] = x->q;
+  pto_attention_params ap = pto_attention_params_default();
+  ap.scale = x->prm->scale;
+  ap.tile = x->prm->attention;
+  pto_tensor *oc = NULL, *lc = NULL, *on = NULL, *ln = NULL;
+  if (wc) {
+    pto_tensor *kv =
+        pto_reshape(p,
+                    pto_input(p, "kv_cache", PTO_F32, 3,
+                              (const int64_t[]){x->s->blocks, BS, LR}),
+                    3, (const int64_t[]){1, x->s->blocks * BS, LR});
+    pto_tensor *ix =
+        pto_input(p, "cache_slots", PTO_I32, 3, (const int64_t[]){1, T, wc});
+    ins[n_in++] = x->in[PTO_DSA_KV_CACHE];
+    ins[n_in++] = ci;
+    oc = pto_reshape(p, pto_attention(p, q, kv, ix, L, &ap, &lc), 3,
+                     (const int64_t[]){T, H, L});
+    lc = pto_reshape(p, lc, 2, (const int64_t[]){T, H});
+  }
+  if (wn) {
+    pto_tensor *kv =
+        pto_input(p, "kv_new", PTO_F32, 3, (const int64_t[]){1, T, LR});
+    pto_tensor *ix =
+        pto_input(p, "new_slots", PTO_I32, 3, (const int64_t[]){1, T, wn});
+    ins[n_in++] = x->out[PTO_DSA_KV_NEW];
+    ins[n_in++] = ni;
+    on = pto_reshape(p, pto_attention(p, q, kv, ix, L, &ap, &ln), 3,
+                     (const int64_t[]){T, H, L});
+    ln = pto_reshape(p, ln, 2, (const int64_t[]){T, H});
+  }
+  pto_tensor *o = oc ? oc : on, *l = oc ? lc : ln;
+  if (oc && on) {
+    pto_program_push_label(p, "attention");
+    pto_program_push_label(p, "merge");
+    pto__dsa_push_vec(p, pto__dsa_vec_rows(16384, L), 0);
+    o = pto__dsa_merge(p, oc, lc, on, ln, &l);
+    pto_program_pop_tile(p);
+    pto_program_pop_label(p);
+    pto_program_pop_label(p);
+  }
+  pto_output(p, o, "out");
+  pto_output(p, l, "lse");
+  void *outs[2] = {po, pl};
+  const pto_status st = run(x, p, ins, outs);
+  free(ci);
+  free(ni);
+  return st;
+}
+
+/* The partials of every rank merged by their lse (+inf: no slot there). */
+static void merge_partials(const cp *x, const float *all, float *out,
+                           float *lse) {
+  const int64_t T = x->T, H = x->d->h, L = x->d->latent, R = x->size,
+                per = T * H * (L + 1);
+  for (int64_t th = 0; th < T * H; th++) {
+    double m = -INFINITY;
+    for (int64_t r = 0; r < R; r++) {
+      const double l = all[r * per + T * H * L + th];
+      if (l != INFINITY && l > m)
+        m = l;
+    }
+    float *o = out + th * L;
+    if (m == -INFINITY) {
+      for (int64_t i = 0; i < L; i++)
+        o[i] = 0;
+      lse[th] = INFINITY;
+      continue;
+    }
+    double w[64], sum = 0;
+    for (int64_t r = 0; r < R; r++) {
+      const double l = all[r * per + T * H * L + th];
+      w[r] = l == INFINITY ? 0 : exp(l - m);
+      sum += w[r];
+    }
+    for (int64_t i = 0; i < L; i++) {
+      double acc = 0;
+      for (int64_t r = 0; r < R; r++)
+        if (w[r] != 0)
+          acc += w[r] * all[r * per + th * L + i];
+      o[i] = (float)(acc / sum);
+    }
+    lse[th] = (float)(m + log(sum));
+  }
+}
+
+/* ---- exchanges ------------------------------------------------------------
+ */
+
+/* An all-gather of `bytes` from every rank, each rank's preceded by its
+ * status so far: a rank that failed still takes part, and every rank then
+ * returns its failure instead of waiting for it. *all holds rank r's
+ * payload at r * bytes. */
+static pto_status exchange(cp *x, const char *what, pto_status mine,
+                           const void *payload, size_t bytes, void *all) {
+  const size_t unit = sizeof(cp_hello) + bytes;
+  char *snd = calloc(1, unit), *rcv = malloc(unit * (size_t)x->size);
+  if (!snd || !rcv) {
+    free(snd);
+    free(rcv);
+    return fail(x, PTO_ENOMEM, "out of memory");
+  }
+  cp_hello h;
+  memset(&h, 0, sizeof h);
+  h.status = mine;
+  if (mine && x->msg)
+    snprintf(h.msg, sizeof h.msg, "%s", x->msg);
+  memcpy(snd, &h, sizeof h);
+  if (bytes && !mine)
+    memcpy(snd + sizeof h, payload, bytes);
+  char m[256];
+  const uint64_t t0 = uv_hrtime();
+  pto_status st = pto_comm_allgather(x->c, snd, unit, rcv, m, sizeof m);
+  if (x->st) {
+    x->st->comm_ms += ms_since(t0);
+    x->st->comm_bytes += 2 * (uint64_t)(x->size - 1) * unit;
+  }
+  if (st)
+    fail(x, st, "%s: %s", what, m);
+  for (int r = 0; r < x->size && !st; r++) {
+    memcpy(&h, rcv + (size_t)r * unit, sizeof h);
+    if (h.status && r != x->rank) {
+      st = h.status;
+      fail(x, st, "rank %d failed: %.200s", r, h.msg);
+    } else if (h.status) {
+      st = h.status; /* this rank's own message stays */
+    }
+    if (all && bytes)
+      memcpy((char *)all + (size_t)r * bytes, rcv + (size_t)r * unit + sizeof h,
+             bytes);
+  }
+  free(snd);
+  free(rcv);
+  return st;
+}
+
+/* ---- the step -------------------------------------------------------------
+ */
+
+static pto_status step(cp *x) {
+  pto_status st = agree(x);
+  if (st)
+    return st;
+  /* from here a rank's failure reaches the others through the exchanges */
+  pto_status mine_st = view(x);
+  const int64_t T = x->T, K = x->topk, H = x->d->h, L = x->d->latent,
+                LR = L + x->d->rope, R = x->size;
+  const size_t n_pairs = (size_t)(T * K);
+  x->q = malloc((size_t)(T * H * LR) * sizeof *x->q);
+  float *vals = malloc(n_pairs * sizeof *vals);
+  int32_t *idx = malloc(n_pairs * sizeof *idx);
+  cp_pair *mine = malloc(n_pairs * sizeof *mine);
+  cp_pair *all = malloc((size_t)R * n_pairs * sizeof *all);
+  const size_t per = (size_t)(T * H * (L + 1));
+  float *part = malloc(per * sizeof *part);
+  float *parts = malloc((size_t)R * per * sizeof *parts);
+  if (!mine_st && (!x->q || !vals || !idx || !mine || !all || !part || !parts))
+    mine_st = fail(x, PTO_ENOMEM, "out of memory");
+  if (!mine_st)
+    mine_st = score(x, vals, idx);
+  for (size_t i = 0; !mine_st && i < n_pairs; i++) {
+    mine[i].v = vals[i];
+    mine[i].p = idx[i];
+  }
+  if ((st = exchange(x, "the top-k exchange", mine_st, mine,
+                     n_pairs * sizeof *mine, all)))
+    goto done;
+  uint64_t t0 = uv_hrtime();
+  int32_t *sel = x->out[PTO_DSA_INDICES];
+  merge_topk(x, all, sel);
+  if (x->st)
+    x->st->merge_ms += ms_since(t0);
+  mine_st = attend(x, sel, part, part + T * H * L);
+  if ((st = exchange(x, "the attention's exchange", mine_st, part,
+                     per * sizeof *part, parts)))
+    goto done;
+  t0 = uv_hrtime();
+  merge_partials(x, parts, x->out[PTO_DSA_OUT], x->out[PTO_DSA_LSE]);
+  if (x->st)
+    x->st->merge_ms += ms_since(t0);
+done:
+  free(vals);
+  free(idx);
+  free(mine);
+  free(all);
+  free(part);
+  free(parts);
+  return st;
+}
+
+pto_status pto_dsa_cp_step(pto_comm *c, pto_runtime *rt, const pto_dsa_dims *d,
+                           const pto_dsa_step *s, const pto_dsa_params *prm,
+                           const pto_dsa_cp_layout *layout,
+                           const void *const *in, void *const *out,
+                           pto_dsa_cp_stats *st, char *msg, size_t msg_size) {
+  const uint64_t t0 = uv_hrtime();
+  cp x;
+  memset(&x, 0, sizeof x);
+  x.c = c;
+  x.rank = pto_comm_rank(c);
+  x.size = pto_comm_size(c);
+  x.msg = msg;
+  x.msg_size = msg_size;
+  if (msg && msg_size)
+    msg[0] = '\0';
+  if (st)
+    memset(st, 0, sizeof *st);
+  if (!c || !d || !s || !prm || !in || !out)
+    return fail(&x, PTO_EINVAL, "%s is NULL",
+                !c     ? "the comm"
+                : !d   ? "dims"
+                : !s   ? "step"
+                : !prm ? "params"
+                : !in  ? "the input array"
+                       : "the output array");
+  if (x.size > 64)
+    return fail(&x, PTO_ENOTSUP, "%d ranks: at most 64", x.size);
+  x.d = d;
+  x.s = s;
+  x.prm = prm;
+  x.lay = layout;
+  x.in = in;
+  x.out = out;
+  x.st = st;
+  x.topk = prm->topk;
+  x.T = pto_dsa_tokens(s);
+  if (x.T < 0) { /* agree() says why on every rank */
+    x.T = 0;
+  }
+  pto_runtime *own = NULL;
+  if (!rt) {
+    pto_runtime_params rp = pto_runtime_params_default();
+    pto_status rs = pto_runtime_new(&rp, &own);
+    if (rs)
+      return fail(&x, rs, "cannot start a runtime");
+    rt = own;
+  }
+  x.rt = rt;
+  const pto_status r = step(&x);
+  pto_runtime_free(own);
+  free(x.seq);
+  free(x.rows);
+  free(x.pos);
+  free(x.q);
+  if (st)
+    st->step_ms = ms_since(t0);
+  return r;
+}
