@@ -24,6 +24,7 @@
 #include "bench/bench.h"
 #include "bench/case.h"
 #include "bench/dsa.h"
+#include "bench/dsa_cp.h"
 #include "bench/dsa_serve.h"
 #include "bench/files.h"
 #include "bench/preset.h"
@@ -124,6 +125,7 @@ static void usage(FILE *f) {
         "parts_barrier (per part: busy_ms, span_ms).\n",
         f);
   dsa_serve_usage(f);
+  dsa_cp_usage(f);
 }
 
 static int arg(bench_case_opts *o, int argc, char **argv, int *i) {
@@ -897,6 +899,9 @@ static const bench_workload workload = {
 };
 
 static int run(const bench_opts *o, int argc, char **argv) {
+  const int cp = dsa_cp_wants(argc, argv);
+  if (cp)
+    return cp < 0 ? 2 : dsa_cp_run(o, argc, argv);
   const int serve = dsa_serve_wants(argc, argv);
   if (serve)
     return serve < 0 ? 2 : dsa_serve_run(o, argc, argv);
