@@ -583,6 +583,59 @@ Test(partitioner, tile_program_bad_windows_and_coverage_are_refused) {
             "%s", msg);
 }
 
+/* A block of [8, 8] rows whose loop adds 1 `trip` times (trip 0: no
+ * loop), over `blocks` blocks: what pto_tile_program takes or refuses. */
+static pto_status try_unrolled(int64_t blocks, int64_t trip, char *msg,
+                               size_t size) {
+  const int64_t M = 8 * blocks;
+  pto_tprog *tp = pto_tprog_new("unrolled", 1, (int64_t[]){blocks});
+  int x = pto_tprog_input(tp, "x", PTO_F32, 2, D2(M, 8));
+  int y = pto_tprog_output(tp, "y", PTO_F32, 2, D2(M, 8));
+  int t = pto_tprog_tile(tp, "t", PTO_MEM_UB, PTO_F32, 8, 8, 1);
+  pto_tp_expr at[2] = {pto_tp_var(pto_tprog_block(tp, 0), 8), c0()};
+  pto_tprog_load(tp, t, x, at);
+  if (trip) {
+    pto_tprog_for(tp, pto_tp_const(trip));
+    pto_tprog_op(tp, "TADDS", 1, &t, 1, &t, &(pto_tp_opargs){.s = 1});
+    pto_tprog_end(tp);
+  }
+  pto_tprog_store(tp, t, y, at);
+  cr_assert_eq(pto_tprog_status(tp), PTO_OK, "%s", pto_tprog_error(tp));
+  pto_program *p = pto_program_new("tp_unrolled");
+  pto_tensor *X = pto_input(p, "x", PTO_F32, 2, D2(M, 8)), *Y = NULL;
+  pto_status st = pto_tile_program(p, tp, 1, &X, &Y);
+  snprintf(msg, size, "%s", pto_program_error(p));
+  pto_tprog_free(tp);
+  pto_program_free(p);
+  return st;
+}
+
+/* Loops unroll into one task per block: a block past 65536 instructions,
+ * or a program past 2^24 in all, is refused with its count, before the
+ * compiler would expand it; an empty loop is refused when it ends. */
+Test(partitioner, tile_program_unrolled_size_is_bounded, .timeout = 60) {
+  char msg[512];
+  cr_assert_eq(try_unrolled(2, PTO_TPROG_BLOCK_INSTS_MAX - 2, msg, sizeof msg),
+               PTO_OK, "%s", msg);
+  cr_assert_eq(try_unrolled(2, PTO_TPROG_BLOCK_INSTS_MAX - 1, msg, sizeof msg),
+               PTO_ECAPACITY);
+  cr_assert(strstr(msg, "block 0's loops unroll to more than 65536 "
+                        "instructions, which run as one task"),
+            "%s", msg);
+  cr_assert_eq(try_unrolled(INT64_C(1) << 20, 30, msg, sizeof msg),
+               PTO_ECAPACITY);
+  cr_assert(strstr(msg, "1048576 blocks unroll to more than 16777216 "
+                        "instructions in all"),
+            "%s", msg);
+  pto_tprog *tp = pto_tprog_new("empty", 1, (int64_t[]){1});
+  pto_tprog_for(tp, pto_tp_const(INT64_C(1) << 40));
+  cr_assert_eq(pto_tprog_end(tp), PTO_EINVAL);
+  cr_assert(strstr(pto_tprog_error(tp), "the loop opened by instruction 0 "
+                                        "has no instruction"),
+            "%s", pto_tprog_error(tp));
+  pto_tprog_free(tp);
+}
+
 Test(partitioner, tile_program_bad_operands_and_footprints_are_refused) {
   pto_tprog *tp = softmax_tprog(64, 32, 16);
   pto_program *p = pto_program_new("tp_bad");

@@ -260,6 +260,9 @@ pto_status pto_tprog_end(pto_tprog *tp) {
     return tp->err.status;
   if (!tp->depth)
     return tp_fail(tp, PTO_EINVAL, "pto_tprog_end with no open loop");
+  if (tp->open[tp->depth - 1] == tp->d.n_insts - 1)
+    return tp_fail(tp, PTO_EINVAL, "the loop opened by instruction %" PRIu32
+                   " has no instruction", tp->d.n_insts - 1);
   if (!add_inst(tp, PTO_TPI_END))
     return tp->err.status;
   tp->d.insts[tp->open[--tp->depth]].end = tp->d.n_insts - 1;

@@ -20,6 +20,7 @@ typedef struct vcheck {
   int64_t block;
   uint8_t *defined;    /* per tile: written in this block */
   uint8_t *cover[PTO_NODE_MAX_OUT]; /* per output element: stored */
+  int64_t insts, total;                 /* unrolled: this block's, all */
   char *msg;
   size_t size;
   pto_status st;
@@ -102,6 +103,15 @@ static int check_window(vcheck *c, uint32_t i, const int64_t *vars) {
 static int check_visit(void *ctx, uint32_t i, const int64_t *vars) {
   vcheck *c = ctx;
   const pto_tp_inst *in = &c->d->insts[i];
+  if (++c->insts > PTO_TPROG_BLOCK_INSTS_MAX)
+    return vfail(c, PTO_ECAPACITY, i, "block %" PRId64 "'s loops unroll to "
+                 "more than %d instructions, which run as one task: split "
+                 "its work over more blocks", c->block,
+                 PTO_TPROG_BLOCK_INSTS_MAX);
+  if (++c->total > PTO_TPROG_INSTS_MAX)
+    return vfail(c, PTO_ECAPACITY, i, "its %" PRId64 " blocks unroll to "
+                 "more than %d instructions in all (at block %" PRId64 ")",
+                 pto__tprog_blocks(c->d), PTO_TPROG_INSTS_MAX, c->block);
   if (in->kind == PTO_TPI_LOAD || in->kind == PTO_TPI_STORE)
     if (check_window(c, i, vars))
       return 1;
@@ -130,7 +140,7 @@ static int64_t arg_numel(const pto_tp_arg *a) {
  * written, every output element stored exactly once. */
 static pto_status check_blocks(const pto_tprog_def *d, char *msg,
                                size_t size) {
-  vcheck c = {d, 0, NULL, {NULL}, msg, size, PTO_OK};
+  vcheck c = {d, 0, NULL, {NULL}, 0, 0, msg, size, PTO_OK};
   for (int a = 0; a < d->n_args; a++) {
     const pto_tp_arg *g = &d->args[a];
     if (!g->is_out)
@@ -155,6 +165,7 @@ static pto_status check_blocks(const pto_tprog_def *d, char *msg,
   const int64_t nb = pto__tprog_blocks(d);
   for (c.block = 0; c.block < nb && !c.st; c.block++) {
     memset(c.defined, 0, (size_t)d->n_tiles + 1);
+    c.insts = 0;
     pto__tprog_walk(d, c.block, check_visit, &c);
   }
   for (int a = 0; a < d->n_args && !c.st; a++) {

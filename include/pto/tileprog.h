@@ -137,10 +137,18 @@ PTO_API int pto_tprog_tile(pto_tprog *tp, const char *name, pto_mem_level lvl,
                            int count);
 
 /* A loop of trip >= 0 iterations (affine in the enclosing vars; it may be
- * 0 for some blocks) around what follows, up to its pto_tprog_end. Returns
- * its var, or -1. */
+ * 0 for some blocks) around what follows, up to its pto_tprog_end (a loop
+ * with no instruction is refused there). Returns its var, or -1. */
 PTO_API int pto_tprog_for(pto_tprog *tp, pto_tp_expr trip);
 PTO_API pto_status pto_tprog_end(pto_tprog *tp);
+
+/* Loops unroll: a block runs its instructions as one task, and the
+ * compiler expands each block's. pto_tile_program refuses (PTO_ECAPACITY,
+ * naming the block and the count) a block past PTO_TPROG_BLOCK_INSTS_MAX
+ * unrolled instructions and a program past PTO_TPROG_INSTS_MAX over all
+ * its blocks: more blocks of less work each is the way out. */
+#define PTO_TPROG_BLOCK_INSTS_MAX 65536
+#define PTO_TPROG_INSTS_MAX (1 << 24)
 
 /* Window flags. */
 enum {
