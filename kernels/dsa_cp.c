@@ -38,8 +38,8 @@ typedef struct cp {
   int rank, size;
   int64_t T, topk, nrows;
   cp_seq *seq;
-  int32_t *rows, *pos; /* [nrows]: cache row here, logical position */
-  float *q;            /* [T,H,L+R] from the scoring program */
+  int32_t *rows, *pos;  /* [nrows]: cache row here, logical position */
+  float *q, *q_idx, *w; /* [T,H,L+R], [T,HI,DI], [T,HI]: the prologs' */
   char *msg;
   size_t msg_size;
 } cp;
@@ -274,22 +274,103 @@ static pto_status run(cp *x, pto_program *p, const void *const *ins,
 /* ---- scoring: prologs and the local top-k ---------------------------------
  */
 
-static pto_status score(cp *x, float *vals, int32_t *idx) {
+/* This rank's heads: [h[0], h[1]) of q and [h[2], h[3]) of q_idx, an even
+ * split of both over the ranks (all of them on every rank when there are
+ * more ranks than heads). */
+static void my_heads(const cp *x, int64_t *h) {
+  const int64_t H = x->d->h, HI = x->d->hi, R = x->size, r = x->rank;
+  const int split = R <= H && R <= HI;
+  h[0] = split ? r * H / R : 0;
+  h[1] = split ? (r + 1) * H / R : H;
+  h[2] = split ? r * HI / R : 0;
+  h[3] = split ? (r + 1) * HI / R : HI;
+}
+
+/* The prologs for every token with this rank's heads of the weights (the
+ * heads' matmuls are most of the prologs' weights): its q heads into qh
+ * [T, h1-h0, L+R], its q_idx heads into qih [T, i1-i0, DI], and the whole
+ * kv_new, k_new (the outputs) and weights (x->w). */
+static pto_status prolog(cp *x, float *qh, float *qih) {
   const pto_dsa_dims *d = x->d;
-  const int64_t T = x->T, DI = d->di, BS = d->block, K = x->topk;
-  pto_program *p = pto_program_new("dsa_cp.score");
+  pto_program *p = pto_program_new("dsa_cp.prolog");
   if (!p)
     return fail(x, PTO_ENOMEM, "out of memory");
   pto_tensor *in[PTO_DSA_INPUT_COUNT] = {0};
-  const void *ins[PTO_DSA_INPUT_COUNT + 2];
-  int ni = 0;
+  const void *ins[PTO_DSA_INPUT_COUNT];
   pto_dsa_step one = *x->s; /* the prologs' shapes need no cache block */
   one.blocks = one.blocks ? one.blocks : 1;
   for (int i = 0; i < PTO_DSA_KV_CACHE; i++) {
     int64_t sh[PTO_MAX_DIMS];
     const int nd = pto_dsa_input_shape(d, &one, i, sh);
     in[i] = pto_input(p, pto_dsa_input_name(i), PTO_F32, nd, sh);
-    ins[ni++] = x->in[i];
+    ins[i] = x->in[i];
+  }
+  int64_t h[4];
+  my_heads(x, h);
+  pto__dsa_prolog pr;
+  pto__dsa_prologs_heads(p, d, x->T, x->prm, in, h, &pr);
+  pto_output(p, pr.q, "q");
+  pto_output(p, pr.q_idx, "q_idx");
+  pto_output(p, pr.kv_new, "kv_new");
+  pto_output(p, pr.k_new, "k_new");
+  pto_output(p, pr.weights, "weights");
+  void *outs[5] = {qh, qih, x->out[PTO_DSA_KV_NEW], x->out[PTO_DSA_K_NEW],
+                   x->w};
+  return run(x, p, ins, outs);
+}
+
+/* Every rank's heads of q and q_idx from the exchange's parts (rank r's at
+ * r * unit floats, q's heads then q_idx's, each padded to the widest
+ * rank's) into x->q [T,H,L+R] and x->q_idx [T,HI,DI]. */
+static void assemble(cp *x, const float *parts, int64_t qw, int64_t iw) {
+  const int64_t T = x->T, H = x->d->h, HI = x->d->hi, DI = x->d->di,
+                LR = x->d->latent + x->d->rope, unit = T * (qw * LR + iw * DI);
+  cp y = *x;
+  for (int r = 0; r < x->size; r++) {
+    y.rank = r;
+    int64_t h[4];
+    my_heads(&y, h);
+    const float *qp = parts + r * unit, *ip = qp + T * qw * LR;
+    const int64_t nq = h[1] - h[0], ni = h[3] - h[2];
+    for (int64_t t = 0; t < T; t++) {
+      memcpy(x->q + (t * H + h[0]) * LR, qp + t * nq * LR,
+             (size_t)(nq * LR) * sizeof(float));
+      memcpy(x->q_idx + (t * HI + h[2]) * DI, ip + t * ni * DI,
+             (size_t)(ni * DI) * sizeof(float));
+    }
+  }
+}
+
+/* The local top-k of every token over the keys held here. */
+static pto_status score(cp *x, float *vals, int32_t *idx) {
+  const pto_dsa_dims *d = x->d;
+  const int64_t T = x->T, DI = d->di, BS = d->block, K = x->topk, HI = d->hi;
+  int work = 0; /* a sequence with keys here */
+  for (int64_t b = 0; b < x->s->b; b++)
+    work |= x->seq[b].lr > 0 || x->seq[b].home == x->rank;
+  if (!work) {
+    for (int64_t i = 0; i < T * K; i++) {
+      vals[i] = -INFINITY;
+      idx[i] = -1;
+    }
+    return PTO_OK;
+  }
+  pto_program *p = pto_program_new("dsa_cp.score");
+  if (!p)
+    return fail(x, PTO_ENOMEM, "out of memory");
+  const void *ins[5];
+  int ni = 0;
+  pto__dsa_prolog pr = {0};
+  pr.q_idx = pto_input(p, "q_idx", PTO_F32, 3, (const int64_t[]){T, HI, DI});
+  ins[ni++] = x->q_idx;
+  pr.weights = pto_input(p, "weights", PTO_F32, 2, (const int64_t[]){T, HI});
+  ins[ni++] = x->w;
+  int home_here = 0;
+  for (int64_t b = 0; b < x->s->b; b++)
+    home_here |= x->seq[b].home == x->rank;
+  if (home_here) {
+    pr.k_new = pto_input(p, "k_new", PTO_F32, 2, (const int64_t[]){T, DI});
+    ins[ni++] = x->out[PTO_DSA_K_NEW];
   }
   pto_tensor *kc = NULL, *rows = NULL;
   if (x->nrows) {
@@ -301,20 +382,12 @@ static pto_status score(cp *x, float *vals, int32_t *idx) {
     ins[ni++] = x->in[PTO_DSA_K_CACHE];
     ins[ni++] = x->rows;
   }
-  pto__dsa_prolog pr;
-  pto__dsa_prologs(p, d, T, x->prm, in, &pr);
-  void **outs = calloc((size_t)(3 + 2 * x->s->b), sizeof *outs);
+  void **outs = calloc((size_t)(1 + 2 * x->s->b), sizeof *outs);
   if (!outs) {
     pto_program_free(p);
     return fail(x, PTO_ENOMEM, "out of memory");
   }
   int no = 0;
-  pto_output(p, pr.q, "q");
-  outs[no++] = x->q;
-  pto_output(p, pr.kv_new, "kv_new");
-  outs[no++] = x->out[PTO_DSA_KV_NEW];
-  pto_output(p, pr.k_new, "k_new");
-  outs[no++] = x->out[PTO_DSA_K_NEW];
   for (int64_t b = 0; b < x->s->b && !pto_program_status(p); b++) {
     const cp_seq *q = &x->seq[b];
     const int home = q->home == x->rank;
@@ -645,7 +718,22 @@ static pto_status step(cp *x) {
   const int64_t T = x->T, K = x->topk, H = x->d->h, L = x->d->latent,
                 LR = L + x->d->rope, R = x->size;
   const size_t n_pairs = (size_t)(T * K);
+  const int64_t HI = x->d->hi, DI = x->d->di;
+  int64_t qw = 0, iw = 0; /* the most heads of a rank, of q and q_idx */
+  for (int r = 0; r < R; r++) {
+    cp y = *x;
+    y.rank = r;
+    int64_t h[4];
+    my_heads(&y, h);
+    qw = h[1] - h[0] > qw ? h[1] - h[0] : qw;
+    iw = h[3] - h[2] > iw ? h[3] - h[2] : iw;
+  }
+  const size_t unit = (size_t)(T * (qw * LR + iw * DI));
+  float *heads = calloc(unit, sizeof *heads);
+  float *all_heads = malloc((size_t)R * unit * sizeof *all_heads);
   x->q = malloc((size_t)(T * H * LR) * sizeof *x->q);
+  x->q_idx = malloc((size_t)(T * HI * DI) * sizeof *x->q_idx);
+  x->w = malloc((size_t)(T * HI) * sizeof *x->w);
   float *vals = malloc(n_pairs * sizeof *vals);
   int32_t *idx = malloc(n_pairs * sizeof *idx);
   cp_pair *mine = malloc(n_pairs * sizeof *mine);
@@ -653,10 +741,16 @@ static pto_status step(cp *x) {
   const size_t per = (size_t)(T * H * (L + 1));
   float *part = malloc(per * sizeof *part);
   float *parts = malloc((size_t)R * per * sizeof *parts);
-  if (!mine_st && (!x->q || !vals || !idx || !mine || !all || !part || !parts))
+  if (!mine_st && (!x->q || !x->q_idx || !x->w || !heads || !all_heads ||
+                   !vals || !idx || !mine || !all || !part || !parts))
     mine_st = fail(x, PTO_ENOMEM, "out of memory");
   if (!mine_st)
-    mine_st = score(x, vals, idx);
+    mine_st = prolog(x, heads, heads + T * qw * LR);
+  if ((st = exchange(x, "the heads' exchange", mine_st, heads,
+                     unit * sizeof *heads, all_heads)))
+    goto done;
+  assemble(x, all_heads, qw, iw);
+  mine_st = score(x, vals, idx);
   for (size_t i = 0; !mine_st && i < n_pairs; i++) {
     mine[i].v = vals[i];
     mine[i].p = idx[i];
@@ -678,6 +772,8 @@ static pto_status step(cp *x) {
   if (x->st)
     x->st->merge_ms += ms_since(t0);
 done:
+  free(heads);
+  free(all_heads);
   free(vals);
   free(idx);
   free(mine);
@@ -741,6 +837,8 @@ pto_status pto_dsa_cp_step(pto_comm *c, pto_runtime *rt, const pto_dsa_dims *d,
   free(x.rows);
   free(x.pos);
   free(x.q);
+  free(x.q_idx);
+  free(x.w);
   if (st)
     st->step_ms = ms_since(t0);
   return r;

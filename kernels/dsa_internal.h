@@ -68,6 +68,14 @@ void pto__dsa_prologs(pto_program *p, const pto_dsa_dims *d, int64_t T,
                       const pto_dsa_params *prm, pto_tensor *const *in,
                       pto__dsa_prolog *out);
 
+/* The same for heads [heads[0], heads[1]) of q and index heads [heads[2],
+ * heads[3]) of q_idx only (both ranges non-empty): out->q is [T, h1-h0,
+ * L+R] and out->q_idx [T, i1-i0, DI], the weights and keys whole. The
+ * context-parallel step splits the heads' weights over the ranks so. */
+void pto__dsa_prologs_heads(pto_program *p, const pto_dsa_dims *d, int64_t T,
+                            const pto_dsa_params *prm, pto_tensor *const *in,
+                            const int64_t *heads, pto__dsa_prolog *out);
+
 /* The same in plain C, accumulating in double and rounding each result to
  * f32 once, for tokens [t0, t1) (buffers sized for all T tokens, written
  * at the tokens' rows); with q NULL only the keys (kv_new, k_new), which

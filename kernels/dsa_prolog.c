@@ -95,9 +95,15 @@ static pto_tensor *rope_head(pto_program *p, pto_tensor *v, int64_t R,
 
 static void mla_prolog(pto_program *p, const pto_dsa_dims *d, int64_t T,
                        const pto_dsa_params *prm, pto_tensor *const *in,
-                       pto_tensor *cos3, pto_tensor *sin3, pto_tensor **c_q,
-                       pto__dsa_prolog *out) {
-  const int64_t H = d->h, N = d->nope, R = d->rope, L = d->latent;
+                       const int64_t *heads, pto_tensor *cos3, pto_tensor *sin3,
+                       pto_tensor **c_q, pto__dsa_prolog *out) {
+  const int64_t N = d->nope, R = d->rope, L = d->latent,
+                H = heads[1] - heads[0];
+  pto_tensor *w_uq = in[PTO_DSA_W_UQ_QR], *w_uk = in[PTO_DSA_W_UK];
+  if (H != d->h) { /* the heads' columns of w_uq_qr, their w_uk */
+    w_uq = last(p, w_uq, heads[0] * (N + R), heads[1] * (N + R));
+    w_uk = pto__dsa_rows(p, w_uk, heads[0], H);
+  }
   stage st;
   stage_init(&st, p, &prm->mla_prolog);
   stage_push(&st);
@@ -106,13 +112,12 @@ static void mla_prolog(pto_program *p, const pto_dsa_dims *d, int64_t T,
   pto_program_push_label(p, "q_norm");
   *c_q = pto_rms_norm(p, xq, in[PTO_DSA_GAMMA_CQ], NORM_EPS);
   pto_program_pop_label(p);
-  pto_tensor *qq = pto_reshape(p, mm(&st, "q_up", *c_q, in[PTO_DSA_W_UQ_QR]), 3,
+  pto_tensor *qq = pto_reshape(p, mm(&st, "q_up", *c_q, w_uq), 3,
                                (const int64_t[]){T, H, N + R});
   /* the nope part absorbed into the latent space, head by head: [H,T,N] x
    * [H,N,L], read and written through transposed views */
   pto_tensor *qn = pto_transpose(p, last(p, qq, 0, N), 0, 1);
-  pto_tensor *qa =
-      pto_transpose(p, mm(&st, "q_absorb", qn, in[PTO_DSA_W_UK]), 0, 1);
+  pto_tensor *qa = pto_transpose(p, mm(&st, "q_absorb", qn, w_uk), 0, 1);
   pto_program_push_label(p, "q_rope");
   pto_tensor *qr = rope(p, last(p, qq, N, N + R), cos3, sin3);
   pto_program_pop_label(p);
@@ -139,14 +144,18 @@ static void mla_prolog(pto_program *p, const pto_dsa_dims *d, int64_t T,
 
 static void indexer_prolog(pto_program *p, const pto_dsa_dims *d, int64_t T,
                            const pto_dsa_params *prm, pto_tensor *const *in,
-                           pto_tensor *cos3, pto_tensor *sin3, pto_tensor *c_q,
+                           const int64_t *heads, pto_tensor *cos3,
+                           pto_tensor *sin3, pto_tensor *c_q,
                            pto__dsa_prolog *out) {
-  const int64_t R = d->rope, HI = d->hi, DI = d->di;
+  const int64_t R = d->rope, HI = heads[3] - heads[2], DI = d->di;
+  pto_tensor *w_qb = in[PTO_DSA_W_QB];
+  if (HI != d->hi) /* the index heads' columns */
+    w_qb = last(p, w_qb, heads[2] * DI, heads[3] * DI);
   stage st;
   stage_init(&st, p, &prm->indexer_prolog);
   stage_push(&st);
   pto_program_push_label(p, "indexer_prolog");
-  pto_tensor *qi = pto_reshape(p, mm(&st, "q_up", c_q, in[PTO_DSA_W_QB]), 3,
+  pto_tensor *qi = pto_reshape(p, mm(&st, "q_up", c_q, w_qb), 3,
                                (const int64_t[]){T, HI, DI});
   pto_program_push_label(p, "q_rope");
   pto_tensor *qr = pto_reshape(p, rope_head(p, qi, R, cos3, sin3), 2,
@@ -165,21 +174,28 @@ static void indexer_prolog(pto_program *p, const pto_dsa_dims *d, int64_t T,
   out->k_new = mm(&st, "k_hadamard", kr, in[PTO_DSA_HADAMARD]);
   pto_tensor *wx = mm(&st, "weights", in[PTO_DSA_X], in[PTO_DSA_W_PROJ]);
   pto_program_push_label(p, "weights");
-  out->weights = pto_muls(p, wx, 1.0 / sqrt((double)HI * (double)DI));
+  out->weights = pto_muls(p, wx, 1.0 / sqrt((double)d->hi * (double)DI));
   pto_program_pop_label(p);
   pto_program_pop_label(p);
   pto_program_pop_tile(p);
 }
 
-void pto__dsa_prologs(pto_program *p, const pto_dsa_dims *d, int64_t T,
-                      const pto_dsa_params *prm, pto_tensor *const *in,
-                      pto__dsa_prolog *out) {
+void pto__dsa_prologs_heads(pto_program *p, const pto_dsa_dims *d, int64_t T,
+                            const pto_dsa_params *prm, pto_tensor *const *in,
+                            const int64_t *heads, pto__dsa_prolog *out) {
   memset(out, 0, sizeof *out);
   /* the token's rotary row, broadcast over the heads */
   const int64_t c3[3] = {T, 1, d->rope};
   pto_tensor *cos3 = pto_reshape(p, in[PTO_DSA_COS], 3, c3);
   pto_tensor *sin3 = pto_reshape(p, in[PTO_DSA_SIN], 3, c3);
   pto_tensor *c_q = NULL;
-  mla_prolog(p, d, T, prm, in, cos3, sin3, &c_q, out);
-  indexer_prolog(p, d, T, prm, in, cos3, sin3, c_q, out);
+  mla_prolog(p, d, T, prm, in, heads, cos3, sin3, &c_q, out);
+  indexer_prolog(p, d, T, prm, in, heads, cos3, sin3, c_q, out);
+}
+
+void pto__dsa_prologs(pto_program *p, const pto_dsa_dims *d, int64_t T,
+                      const pto_dsa_params *prm, pto_tensor *const *in,
+                      pto__dsa_prolog *out) {
+  const int64_t all[4] = {0, d->h, 0, d->hi};
+  pto__dsa_prologs_heads(p, d, T, prm, in, all, out);
 }

@@ -252,7 +252,10 @@ typedef struct pto_dsa_cp_stats {
  * (in[PTO_DSA_KV_CACHE] [s->blocks, BS, L+R] and in[PTO_DSA_K_CACHE]
  * [s->blocks, BS, DI] are this rank's, s->blocks may be 0 with both NULL;
  * in[PTO_DSA_BLOCK_TABLE] is not read: layout says where blocks live).
- * Every rank runs the prologs for all T tokens (replicated), scores its own
+ * Every rank runs the prologs for all T tokens with its share of the heads
+ * (q's heads and q_idx's index heads split evenly over the ranks, so each
+ * rank streams its share of the heads' weights; the rest is replicated),
+ * and an all-gather gives every rank all heads. Each then scores its own
  * cached keys (and, on the rank owning block (len-n)/BS, the sequence's new
  * keys) with the lightning indexer and keeps a local top-k of (score,
  * global position); an all-gather and a stable merge (score descending,
