@@ -25,7 +25,29 @@ typedef struct cp_seq {
   int64_t lr, r0;         /* cached rows held here, their first in rows[] */
 } cp_seq;
 
-typedef struct cp {
+/* What a program of a step is built from, as numbers: two equal
+ * descriptors build the same program, so its executable is reused. */
+typedef struct cp_desc {
+  int64_t v[64 + 5 * 4096];
+  int n;
+} cp_desc;
+
+enum { CP_CACHE = 8 };
+
+struct pto_dsa_cp {
+  pto_comm *c;
+  pto_runtime *rt, *own;
+  struct {
+    int64_t *v;
+    int n;
+    uint64_t used;
+    pto_executable *e;
+  } cache[CP_CACHE];
+  uint64_t clock;
+};
+
+typedef struct cp_step {
+  pto_dsa_cp *cp;
   pto_comm *c;
   pto_runtime *rt;
   const pto_dsa_dims *d;
@@ -42,7 +64,7 @@ typedef struct cp {
   float *q, *q_idx, *w; /* [T,H,L+R], [T,HI,DI], [T,HI]: the prologs' */
   char *msg;
   size_t msg_size;
-} cp;
+} cp_step;
 
 /* The (score, global position) pairs ranks exchange. */
 typedef struct cp_pair {
@@ -50,7 +72,9 @@ typedef struct cp_pair {
   int32_t p;
 } cp_pair;
 
-static pto_status fail(cp *x, pto_status st, const char *fmt, ...) {
+static pto_status fail(cp_step *x, pto_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static pto_status fail(cp_step *x, pto_status st, const char *fmt, ...) {
   if (x->msg && x->msg_size) {
     int n = snprintf(x->msg, x->msg_size, "%s: rank %d of %d: ", OP, x->rank,
                      x->size);
@@ -77,7 +101,7 @@ typedef struct cp_hello {
   char msg[240];
 } cp_hello;
 
-static uint64_t step_hash(const cp *x) {
+static uint64_t step_hash(const cp_step *x) {
   XXH64_state_t *h = XXH64_createState();
   if (!h)
     return 0;
@@ -99,7 +123,7 @@ static uint64_t step_hash(const cp *x) {
 }
 
 /* This rank's checks of the step; 0 or a status with hello->msg. */
-static pto_status local_checks(cp *x, cp_hello *hello) {
+static pto_status local_checks(cp_step *x, cp_hello *hello) {
   const pto_dsa_step *s = x->s;
   char *m = hello->msg;
   const size_t ms = sizeof hello->msg;
@@ -160,7 +184,7 @@ static pto_status local_checks(cp *x, cp_hello *hello) {
 
 /* Every rank's checks and hash, gathered: PTO_OK on every rank or the
  * same failure on every rank. */
-static pto_status agree(cp *x) {
+static pto_status agree(cp_step *x) {
   cp_hello mine;
   memset(&mine, 0, sizeof mine);
   mine.status = local_checks(x, &mine);
@@ -196,7 +220,7 @@ static pto_status agree(cp *x) {
 /* ---- the local view -------------------------------------------------------
  */
 
-static pto_status view(cp *x) {
+static pto_status view(cp_step *x) {
   const pto_dsa_step *s = x->s;
   const int64_t BS = x->d->block, MB = s->max_blocks;
   x->seq = calloc((size_t)s->b, sizeof *x->seq);
@@ -242,32 +266,105 @@ static pto_status view(cp *x) {
 /* ---- running a program ----------------------------------------------------
  */
 
-static pto_status run(cp *x, pto_program *p, const void *const *ins,
-                      void *const *outs) {
+/* A descriptor starting with the phase, the dims and the params. */
+static void desc_init(cp_desc *k, const cp_step *x, int64_t phase) {
+  const pto_dsa_dims *d = x->d;
+  const pto_dsa_params *prm = x->prm;
+  int64_t scale_bits;
+  memcpy(&scale_bits, &prm->scale, sizeof scale_bits);
+  const int64_t head[] = {
+      phase, d->d,  d->q_lora, d->h,      d->nope,    d->rope, d->latent,
+      d->hi, d->di, d->block,  prm->topk, scale_bits, x->T,    x->s->blocks};
+  k->n = 0;
+  for (size_t i = 0; i < sizeof head / sizeof head[0]; i++)
+    k->v[k->n++] = head[i];
+  const pto_tile_shape *ts[5] = {&prm->mla_prolog, &prm->indexer_prolog,
+                                 &prm->indexer_qk, &prm->indexer_topk,
+                                 &prm->attention};
+  for (int i = 0; i < 5; i++) {
+    k->v[k->n++] = ts[i]->vec_rows;
+    k->v[k->n++] = ts[i]->vec_cols;
+    k->v[k->n++] = ts[i]->cube_m;
+    k->v[k->n++] = ts[i]->cube_n;
+    k->v[k->n++] = ts[i]->cube_k;
+  }
+}
+
+static void desc_add(cp_desc *k, int64_t v) {
+  if (k->n >= 0 && k->n < (int)(sizeof k->v / sizeof k->v[0]))
+    k->v[k->n++] = v;
+  else
+    k->n = -1; /* too long to keep: not cached */
+}
+
+/* The session's executable for k, or NULL. */
+static pto_executable *cache_get(pto_dsa_cp *cp, const cp_desc *k) {
+  for (int i = 0; k->n > 0 && i < CP_CACHE; i++)
+    if (cp->cache[i].e && cp->cache[i].n == k->n &&
+        !memcmp(cp->cache[i].v, k->v, (size_t)k->n * sizeof k->v[0])) {
+      cp->cache[i].used = ++cp->clock;
+      return cp->cache[i].e;
+    }
+  return NULL;
+}
+
+/* Keeps e for k in the least recently used slot; 0, or -1 when it could
+ * not (e is then the caller's to free). */
+static int cache_put(pto_dsa_cp *cp, const cp_desc *k, pto_executable *e) {
+  if (k->n <= 0)
+    return -1;
+  int lru = 0;
+  for (int i = 1; i < CP_CACHE; i++)
+    if (cp->cache[i].used < cp->cache[lru].used)
+      lru = i;
+  int64_t *v = malloc((size_t)k->n * sizeof *v);
+  if (!v)
+    return -1;
+  memcpy(v, k->v, (size_t)k->n * sizeof *v);
+  pto_executable_free(cp->cache[lru].e);
+  free(cp->cache[lru].v);
+  cp->cache[lru].v = v;
+  cp->cache[lru].n = k->n;
+  cp->cache[lru].e = e;
+  cp->cache[lru].used = ++cp->clock;
+  return 0;
+}
+
+/* Runs program p (built from k), compiled unless an earlier step of the
+ * session compiled the same; p is freed. */
+static pto_status run(cp_step *x, pto_program *p, const cp_desc *k,
+                      const void *const *ins, void *const *outs) {
   pto_status st = pto_program_status(p);
   if (st) {
     st = fail(x, st, "%s: %s", pto_program_name(p), pto_program_error(p));
     pto_program_free(p);
     return st;
   }
-  uint64_t t0 = uv_hrtime();
-  pto_executable *e = NULL;
-  st = pto_compile(p, NULL, &e);
-  if (st) {
-    st = fail(x, st, "%s: %s", pto_program_name(p), pto_program_error(p));
-    pto_program_free(p);
-    return st;
+  pto_executable *e = cache_get(x->cp, k), *mine = NULL;
+  if (!e) {
+    const uint64_t t0 = uv_hrtime();
+    st = pto_compile(p, NULL, &mine);
+    if (st) {
+      st = fail(x, st, "%s: %s", pto_program_name(p), pto_program_error(p));
+      pto_program_free(p);
+      return st;
+    }
+    if (x->st) {
+      x->st->compile_ms += ms_since(t0);
+      x->st->compiles++;
+    }
+    e = mine;
+    if (!cache_put(x->cp, k, mine))
+      mine = NULL; /* the session's now */
   }
   pto_program_free(p);
-  if (x->st)
-    x->st->compile_ms += ms_since(t0);
-  t0 = uv_hrtime();
+  const uint64_t t0 = uv_hrtime();
   st = pto_runtime_run(x->rt, e, ins, outs);
   if (x->st)
     x->st->compute_ms += ms_since(t0);
   if (st)
     fail(x, st, "%s", pto_executable_error(e));
-  pto_executable_free(e);
+  pto_executable_free(mine);
   return st;
 }
 
@@ -277,7 +374,7 @@ static pto_status run(cp *x, pto_program *p, const void *const *ins,
 /* This rank's heads: [h[0], h[1]) of q and [h[2], h[3]) of q_idx, an even
  * split of both over the ranks (all of them on every rank when there are
  * more ranks than heads). */
-static void my_heads(const cp *x, int64_t *h) {
+static void my_heads(const cp_step *x, int64_t *h) {
   const int64_t H = x->d->h, HI = x->d->hi, R = x->size, r = x->rank;
   const int split = R <= H && R <= HI;
   h[0] = split ? r * H / R : 0;
@@ -290,7 +387,7 @@ static void my_heads(const cp *x, int64_t *h) {
  * heads' matmuls are most of the prologs' weights): its q heads into qh
  * [T, h1-h0, L+R], its q_idx heads into qih [T, i1-i0, DI], and the whole
  * kv_new, k_new (the outputs) and weights (x->w). */
-static pto_status prolog(cp *x, float *qh, float *qih) {
+static pto_status prolog(cp_step *x, float *qh, float *qih) {
   const pto_dsa_dims *d = x->d;
   pto_program *p = pto_program_new("dsa_cp.prolog");
   if (!p)
@@ -316,16 +413,26 @@ static pto_status prolog(cp *x, float *qh, float *qih) {
   pto_output(p, pr.weights, "weights");
   void *outs[5] = {qh, qih, x->out[PTO_DSA_KV_NEW], x->out[PTO_DSA_K_NEW],
                    x->w};
-  return run(x, p, ins, outs);
+  cp_desc *k = malloc(sizeof *k);
+  if (!k) {
+    pto_program_free(p);
+    return fail(x, PTO_ENOMEM, "out of memory");
+  }
+  desc_init(k, x, 1);
+  for (int i = 0; i < 4; i++)
+    desc_add(k, h[i]);
+  const pto_status st = run(x, p, k, ins, outs);
+  free(k);
+  return st;
 }
 
 /* Every rank's heads of q and q_idx from the exchange's parts (rank r's at
  * r * unit floats, q's heads then q_idx's, each padded to the widest
  * rank's) into x->q [T,H,L+R] and x->q_idx [T,HI,DI]. */
-static void assemble(cp *x, const float *parts, int64_t qw, int64_t iw) {
+static void assemble(cp_step *x, const float *parts, int64_t qw, int64_t iw) {
   const int64_t T = x->T, H = x->d->h, HI = x->d->hi, DI = x->d->di,
                 LR = x->d->latent + x->d->rope, unit = T * (qw * LR + iw * DI);
-  cp y = *x;
+  cp_step y = *x;
   for (int r = 0; r < x->size; r++) {
     y.rank = r;
     int64_t h[4];
@@ -342,7 +449,7 @@ static void assemble(cp *x, const float *parts, int64_t qw, int64_t iw) {
 }
 
 /* The local top-k of every token over the keys held here. */
-static pto_status score(cp *x, float *vals, int32_t *idx) {
+static pto_status score(cp_step *x, float *vals, int32_t *idx) {
   const pto_dsa_dims *d = x->d;
   const int64_t T = x->T, DI = d->di, BS = d->block, K = x->topk, HI = d->hi;
   int work = 0; /* a sequence with keys here */
@@ -436,7 +543,25 @@ static pto_status score(cp *x, float *vals, int32_t *idx) {
     pto_output(p, ix, name);
     outs[no++] = idx + q->t0 * K;
   }
-  pto_status st = run(x, p, ins, outs);
+  cp_desc *key = malloc(sizeof *key);
+  pto_status st = PTO_ENOMEM;
+  if (key) {
+    desc_init(key, x, 2);
+    desc_add(key, x->nrows);
+    for (int64_t b = 0; b < x->s->b; b++) {
+      const cp_seq *q = &x->seq[b];
+      desc_add(key, q->n);
+      desc_add(key, q->t0);
+      desc_add(key, q->lr);
+      desc_add(key, q->r0);
+      desc_add(key, q->home == x->rank);
+    }
+    st = run(x, p, key, ins, outs);
+  } else {
+    pto_program_free(p);
+    fail(x, st, "out of memory");
+  }
+  free(key);
   free(outs);
   if (st)
     return st;
@@ -455,7 +580,7 @@ static pto_status score(cp *x, float *vals, int32_t *idx) {
 
 /* The global top-k of each token from every rank's (score desc, position
  * asc) list: a stable R-way merge. */
-static void merge_topk(const cp *x, const cp_pair *all, int32_t *out_idx) {
+static void merge_topk(const cp_step *x, const cp_pair *all, int32_t *out_idx) {
   const int64_t K = x->topk, T = x->T, R = x->size;
   int64_t head[64];
   for (int64_t t = 0; t < T; t++) {
@@ -494,8 +619,8 @@ static void merge_topk(const cp *x, const cp_pair *all, int32_t *out_idx) {
  * rows into ci [T, *wc] and kv_new rows into ni [T, *wn], -1 after them;
  * with ci NULL only the most per token, into *wc and *wn. Returns how many
  * slots are held here. */
-static int64_t pack(const cp *x, const int32_t *sel, int32_t *ci, int32_t *ni,
-                    int64_t *wc, int64_t *wn) {
+static int64_t pack(const cp_step *x, const int32_t *sel, int32_t *ci,
+                    int32_t *ni, int64_t *wc, int64_t *wn) {
   const int64_t K = x->topk, BS = x->d->block, MB = x->s->max_blocks;
   int64_t held = 0;
   if (!ci)
@@ -537,12 +662,17 @@ static int64_t pack(const cp *x, const int32_t *sel, int32_t *ci, int32_t *ni,
 /* Partial out [T,H,L] and lse [T,H] over the selected rows this rank holds:
  * the cached ones in its kv_cache, the new ones (of the sequences it is
  * home to) in kv_new. */
-static pto_status attend(cp *x, const int32_t *sel, float *po, float *pl) {
+static pto_status attend(cp_step *x, const int32_t *sel, float *po, float *pl) {
   const pto_dsa_dims *d = x->d;
   const int64_t T = x->T, H = d->h, L = d->latent, LR = L + d->rope,
                 BS = d->block;
   int64_t wc = 0, wn = 0;
   pack(x, sel, NULL, NULL, &wc, &wn);
+  /* whole 64-slot blocks (at most topk): a step's shapes then repeat over
+   * the decode and its program is compiled once for many */
+  const int64_t K = x->topk;
+  wc = wc ? ((wc + 63) / 64 * 64 < K ? (wc + 63) / 64 * 64 : K) : 0;
+  wn = wn ? ((wn + 63) / 64 * 64 < K ? (wn + 63) / 64 * 64 : K) : 0;
   if (x->st)
     x->st->selected_rows = 0;
   if (!wc && !wn) { /* nothing selected here: an empty partial */
@@ -614,14 +744,25 @@ static pto_status attend(cp *x, const int32_t *sel, float *po, float *pl) {
   pto_output(p, o, "out");
   pto_output(p, l, "lse");
   void *outs[2] = {po, pl};
-  const pto_status st = run(x, p, ins, outs);
+  cp_desc *k = malloc(sizeof *k);
+  pto_status st = PTO_ENOMEM;
+  if (k) {
+    desc_init(k, x, 3);
+    desc_add(k, wc);
+    desc_add(k, wn);
+    st = run(x, p, k, ins, outs);
+  } else {
+    pto_program_free(p);
+    fail(x, st, "out of memory");
+  }
+  free(k);
   free(ci);
   free(ni);
   return st;
 }
 
 /* The partials of every rank merged by their lse (+inf: no slot there). */
-static void merge_partials(const cp *x, const float *all, float *out,
+static void merge_partials(const cp_step *x, const float *all, float *out,
                            float *lse) {
   const int64_t T = x->T, H = x->d->h, L = x->d->latent, R = x->size,
                 per = T * H * (L + 1);
@@ -663,7 +804,7 @@ static void merge_partials(const cp *x, const float *all, float *out,
  * status so far: a rank that failed still takes part, and every rank then
  * returns its failure instead of waiting for it. *all holds rank r's
  * payload at r * bytes. */
-static pto_status exchange(cp *x, const char *what, pto_status mine,
+static pto_status exchange(cp_step *x, const char *what, pto_status mine,
                            const void *payload, size_t bytes, void *all) {
   const size_t unit = sizeof(cp_hello) + bytes;
   char *snd = calloc(1, unit), *rcv = malloc(unit * (size_t)x->size);
@@ -709,7 +850,7 @@ static pto_status exchange(cp *x, const char *what, pto_status mine,
 /* ---- the step -------------------------------------------------------------
  */
 
-static pto_status step(cp *x) {
+static pto_status step(cp_step *x) {
   pto_status st = agree(x);
   if (st)
     return st;
@@ -721,7 +862,7 @@ static pto_status step(cp *x) {
   const int64_t HI = x->d->hi, DI = x->d->di;
   int64_t qw = 0, iw = 0; /* the most heads of a rank, of q and q_idx */
   for (int r = 0; r < R; r++) {
-    cp y = *x;
+    cp_step y = *x;
     y.rank = r;
     int64_t h[4];
     my_heads(&y, h);
@@ -783,26 +924,62 @@ done:
   return st;
 }
 
-pto_status pto_dsa_cp_step(pto_comm *c, pto_runtime *rt, const pto_dsa_dims *d,
+pto_status pto_dsa_cp_new(pto_comm *c, pto_runtime *rt, pto_dsa_cp **out) {
+  if (!out)
+    return PTO_EINVAL;
+  *out = NULL;
+  if (!c)
+    return PTO_EINVAL;
+  pto_dsa_cp *cp = calloc(1, sizeof *cp);
+  if (!cp)
+    return PTO_ENOMEM;
+  cp->c = c;
+  cp->rt = rt;
+  if (!rt) {
+    pto_runtime_params rp = pto_runtime_params_default();
+    const pto_status st = pto_runtime_new(&rp, &cp->own);
+    if (st) {
+      free(cp);
+      return st;
+    }
+    cp->rt = cp->own;
+  }
+  *out = cp;
+  return PTO_OK;
+}
+
+void pto_dsa_cp_free(pto_dsa_cp *cp) {
+  if (!cp)
+    return;
+  for (int i = 0; i < CP_CACHE; i++) {
+    pto_executable_free(cp->cache[i].e);
+    free(cp->cache[i].v);
+  }
+  pto_runtime_free(cp->own);
+  free(cp);
+}
+
+pto_status pto_dsa_cp_step(pto_dsa_cp *cp, const pto_dsa_dims *d,
                            const pto_dsa_step *s, const pto_dsa_params *prm,
                            const pto_dsa_cp_layout *layout,
                            const void *const *in, void *const *out,
                            pto_dsa_cp_stats *st, char *msg, size_t msg_size) {
   const uint64_t t0 = uv_hrtime();
-  cp x;
+  cp_step x;
   memset(&x, 0, sizeof x);
-  x.c = c;
-  x.rank = pto_comm_rank(c);
-  x.size = pto_comm_size(c);
+  x.cp = cp;
+  x.c = cp ? cp->c : NULL;
+  x.rank = pto_comm_rank(x.c);
+  x.size = pto_comm_size(x.c);
   x.msg = msg;
   x.msg_size = msg_size;
   if (msg && msg_size)
     msg[0] = '\0';
   if (st)
     memset(st, 0, sizeof *st);
-  if (!c || !d || !s || !prm || !in || !out)
+  if (!cp || !d || !s || !prm || !in || !out)
     return fail(&x, PTO_EINVAL, "%s is NULL",
-                !c     ? "the comm"
+                !cp    ? "the session"
                 : !d   ? "dims"
                 : !s   ? "step"
                 : !prm ? "params"
@@ -819,20 +996,10 @@ pto_status pto_dsa_cp_step(pto_comm *c, pto_runtime *rt, const pto_dsa_dims *d,
   x.st = st;
   x.topk = prm->topk;
   x.T = pto_dsa_tokens(s);
-  if (x.T < 0) { /* agree() says why on every rank */
+  if (x.T < 0) /* agree() says why on every rank */
     x.T = 0;
-  }
-  pto_runtime *own = NULL;
-  if (!rt) {
-    pto_runtime_params rp = pto_runtime_params_default();
-    pto_status rs = pto_runtime_new(&rp, &own);
-    if (rs)
-      return fail(&x, rs, "cannot start a runtime");
-    rt = own;
-  }
-  x.rt = rt;
+  x.rt = cp->rt;
   const pto_status r = step(&x);
-  pto_runtime_free(own);
   free(x.seq);
   free(x.rows);
   free(x.pos);

@@ -61,6 +61,8 @@ int pto_comm_available(void) {
   return PTO_HAVE_MPI ? 1 : 0;
 }
 
+static void say(char *msg, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void say(char *msg, size_t size, const char *fmt, ...) {
   if (!msg || !size)
     return;
@@ -85,6 +87,8 @@ static void mpi_msg(int code, char *out, size_t size) {
   snprintf(out, size, "%.120s", s);
 }
 
+static void fail_req(pto_comm_req *r, pto_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void fail_req(pto_comm_req *r, pto_status st, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -273,9 +273,14 @@ static int run_case(pto_comm *comm, const dist_case *c) {
     fflush(stdout);
     raise(SIGKILL);
   }
+  pto_dsa_cp *cp = NULL;
+  if (pto_dsa_cp_new(comm, NULL, &cp)) {
+    printf("rank %d: %s: FAILED: no session\n", rank, c->name);
+    fails = 1;
+  }
   const uint64_t t0 = uv_hrtime();
-  const pto_status rc = pto_dsa_cp_step(comm, NULL, &dims, &s, &w.prm, &lay, in,
-                                        out, &st, msg, sizeof msg);
+  const pto_status rc = pto_dsa_cp_step(cp, &dims, &s, &w.prm, &lay, in, out,
+                                        &st, msg, sizeof msg);
   const double secs = (double)(uv_hrtime() - t0) * 1e-9;
   const double bound = pto_comm_timeout(comm) + 2;
   if (!strcmp(c->name, "bad-owner"))
@@ -346,11 +351,32 @@ static int run_case(pto_comm *comm, const dist_case *c) {
     pto_program_free(p);
     for (int i = 0; i < PTO_DSA_OUTPUT_COUNT; i++)
       free(one[i]);
+    /* the same step again: the session compiles nothing, same results */
+    void *again[PTO_DSA_OUTPUT_COUNT];
+    int64_t again_n[PTO_DSA_OUTPUT_COUNT];
+    fails |= outputs_new(&w, again, again_n);
+    pto_dsa_cp_stats st2;
+    if (pto_dsa_cp_step(cp, &dims, &s, &w.prm, &lay, in, again, &st2, msg,
+                        sizeof msg) ||
+        st2.compiles) {
+      printf("rank %d: %s: FAILED: the step again: %d compiles, %s\n", rank,
+             c->name, st2.compiles, msg);
+      fails = 1;
+    }
+    for (int i = 0; i < PTO_DSA_OUTPUT_COUNT; i++) {
+      if (memcmp(out[i], again[i], (size_t)out_n[i] * 4)) {
+        printf("rank %d: %s: FAILED: the step again wrote another %s\n", rank,
+               c->name, pto_dsa_output_name(i));
+        fails = 1;
+      }
+      free(again[i]);
+    }
     if (!fails)
       printf("rank %d: %s: ok (%" PRId64 " cached rows here, %" PRId64
-             " attended)\n",
-             rank, c->name, st.cached_rows, st.selected_rows);
+             " attended, %d programs)\n",
+             rank, c->name, st.cached_rows, st.selected_rows, st.compiles);
   }
+  pto_dsa_cp_free(cp);
   for (int i = 0; i < PTO_DSA_OUTPUT_COUNT; i++)
     free(out[i]);
   free(kv);

@@ -238,14 +238,26 @@ typedef struct pto_dsa_cp_layout {
   const int32_t *owner, *block;
 } pto_dsa_cp_layout;
 
-/* One rank's share of a step, in milliseconds: compiling its two programs,
- * running them, blocked in the two all-gathers, merging on the host, and
- * the whole call; the bytes this rank sent and received. */
+/* One rank's share of a step, in milliseconds: compiling its programs (the
+ * ones no earlier step of the session had), running them, blocked in the
+ * all-gathers, merging on the host, and the whole call; the bytes this
+ * rank sent and received. */
 typedef struct pto_dsa_cp_stats {
   double compile_ms, compute_ms, comm_ms, merge_ms, step_ms;
   uint64_t comm_bytes;
   int64_t cached_rows, selected_rows; /* this rank's keys and attended rows */
+  int compiles;                       /* programs compiled for the step */
 } pto_dsa_cp_stats;
+
+/* A context-parallel session: the comm c's ranks and the runtime rt that
+ * runs this rank's programs (NULL: one of the host's defaults, owned by
+ * the session; c and rt outlive it). It keeps the executables of the last
+ * steps' programs, so a decode step whose shapes an earlier one had (its
+ * sequences' lengths grow within blocks) compiles nothing. */
+typedef struct pto_dsa_cp pto_dsa_cp;
+PTO_API pto_status pto_dsa_cp_new(struct pto_comm *c, struct pto_runtime *rt,
+                                  pto_dsa_cp **out);
+PTO_API void pto_dsa_cp_free(pto_dsa_cp *cp); /* NULL is a no-op */
 
 /* pto_dsa's step across the ranks of comm c (pto/comm.h), context
  * parallel: each rank holds only its blocks of the KV and index-key caches
@@ -264,15 +276,14 @@ typedef struct pto_dsa_cp_stats {
  * selected rows it holds, and a second all-gather merges the partial (out,
  * lse) pairs by their lse. Every rank returns all outputs (out[i] in
  * pto_dsa_output order, dense row-major), equal to pto_dsa's within
- * pto_dsa_check's tolerances. The ranks first agree on the step (dims,
+ * pto_dsa_check's tolerances. Every rank of the session's comm calls it
+ * with the same step. The ranks first agree on the step (dims,
  * counts, params and layout: a mismatch is PTO_EINVAL on every rank,
  * naming the ranks) and on every rank's local checks (a block outside a
- * rank's caches names the rank, sequence and block). rt runs this rank's
- * programs (NULL: a runtime of the host's defaults for the call). st (may
- * be NULL) receives the timings. A failed collective is PTO_ETIMEDOUT or
+ * rank's caches names the rank, sequence and block). st (may be NULL)
+ * receives the timings. A failed collective is PTO_ETIMEDOUT or
  * PTO_ECOMM within the comm's bound. Message in msg. */
-PTO_API pto_status pto_dsa_cp_step(struct pto_comm *c, struct pto_runtime *rt,
-                                   const pto_dsa_dims *d,
+PTO_API pto_status pto_dsa_cp_step(pto_dsa_cp *cp, const pto_dsa_dims *d,
                                    const pto_dsa_step *s,
                                    const pto_dsa_params *prm,
                                    const pto_dsa_cp_layout *layout,
