@@ -283,7 +283,10 @@ static int gather_rows(int op, const pto_targs *a, const pto_tile *other) {
   if (!pto__gview_rows_whole(g, d->valid_cols))
     return pto__isa_ref(op, a);
   const pto_tile *ix = a->src[0];
-  const uint32_t vr = d->valid_rows, vc = d->valid_cols;
+  /* one row per index (an index tile a load left empty: none) */
+  const uint64_t n_ix = (uint64_t)ix->valid_rows * ix->valid_cols;
+  const uint32_t vr = n_ix < d->valid_rows ? (uint32_t)n_ix : d->valid_rows,
+                 vc = d->valid_cols;
   const int pad = other || (a->flags & PTO_TF_PAD);
   if (!vr)
     return PTO_OK;

@@ -96,18 +96,28 @@ static int32_t gather_index(const pto_tile *idx, uint32_t r) {
   return ldi(idx, r / idx->valid_cols, r % idx->valid_cols);
 }
 
+/* The rows a gather writes: one per index, at most dst's valid rows. A
+ * load from a window the extents emptied leaves the index tile empty while
+ * dst keeps its rows (tiles carry no batch clip): those rows are past the
+ * extents, never stored, and their stale indices are not read. */
+static uint32_t gather_rows_of(const pto_tile *d, const pto_tile *idx) {
+  const uint64_t n = (uint64_t)idx->valid_rows * idx->valid_cols;
+  return n < d->valid_rows ? (uint32_t)n : d->valid_rows;
+}
+
 int pto__ref_TGATHER(int op, const pto_targs *a) {
   (void)op;
   pto_tile *d = a->dst[0];
   const pto_tile *idx = a->src[0];
   const pto_gview *g = &a->g;
+  const uint32_t rows = gather_rows_of(d, idx);
   if (a->flags & PTO_TF_STRICT)
-    for (uint32_t r = 0; r < d->valid_rows; r++) {
+    for (uint32_t r = 0; r < rows; r++) {
       int32_t i = gather_index(idx, r);
       if ((i < 0 || i >= g->rows) && !(i == -1 && (a->flags & PTO_TF_PAD)))
         return PTO_ERANGE;
     }
-  for (uint32_t r = 0; r < d->valid_rows; r++) {
+  for (uint32_t r = 0; r < rows; r++) {
     int32_t i = gather_index(idx, r);
     for (uint32_t c = 0; c < d->valid_cols; c++)
       if (i < 0 || i >= g->rows) /* a zero row: all-zero bits in every dtype */
@@ -126,13 +136,14 @@ int pto__ref_TGATHERELSE(int op, const pto_targs *a) {
   pto_tile *d = a->dst[0];
   const pto_tile *idx = a->src[0], *other = a->src[1];
   const pto_gview *g = &a->g;
+  const uint32_t rows = gather_rows_of(d, idx);
   if (a->flags & PTO_TF_STRICT)
-    for (uint32_t r = 0; r < d->valid_rows; r++) {
+    for (uint32_t r = 0; r < rows; r++) {
       int32_t i = gather_index(idx, r);
       if ((i < 0 || i >= g->rows) && i != -1)
         return PTO_ERANGE;
     }
-  for (uint32_t r = 0; r < d->valid_rows; r++) {
+  for (uint32_t r = 0; r < rows; r++) {
     int32_t i = gather_index(idx, r);
     for (uint32_t c = 0; c < d->valid_cols; c++)
       if (i == -1)
