@@ -161,8 +161,8 @@ static pto_status parse_workers(const load_ctx *x, const char *path, json_t *v,
 }
 
 static const char *const machine_keys[] = {
-    "name", "cube_workers", "vector_workers", "shared", "memory"};
-enum { MK_NAME, MK_CUBE, MK_VECTOR, MK_SHARED, MK_MEMORY, MK_COUNT };
+    "name", "cube_workers", "vector_workers", "shared", "memory", "panel"};
+enum { MK_NAME, MK_CUBE, MK_VECTOR, MK_SHARED, MK_MEMORY, MK_PANEL, MK_COUNT };
 
 static pto_status parse_memory(const load_ctx *x, json_t *v, pto_machine *m) {
   const char *key;
@@ -257,6 +257,21 @@ static pto_status parse_machine(const load_ctx *x, json_t *v,
     case MK_MEMORY:
       st = parse_memory(x, val, out);
       break;
+    case MK_PANEL: {
+      json_t *r = json_array_get(val, 0), *c = json_array_get(val, 1);
+      if (!json_is_array(val) || json_array_size(val) != 2 ||
+          !json_is_integer(r) || !json_is_integer(c) ||
+          json_integer_value(r) < 0 || json_integer_value(r) > 256 ||
+          json_integer_value(c) < 0 || json_integer_value(c) > 256 ||
+          (json_integer_value(r) == 0) != (json_integer_value(c) == 0))
+        return load_fail(x, PTO_ECONFIG, path,
+                         "expected [rows, cols] of the cube's panels, each "
+                         "1..256 ([0, 0]: the host's), got %s",
+                         describe(val, vb, sizeof vb));
+      out->panel[0] = (uint32_t)json_integer_value(r);
+      out->panel[1] = (uint32_t)json_integer_value(c);
+      break;
+    }
     default:
       return unknown_key(x, path, machine_keys, MK_COUNT);
     }
@@ -645,6 +660,8 @@ static json_t *machine_json(const pto_machine *m) {
     bad |= json_object_set_new(mem, pto_mem_level_name((pto_mem_level)l),
                                size_json(m->mem[l]));
   bad |= json_object_set_new(o, "memory", mem);
+  json_t *panel = json_pack("[ii]", (int)m->panel[0], (int)m->panel[1]);
+  bad |= !panel || json_object_set_new(o, "panel", panel);
   if (bad) {
     json_decref(o);
     return NULL;

@@ -633,6 +633,39 @@ pto_status pto_program_set_cube_tile(pto_program *p, uint32_t m, uint32_t n,
   return PTO_OK;
 }
 
+/* The innermost scope's part `part` (PTO_TILE_SET_*) left to the
+ * compiler: its values back to the program's defaults, its flag cleared. */
+static pto_status auto_part(pto_program *p, const char *op, unsigned part) {
+  if (!p)
+    return PTO_EINVAL;
+  if (p->n_tiles < 2) { /* the program's own scope is never set */
+    pto__fail(p, op, PTO_ESTATE,
+              "no tile scope is open (pto_program_push_tile first)");
+    return PTO_ESTATE;
+  }
+  pto_tile_shape *t = &p->tiles[p->n_tiles - 1];
+  const pto_tile_shape d = p->tiles[0];
+  if (part & PTO_TILE_SET_CUBE) {
+    t->cube_m = d.cube_m;
+    t->cube_n = d.cube_n;
+    t->cube_k = d.cube_k;
+  }
+  if (part & PTO_TILE_SET_VEC) {
+    t->vec_rows = d.vec_rows;
+    t->vec_cols = d.vec_cols;
+  }
+  p->tile_set[p->n_tiles - 1] &= (uint8_t)~part;
+  return PTO_OK;
+}
+
+pto_status pto_program_auto_cube_tile(pto_program *p) {
+  return auto_part(p, "auto_cube_tile", PTO_TILE_SET_CUBE);
+}
+
+pto_status pto_program_auto_vec_tile(pto_program *p) {
+  return auto_part(p, "auto_vec_tile", PTO_TILE_SET_VEC);
+}
+
 pto_tile_shape pto_program_tile(const pto_program *p) {
   return p ? p->tiles[p->n_tiles - 1] : pto_tile_shape_default();
 }

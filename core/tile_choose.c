@@ -386,3 +386,33 @@ pto_status pto__attention_tile(const pto_machine *m, int64_t heads, int64_t D,
   tile->cube_n = (uint32_t)kb;
   return PTO_OK;
 }
+
+pto_status pto__relu_wsum_tile(const pto_machine *m, int64_t batch,
+                               int64_t rows, int64_t group, int64_t K,
+                               int64_t N, uint32_t mr, uint32_t nr,
+                               pto_tile_shape *tile) {
+  (void)mr; /* the groups ride in the B panels */
+  if (!m || !tile || batch < 1 || rows < 1 || group < 1 || K < 1 || N < 1 ||
+      !nr)
+    return PTO_EINVAL;
+  const uint64_t l0a = m->mem[PTO_MEM_L0A], l0b = m->mem[PTO_MEM_L0B];
+  const int64_t queries_all = rows / group > 0 ? rows / group : 1;
+  const uint64_t query = up_to((uint64_t)group, nr) *
+                         ((uint64_t)K * 4 + PTO_TILE_ALIGN);
+  int64_t queries = (int64_t)(l0b / query);
+  queries = queries < 1 ? 1 : queries > queries_all ? queries_all : queries;
+  int64_t keys = (int64_t)(l0a / ((uint64_t)K * 4)) / nr * nr;
+  keys = keys < (int64_t)nr ? (int64_t)nr : keys > N ? N : keys;
+  /* at least two tiles per cube worker (a short case was one tile, one
+   * task on one of two workers: smoke 2.0-2.2 ms, in four tiles 1.4-1.7) */
+  const int64_t blocks = batch * ((queries_all + queries - 1) / queries),
+                want = 2 * (int64_t)(m->workers[PTO_CORE_CUBE]
+                                         ? m->workers[PTO_CORE_CUBE]
+                                         : 1);
+  while (keys >= 8 * (int64_t)nr && blocks * ((N + keys - 1) / keys) < want)
+    keys = keys / 2 / nr * nr;
+  memset(tile, 0, sizeof *tile);
+  tile->cube_m = (uint32_t)(queries * group);
+  tile->cube_n = (uint32_t)keys;
+  return PTO_OK;
+}

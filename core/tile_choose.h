@@ -68,6 +68,21 @@ pto_status pto__attention_tile(const pto_machine *mach, int64_t heads,
                                int64_t D, int64_t Dv, int64_t topk,
                                uint32_t mr, uint32_t nr, pto_tile_shape *tile);
 
+/* The cube tile {m, n} of a pto_matmul_relu_wsum (the lightning indexer's
+ * score) whose cube tile nobody set, on machine mach with panels of mr x
+ * nr: `batch` products of `rows` rows of a in groups of `group` (a query's
+ * heads), K deep, N keys. L0B holds whole groups' a^T (a group padded to
+ * whole nr panels, each row of K floats plus a 64-byte row of weights),
+ * as many groups as fit (at most rows / group); L0A as many keys as fit
+ * in whole panels (at most N, at least one panel); then the keys halve
+ * (whole panels, at least four) while there are fewer than two tiles per
+ * cube worker. m = groups x group. PTO_EINVAL for a NULL pointer or a
+ * size < 1. */
+pto_status pto__relu_wsum_tile(const pto_machine *mach, int64_t batch,
+                               int64_t rows, int64_t group, int64_t K,
+                               int64_t N, uint32_t mr, uint32_t nr,
+                               pto_tile_shape *tile);
+
 struct pto_program;
 
 /* The vector tiles of the ops of p whose vector tile nobody set (vec_set[i]

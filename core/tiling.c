@@ -439,6 +439,23 @@ static pto_tile_shape node_tile(const pto_node *n, const pto_config *cfg,
       s.cube_k = c.cube_k;
     }
   }
+  /* a relu-weighted-sum score (the lightning indexer's) whose cube tile
+   * nobody set: the chooser's for the machine compiled for (zeros stay
+   * "whole", as the op reads them) */
+  if (!(set & PTO_TILE_SET_CUBE) && n->op == PTO_TOP_MATMUL_RELU_WSUM && ctx &&
+      ctx->machine) {
+    const pto_tensor *o = n->out[0], *a = n->in[0];
+    const int nd = o->ndim;
+    const int64_t rows = o->shape[nd - 2] * n->ival, N = o->shape[nd - 1],
+                  K = (n->flags & PTO_MATMUL_TRANS_A) ? a->shape[a->ndim - 2]
+                                                      : a->shape[a->ndim - 1];
+    pto_tile_shape c;
+    if (pto__relu_wsum_tile(ctx->machine, batch_of(o), rows, n->ival, K, N,
+                            ctx->mr, ctx->nr, &c) == PTO_OK) {
+      s.cube_m = c.cube_m;
+      s.cube_n = c.cube_n;
+    }
+  }
   /* a sparse attention whose cube tile is unset, or zeros (its kernels'
    * "choose for me"): the chooser's for the machine compiled for */
   if (n->op == PTO_TOP_SPARSE_ATTENTION && ctx && ctx->machine &&

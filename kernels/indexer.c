@@ -127,34 +127,12 @@ pto_tile_shape pto_indexer_qk_tile(const pto_machine *m,
   pto_machine host;
   if (!m && pto_machine_host(&host) == PTO_OK)
     m = &host;
-  if (!d || d->h < 1 || d->d < 1)
+  if (!m || !d || d->h < 1 || d->d < 1 || d->s1 < 1 || d->s2 < 1)
     return t;
-  const size_t l0a = m ? m->mem[PTO_MEM_L0A] : 256u << 10,
-               l0b = m ? m->mem[PTO_MEM_L0B] : 256u << 10;
-  uint32_t mr, nr;
-  pto_matmul_panel(&mr, &nr);
-  /* The score reads the keys in place (TMATMUL_RELU_WSUM_G): L0B holds
-   * whole queries' Q^T (a query's heads padded to whole panels) and their
-   * weights (a 64-byte row each), which keeps them in L2 while the keys
-   * stream past */
-  const size_t query = (size_t)((d->h + nr - 1) / nr * nr) *
-                       ((size_t)d->d * 4 + PTO_TILE_ALIGN);
-  int64_t queries = (int64_t)(l0b / query);
-  queries = queries < 1 ? 1 : queries > d->s1 ? d->s1 : queries;
-  /* the keys: as many per tile as would fill L0A in whole panels, were
-   * they loaded (the dst, queries x keys, is small beside them) */
-  int64_t keys = (int64_t)(l0a / ((size_t)d->d * 4)) / nr * nr;
-  keys = keys < nr ? nr : keys > d->s2 ? d->s2 : keys;
-  /* at least two tiles per cube worker: the keys per tile halved (whole
-   * panels, at least four) while there are fewer. A short case was one
-   * tile, one task on one of two workers (smoke: 16 queries of 1024 keys,
-   * 2.0-2.2 ms; in four tiles 1.4-1.7 ms, in eight alike) */
-  const int64_t blocks = query_blocks(d, queries),
-                want = 2 * (m ? (int64_t)m->workers[PTO_CORE_CUBE] : 1);
-  while (keys >= 8 * (int64_t)nr && blocks * ((d->s2 + keys - 1) / keys) < want)
-    keys = keys / 2 / nr * nr;
-  t.cube_m = (uint32_t)(queries * d->h);
-  t.cube_n = (uint32_t)keys;
+  /* the compiler's choice for the score (pto_matmul_relu_wsum_tile) */
+  if (pto_matmul_relu_wsum_tile(m, d->b > 1 ? d->b : 1, d->s1 * d->h, d->h,
+                                d->d, d->s2, &t) != PTO_OK)
+    memset(&t, 0, sizeof t);
   return t;
 }
 
@@ -230,10 +208,15 @@ pto_tensor *pto_indexer(pto_program *p, pto_tensor *q, pto_tensor *k,
   pto_program_push_label(p, "indexer");
   /* score[b,i,j] = sum_h w * ReLU(q k^T): one cube instruction per tile,
    * the heads of a query one group, masked keys -inf */
+  /* the score's cube tile: the params', else the compiler's for the
+   * machine it compiles for (the reuse knob is sized by the host's) */
   pto_tile_shape qk = prm->qk_tile;
-  if (!tile_set(&qk))
+  const int qk_given = tile_set(&qk);
+  if (!qk_given)
     qk = pto_indexer_qk_tile(NULL, &d);
-  pto_program_push_tile(p, &qk);
+  pto_program_push_tile(p, qk_given ? &qk : NULL);
+  if (!qk_given)
+    pto_program_auto_cube_tile(p);
   pto_program_set_knob(p, PTO_KNOB_L1_REUSE,
                        prm->qk_reuse > 0 ? prm->qk_reuse : qk_reuse(&d, &qk));
   pto_program_push_label(p, "qk");

@@ -22,7 +22,7 @@ pto_status pto_matmul_tile(const pto_machine *mach, int64_t batch, int64_t M,
                            int64_t N, int64_t K, uint32_t workers,
                            pto_tile_shape *tile) {
   uint32_t mr, nr;
-  pto_matmul_panel(&mr, &nr);
+  pto__machine_panel(mach, &mr, &nr);
   return pto__matmul_tile(mach, batch, M, N, K, workers, mr, nr, tile);
 }
 
@@ -30,8 +30,16 @@ pto_status pto_sparse_attention_tile(const pto_machine *mach, int64_t heads,
                                      int64_t d, int64_t dv, int64_t topk,
                                      pto_tile_shape *tile) {
   uint32_t mr, nr;
-  pto_matmul_panel(&mr, &nr);
+  pto__machine_panel(mach, &mr, &nr);
   return pto__attention_tile(mach, heads, d, dv, topk, mr, nr, tile);
+}
+
+pto_status pto_matmul_relu_wsum_tile(const pto_machine *mach, int64_t batch,
+                                     int64_t rows, int64_t group, int64_t K,
+                                     int64_t N, pto_tile_shape *tile) {
+  uint32_t mr, nr;
+  pto__machine_panel(mach, &mr, &nr);
+  return pto__relu_wsum_tile(mach, batch, rows, group, K, N, mr, nr, tile);
 }
 
 void pto_executable_free(pto_executable *e) {
@@ -106,7 +114,7 @@ static pto_status compile_once(pto_program *p, const pto_config *cfg,
   e->n_outputs = p->n_outputs;
   double t0 = now_ms();
   pto_tile_ctx tctx = {&e->machine, 0, 0, shrink};
-  pto_matmul_panel(&tctx.mr, &tctx.nr);
+  pto__machine_panel(&e->machine, &tctx.mr, &tctx.nr);
   pto_status st = (e->prog = pto__program_snapshot(p))
                       ? pto__tile(&e->tg, e->prog, cfg, &tctx)
                       : PTO_ENOMEM;

@@ -12,6 +12,7 @@
 
 #include "core/config.h"
 #include "core/exe.h"
+#include "partitioner/partition.h"
 
 /* ---- a small open-addressing hash map: 64-bit key -> uint32 ----------- */
 

@@ -198,7 +198,7 @@ static pto_status compile_subgraphs(part *s, sgraph **sgs_out, uint32_t *n_out,
       if (node != PTO_NONE &&
           pto__top_core(s->p->nodes[node]->op) == PTO_CORE_CUBE) {
         uint32_t mr, nr;
-        pto__mm_panel(&mr, &nr);
+        pto__machine_panel(s->m, &mr, &nr);
         snprintf(packed, sizeof packed,
                  "; operands packed in panels of %u rows (A) and %u cols (B)",
                  mr, nr);

@@ -20,4 +20,9 @@ pto_status pto__rewrite_programs(pto_executable *e);
  * tests call it on graphs they break on purpose. */
 pto_status pto__exe_check_acyclic(pto_executable *e);
 
+/* The panels (rows of A, cols of B) a compile for machine m plans matmul
+ * operands in: m's own (pto_machine.panel), or the active instruction
+ * table's where m leaves them 0. */
+void pto__machine_panel(const pto_machine *m, uint32_t *mr, uint32_t *nr);
+
 #endif /* PTO_PARTITIONER_PARTITION_H */

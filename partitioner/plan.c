@@ -112,13 +112,23 @@ static void keep_native(const pto_cprog *pr, uint8_t *role, const uint32_t *def,
 /* Packs matmul operands (PTO_TF_PACK_A / PTO_TF_PACK_B, core/isa.def): a
  * tile that a load defines (a PTO_OA_PACKABLE destination) and that only
  * matmuls read, always as the same untransposed operand (PTO_ROLE_MM_A or
- * MM_B), is loaded packed in panels of the active table's micro-kernel
- * widths (pto__mm_panel), and the matmuls are told so; a destination born
+ * MM_B), is loaded packed in panels of the machine's widths (its own, or
+ * the active table's micro-kernel's: pto__machine_panel), and the matmuls
+ * are told so; a destination born
  * packed (PTO_ROLE_PACKED_A, PACKED_B) only needs its panel width.
  * The tile grows to whole panels: rows up to a multiple of mr for A, cols
  * up to a multiple of nr for B; iv[t].size follows. */
-static void pack_operands(pto_cprog *pr, interval *iv, uint8_t *role,
-                          uint32_t *def) {
+void pto__machine_panel(const pto_machine *m, uint32_t *mr, uint32_t *nr) {
+  if (m && m->panel[0] && m->panel[1]) {
+    *mr = m->panel[0];
+    *nr = m->panel[1];
+    return;
+  }
+  pto__mm_panel(mr, nr);
+}
+
+static void pack_operands(pto_cprog *pr, const pto_machine *m, interval *iv,
+                          uint8_t *role, uint32_t *def) {
   enum { UNSEEN, ROLE_A, ROLE_B, NOT_PACKED };
   for (uint32_t t = 0; t < pr->n_tiles; t++) {
     role[t] = UNSEEN;
@@ -148,7 +158,7 @@ static void pack_operands(pto_cprog *pr, interval *iv, uint8_t *role,
   }
   keep_native(pr, role, def, ROLE_A, ROLE_B);
   uint32_t mr, nr;
-  pto__mm_panel(&mr, &nr);
+  pto__machine_panel(m, &mr, &nr);
   for (uint32_t t = 0; t < pr->n_tiles; t++) {
     if ((role[t] & ~NATIVE) != ROLE_A && (role[t] & ~NATIVE) != ROLE_B)
       continue;
@@ -370,7 +380,7 @@ void pto__plan_shape(const pto_cprog *pr, const pto_pinst *pi, uint32_t mr,
  * reference), so a program that fits without its scratch still compiles. */
 static void reserve_scratch(pto_cprog *pr, const pto_machine *m) {
   uint32_t mr, nr;
-  pto__mm_panel(&mr, &nr);
+  pto__machine_panel(m, &mr, &nr);
   uint64_t most = 0;
   for (uint32_t k = 0; k < pr->n_insts; k++) {
     const pto_pinst *pi = &pr->insts[k];
@@ -520,7 +530,7 @@ pto_status pto__plan_program(part *s, const sgraph *sg, uint32_t *alias,
   }
   /* packing sees the accumulator as a third operand, never packed */
   if (core == PTO_CORE_CUBE)
-    pack_operands(pr, iv, role, def);
+    pack_operands(pr, s->m, iv, role, def);
   /* every accumulator now dies at its matmul: the destination takes
    * its buffer (placed below) and the instruction its two operands (and
    * its row scale, moved up to the third source) */

@@ -15,6 +15,7 @@
 #include "scheduler/runtime.h"
 #include "scheduler/trace.h"
 #include "scheduler/trace_exe.h"
+#include "pto/isa.h"
 #include "tileops/tileops.h"
 
 /* Per-executable scheduler state: the job arrays (immutable once built,
@@ -190,6 +191,20 @@ static void exe_run_free(exe_run *r) {
 static pto_status exe_run_make(const pto_executable *e, int transient,
                                exe_run **out, pto_error *err) {
   *out = NULL;
+  /* local memory was planned for the machine's matmul panels: other ones
+   * than this table packs would overrun the planned tiles */
+  uint32_t mr, nr;
+  pto__mm_panel(&mr, &nr);
+  const uint32_t *pl = e->machine.panel;
+  if (pl[0] && pl[1] && (pl[0] != mr || pl[1] != nr))
+    return pto__error_set(err, PTO_EISA,
+                          "run: the executable was planned for machine '%s', "
+                          "whose cube packs matmul operands in panels of "
+                          "%ux%u; this CPU's instruction table (%s) packs "
+                          "%ux%u: it is for pto_simulate, compile for this "
+                          "host to run it",
+                          e->machine.name, pl[0], pl[1], pto_isa_name(), mr,
+                          nr);
   exe_sched *s = exe_sched_get(e);
   exe_run *r = s ? calloc(1, sizeof *r) : NULL;
   if (!r)

@@ -510,8 +510,12 @@ static void finish_task(sim *s, uint32_t wi) {
 static pto_status prepare(sim *s) {
   const pto_executable *e = s->e;
   const pto_profile *p = s->p;
-  uint32_t mr, nr;
+  uint32_t mr, nr; /* the panels the executable was planned with */
   pto__mm_panel(&mr, &nr);
+  if (e->machine.panel[0] && e->machine.panel[1]) {
+    mr = e->machine.panel[0];
+    nr = e->machine.panel[1];
+  }
   s->prog = calloc(e->n_progs + 1, sizeof *s->prog);
   if (!s->prog)
     return pto__error_set(s->err, PTO_ENOMEM, "simulate: out of memory");

@@ -280,10 +280,27 @@ Test(core, config_syntax_error_has_line_and_column) {
                     "duplicate", NULL);
 }
 
+/* machine.panel: the cube's panel widths, planned with; bad ones refused */
+Test(core, config_machine_panel) {
+  pto_config *c = pto_config_new();
+  cr_assert_eq(pto_config_load_string(c, "{\"machine\": {\"name\": \"npu\", "
+                                         "\"panel\": [16, 16]}}"),
+               PTO_OK, "%s", pto_config_error(c));
+  cr_expect_eq(pto_config_machine(c)->panel[0], 16);
+  cr_expect_eq(pto_config_machine(c)->panel[1], 16);
+  pto_config_free(c);
+  expect_load_error("{\"machine\": {\"panel\": [16, 0]}}", PTO_ECONFIG,
+                    "machine.panel: expected [rows, cols] of the cube's "
+                    "panels, each 1..256 ([0, 0]: the host's), got",
+                    NULL);
+  expect_load_error("{\"machine\": {\"panel\": 16}}", PTO_ECONFIG,
+                    "machine.panel: expected [rows, cols]", NULL);
+}
+
 Test(core, config_unknown_keys_name_their_path) {
   expect_load_error("{\"machine\": {\"memroy\": {}}}", PTO_ECONFIG,
                     "machine.memroy: unknown key (expected name, "
-                    "cube_workers, vector_workers, shared, memory)",
+                    "cube_workers, vector_workers, shared, memory, panel)",
                     NULL);
   expect_load_error("{\"machine\": {\"memory\": {\"L2\": 1}}}", PTO_ECONFIG,
                     "machine.memory.L2: unknown key (expected L1, L0A, L0B, "

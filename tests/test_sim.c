@@ -841,3 +841,38 @@ Test(scheduler, cost_features_of_a_call, .timeout = 60) {
   cr_expect_eq(f.gbytes[1], 10 * 4096 * 4); /* written */
   cr_expect_eq(f.x[PTO_COST_OUT], 10 * 4096 + 10);
 }
+
+/* A machine whose cube packs in other panels than this CPU's table: the
+ * compile plans with its panels, and a run of the executable (for
+ * pto_simulate) is refused with the reason. */
+Test(scheduler, foreign_panels_plan_and_refuse_to_run, .timeout = 60) {
+  uint32_t mr, nr;
+  pto_matmul_panel(&mr, &nr);
+  pto_machine m;
+  cr_assert_eq(pto_machine_host(&m), PTO_OK);
+  snprintf(m.name, sizeof m.name, "npu");
+  m.panel[0] = mr + 4;
+  m.panel[1] = nr + 8;
+  pto_program *p = pto_program_new("mm");
+  pto_tensor *a = pto_input(p, "a", PTO_F32, 2, (int64_t[]){64, 64});
+  pto_tensor *b = pto_input(p, "b", PTO_F32, 2, (int64_t[]){64, 64});
+  pto_output(p, pto_matmul(p, a, b, 0), "c");
+  pto_config *cfg = pto_config_new();
+  pto_config_set_machine(cfg, &m);
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, cfg, &e), PTO_OK, "%s", pto_program_error(p));
+  pto_run *run = NULL;
+  cr_expect_eq(pto_run_new(e, &run), PTO_EISA);
+  cr_expect(strstr(pto_last_error(), "planned for machine 'npu', whose cube "
+                                     "packs matmul operands in panels of"),
+            "%s", pto_last_error());
+  float *x = calloc(64 * 64, 4), *y = calloc(64 * 64, 4);
+  const void *in[2] = {x, x};
+  void *out[1] = {y};
+  cr_expect_eq(pto_executable_run_serial(e, in, out), PTO_EISA);
+  free(x);
+  free(y);
+  pto_executable_free(e);
+  pto_config_free(cfg);
+  pto_program_free(p);
+}

@@ -37,6 +37,12 @@ typedef struct pto_machine {
   uint32_t workers[2];
   int shared;
   size_t mem[PTO_MEM_LEVEL_COUNT]; /* capacity in bytes per level */
+  /* The panels its cube packs matmul operands in: rows of A, columns of B
+   * (an Ascend cube's fractal is 16 x 16). {0, 0}: the host's instruction
+   * table's (pto_matmul_panel). A compile plans local memory with these;
+   * an executable planned with other panels than this host's table packs
+   * is refused when run (it exists to be simulated). */
+  uint32_t panel[2];
 } pto_machine;
 
 /* The machine this process runs on, from hwloc: one worker per core this
@@ -50,7 +56,11 @@ typedef struct pto_machine {
  * PTO_ECONFIG. PTO_EIO when hwloc fails. */
 PTO_API pto_status pto_machine_host(pto_machine *m);
 /* An Ascend-like NPU: 24 cube + 48 vector cores, L1 512 KiB, L0A/L0B
- * 64 KiB, L0C 128 KiB, UB 192 KiB. For planning hardware that is not here. */
+ * 64 KiB, L0C 128 KiB, UB 192 KiB. For planning hardware that is not here.
+ * Its panels are this host's ({0, 0}), so its executables also run here,
+ * where tests check them; the Ascend profile that pto-bench --simulate
+ * ascend reads (tools/configs/ascend-profile.json) plans with the cube's
+ * 16 x 16 instead. */
 PTO_API pto_machine pto_machine_ascend(void);
 
 /* Tuning knobs: X(NAME, "json_name", default, min, max). Grows at the end.

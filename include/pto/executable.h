@@ -55,6 +55,16 @@ PTO_API pto_status pto_sparse_attention_tile(const pto_machine *mach,
                                              int64_t heads, int64_t d,
                                              int64_t dv, int64_t topk,
                                              pto_tile_shape *tile);
+/* The cube tile {m, n} the compiler gives a pto_matmul_relu_wsum whose
+ * cube tile nobody set on machine mach: `batch` products of `rows` rows
+ * of a in groups of `group`, K deep, N columns of b (the lightning
+ * indexer's score: S1 * H query rows in groups of H heads, D deep, S2
+ * keys; pto_indexer_qk_tile in pto/indexer.h says how it is chosen).
+ * PTO_EINVAL for a NULL pointer or a size < 1. */
+PTO_API pto_status pto_matmul_relu_wsum_tile(const pto_machine *mach,
+                                             int64_t batch, int64_t rows,
+                                             int64_t group, int64_t K,
+                                             int64_t N, pto_tile_shape *tile);
 /* The message of the last failed call on e ("" if none; a run clears it
  * when it starts). */
 PTO_API const char *pto_executable_error(const pto_executable *e);

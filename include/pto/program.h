@@ -68,6 +68,15 @@ PTO_API pto_status pto_program_set_vec_tile(pto_program *p, uint32_t rows,
                                             uint32_t cols);
 PTO_API pto_status pto_program_set_cube_tile(pto_program *p, uint32_t m,
                                              uint32_t n, uint32_t k);
+/* The ops added in the innermost scope (not the program's own: push one
+ * first, else PTO_ESTATE) get their cube (vector) tile from the compiler,
+ * for the machine it compiles for, as if no scope had set one; a config's
+ * label setting still wins. What an operator builder calls when its user
+ * gave no tile: an enclosing scope's tile does not leak into its ops, and
+ * no size fit for one machine is baked into a program compiled for
+ * another. */
+PTO_API pto_status pto_program_auto_cube_tile(pto_program *p);
+PTO_API pto_status pto_program_auto_vec_tile(pto_program *p);
 PTO_API pto_tile_shape pto_program_tile(const pto_program *p);
 /* Recommends knob k (pto/config.h: nbuffer, l1_reuse, fuse) for the ops
  * added in the current tile scope (push_tile copies the recommendations,
