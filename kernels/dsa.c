@@ -368,7 +368,7 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
   pto_program_push_label(p, "keys");
   pto_tensor *knew = pto__dsa_rows(p, pr->k_new, t0, n), *keys = knew;
   if (lc > 0) {
-    pto__dsa_push_vec(p, 64, 0);
+    pto__dsa_push_vec(p);
     pto_tensor *m1 = cache_rows1(p, d, s, in[PTO_DSA_BLOCK_TABLE], b, lc);
     const int64_t nbs = pto_tensor_numel(m1);
     pto_tensor *flat =
@@ -377,7 +377,7 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
     map1 = pto_slice(p, pto_reshape(p, m1, 2, (const int64_t[]){nbs, 1}),
                      (const int64_t[]){0, 0}, (const int64_t[]){lc, 1});
     /* 64 KiB of keys (128 at DI = 128) per gather or copy task */
-    pto__dsa_push_vec(p, pto__dsa_vec_rows(16384, DI), 0);
+    pto__dsa_push_vec(p);
     pto_tensor *kc = pto_gather(
         p,
         pto_reshape(p, in[PTO_DSA_K_CACHE], 2,
@@ -407,8 +407,7 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
   pto_tensor *q = pto__dsa_batch1(p, pto__dsa_rows(p, pr->q, t0, n));
   pto_program_push_label(p, "attention");
   pto_program_push_label(p, "slots");
-  pto__dsa_push_vec(p, pto__dsa_vec_rows(16384, prm->topk),
-                    0); /* whole rows of slots */
+  pto__dsa_push_vec(p); /* whole rows of slots */
   pto_tensor *cidx = NULL;
   if (lc > 0) { /* the cached positions as kv_cache rows, others -1: the
                    gather yields 0 past the map, less the 1 it adds */
@@ -417,7 +416,7 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
                                              in 64-byte rows */
     pto_tensor *g = pto_gather(
         p, map1, pto_reshape(p, idx, 1, (const int64_t[]){slots}), 0);
-    pto_program_set_vec_tile(p, pto__dsa_vec_rows(16384, prm->topk), 0);
+    pto_program_auto_vec_tile(p);
     cidx = pto_adds(p, pto_reshape(p, g, 3, (const int64_t[]){1, n, prm->topk}),
                     -1.0);
   }
@@ -442,7 +441,7 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
     const int64_t rn = n - r0 < ch ? n - r0 : ch;
     pto_program_push_label(p, "attention");
     pto_program_push_label(p, "slots");
-    pto__dsa_push_vec(p, pto__dsa_vec_rows(16384, prm->topk), 0);
+    pto__dsa_push_vec(p);
     pto_tensor *jn =
         new_slots(p,
                   pto_slice(p, idx, (const int64_t[]){0, r0, 0},
@@ -478,8 +477,7 @@ static void sequence(pto_program *p, const pto_dsa_dims *d,
                       cidx, L, &ac, &lcache);
     pto_program_push_label(p, "attention");
     pto_program_push_label(p, "merge");
-    pto__dsa_push_vec(p, pto__dsa_vec_rows(16384, L),
-                      0); /* 64 KiB: 32 heads at L = 512 */
+    pto__dsa_push_vec(p);
     on = pto__dsa_merge(p, pto_reshape(p, ocache, 3, o3),
                         pto_reshape(p, lcache, 2, l2), on, ln, &ln);
     pto_program_pop_tile(p);

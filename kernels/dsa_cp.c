@@ -509,7 +509,7 @@ static pto_status score(cp_step *x, float *vals, int32_t *idx) {
     pto_tensor *parts[2];
     int np = 0;
     if (q->lr) {
-      pto__dsa_push_vec(p, pto__dsa_vec_rows(16384, DI), 0);
+      pto__dsa_push_vec(p);
       parts[np++] = pto_gather(p, kc,
                                pto_slice(p, rows, (const int64_t[]){q->r0},
                                          (const int64_t[]){q->r0 + q->lr}),
@@ -735,7 +735,7 @@ static pto_status attend(cp_step *x, const int32_t *sel, float *po, float *pl) {
   if (oc && on) {
     pto_program_push_label(p, "attention");
     pto_program_push_label(p, "merge");
-    pto__dsa_push_vec(p, pto__dsa_vec_rows(16384, L), 0);
+    pto__dsa_push_vec(p);
     o = pto__dsa_merge(p, oc, lc, on, ln, &l);
     pto_program_pop_tile(p);
     pto_program_pop_label(p);

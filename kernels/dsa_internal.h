@@ -37,20 +37,14 @@ static inline pto_tensor *pto__dsa_unbatch(pto_program *p, pto_tensor *t) {
   return pto_reshape(p, t, nd - 1, sh);
 }
 
-/* A vector tile scope of rows x cols (0: the whole extent). The default
- * 32 x 128 would cut the chain's long, thin index and key tensors into
- * thousands of tasks of a few microseconds. */
-static inline void pto__dsa_push_vec(pto_program *p, uint32_t rows,
-                                     uint32_t cols) {
+/* A scope whose vector tile the compiler chooses for the machine it
+ * compiles for (the chain's long, thin index and key tensors get whole
+ * rows, not the default 32 x 128's thousands of tasks of a few
+ * microseconds; a size fixed here fit the host and not the Ascend
+ * profile's 192 KiB UB). */
+static inline void pto__dsa_push_vec(pto_program *p) {
   pto_program_push_tile(p, NULL);
-  pto_program_set_vec_tile(p, rows, cols);
-}
-
-/* Rows of `cols` f32 or i32 (padded to 16) in `elems` elements: an
- * element-wise op's three operands then stay well inside a 256 KiB UB. */
-static inline uint32_t pto__dsa_vec_rows(int64_t elems, int64_t cols) {
-  const int64_t padded = (cols + 15) / 16 * 16, r = elems / padded;
-  return (uint32_t)(r < 1 ? 1 : r > 4096 ? 4096 : r);
+  pto_program_auto_vec_tile(p);
 }
 
 /* The prologs' results in a program. */

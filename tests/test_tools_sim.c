@@ -175,3 +175,43 @@ Test(tools_sim, the_ascend_profile_plans_an_operator_for_ascend) {
   pto_config_free(cfg);
   pto_profile_free(p);
 }
+
+/* DeepSeek-V3.2's decode and prefill, no tile set, compile for the Ascend
+ * profile's machine and simulate: the indexer's score and the chain's
+ * vector ops take their tiles from the compiler for that machine, and its
+ * cube's 16 x 16 panels give the sparse attention's gathered rows (576
+ * deep) room in a 64 KiB L0B, which the host's 32-column panels did not. */
+Test(tools_sim, deepseek_decode_and_prefill_plan_for_ascend, .timeout = 240) {
+  pto_profile *p = ascend();
+  const pto_machine *m = pto_profile_machine(p);
+  cr_expect_eq(m->panel[0], 16);
+  cr_expect_eq(m->panel[1], 16);
+  pto_config *cfg = pto_config_new();
+  cr_assert_eq(pto_config_set_machine(cfg, m), PTO_OK);
+  const pto_dsa_dims d = pto_dsa_dims_default();
+  const pto_dsa_params prm = pto_dsa_params_default();
+  static const int64_t n_dec[2] = {1, 1}, len_dec[2] = {8192, 9000},
+                       n_pre[1] = {512}, len_pre[1] = {8192};
+  const pto_dsa_step steps[2] = {{2, n_dec, len_dec, 160, 80},
+                                 {1, n_pre, len_pre, 64, 64}};
+  for (int k = 0; k < 2; k++) {
+    pto_program *prog = pto_dsa_program(&d, &steps[k], &prm);
+    cr_assert_eq(pto_program_status(prog), PTO_OK, "%s",
+                 pto_program_error(prog));
+    pto_executable *e = NULL;
+    cr_assert_eq(pto_compile(prog, cfg, &e), PTO_OK, "%s: %s",
+                 k ? "prefill" : "decode", pto_program_error(prog));
+    pto_sim_params sp = pto_sim_params_default();
+    sp.profile = p;
+    pto_sim_result r;
+    cr_assert_eq(pto_simulate(e, &sp, &r), PTO_OK, "%s",
+                 pto_executable_error(e));
+    cr_expect(r.makespan_ns > 0);
+    pto_run *run = NULL; /* planned for other panels: not run here */
+    cr_expect_eq(pto_run_new(e, &run), PTO_EISA);
+    pto_executable_free(e);
+    pto_program_free(prog);
+  }
+  pto_config_free(cfg);
+  pto_profile_free(p);
+}
