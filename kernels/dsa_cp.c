@@ -762,38 +762,49 @@ static pto_status attend(cp_step *x, const int32_t *sel, float *po, float *pl) {
 }
 
 /* The partials of every rank merged by their lse (+inf: no slot there). */
+/* One (token, head) row merged from R partials by their lse (+inf: no slot
+ * there): o[r] its out row (L floats), l[r] its lse. */
+static void merge_row(int64_t R, int64_t L, const float *const *o,
+                      const float *l, float *out, float *lse) {
+  double m = -INFINITY;
+  for (int64_t r = 0; r < R; r++)
+    if (l[r] != INFINITY && l[r] > m)
+      m = l[r];
+  if (m == -INFINITY) {
+    for (int64_t i = 0; i < L; i++)
+      out[i] = 0;
+    *lse = INFINITY;
+    return;
+  }
+  double w[64], sum = 0;
+  for (int64_t r = 0; r < R; r++) {
+    w[r] = l[r] == INFINITY ? 0 : exp((double)l[r] - m);
+    sum += w[r];
+  }
+  for (int64_t i = 0; i < L; i++) {
+    double acc = 0;
+    for (int64_t r = 0; r < R; r++)
+      if (w[r] != 0)
+        acc += w[r] * o[r][i];
+    out[i] = (float)(acc / sum);
+  }
+  *lse = (float)(m + log(sum));
+}
+
+/* Every rank's whole partial (out [T,H,L] then lse [T,H], rank r's at r *
+ * per) merged into out and lse. */
 static void merge_partials(const cp_step *x, const float *all, float *out,
                            float *lse) {
   const int64_t T = x->T, H = x->d->h, L = x->d->latent, R = x->size,
                 per = T * H * (L + 1);
+  const float *o[64];
+  float l[64];
   for (int64_t th = 0; th < T * H; th++) {
-    double m = -INFINITY;
     for (int64_t r = 0; r < R; r++) {
-      const double l = all[r * per + T * H * L + th];
-      if (l != INFINITY && l > m)
-        m = l;
+      o[r] = all + r * per + th * L;
+      l[r] = all[r * per + T * H * L + th];
     }
-    float *o = out + th * L;
-    if (m == -INFINITY) {
-      for (int64_t i = 0; i < L; i++)
-        o[i] = 0;
-      lse[th] = INFINITY;
-      continue;
-    }
-    double w[64], sum = 0;
-    for (int64_t r = 0; r < R; r++) {
-      const double l = all[r * per + T * H * L + th];
-      w[r] = l == INFINITY ? 0 : exp(l - m);
-      sum += w[r];
-    }
-    for (int64_t i = 0; i < L; i++) {
-      double acc = 0;
-      for (int64_t r = 0; r < R; r++)
-        if (w[r] != 0)
-          acc += w[r] * all[r * per + th * L + i];
-      o[i] = (float)(acc / sum);
-    }
-    lse[th] = (float)(m + log(sum));
+    merge_row(R, L, o, l, out + th * L, lse + th);
   }
 }
 
@@ -847,6 +858,130 @@ static pto_status exchange(cp_step *x, const char *what, pto_status mine,
   return st;
 }
 
+/* An all-to-all of `bytes` per destination (send: size blocks), each block
+ * preceded by this rank's status, as exchange does for a gather. */
+static pto_status exchange_a2a(cp_step *x, const char *what, pto_status mine,
+                               const void *send, size_t bytes, void *recv) {
+  const size_t unit = sizeof(cp_hello) + bytes, R = (size_t)x->size;
+  char *snd = calloc(R, unit), *rcv = malloc(unit * R);
+  if (!snd || !rcv) {
+    free(snd);
+    free(rcv);
+    return fail(x, PTO_ENOMEM, "out of memory");
+  }
+  cp_hello h;
+  memset(&h, 0, sizeof h);
+  h.status = mine;
+  if (mine && x->msg)
+    snprintf(h.msg, sizeof h.msg, "%s", x->msg);
+  for (size_t d = 0; d < R; d++) {
+    memcpy(snd + d * unit, &h, sizeof h);
+    if (bytes && !mine)
+      memcpy(snd + d * unit + sizeof h, (const char *)send + d * bytes, bytes);
+  }
+  char m[256];
+  const uint64_t t0 = uv_hrtime();
+  pto_status st = pto_comm_alltoall(x->c, snd, unit, rcv, m, sizeof m);
+  if (x->st) {
+    x->st->comm_ms += ms_since(t0);
+    x->st->comm_bytes += 2 * (uint64_t)(R - 1) * unit;
+  }
+  if (st)
+    fail(x, st, "%s: %s", what, m);
+  for (size_t r = 0; r < R && !st; r++) {
+    memcpy(&h, rcv + r * unit, sizeof h);
+    if (h.status && (int)r != x->rank) {
+      st = h.status;
+      fail(x, st, "rank %zu failed: %.200s", r, h.msg);
+    } else if (h.status) {
+      st = h.status;
+    }
+    if (bytes)
+      memcpy((char *)recv + r * bytes, rcv + r * unit + sizeof h, bytes);
+  }
+  free(snd);
+  free(rcv);
+  return st;
+}
+
+/* The partials (po [T,H,L], pl [T,H]) of every rank merged into out and
+ * lse on every rank. Two ranks gather each other's and merge (one
+ * exchange of a partial); more reduce-scatter: rank d merges (token, head)
+ * rows [d W, (d+1) W) from every rank's (an all-to-all), then an
+ * all-gather spreads the merged rows, 2 (R-1)/R partials' bytes a rank
+ * instead of R - 1. */
+static pto_status merge_exchange(cp_step *x, pto_status mine, float *part) {
+  const int64_t T = x->T, H = x->d->h, L = x->d->latent, R = x->size,
+                TH = T * H;
+  float *po = part, *pl = part + TH * L;
+  float *out = x->out[PTO_DSA_OUT], *lse = x->out[PTO_DSA_LSE];
+  if (R <= 2) {
+    const size_t per = (size_t)(TH * (L + 1));
+    float *parts = malloc((size_t)R * per * sizeof *parts);
+    if (!parts && !mine)
+      mine = fail(x, PTO_ENOMEM, "out of memory");
+    pto_status st = exchange(x, "the attention's exchange", mine, part,
+                             per * sizeof *part, parts);
+    if (!st) {
+      const uint64_t t0 = uv_hrtime();
+      merge_partials(x, parts, out, lse);
+      if (x->st)
+        x->st->merge_ms += ms_since(t0);
+    }
+    free(parts);
+    return st;
+  }
+  const int64_t W = (TH + R - 1) / R, row = L + 1;
+  const size_t block = (size_t)(W * row);
+  float *snd = malloc((size_t)R * block * sizeof *snd);
+  float *rcv = malloc((size_t)R * block * sizeof *rcv);
+  float *mine_rows = malloc(block * sizeof *mine_rows);
+  float *all = malloc((size_t)R * block * sizeof *all);
+  if ((!snd || !rcv || !mine_rows || !all) && !mine)
+    mine = fail(x, PTO_ENOMEM, "out of memory");
+  for (int64_t d = 0; !mine && d < R; d++) /* rows of rank d's range */
+    for (int64_t i = 0; i < W; i++) {
+      float *r = snd + (size_t)d * block + i * row;
+      const int64_t th = d * W + i;
+      if (th < TH) {
+        memcpy(r, po + th * L, (size_t)L * sizeof *r);
+        r[L] = pl[th];
+      } else { /* padding: no slot */
+        memset(r, 0, (size_t)L * sizeof *r);
+        r[L] = INFINITY;
+      }
+    }
+  pto_status st = exchange_a2a(x, "the attention's reduction", mine, snd,
+                               block * sizeof *snd, rcv);
+  if (!st) {
+    const uint64_t t0 = uv_hrtime();
+    const float *o[64];
+    float l[64];
+    for (int64_t i = 0; i < W; i++) {
+      for (int64_t r = 0; r < R; r++) {
+        o[r] = rcv + (size_t)r * block + i * row;
+        l[r] = o[r][L];
+      }
+      merge_row(R, L, o, l, mine_rows + i * row, mine_rows + i * row + L);
+    }
+    if (x->st)
+      x->st->merge_ms += ms_since(t0);
+  }
+  if (!st)
+    st = exchange(x, "the attention's gather", PTO_OK, mine_rows,
+                  block * sizeof *mine_rows, all);
+  for (int64_t th = 0; !st && th < TH; th++) {
+    const float *r = all + (size_t)(th / W) * block + (th % W) * row;
+    memcpy(out + th * L, r, (size_t)L * sizeof *out);
+    lse[th] = r[L];
+  }
+  free(snd);
+  free(rcv);
+  free(mine_rows);
+  free(all);
+  return st;
+}
+
 /* ---- the step -------------------------------------------------------------
  */
 
@@ -881,9 +1016,8 @@ static pto_status step(cp_step *x) {
   cp_pair *all = malloc((size_t)R * n_pairs * sizeof *all);
   const size_t per = (size_t)(T * H * (L + 1));
   float *part = malloc(per * sizeof *part);
-  float *parts = malloc((size_t)R * per * sizeof *parts);
   if (!mine_st && (!x->q || !x->q_idx || !x->w || !heads || !all_heads ||
-                   !vals || !idx || !mine || !all || !part || !parts))
+                   !vals || !idx || !mine || !all || !part))
     mine_st = fail(x, PTO_ENOMEM, "out of memory");
   if (!mine_st)
     mine_st = prolog(x, heads, heads + T * qw * LR);
@@ -905,13 +1039,7 @@ static pto_status step(cp_step *x) {
   if (x->st)
     x->st->merge_ms += ms_since(t0);
   mine_st = attend(x, sel, part, part + T * H * L);
-  if ((st = exchange(x, "the attention's exchange", mine_st, part,
-                     per * sizeof *part, parts)))
-    goto done;
-  t0 = uv_hrtime();
-  merge_partials(x, parts, x->out[PTO_DSA_OUT], x->out[PTO_DSA_LSE]);
-  if (x->st)
-    x->st->merge_ms += ms_since(t0);
+  st = merge_exchange(x, mine_st, part);
 done:
   free(heads);
   free(all_heads);
@@ -920,7 +1048,6 @@ done:
   free(mine);
   free(all);
   free(part);
-  free(parts);
   return st;
 }
 

@@ -21,8 +21,12 @@
 
 enum { REQ_QUEUED, REQ_POSTED, REQ_DONE, REQ_FAILED };
 
+enum { KIND_ALLGATHER, KIND_ALLTOALL };
+static const char *const kind_name[2] = {"all-gather", "all-to-all"};
+
 struct pto_comm_req {
   pto_comm *c;
+  int kind;
   const void *send;
   void *recv;
   size_t bytes;
@@ -104,13 +108,16 @@ static void post_all(pto_comm *c, pto_comm_req *q, pto_comm_req **posted) {
   for (pto_comm_req *r = q, *nx; r; r = nx) {
     nx = r->next;
     r->next = NULL;
-    int rc = MPI_Iallgather(r->send, (int)r->bytes, MPI_BYTE, r->recv,
-                            (int)r->bytes, MPI_BYTE, c->world, &r->mr);
+    int rc = r->kind == KIND_ALLTOALL
+                 ? MPI_Ialltoall(r->send, (int)r->bytes, MPI_BYTE, r->recv,
+                                 (int)r->bytes, MPI_BYTE, c->world, &r->mr)
+                 : MPI_Iallgather(r->send, (int)r->bytes, MPI_BYTE, r->recv,
+                                  (int)r->bytes, MPI_BYTE, c->world, &r->mr);
     if (rc != MPI_SUCCESS) {
       char e[128];
       mpi_msg(rc, e, sizeof e);
-      fail_req(r, PTO_ECOMM, "all-gather of %zu bytes on rank %d of %d: %s",
-               r->bytes, c->rank, c->size, e);
+      fail_req(r, PTO_ECOMM, "%s of %zu bytes on rank %d of %d: %s",
+               kind_name[r->kind], r->bytes, c->rank, c->size, e);
     } else {
       r->state = REQ_POSTED;
     }
@@ -160,9 +167,9 @@ static void worker(void *arg) {
     if (gave_up) /* broken: nothing more reaches MPI */
       for (pto_comm_req *r = q; r; r = r->next)
         fail_req(r, PTO_ECOMM,
-                 "all-gather of %zu bytes on rank %d of %d: "
+                 "%s of %zu bytes on rank %d of %d: "
                  "the comm is broken by an earlier failure",
-                 r->bytes, c->rank, c->size);
+                 kind_name[r->kind], r->bytes, c->rank, c->size);
     else
       post_all(c, q, &mine);
     if (gave_up) {
@@ -179,25 +186,26 @@ static void worker(void *arg) {
       pto_comm_req *r = *pp;
       if (r->state == REQ_POSTED && gave_up) {
         fail_req(r, PTO_ECOMM,
-                 "all-gather of %zu bytes on rank %d of %d: abandoned "
+                 "%s of %zu bytes on rank %d of %d: abandoned "
                  "after an earlier collective failed",
-                 r->bytes, c->rank, c->size);
+                 kind_name[r->kind], r->bytes, c->rank, c->size);
       } else if (r->state == REQ_POSTED) {
         int flag = 0;
         rc = MPI_Test(&r->mr, &flag, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) {
           char e[128];
           mpi_msg(rc, e, sizeof e);
-          fail_req(r, PTO_ECOMM, "all-gather of %zu bytes on rank %d of %d: %s",
-                   r->bytes, c->rank, c->size, e);
+          fail_req(r, PTO_ECOMM, "%s of %zu bytes on rank %d of %d: %s",
+                   kind_name[r->kind], r->bytes, c->rank, c->size, e);
         } else if (flag) {
           r->state = REQ_DONE;
         } else if (now > r->deadline_ns) {
           fail_req(r, PTO_ETIMEDOUT,
-                   "all-gather of %zu bytes on rank %d of %d: no answer "
+                   "%s of %zu bytes on rank %d of %d: no answer "
                    "from every rank within %g s (a rank failed, or "
                    "stopped calling it)",
-                   r->bytes, c->rank, c->size, c->timeout_s);
+                   kind_name[r->kind], r->bytes, c->rank, c->size,
+                   c->timeout_s);
         }
       }
       if (r->state == REQ_FAILED && !gave_up) {
@@ -326,8 +334,8 @@ double pto_comm_timeout(const pto_comm *c) {
   return c ? c->timeout_s : 0;
 }
 
-pto_status pto_comm_iallgather(pto_comm *c, const void *send, size_t bytes,
-                               void *recv, pto_comm_req **req) {
+static pto_status post(pto_comm *c, int kind, const void *send, size_t bytes,
+                       void *recv, pto_comm_req **req) {
   if (req)
     *req = NULL;
   if (!c || !req || (bytes && (!send || !recv)) || bytes > 0x7fffffffu)
@@ -336,6 +344,7 @@ pto_status pto_comm_iallgather(pto_comm *c, const void *send, size_t bytes,
   if (!r)
     return PTO_ENOMEM;
   r->c = c;
+  r->kind = kind;
   r->send = send;
   r->recv = recv;
   r->bytes = bytes;
@@ -350,7 +359,7 @@ pto_status pto_comm_iallgather(pto_comm *c, const void *send, size_t bytes,
   c->stats.collectives++;
   c->stats.bytes_sent += (uint64_t)bytes * (uint64_t)(c->size - 1);
   c->stats.bytes_received += (uint64_t)bytes * (uint64_t)(c->size - 1);
-  if (!c->mpi) { /* one rank: the gather is a copy */
+  if (!c->mpi) { /* one rank: either collective is a copy */
     uv_mutex_unlock(&c->mu);
     if (bytes && recv != send)
       memmove(recv, send, bytes);
@@ -368,6 +377,16 @@ pto_status pto_comm_iallgather(pto_comm *c, const void *send, size_t bytes,
   uv_mutex_unlock(&c->mu);
   *req = r;
   return PTO_OK;
+}
+
+pto_status pto_comm_iallgather(pto_comm *c, const void *send, size_t bytes,
+                               void *recv, pto_comm_req **req) {
+  return post(c, KIND_ALLGATHER, send, bytes, recv, req);
+}
+
+pto_status pto_comm_ialltoall(pto_comm *c, const void *send, size_t bytes,
+                              void *recv, pto_comm_req **req) {
+  return post(c, KIND_ALLTOALL, send, bytes, recv, req);
 }
 
 pto_status pto_comm_wait(pto_comm_req *r, char *msg, size_t size) {
@@ -388,9 +407,9 @@ pto_status pto_comm_wait(pto_comm_req *r, char *msg, size_t size) {
       c->broken = 1;
       uv_mutex_unlock(&c->mu);
       say(msg, size,
-          "all-gather of %zu bytes on rank %d of %d: the communication "
+          "%s of %zu bytes on rank %d of %d: the communication "
           "worker did not answer within %g s",
-          r->bytes, c->rank, c->size, c->timeout_s + 1);
+          kind_name[r->kind], r->bytes, c->rank, c->size, c->timeout_s + 1);
       return PTO_ETIMEDOUT;
     }
     uv_cond_timedwait(&c->done, &c->mu, limit - now);
@@ -404,17 +423,27 @@ pto_status pto_comm_wait(pto_comm_req *r, char *msg, size_t size) {
   return st;
 }
 
-pto_status pto_comm_allgather(pto_comm *c, const void *send, size_t bytes,
-                              void *recv, char *msg, size_t size) {
+static pto_status blocking(pto_comm *c, int kind, const void *send,
+                           size_t bytes, void *recv, char *msg, size_t size) {
   pto_comm_req *r = NULL;
-  pto_status st = pto_comm_iallgather(c, send, bytes, recv, &r);
+  pto_status st = post(c, kind, send, bytes, recv, &r);
   if (st) {
-    say(msg, size, "all-gather of %zu bytes: %s", bytes,
+    say(msg, size, "%s of %zu bytes: %s", kind_name[kind], bytes,
         st == PTO_ESTATE ? "the comm is broken by an earlier failure"
                          : pto_strerror(st));
     return st;
   }
   return pto_comm_wait(r, msg, size);
+}
+
+pto_status pto_comm_allgather(pto_comm *c, const void *send, size_t bytes,
+                              void *recv, char *msg, size_t size) {
+  return blocking(c, KIND_ALLGATHER, send, bytes, recv, msg, size);
+}
+
+pto_status pto_comm_alltoall(pto_comm *c, const void *send, size_t bytes,
+                             void *recv, char *msg, size_t size) {
+  return blocking(c, KIND_ALLTOALL, send, bytes, recv, msg, size);
 }
 
 pto_comm_stats pto_comm_stats_get(const pto_comm *c) {

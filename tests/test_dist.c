@@ -84,6 +84,12 @@ DIST_CASE(bad_owner, "bad-owner")
 DIST_CASE(bad_block, "bad-block")
 DIST_CASE(mismatch, "mismatch")
 
+/* More ranks than the small dims' 4 heads: the prologs' heads are not
+ * split (every rank runs them all), the partials reduce-scatter. */
+Test(dist, more_ranks_than_heads_5, .timeout = 240) {
+  ranks_run("shuffled", 5, 0);
+}
+
 /* A rank killed before the step: the others return an error within the
  * comm's 3 s bound (mpirun --enable-recovery keeps them alive to say so;
  * without it mpirun ends the job at once). */

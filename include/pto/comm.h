@@ -73,10 +73,21 @@ PTO_API pto_status pto_comm_iallgather(pto_comm *c, const void *send,
  * PTO_ETIMEDOUT / PTO_ECOMM with msg naming the collective and its size. */
 PTO_API pto_status pto_comm_wait(pto_comm_req *req, char *msg, size_t size);
 
-/* pto_comm_iallgather then pto_comm_wait. */
+/* Posts an all-to-all: every rank sends block d of send (size blocks of
+ * `bytes`, the same count on every rank) to rank d, and recv (size *
+ * bytes) receives rank r's block for this rank at r * bytes. As
+ * pto_comm_iallgather otherwise. */
+PTO_API pto_status pto_comm_ialltoall(pto_comm *c, const void *send,
+                                      size_t bytes, void *recv,
+                                      pto_comm_req **req);
+
+/* pto_comm_iallgather (pto_comm_ialltoall) then pto_comm_wait. */
 PTO_API pto_status pto_comm_allgather(pto_comm *c, const void *send,
                                       size_t bytes, void *recv, char *msg,
                                       size_t size);
+PTO_API pto_status pto_comm_alltoall(pto_comm *c, const void *send,
+                                     size_t bytes, void *recv, char *msg,
+                                     size_t size);
 
 /* What the comm moved since it opened (or since the last reset): bytes
  * this rank sent (its share, counted once per peer) and received, the
