@@ -212,7 +212,7 @@ int main(int argc, char **argv) {
             "them.\n",
             secs, rc ? " (with failures above)" : "");
   }
-  if (o.json) {
+  if (o.json && !bench_results_kept()) {
     json_dumpf(bench_results(), stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
     fputc('\n', stdout);
   }

@@ -39,6 +39,10 @@ extern const bench_cmd bench_calibrate_cmd; /* not in `all` */
 /* With --json, every command appends one object per case to this array
  * (json_array_append_new); pto-bench prints it at the end. */
 json_t *bench_results(void);
+/* This process prints no JSON at the end (a rank other than 0 of an MPI
+ * run: rank 0 prints the run's), and whether one said so. */
+void bench_results_keep(void);
+int bench_results_kept(void);
 /* Where tables go: stdout, or stderr with --json. */
 FILE *bench_out(const bench_opts *o);
 

@@ -499,6 +499,8 @@ int dsa_cp_run(const bench_opts *o, int argc, char **argv) {
     fprintf(stderr, "pto-bench dsa: %s\n", msg);
     return 1;
   }
+  if (pto_comm_rank(comm) != 0)
+    bench_results_keep(); /* rank 0 prints the run's JSON */
   if (pto_comm_rank(comm) == 0 && !pto_comm_available())
     fprintf(stderr, "pto-bench dsa: PTO is built without MPI: one rank\n");
   const int rc = run_cp(o, &sel, comm);

@@ -11,12 +11,16 @@
 #include "pto/pto.h"
 
 static json_t *results;
+static int results_kept; /* printed by another process (rank 0) */
 
 json_t *bench_results(void) {
   if (!results)
     results = json_array();
   return results;
 }
+
+void bench_results_keep(void) { results_kept = 1; }
+int bench_results_kept(void) { return results_kept; }
 
 FILE *bench_out(const bench_opts *o) {
   return o->json ? stderr : stdout;
