@@ -374,8 +374,8 @@ static pto_status run(cp_step *x, pto_program *p, const cp_desc *k,
 /* This rank's heads: [h[0], h[1]) of q and [h[2], h[3]) of q_idx, an even
  * split of both over the ranks (all of them on every rank when there are
  * more ranks than heads). */
-static void my_heads(const cp_step *x, int64_t *h) {
-  const int64_t H = x->d->h, HI = x->d->hi, R = x->size, r = x->rank;
+static void my_heads(const cp_step *x, int64_t r, int64_t *h) {
+  const int64_t H = x->d->h, HI = x->d->hi, R = x->size;
   const int split = R <= H && R <= HI;
   h[0] = split ? r * H / R : 0;
   h[1] = split ? (r + 1) * H / R : H;
@@ -403,7 +403,7 @@ static pto_status prolog(cp_step *x, float *qh, float *qih) {
     ins[i] = x->in[i];
   }
   int64_t h[4];
-  my_heads(x, h);
+  my_heads(x, x->rank, h);
   pto__dsa_prolog pr;
   pto__dsa_prologs_heads(p, d, x->T, x->prm, in, h, &pr);
   pto_output(p, pr.q, "q");
@@ -432,11 +432,9 @@ static pto_status prolog(cp_step *x, float *qh, float *qih) {
 static void assemble(cp_step *x, const float *parts, int64_t qw, int64_t iw) {
   const int64_t T = x->T, H = x->d->h, HI = x->d->hi, DI = x->d->di,
                 LR = x->d->latent + x->d->rope, unit = T * (qw * LR + iw * DI);
-  cp_step y = *x;
   for (int r = 0; r < x->size; r++) {
-    y.rank = r;
     int64_t h[4];
-    my_heads(&y, h);
+    my_heads(x, r, h);
     const float *qp = parts + r * unit, *ip = qp + T * qw * LR;
     const int64_t nq = h[1] - h[0], ni = h[3] - h[2];
     for (int64_t t = 0; t < T; t++) {
@@ -811,14 +809,19 @@ static void merge_partials(const cp_step *x, const float *all, float *out,
 /* ---- exchanges ------------------------------------------------------------
  */
 
-/* An all-gather of `bytes` from every rank, each rank's preceded by its
- * status so far: a rank that failed still takes part, and every rank then
- * returns its failure instead of waiting for it. *all holds rank r's
- * payload at r * bytes. */
-static pto_status exchange(cp_step *x, const char *what, pto_status mine,
-                           const void *payload, size_t bytes, void *all) {
-  const size_t unit = sizeof(cp_hello) + bytes;
-  char *snd = calloc(1, unit), *rcv = malloc(unit * (size_t)x->size);
+/* A collective of every rank's `bytes`, each block preceded by the
+ * sender's status so far: a rank that failed still takes part, and every
+ * rank then returns its failure instead of waiting for it. An all-gather
+ * (a2a 0: payload is one block, all receives rank r's at r * bytes) or an
+ * all-to-all (a2a 1: payload holds one block per destination, all receives
+ * rank r's block for this rank at r * bytes). all may be NULL when this
+ * rank failed. */
+static pto_status exchange(cp_step *x, const char *what, int a2a,
+                           pto_status mine, const void *payload, size_t bytes,
+                           void *all) {
+  const size_t unit = sizeof(cp_hello) + bytes, R = (size_t)x->size,
+               blocks = a2a ? R : 1;
+  char *snd = calloc(blocks, unit), *rcv = malloc(unit * R);
   if (!snd || !rcv) {
     free(snd);
     free(rcv);
@@ -829,59 +832,16 @@ static pto_status exchange(cp_step *x, const char *what, pto_status mine,
   h.status = mine;
   if (mine && x->msg)
     snprintf(h.msg, sizeof h.msg, "%s", x->msg);
-  memcpy(snd, &h, sizeof h);
-  if (bytes && !mine)
-    memcpy(snd + sizeof h, payload, bytes);
-  char m[256];
-  const uint64_t t0 = uv_hrtime();
-  pto_status st = pto_comm_allgather(x->c, snd, unit, rcv, m, sizeof m);
-  if (x->st) {
-    x->st->comm_ms += ms_since(t0);
-    x->st->comm_bytes += 2 * (uint64_t)(x->size - 1) * unit;
-  }
-  if (st)
-    fail(x, st, "%s: %s", what, m);
-  for (int r = 0; r < x->size && !st; r++) {
-    memcpy(&h, rcv + (size_t)r * unit, sizeof h);
-    if (h.status && r != x->rank) {
-      st = h.status;
-      fail(x, st, "rank %d failed: %.200s", r, h.msg);
-    } else if (h.status) {
-      st = h.status; /* this rank's own message stays */
-    }
-    if (all && bytes)
-      memcpy((char *)all + (size_t)r * bytes, rcv + (size_t)r * unit + sizeof h,
-             bytes);
-  }
-  free(snd);
-  free(rcv);
-  return st;
-}
-
-/* An all-to-all of `bytes` per destination (send: size blocks), each block
- * preceded by this rank's status, as exchange does for a gather. */
-static pto_status exchange_a2a(cp_step *x, const char *what, pto_status mine,
-                               const void *send, size_t bytes, void *recv) {
-  const size_t unit = sizeof(cp_hello) + bytes, R = (size_t)x->size;
-  char *snd = calloc(R, unit), *rcv = malloc(unit * R);
-  if (!snd || !rcv) {
-    free(snd);
-    free(rcv);
-    return fail(x, PTO_ENOMEM, "out of memory");
-  }
-  cp_hello h;
-  memset(&h, 0, sizeof h);
-  h.status = mine;
-  if (mine && x->msg)
-    snprintf(h.msg, sizeof h.msg, "%s", x->msg);
-  for (size_t d = 0; d < R; d++) {
+  for (size_t d = 0; d < blocks; d++) {
     memcpy(snd + d * unit, &h, sizeof h);
     if (bytes && !mine)
-      memcpy(snd + d * unit + sizeof h, (const char *)send + d * bytes, bytes);
+      memcpy(snd + d * unit + sizeof h, (const char *)payload + d * bytes,
+             bytes);
   }
   char m[256];
   const uint64_t t0 = uv_hrtime();
-  pto_status st = pto_comm_alltoall(x->c, snd, unit, rcv, m, sizeof m);
+  pto_status st = a2a ? pto_comm_alltoall(x->c, snd, unit, rcv, m, sizeof m)
+                      : pto_comm_allgather(x->c, snd, unit, rcv, m, sizeof m);
   if (x->st) {
     x->st->comm_ms += ms_since(t0);
     x->st->comm_bytes += 2 * (uint64_t)(R - 1) * unit;
@@ -894,10 +854,10 @@ static pto_status exchange_a2a(cp_step *x, const char *what, pto_status mine,
       st = h.status;
       fail(x, st, "rank %zu failed: %.200s", r, h.msg);
     } else if (h.status) {
-      st = h.status;
+      st = h.status; /* this rank's own message stays */
     }
-    if (bytes)
-      memcpy((char *)recv + r * bytes, rcv + r * unit + sizeof h, bytes);
+    if (all && bytes)
+      memcpy((char *)all + r * bytes, rcv + r * unit + sizeof h, bytes);
   }
   free(snd);
   free(rcv);
@@ -920,7 +880,7 @@ static pto_status merge_exchange(cp_step *x, pto_status mine, float *part) {
     float *parts = malloc((size_t)R * per * sizeof *parts);
     if (!parts && !mine)
       mine = fail(x, PTO_ENOMEM, "out of memory");
-    pto_status st = exchange(x, "the attention's exchange", mine, part,
+    pto_status st = exchange(x, "the attention's exchange", 0, mine, part,
                              per * sizeof *part, parts);
     if (!st) {
       const uint64_t t0 = uv_hrtime();
@@ -951,8 +911,8 @@ static pto_status merge_exchange(cp_step *x, pto_status mine, float *part) {
         r[L] = INFINITY;
       }
     }
-  pto_status st = exchange_a2a(x, "the attention's reduction", mine, snd,
-                               block * sizeof *snd, rcv);
+  pto_status st = exchange(x, "the attention's reduction", 1, mine, snd,
+                           block * sizeof *snd, rcv);
   if (!st) {
     const uint64_t t0 = uv_hrtime();
     const float *o[64];
@@ -968,7 +928,7 @@ static pto_status merge_exchange(cp_step *x, pto_status mine, float *part) {
       x->st->merge_ms += ms_since(t0);
   }
   if (!st)
-    st = exchange(x, "the attention's gather", PTO_OK, mine_rows,
+    st = exchange(x, "the attention's gather", 0, PTO_OK, mine_rows,
                   block * sizeof *mine_rows, all);
   for (int64_t th = 0; !st && th < TH; th++) {
     const float *r = all + (size_t)(th / W) * block + (th % W) * row;
@@ -997,10 +957,8 @@ static pto_status step(cp_step *x) {
   const int64_t HI = x->d->hi, DI = x->d->di;
   int64_t qw = 0, iw = 0; /* the most heads of a rank, of q and q_idx */
   for (int r = 0; r < R; r++) {
-    cp_step y = *x;
-    y.rank = r;
     int64_t h[4];
-    my_heads(&y, h);
+    my_heads(x, r, h);
     qw = h[1] - h[0] > qw ? h[1] - h[0] : qw;
     iw = h[3] - h[2] > iw ? h[3] - h[2] : iw;
   }
@@ -1021,7 +979,7 @@ static pto_status step(cp_step *x) {
     mine_st = fail(x, PTO_ENOMEM, "out of memory");
   if (!mine_st)
     mine_st = prolog(x, heads, heads + T * qw * LR);
-  if ((st = exchange(x, "the heads' exchange", mine_st, heads,
+  if ((st = exchange(x, "the heads' exchange", 0, mine_st, heads,
                      unit * sizeof *heads, all_heads)))
     goto done;
   assemble(x, all_heads, qw, iw);
@@ -1030,7 +988,7 @@ static pto_status step(cp_step *x) {
     mine[i].v = vals[i];
     mine[i].p = idx[i];
   }
-  if ((st = exchange(x, "the top-k exchange", mine_st, mine,
+  if ((st = exchange(x, "the top-k exchange", 0, mine_st, mine,
                      n_pairs * sizeof *mine, all)))
     goto done;
   uint64_t t0 = uv_hrtime();
