@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pto/comm.h"
+#include "pto/pto.h"
 #include "tests/spawn.h"
 
 #define S(x) ((char *)(x)) /* spawn's argv and env are char *const[] */
@@ -118,7 +119,40 @@ Test(dist, comm_one_rank) {
   pto_comm_req *r = NULL;
   cr_expect_eq(pto_comm_iallgather(c, NULL, 4, b, &r), PTO_EINVAL);
   cr_expect_eq(pto_comm_wait(NULL, msg, sizeof msg), PTO_EINVAL);
+  int t[3] = {0};
+  cr_expect_eq(pto_comm_alltoall(c, a, sizeof a, t, msg, sizeof msg), PTO_OK);
+  cr_expect_arr_eq(a, t, sizeof a);
+  cr_expect_eq(pto_comm_ialltoall(c, a, 4, NULL, &r), PTO_EINVAL);
+  cr_expect_eq(pto_comm_ialltoall(c, a, (size_t)1 << 31, t, &r), PTO_EINVAL);
+  cr_expect_eq(pto_comm_iallgather(c, a, 4, b, NULL), PTO_EINVAL);
   const pto_comm_stats st = pto_comm_stats_get(c);
-  cr_expect_eq(st.collectives, 1);
+  cr_expect_eq(st.collectives, 2);
+  /* the step's bad arguments, on one rank */
+  pto_dsa_cp *cp = NULL;
+  cr_expect_eq(pto_dsa_cp_new(NULL, NULL, &cp), PTO_EINVAL);
+  cr_expect_eq(pto_dsa_cp_new(c, NULL, NULL), PTO_EINVAL);
+  cr_assert_eq(pto_dsa_cp_new(c, NULL, &cp), PTO_OK);
+  const pto_dsa_dims dims = pto_dsa_dims_default();
+  const pto_dsa_params prm = pto_dsa_params_default();
+  int64_t n[1] = {1}, len[1] = {4};
+  const pto_dsa_step s = {1, n, len, 0, 1};
+  const void *in[PTO_DSA_INPUT_COUNT] = {0};
+  void *out[PTO_DSA_OUTPUT_COUNT] = {0};
+  cr_expect_eq(pto_dsa_cp_step(NULL, &dims, &s, &prm, NULL, in, out, NULL, msg,
+                               sizeof msg),
+               PTO_EINVAL);
+  cr_expect(strstr(msg, "the session is NULL"), "%s", msg);
+  cr_expect_eq(pto_dsa_cp_step(cp, &dims, &s, &prm, NULL, in, out, NULL, msg,
+                               sizeof msg),
+               PTO_EINVAL);
+  cr_expect(strstr(msg, "the layout or its owner or block table is NULL"), "%s",
+            msg);
+  const int32_t owner[1] = {0}, block[1] = {0};
+  const pto_dsa_cp_layout lay = {owner, block};
+  cr_expect_eq(pto_dsa_cp_step(cp, &dims, &s, &prm, &lay, in, out, NULL, msg,
+                               sizeof msg),
+               PTO_EINVAL);
+  cr_expect(strstr(msg, "input x is NULL"), "%s", msg);
+  pto_dsa_cp_free(cp);
   pto_comm_close(c);
 }

@@ -186,6 +186,53 @@ Test(partitioner, matmul_tile_choice_bad_arguments) {
   cr_expect_eq(pto_matmul_tile(&m, 1, 512, 512, 64, 1, &t), PTO_ECAPACITY);
 }
 
+/* The indexer score's chooser: its tile for the machine, and bad sizes
+ * refused. */
+Test(partitioner, relu_wsum_tile_choice_and_bad_arguments) {
+  pto_machine m = pto_machine_ascend();
+  pto_tile_shape t;
+  cr_assert_eq(pto_matmul_relu_wsum_tile(&m, 1, 128 * 64, 64, 128, 8192, &t),
+               PTO_OK);
+  cr_expect_gt(t.cube_m, 0);
+  cr_expect_eq(t.cube_m % 64, 0, "whole groups: %u", t.cube_m);
+  cr_expect_gt(t.cube_n, 0);
+  cr_expect_leq(t.cube_n, 8192);
+  cr_expect_eq(pto_matmul_relu_wsum_tile(NULL, 1, 64, 64, 128, 8, &t),
+               PTO_EINVAL);
+  cr_expect_eq(pto_matmul_relu_wsum_tile(&m, 1, 64, 64, 128, 8, NULL),
+               PTO_EINVAL);
+  cr_expect_eq(pto_matmul_relu_wsum_tile(&m, 0, 64, 64, 128, 8, &t),
+               PTO_EINVAL);
+  cr_expect_eq(pto_matmul_relu_wsum_tile(&m, 1, 64, 0, 128, 8, &t),
+               PTO_EINVAL);
+  cr_expect_eq(pto_matmul_relu_wsum_tile(&m, 1, 64, 64, 0, 8, &t),
+               PTO_EINVAL);
+  cr_expect_eq(pto_matmul_relu_wsum_tile(&m, 1, 64, 64, 128, 0, &t),
+               PTO_EINVAL);
+}
+
+/* auto_cube_tile / auto_vec_tile leave a scope's tile to the compiler; on
+ * the program's own scope they are refused. */
+Test(partitioner, auto_tiles_need_a_scope) {
+  pto_program *p = pto_program_new("auto");
+  cr_expect_eq(pto_program_auto_cube_tile(p), PTO_ESTATE);
+  cr_expect(strstr(pto_program_error(p), "no tile scope is open"), "%s",
+            pto_program_error(p));
+  pto_program_free(p);
+  p = pto_program_new("auto");
+  cr_expect_eq(pto_program_auto_vec_tile(p), PTO_ESTATE);
+  pto_program_free(p);
+  p = pto_program_new("auto");
+  cr_expect_eq(pto_program_push_tile(p, &(pto_tile_shape){8, 8, 16, 16, 16}),
+               PTO_OK);
+  cr_expect_eq(pto_program_auto_cube_tile(p), PTO_OK);
+  cr_expect_eq(pto_program_tile(p).vec_rows, 8);
+  cr_expect_eq(pto_program_auto_vec_tile(p), PTO_OK);
+  cr_expect_eq(pto_program_status(p), PTO_OK);
+  cr_expect_eq(pto_program_auto_cube_tile(NULL), PTO_EINVAL);
+  pto_program_free(p);
+}
+
 /* ---- vector tiles ------------------------------------------------------- */
 
 /* y = rms_norm(x) * gamma over [R, C] rows, labelled "norm"; `tile` set in
