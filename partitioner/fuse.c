@@ -140,39 +140,71 @@ static int edge_fusable(const part *s, const node_units *nu, uint32_t p,
   return 1;
 }
 
+/* Adds the edge prod -> c to pairs unless c already has it (pairs are
+ * added consumer by consumer). -1 out of memory. */
+static int add_pair(uint32_t (**pairs)[2], unsigned *cap, uint32_t *n,
+                    uint32_t prod, uint32_t c) {
+  for (uint32_t k = *n; k > 0 && (*pairs)[k - 1][1] == c; k--)
+    if ((*pairs)[k - 1][0] == prod)
+      return 0;
+  if (pto__grow((void **)pairs, sizeof **pairs, cap, *n + 1))
+    return -1;
+  (*pairs)[*n][0] = prod;
+  (*pairs)[*n][1] = c;
+  (*n)++;
+  return 0;
+}
+
 /* Node-level edges (producer -> consumer), deduplicated, CSR by producer,
  * each with edge_fusable: built once per compile, by the first clustering
  * (walking every load of every consumer for each edge took a sixth of
- * compiling a DSA decode step when each of its seven clusterings did). */
+ * compiling a DSA decode step when each of its seven clusterings did).
+ * An op's edges are what its units read, with its inputs: an op the tiler
+ * gave no units (the earlier assembles of a chain, which its last one
+ * tiles) has none, so it never joins its producer to its consumer with
+ * nothing between them to fuse, and the op that reads for it (the chain's
+ * last, reading the chain's base) gets the edge from the op it reads. */
 static pto_status node_edges(part *s, nedges *g) {
   const pto_program *p = s->p;
+  const pto_tgraph *tg = s->tg;
   uint32_t nn = p->n_nodes;
-  uint32_t cap = 0, n = 0;
+  unsigned cap = 0;
+  uint32_t n = 0;
   uint32_t(*pairs)[2] = NULL;
+  node_units nu = {NULL, NULL};
+  if (node_units_new(s, &nu)) {
+    node_units_free(&nu);
+    return PTO_ENOMEM;
+  }
   for (uint32_t c = 0; c < nn; c++) {
     const pto_node *node = p->nodes[c];
+    if (nu.first[c + 1] == nu.first[c])
+      continue;
     /* what it reads: its inputs, or what the tiler made it read instead
      * (pto_tgraph.reads), so no edge joins it to ops it stands for */
     const pto_tensor *const *rd =
-        s->tg->reads && s->tg->reads[c][0] ? s->tg->reads[c] : NULL;
+        tg->reads && tg->reads[c][0] ? tg->reads[c] : NULL;
     const int n_rd = rd ? (rd[1] ? rd[2] ? 3 : 2 : 1) : node->n_in;
-    for (int i = 0; i < n_rd; i++) {
-      uint32_t prod =
-          s->storage_node[(rd ? rd[i] : node->in[i])->root->id];
-      if (prod == PTO_NONE)
-        continue;
-      int dup = 0;
-      for (uint32_t k = n; k > 0 && pairs[k - 1][1] == c; k--)
-        dup |= pairs[k - 1][0] == prod;
-      if (dup)
-        continue;
-      if (pto__grow((void **)&pairs, sizeof *pairs, &cap, n + 1)) {
-        free(pairs);
-        return PTO_ENOMEM;
+    int oom = 0;
+    for (int i = 0; i < n_rd && !oom; i++) {
+      uint32_t prod = s->storage_node[(rd ? rd[i] : node->in[i])->root->id];
+      oom = prod != PTO_NONE && add_pair(&pairs, &cap, &n, prod, c);
+    }
+    for (uint32_t k = nu.first[c]; k < nu.first[c + 1] && !oom; k++) {
+      const pto_unit *un = &tg->units[nu.ids[k]];
+      for (uint32_t i = un->first; i < un->first + un->count && !oom; i++) {
+        const pto_tinst *in = &tg->insts[i];
+        if (!reads_global(in) || in->g.storage >= p->n_tensors)
+          continue;
+        uint32_t prod = s->storage_node[in->g.storage];
+        oom = prod != PTO_NONE && prod != c &&
+              add_pair(&pairs, &cap, &n, prod, c);
       }
-      pairs[n][0] = prod;
-      pairs[n][1] = c;
-      n++;
+    }
+    if (oom) {
+      free(pairs);
+      node_units_free(&nu);
+      return PTO_ENOMEM;
     }
   }
   g->first = calloc(nn + 1, sizeof *g->first);
@@ -180,6 +212,7 @@ static pto_status node_edges(part *s, nedges *g) {
   g->fusable = malloc(n + 1);
   if (!g->first || !g->to || !g->fusable) {
     free(pairs);
+    node_units_free(&nu);
     return PTO_ENOMEM;
   }
   for (uint32_t k = 0; k < n; k++)
@@ -187,9 +220,7 @@ static pto_status node_edges(part *s, nedges *g) {
   for (uint32_t v = 0; v < nn; v++)
     g->first[v + 1] += g->first[v];
   uint32_t *fill = calloc(nn + 1, sizeof *fill);
-  node_units nu = {NULL, NULL};
-  if (!fill || node_units_new(s, &nu)) {
-    free(fill);
+  if (!fill) {
     free(pairs);
     node_units_free(&nu);
     return PTO_ENOMEM;

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/randprog.h"
@@ -103,6 +104,94 @@ Test(e2e, regress_gather_of_an_emptied_index, .timeout = 120) {
   cr_expect_neq(r, RP_FAIL, "%s", msg);
   rp_case_free(c);
   rp_env_free(env);
+}
+
+/* An assemble chain over a concat, under 3x3 vector tiles: the chain's last
+ * assemble tiles the whole chain (the earlier ones have no units) and reads
+ * the concat's result at windows no concat tile matches (f16 stores never
+ * forward). Fusion judged the chain by its inputs, so every edge along it
+ * was vacuously fusable and the concat joined the chain's cluster through
+ * the unit-less assembles; nbuffer then grouped the concat's copies with
+ * the chain's isomorphic ones, and two such tasks read each other's
+ * stores: compiling failed with a task cycle (the libFuzzer target's input,
+ * tests/fuzz/corpus/program/regress-assemble-chain-cluster). Edges now
+ * come from what an op's units read. */
+Test(e2e, regress_assemble_chain_over_a_concat, .timeout = 60) {
+  static const int64_t rows[16] = {2, 3, 2, 4, 3, 4, 4, 3,
+                                   2, 1, 4, 2, 4, 4, 1, 2};
+  static const struct {
+    int64_t r, c, at[2];
+  } blk[4] = {{41, 40, {3, 3}}, {26, 35, {18, 0}}, {33, 22, {4, 12}},
+              {42, 8, {2, 18}}};
+  pto_program *p = pto_program_new("assemble_over_concat");
+  pto_program_push_tile(p, &(pto_tile_shape){3, 3, 0, 16, 0});
+  pto_tensor *part[16];
+  int64_t n_in = 0, total = 0;
+  float *in[20];
+  char name[16];
+  for (int i = 0; i < 16; i++, n_in++) {
+    snprintf(name, sizeof name, "c%d", i);
+    part[i] = pto_input(p, name, PTO_F16, 2, (const int64_t[]){rows[i], 48});
+    total += rows[i];
+  }
+  pto_tensor *x = pto_concat(p, 16, part, 0);
+  for (int b = 0; b < 4; b++, n_in++) {
+    snprintf(name, sizeof name, "b%d", b);
+    pto_tensor *t = pto_input(p, name, PTO_F16, 2,
+                              (const int64_t[]){blk[b].r + 3, blk[b].c});
+    t = pto_slice(p, t, (const int64_t[]){3, 0},
+                  (const int64_t[]){blk[b].r + 3, blk[b].c});
+    x = pto_assemble(p, x, t, blk[b].at);
+  }
+  pto_output(p, x, "y");
+  cr_assert_eq(pto_program_status(p), PTO_OK, "%s", pto_program_error(p));
+  /* f16 inputs given as f16 bits of small integers (exact) */
+  uint16_t *bits[20];
+  for (int i = 0; i < n_in; i++) {
+    const int64_t n =
+        i < 16 ? rows[i] * 48 : (blk[i - 16].r + 3) * blk[i - 16].c;
+    bits[i] = malloc((size_t)n * sizeof *bits[i]);
+    cr_assert_not_null(bits[i]);
+    for (int64_t k = 0; k < n; k++) /* 1 + (k*7+i) % 16 as f16 */
+      bits[i][k] = (uint16_t)(0x3c00 + (((k * 7 + i) % 16) << 6));
+    in[i] = (float *)bits[i];
+  }
+  const size_t n_out = (size_t)total * 48;
+  uint16_t *want = malloc(n_out * 2), *got = malloc(n_out * 2);
+  cr_assert(want && got);
+  const void *const *ins = (const void *const *)in;
+  void *o[] = {want};
+  cr_assert_eq(pto_program_eval(p, ins, o), PTO_OK, "%s",
+               pto_program_error(p));
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  for (unsigned w = 0; w <= 2; w++) {
+    memset(got, 0xa5, n_out * 2);
+    o[0] = got;
+    pto_runtime *rt = NULL;
+    if (w) {
+      pto_machine m;
+      cr_assert_eq(pto_machine_host(&m), PTO_OK);
+      m.workers[PTO_CORE_CUBE] = m.workers[PTO_CORE_VECTOR] = w;
+      m.shared = 1;
+      pto_runtime_params prm = pto_runtime_params_default();
+      prm.machine = &m;
+      cr_assert_eq(pto_runtime_new(&prm, &rt), PTO_OK);
+    }
+    const pto_status st = w ? pto_runtime_run(rt, e, ins, o)
+                            : pto_executable_run_serial(e, ins, o);
+    cr_assert_eq(st, PTO_OK, "%s", pto_executable_error(e));
+    for (size_t k = 0; k < n_out; k++)
+      cr_assert_eq(got[k], want[k], "%u workers: [%zu] %#x vs %#x", w, k,
+                   got[k], want[k]);
+    pto_runtime_free(rt);
+  }
+  pto_executable_free(e);
+  pto_program_free(p);
+  for (int i = 0; i < n_in; i++)
+    free(bits[i]);
+  free(want);
+  free(got);
 }
 
 /* ---- regressions for what the random test found ---------------------------
