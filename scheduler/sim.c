@@ -145,8 +145,9 @@ static void sample(const cache *k, uint32_t s, uint64_t a, uint64_t b,
  * scaled to DRAM reads at the store bandwidth) */
 typedef struct piece {
   double n, fit, t0, b[2], r[2], mem_x, mrow; /* mrow < 0: the levels' */
-  /* per call: DRAM bytes but stream stores', and those stores as the
-   * DRAM reads that take as long at the store rate */
+  /* per call: DRAM bytes but stream stores', and those stores and the
+   * plain stores' write-backs as the DRAM reads that take as long at the
+   * store rate */
   double bd, bnt;
   double dram_x; /* 0: mem_x */
   double dr;     /* per call: its rows' ns at its DRAM share (drow_ns) */
@@ -359,7 +360,7 @@ static void task_pieces(sim *s, uint32_t t, uint32_t w, running *r) {
     const sim_insn *si = &sp->in[i];
     piece *pc = &r->pc[i];
     double lv[LV_COUNT] = {0, 0, 0};
-    double runs[LV_COUNT] = {0, 0, 0}, nt = 0;
+    double runs[LV_COUNT] = {0, 0, 0}, nt = 0, wb = 0;
     for (uint32_t in = 0; in < task->n_inst; in++) {
       const pto_targ *args = e->args + task->args + in * pr->n_slots;
       for (int v = 0; v < 2; v++) {
@@ -378,12 +379,21 @@ static void task_pieces(sim *s, uint32_t t, uint32_t w, running *r) {
         }
         if (stream)
           nt += got[LV_DRAM];
+        else if (si->write[v])
+          wb += got[LV_DRAM];
       }
     }
     const double n = task->n_inst;
     const pto_mem_tier *dram = &s->p->dram;
-    /* stream stores as the DRAM reads that take as long */
-    const double dram_eq = lv[LV_DRAM] + nt * (dram->core_bw / dram->store_bw - 1);
+    /* stream stores as the DRAM reads that take as long; a plain store to
+     * lines in no cache reads them for ownership (its DRAM bytes, as the
+     * calibration timed them one call at a time) and, as the data that
+     * pushed them out will push them out again, writes them back at the
+     * store rate: a cost its calibration's isolated calls never saw (a
+     * 164 MB workspace written at 8.6 GB/s where its calls alone made
+     * 22) */
+    const double wr = dram->core_bw / dram->store_bw;
+    const double dram_eq = lv[LV_DRAM] + nt * (wr - 1) + wb * wr;
     pc->n = n;
     pc->fit = si->fit;
     pc->t0 = si->t0;
@@ -393,13 +403,13 @@ static void task_pieces(sim *s, uint32_t t, uint32_t w, running *r) {
     const double all = lv[LV_L2] + lv[LV_LLC] + lv[LV_DRAM];
     pc->dr = all > 0 ? si->drow * si->walk * lv[LV_DRAM] / all : 0;
     pc->bd = (lv[LV_DRAM] - nt) / n;
-    pc->bnt = nt * dram->core_bw / dram->store_bw / n;
+    pc->bnt = (nt + wb) * wr / n;
     pc->b[0] = lv[LV_LLC] / n;
     pc->b[1] = dram_eq / n;
     pc->r[0] = runs[LV_LLC] / n;
     pc->r[1] = runs[LV_DRAM] / n;
     r->bytes[0] += lv[LV_LLC];
-    r->bytes[1] += lv[LV_DRAM]; /* what the level moves */
+    r->bytes[1] += lv[LV_DRAM] + wb; /* what the level moves */
     for (int l = 0; l < LV_COUNT; l++)
       s->lv_bytes[l] += lv[l];
   }

@@ -463,6 +463,50 @@ Test(scheduler, sim_memory_side_of_an_instruction, .timeout = 60) {
   pto_executable_free(e);
 }
 
+/* A plain store to lines in no cache reads them for ownership and writes
+ * them back at DRAM's store rate: x -> adds -> adds -> y unfused, cold, the
+ * intermediate stored to a workspace no one touched. */
+Test(scheduler, sim_plain_store_to_dram_is_read_and_written_back,
+     .timeout = 60) {
+  pto_program *pg = pto_program_new("spill");
+  const int64_t shape[2] = {64, 1024};
+  pto_program_set_vec_tile(pg, 64, 1024);
+  pto_tensor *x = pto_input(pg, "x", PTO_F32, 2, shape);
+  pto_output(pg, pto_adds(pg, pto_adds(pg, x, 1), 2), "y");
+  pto_executable *e = compile(pg, no_fusion());
+  cr_assert_eq(e->n_tasks, 2);
+  cr_assert(!(e->progs[e->tasks[0].prog].insts[2].flags & PTO_TF_STREAM));
+  json_t *doc = round_doc();
+  json_object_set_new(classes_of(doc), "SCALAR",
+                      json_pack("{sf}", "call_ns", 0.0));
+  json_t *rt = json_object_get(doc, "runtime");
+  json_object_set_new(rt, "task_ns", json_real(0));
+  json_object_set_new(rt, "handoff_ns", json_real(0));
+  json_object_set_new(rt, "dispatch_ns", json_real(0));
+  json_t *dram = json_object_get(json_object_get(doc, "memory"), "dram");
+  json_object_set_new(dram, "core_gbps", json_real(1.0));
+  json_object_set_new(dram, "total_gbps", json_real(1.0));
+  json_object_set_new(dram, "store_gbps", json_real(2.0));
+  pto_profile *p = load_doc(doc);
+  pto_machine m = workers(1);
+  pto_sim_params sp = pto_sim_params_default();
+  sp.profile = p;
+  sp.machine = &m;
+  sp.cold = 1;
+  pto_sim_result r;
+  cr_assert_eq(pto_simulate(e, &sp, &r), PTO_OK, "%s",
+               pto_executable_error(e));
+  /* the first task: x from DRAM at 1 byte per ns, the intermediate's
+   * lines read at 1 and written back at 2; the second: the intermediate
+   * from its L2, y streamed out at 2 */
+  const double bytes = 64 * 1024 * 4;
+  const double want = bytes + bytes + bytes / 2 + bytes / 2;
+  cr_expect(fabs(r.makespan_ns - want) < 1, "makespan %.1f ns, want %.1f",
+            r.makespan_ns, want);
+  pto_profile_free(p);
+  pto_executable_free(e);
+}
+
 /* ---- policies ------------------------------------------------------------------- */
 
 Test(scheduler, sim_policies_and_trace_lanes, .timeout = 60) {
