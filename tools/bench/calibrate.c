@@ -243,12 +243,13 @@ static double sim_ms(const graph_run *g, const pto_profile *p) {
 }
 
 int bench_calibrate(const bench_opts *o, int threads, double seconds,
-                    const char *name, pto_profile **out) {
+                    const char *name, int verbose, pto_profile **out) {
   pto_calibrate_params cp = pto_calibrate_params_default();
   cp.workers = (uint32_t)threads;
   cp.seconds = seconds;
   cp.name = name;
-  cp.log = o->progress ? stderr : NULL;
+  cp.log = o->progress || verbose ? stderr : NULL;
+  cp.verbose = verbose;
   *out = NULL;
   pto_profile *p = NULL;
   if (pto_profile_calibrate(&cp, &p)) {
@@ -329,7 +330,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: pto-bench [--quick] [--threads N] calibrate [--out FILE] "
           "[--seconds S]\n"
-          "                 [--name NAME]\n"
+          "                 [--name NAME] [--verbose]\n"
           "\n"
           "A machine profile of this CPU for the simulator (pto/sim.h,\n"
           "docs/simulation.md): every PTO instruction timed at several tile\n"
@@ -344,6 +345,8 @@ static void usage(FILE *f) {
           "                PTO_PROFILE=FILE moves it)\n"
           "  --seconds S   about how long the instructions may take (4)\n"
           "  --name NAME   the profile's name (host)\n"
+          "  --verbose     every timed shape on stderr: its features, hot and\n"
+          "                cold times (to see why a term came out as it did)\n"
           "  --threads N   the workers of the memory probes and the profile's\n"
           "                machine (default: every core)\n",
           bench_sim_host_path(path, sizeof path));
@@ -353,6 +356,7 @@ static int run(const bench_opts *o, int argc, char **argv) {
   char def[4096];
   const char *out = bench_sim_host_path(def, sizeof def), *name = "host";
   double seconds = o->quick ? 1 : 4;
+  int verbose = 0;
   for (int i = 1; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(argv[i], "--out") && v && *v) {
@@ -364,6 +368,8 @@ static int run(const bench_opts *o, int argc, char **argv) {
     } else if (!strcmp(argv[i], "--seconds") && v && atof(v) > 0) {
       seconds = atof(v);
       i++;
+    } else if (!strcmp(argv[i], "--verbose")) {
+      verbose = 1;
     } else {
       fprintf(stderr, "pto-bench calibrate: bad option '%s'\n", argv[i]);
       usage(stderr);
@@ -372,7 +378,7 @@ static int run(const bench_opts *o, int argc, char **argv) {
   }
   const uint64_t t0 = bench_now_ns();
   pto_profile *p;
-  if (bench_calibrate(o, bench_cores(o), seconds, name, &p))
+  if (bench_calibrate(o, bench_cores(o), seconds, name, verbose, &p))
     return 1;
   char *text = pto_profile_to_json(p);
   bench_make_dirs(out);

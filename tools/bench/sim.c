@@ -93,7 +93,7 @@ int bench_sim_open(const bench_opts *o, const char *cmd, const char *spec,
        * profile put softmax on 2 workers at +132% on a Xeon) */
       const long online = sysconf(_SC_NPROCESSORS_ONLN);
       const int every = online > threads ? (int)online : threads;
-      if (bench_calibrate(o, every, o->quick ? 1 : 4, "host", &host))
+      if (bench_calibrate(o, every, o->quick ? 1 : 4, "host", 0, &host))
         return -1;
       char *text = pto_profile_to_json(host);
       bench_make_dirs(path);

@@ -32,10 +32,10 @@ const char *bench_sim_host_path(char *buf, size_t size);
 /* mkdir -p of the directory path is in */
 void bench_make_dirs(const char *path);
 /* The calibration (pto_profile_calibrate, then the runtime's own costs
- * measured on small graphs) on `threads` workers; the profile into *out.
- * 0, or -1 after printing why. */
+ * measured on small graphs) on `threads` workers; the profile into *out
+ * (verbose: every timed shape on stderr). 0, or -1 after printing why. */
 int bench_calibrate(const bench_opts *o, int threads, double seconds,
-                    const char *name, pto_profile **out);
+                    const char *name, int verbose, pto_profile **out);
 /* Resolves spec for a command measured on `threads` workers. 0, or -1
  * after printing why, prefixed "pto-bench CMD: ". */
 int bench_sim_open(const bench_opts *o, const char *cmd, const char *spec,
