@@ -494,8 +494,7 @@ Test(scheduler, sim_plain_store_to_dram_is_read_and_written_back,
   sp.machine = &m;
   sp.cold = 1;
   pto_sim_result r;
-  cr_assert_eq(pto_simulate(e, &sp, &r), PTO_OK, "%s",
-               pto_executable_error(e));
+  cr_assert_eq(pto_simulate(e, &sp, &r), PTO_OK, "%s", pto_executable_error(e));
   /* the first task: x from DRAM at 1 byte per ns, the intermediate's
    * lines read at 1 and written back at 2; the second: the intermediate
    * from its L2, y streamed out at 2 */
