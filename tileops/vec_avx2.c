@@ -130,6 +130,18 @@ static inline vf vf_maxr(vf a, vf b) {
 static inline vf vf_minr(vf a, vf b) {
   return _mm256_min_ps(a, b);
 }
+/* The hardware max/min of the lanes, for lanes that hold no NaN (the sign
+ * of a zero result is then either's: callers settle it). */
+static inline float vf_hmaxr(vf a) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+static inline float vf_hminr(vf a) {
+  __m128 m = _mm_min_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  m = _mm_min_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_min_ss(m, _mm_movehdup_ps(m)));
+}
 static inline vf vf_round(vf a) { /* to nearest even */
   return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }

@@ -108,6 +108,14 @@ static inline vf vf_maxr(vf a, vf b) {
 static inline vf vf_minr(vf a, vf b) {
   return _mm512_min_ps(a, b);
 }
+/* The hardware max/min of the lanes, for lanes that hold no NaN (the sign
+ * of a zero result is then either's: callers settle it). */
+static inline float vf_hmaxr(vf a) {
+  return _mm512_reduce_max_ps(a);
+}
+static inline float vf_hminr(vf a) {
+  return _mm512_reduce_min_ps(a);
+}
 static inline vf vf_round(vf a) { /* to nearest even */
   return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }

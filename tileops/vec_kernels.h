@@ -21,6 +21,8 @@
  *   vf_ldhn vf_sthn            f16 <-> f32 (F16C: exact / nearest even)
  *   vf_set vf_add vf_sub vf_mul vf_div vf_sqrt vf_fma vf_maxr vf_minr
  *   vf_round vf_and vf_or vf_xor vf_bits vi_bits
+ *   vf_hmaxr vf_hminr          the hardware max/min of the lanes (no NaN in
+ *                              them; a zero's sign is either's)
  *   vf_ldexp(p, n)             p * 2^n rounded once, for p in [0.5, 2) and
  *                              integral n in [-151, 129] (or NaN)
  *   vi_set vi_add vi_sub vi_mul vi_div vi_max vi_min vi_abs vi_and vi_or
@@ -121,21 +123,6 @@ ALWAYS_INLINE vf vf_max(vf x, vf y) {
 ALWAYS_INLINE vf vf_min(vf x, vf y) {
   vf r = vf_blend(vf_cmp(x, y, _CMP_EQ_OQ), vf_minr(x, y), vf_or(x, y));
   return vf_blend(vf_cmp(x, y, _CMP_UNORD_Q), r, vf_add(x, y));
-}
-
-static float s_max(float x, float y) { /* scalar twin, for horizontal folds */
-  if (isnan(x) || isnan(y))
-    return x + y;
-  if (x == y)
-    return signbit(x) ? y : x;
-  return x > y ? x : y;
-}
-static float s_min(float x, float y) {
-  if (isnan(x) || isnan(y))
-    return x + y;
-  if (x == y)
-    return signbit(x) ? x : y;
-  return x < y ? x : y;
 }
 
 /* ---- exp and log ------------------------------------------------------------
@@ -569,11 +556,9 @@ ALWAYS_INLINE float row_maxmin(const float *restrict xp, uint32_t vc,
   }
   if (vb_any(nan))
     return NAN;
-  float lanes[VL];
-  vf_st(lanes, op == B_MAX ? vf_maxr(acc0, acc1) : vf_minr(acc0, acc1));
-  float v = lanes[0];
-  for (int l = 1; l < VL; l++)
-    v = op == B_MAX ? s_max(v, lanes[l]) : s_min(v, lanes[l]);
+  /* no NaN: the hardware's fold is the value, but for a zero's sign */
+  float v = op == B_MAX ? vf_hmaxr(vf_maxr(acc0, acc1))
+                        : vf_hminr(vf_minr(acc0, acc1));
   if (v == 0.0f) { /* +0 if any +0 (max), -0 if any -0 (min) */
     const uint32_t want = op == B_MAX ? 0u : 0x80000000u;
     v = op == B_MAX ? -0.0f : 0.0f;
