@@ -1,20 +1,21 @@
 /* pto-bench ops: a suite of common operators (bench/ops_defs.c), each
  * written with the public tensor ops alone and compiled with no tile shape
  * and no config (pto_compile(p, NULL, &e)), so the compiler's own choices
- * are what is measured. Each is checked against a plain-C reference in
- * double, timed on the parallel runtime (a warm-up, then the median of the
- * repeats), timed in PyTorch on the same inputs and threads in the same
- * invocation (one peer process for all of them: tools/pto_bench_torch.py
- * "ops"), and set against its roof measured in the same run: the f32 FMA
- * peak (bench/peak.h) or the DRAM bandwidth of a STREAM triad, whichever
- * bounds the operator's time (its flops over the peak, or the bytes of its
- * inputs and outputs over the bandwidth, the longer). */
+ * are what is measured (--config FILE: a tuning tried against them). Each is
+ * checked against a plain-C reference in double, timed on the parallel runtime
+ * (a warm-up, then the median of the repeats), timed in PyTorch on the same
+ * inputs and threads in the same invocation (one peer process for all of them:
+ * tools/pto_bench_torch.py "ops"), and set against its roof measured in the
+ * same run: the f32 FMA peak (bench/peak.h) or the DRAM bandwidth of a STREAM
+ * triad, whichever bounds the operator's time (its flops over the peak, or the
+ * bytes of its inputs and outputs over the bandwidth, the longer). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/bench.h"
 #include "bench/files.h"
+#include "bench/harness.h"
 #include "bench/ops.h"
 #include "bench/parallel.h"
 #include "bench/peer.h"
@@ -28,6 +29,8 @@ typedef struct ops_opts {
   int n_sel;
   int list, no_peer;
   const char *python, *script;
+  const char *trace;  /* --trace FILE: each operator's swimlane */
+  const char *config; /* --config FILE: compiled and run with it */
 } ops_opts;
 
 typedef struct ops_case {
@@ -54,6 +57,7 @@ static void usage(FILE *f) {
         "[--quiet] ops\n"
         "                 [--op NAME[,NAME...]]... [--list] [--no-peer]\n"
         "                 [--python PATH] [--peer-script FILE]\n"
+        "                 [--trace FILE] [--config FILE]\n"
         "\n"
         "Common operators written as tensor ops with the public API only\n"
         "(include/pto/program.h), no tile shape set and no config: each is\n"
@@ -83,6 +87,15 @@ static void usage(FILE *f) {
         "  --no-peer         no PyTorch; --python PATH: its interpreter\n"
         "                    (default /usr/bin/python3, then python3);\n"
         "                    --peer-script FILE: another peer script\n"
+        "  --trace FILE      one more run of each operator on a tracing\n"
+        "                    runtime (after a warm-up run on it): its\n"
+        "                    swimlane in FILE (FILE-OP.json when several\n"
+        "                    operators run; pto-trace reads it), its\n"
+        "                    summary on stderr\n"
+        "  --config FILE     compile and run with this config (its tiles,\n"
+        "                    knobs and label overrides win over the\n"
+        "                    compiler's choices; docs/config.md), to try a\n"
+        "                    tuning against the defaults\n"
         "\n"
         "operators (default sizes; --quick in brackets):\n",
         f);
@@ -109,7 +122,8 @@ static void usage(FILE *f) {
         "roof's measured value), peak_gflops, dram_gbps, gflop, bytes,\n"
         "pto_gflops, pto_gbps, tasks, programs, max_rel_err, tolerance,\n"
         "checked_rows, check, torch_max_rel_err, torch_check (true, false,\n"
-        "or null without a peer), error (when the operator did not run).\n"
+        "or null without a peer), config (--config's file, else PTO_CONFIG's,\n"
+        "or null), error (when the operator did not run).\n"
         "An error of -1: a NaN or inf where the reference is finite.\n",
         f);
 }
@@ -135,6 +149,13 @@ static int parse(int argc, char **argv, ops_opts *s) {
       s->list = 1;
     } else if (!strcmp(a, "--no-peer")) {
       s->no_peer = 1;
+    } else if (!strcmp(a, "--trace") || !strcmp(a, "--config")) {
+      if (!v || !v[0]) {
+        fprintf(stderr, "pto-bench ops: %s needs a file\n", a);
+        return -1;
+      }
+      *(a[2] == 't' ? &s->trace : &s->config) = v;
+      i++;
     } else if (!strcmp(a, "--python") || !strcmp(a, "--peer-script") ||
                !strcmp(a, "--op")) {
       if (!v || !v[0]) {
@@ -311,7 +332,7 @@ static double check(const bench_opts *o, ops_case *c, const void *const *out,
 }
 
 static void run_pto(const bench_opts *o, ops_case *c, pto_runtime *rt,
-                    int repeats, int threads) {
+                    const pto_config *cfg, int repeats, int threads) {
   const ops_def *d = c->def;
   c->p = d->build(c->d);
   if (!c->p || pto_program_status(c->p) != PTO_OK) {
@@ -323,7 +344,7 @@ static void run_pto(const bench_opts *o, ops_case *c, pto_runtime *rt,
   if (alloc_case(c, 1000 * (uint64_t)(d - bench_ops_defs)))
     return;
   uint64_t t0 = bench_now_ns();
-  if (pto_compile(c->p, NULL, &c->e) != PTO_OK) {
+  if (pto_compile(c->p, cfg, &c->e) != PTO_OK) {
     fprintf(stderr, "pto-bench ops: %s %s: compile: %s\n", d->name, c->shape,
             pto_program_error(c->p));
     c->failed = "compile failed";
@@ -364,6 +385,46 @@ static void run_pto(const bench_opts *o, ops_case *c, pto_runtime *rt,
             "pto-bench ops: %s %s: WRONG RESULT from PTO: row %lld: "
             "relative error %.3g > %.0e\n",
             d->name, c->shape, (long long)row, c->err, d->tol);
+}
+
+/* --trace: one more run of each operator that ran, on a tracing runtime of
+ * prm's workers (bench_traced_run: its first run warms the new runtime),
+ * its swimlane in FILE (FILE-OP.json for several) and its summary on
+ * stderr. 1 when one could not be written. */
+static int trace_cases(const char *cmd, const char *path, ops_case *cs, int n,
+                       const pto_runtime_params *prm) {
+  int rc = 0;
+  for (int i = 0; i < n; i++) {
+    ops_case *c = &cs[i];
+    char file[4096];
+    if (c->failed || !c->e)
+      continue;
+    if (bench_case_path(file, sizeof file, path, c->def->name, n > 1, 0)) {
+      fprintf(stderr, "pto-bench %s: --trace %s: path too long\n", cmd, path);
+      return 1;
+    }
+    pto_runtime_params p = *prm;
+    p.trace = 1;
+    pto_runtime *trt = NULL;
+    pto_status st = pto_runtime_new(&p, &trt);
+    if (st == PTO_OK) {
+      st = bench_traced_run(trt, c->e, (const void *const *)c->in, c->out);
+      pto_runtime_free(trt);
+      if (st == PTO_OK)
+        st = pto_executable_write_trace(c->e, file);
+    }
+    if (st != PTO_OK) {
+      fprintf(stderr, "pto-bench %s: %s: --trace %s: %s: %s\n", cmd,
+              c->def->name, file, pto_strerror(st),
+              trt ? pto_executable_error(c->e) : pto_runtime_error(NULL));
+      rc = 1;
+      continue;
+    }
+    fprintf(stderr, "pto-bench %s: %s: swimlane of one traced run in %s\n", cmd,
+            c->def->name, file);
+    pto_executable_trace_summary(c->e, stderr);
+  }
+  return rc;
 }
 
 /* ---- PyTorch: one process for every operator ----------------------------- */
@@ -481,13 +542,21 @@ done:
 
 static void report(const bench_opts *o, const char *workload, ops_case *cs,
                    int n, int threads, double peak, double bw,
-                   const bench_peer *peer) {
+                   const bench_peer *peer, const char *config) {
   FILE *f = bench_out(o);
+  /* what was compiled with: --config's file, or PTO_CONFIG's (merged into
+   * every compile), or the compiler's choices alone */
+  const char *env = getenv("PTO_CONFIG");
+  char how[300] = "no tile set, no config";
+  if (config)
+    snprintf(how, sizeof how, "config %s", config);
+  else if (env && env[0])
+    snprintf(how, sizeof how, "PTO_CONFIG=%s", config = env);
   fprintf(f,
-          "%s f32: PTO (%s tile instructions, no tile set, no config) "
+          "%s f32: PTO (%s tile instructions, %s) "
           "against %s%s; FMA peak %.1f GFLOP/s, DRAM (STREAM triad) "
           "%.1f GB/s on %d threads\n",
-          workload, pto_isa_name(), peer ? "PyTorch " : "no PyTorch peer",
+          workload, pto_isa_name(), how, peer ? "PyTorch " : "no PyTorch peer",
           peer ? peer->torch : "", peak, bw, threads);
   fprintf(f, "%-13s %-20s %9s %9s %-15s %7s %4s %10s %7s %11s %8s  %s\n", "op",
           "shape", "PTO ms", "torch ms", "torch form", "ratio", "roof", "rate",
@@ -561,6 +630,8 @@ static void report(const bench_opts *o, const char *workload, ops_case *cs,
                                                  : json_real(-1));
     if (c->def->mode)
       json_object_set_new(j, "mode", json_string(c->def->mode));
+    json_object_set_new(j, "config",
+                        config ? json_string(config) : json_null());
     if (c->failed)
       json_object_set_new(j, "error", json_string(c->failed));
     json_array_append_new(bench_results(), j);
@@ -591,6 +662,14 @@ static int run_ops(const bench_opts *o, int argc, char **argv, int flash) {
         s.sel[s.n_sel++] = (int)i;
   const int threads = bench_cores(o), n = s.n_sel;
   const int repeats = o->repeats ? o->repeats : o->quick ? 3 : 5;
+  /* --config: its machine, knobs and overrides over `threads` workers */
+  pto_config *cfg = NULL;
+  if (s.config) {
+    bench_harness h = bench_harness_default(workload);
+    h.config_path = s.config;
+    if (!(cfg = bench_harness_config(&h, threads)))
+      return 1;
+  }
   int rc = 0;
   bench_peer peer_s, *peer = NULL;
   if (!s.no_peer) {
@@ -613,17 +692,23 @@ static int run_ops(const bench_opts *o, int argc, char **argv, int flash) {
   ops_case *cs = calloc((size_t)n, sizeof *cs);
   pto_runtime *rt = NULL;
   pto_machine m;
-  if (!cs) {
-    fprintf(stderr, "pto-bench ops: out of memory\n");
+  /* the defaults, unless --threads asks for other workers */
+  pto_runtime_params prm =
+      cfg ? pto_runtime_params_from_config(cfg) : pto_runtime_params_default();
+  if (!cs || (!cfg && o->threads && bench_machine(workload, threads, &m))) {
+    if (!cs)
+      fprintf(stderr, "pto-bench %s: out of memory\n", workload);
+    free(cs);
+    pto_config_free(cfg);
     return 1;
   }
-  /* the defaults, unless --threads asks for other workers */
-  if (o->threads ? bench_machine("ops", threads, &m) ||
-                       !(rt = bench_runtime_new("ops", &m, 0))
-                 : pto_runtime_new(NULL, &rt) != PTO_OK) {
-    if (!o->threads)
-      fprintf(stderr, "pto-bench ops: runtime: %s\n", pto_runtime_error(NULL));
+  if (!cfg && o->threads)
+    prm.machine = &m;
+  if (pto_runtime_new(&prm, &rt) != PTO_OK) {
+    fprintf(stderr, "pto-bench %s: runtime: %s\n", workload,
+            pto_runtime_error(NULL));
     free(cs);
+    pto_config_free(cfg);
     return 1;
   }
   for (int i = 0; i < n; i++) {
@@ -634,18 +719,20 @@ static int run_ops(const bench_opts *o, int argc, char **argv, int flash) {
     c->flops = c->def->flops(c->d);
     c->torch_ok = -1;
     c->err = INFINITY;
-    run_pto(o, c, rt, repeats, threads);
+    run_pto(o, c, rt, cfg, repeats, threads);
     if (c->failed || !c->ok)
       rc = 1;
   }
   pto_runtime_free(rt); /* its workers stopped while PyTorch runs */
+  if (s.trace && trace_cases(workload, s.trace, cs, n, &prm))
+    rc = 1;
   if (peer && run_torch(o, peer, cs, n, repeats, threads))
     rc = 1;
   for (int i = 0; i < n; i++)
     if (cs[i].torch_ok == 0)
       rc = 1;
   bench_peak_refresh(&peak, NULL, threads, 3); /* the best probe of the run */
-  report(o, workload, cs, n, threads, peak, bw, peer);
+  report(o, workload, cs, n, threads, peak, bw, peer, s.config);
   for (int i = 0; i < n; i++) {
     ops_case *c = &cs[i];
     for (int k = 0; k < MAX_IN; k++)
@@ -657,6 +744,7 @@ static int run_ops(const bench_opts *o, int argc, char **argv, int flash) {
     pto_program_free(c->p);
   }
   free(cs);
+  pto_config_free(cfg);
   return rc;
 }
 
@@ -673,7 +761,9 @@ const bench_cmd bench_ops = {
 static void flash_usage(FILE *f) {
   fputs("usage: pto-bench [--json] [--quick] [--repeats N] [--threads N] "
         "[--quiet] flash\n"
-        "                 [--list] [--no-peer] [--python PATH] [--peer-script FILE]\n"
+        "                 [--list] [--no-peer] [--python PATH] [--peer-script "
+        "FILE]\n"
+        "                 [--trace FILE] [--config FILE]\n"
         "\n"
         "A dense causal flash attention, q, k, v [H, S, D] = [16, 4096, 128]\n"
         "f32 (--quick [2, 256, 64]; B = 1), which has no built-in, written\n"
@@ -683,10 +773,11 @@ static void flash_usage(FILE *f) {
         "kernels/examples_flash.c, an online softmax of general\n"
         "instructions over the key blocks each query block sees, the\n"
         "blocks past the diagonal skipped). Both are run, checked and\n"
-        "timed as `pto-bench ops` runs its operators (see its --help),\n"
-        "against PyTorch's scaled_dot_product_attention(is_causal=True) and\n"
-        "its masked_fill form in the same run; GFLOP/s count the unmasked\n"
-        "pairs only (4 S (S + 1) / 2 D H flops).\n"
+        "timed as `pto-bench ops` runs its operators (see its --help, as\n"
+        "for --trace and --config), against PyTorch's\n"
+        "scaled_dot_product_attention(is_causal=True) and its masked_fill\n"
+        "form in the same run; GFLOP/s count the unmasked pairs only\n"
+        "(4 S (S + 1) / 2 D H flops).\n"
         "JSON fields: those of `pto-bench ops`, with workload \"flash\" and\n"
         "mode (\"tensor\" or \"expert\").\n",
         f);

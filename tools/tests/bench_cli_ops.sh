@@ -25,6 +25,11 @@ usage)
   expect 2 "--op needs a name" -- ops --op
   expect 2 "--python needs a path" -- ops --python
   expect 2 "--threads needs an integer" -- ops --threads 0
+  expect 2 "--trace needs a file" -- ops --trace
+  expect 2 "--config needs a file" -- ops --op softmax --config
+  expect 1 "--config: $tmp/none.json: cannot open" -- --quick ops --op softmax --no-peer --config "$tmp/none.json"
+  echo '{"labels": 3}' >"$tmp/bad.json"
+  expect 1 "labels: expected an object of labels, got 3" -- --quick ops --op softmax --no-peer --config "$tmp/bad.json"
   "$bench" ops --help >"$tmp/out" 2>&1 && grep -q "roof_fraction" "$tmp/out" &&
     grep -q "pto_compile(p, NULL, &e)" "$tmp/out" && passed=$((passed + 1)) ||
     fail "ops --help lacks the JSON fields or how the operators are compiled"
@@ -45,6 +50,17 @@ run)
   expect_json "a subset without the peer" '[x["op"] for x in r] == ["softmax", "rope", "rms-norm"] and all(x["workload"] == "ops" and x["check"] is True and x["torch_ms"] is None and x["torch_check"] is None and x["ratio"] is None and x["roof"] == "dram" and x["roof_gbps"] > 0 and x["roof_fraction"] > 0 and x["pto_ms"] > 0 and x["tasks"] >= 1 and x["programs"] >= 1 and x["max_rel_err"] <= x["tolerance"] for x in r)'
   expect 0 "" -- --quick --json --threads 1 ops --op attention,moe-router --no-peer
   expect_json "matmul operators against the FMA peak" 'all(x["roof"] == "fma" and x["roof_gflops"] > 0 and x["gflop"] > 0 and x["threads"] == 1 and x["check"] is True for x in r)'
+
+  # --trace: a swimlane per operator, pto-trace's format; --config: a
+  # label's tile from the file wins over the chosen one
+  expect 0 "rope: swimlane of one traced run in $tmp/sw-rope.json" -- --quick ops --op rms-norm,rope --no-peer --trace "$tmp/sw.json"
+  python3 -c 'import json, sys; [json.load(open(f))["pto"]["workload"] for f in sys.argv[1:]]' "$tmp/sw-rms-norm.json" "$tmp/sw-rope.json" &&
+    passed=$((passed + 1)) || fail "ops --trace: no swimlane per operator"
+  echo '{"labels": {"rms_norm": {"vec_tile": [8, 1024]}}}' >"$tmp/rn.json"
+  expect 0 "" -- --quick --json ops --op rms-norm --no-peer --config "$tmp/rn.json"
+  expect_json "--config's tile" 'r[0]["config"] == "'"$tmp"'/rn.json" and r[0]["tasks"] == 64 and r[0]["check"] is True'
+  expect 0 "" -- --quick --json ops --op rms-norm --no-peer
+  expect_json "no config: the chosen tile" 'r[0]["config"] is None and r[0]["tasks"] != 64'
 
   # no interpreter: one line says so, PTO alone, exit 0
   expect 0 "no PyTorch peer" -- --quick ops --op cross-entropy --python "$tmp/no/python3"
