@@ -328,11 +328,14 @@ static int run(const bench_opts *o, int argc, char **argv) {
       pto_gbps, "ref_gbps", ref_gbps, "dram_gbps", dram_gbps, "pto_cached_gbps",
       hot_gbps, "pto_fraction_of_dram", pto_gbps / dram_gbps,
       "ref_fraction_of_dram", ref_gbps / dram_gbps, "max_rel_err", max_rel);
+  int sim_failed = 0; /* a --simulate that could not run fails the command */
   if (s.simulate) { /* the timed run from empty caches; the cached warm */
     bench_sim sim;
     double sim_ms = 0, sim_hot = 0;
-    if (bench_sim_open(o, "softmax", s.simulate, threads, &sim))
+    if (bench_sim_open(o, "softmax", s.simulate, threads, &sim)) {
+      sim_failed = 1;
       goto out_j;
+    }
     pto_program *ps = NULL, *phs = NULL;
     if (!sim.same) {
       const uint32_t tr = pto_softmax_tile_rows(
@@ -345,10 +348,11 @@ static int run(const bench_opts *o, int argc, char **argv) {
     char sim_trace[4096]; /* --trace FILE: the simulated one beside it */
     if (s.trace)
       snprintf(sim_trace, sizeof sim_trace, "%s.sim.json", s.trace);
-    if (!bench_sim_case("softmax", &sim, e, sim.same ? p : ps, cfg, 1,
-                        s.trace ? sim_trace : NULL, &sim_ms, NULL) &&
-        !bench_sim_case("softmax", &sim, eh, sim.same ? ph : phs, cfg, 0,
-                        NULL, &sim_hot, NULL)) {
+    sim_failed = bench_sim_case("softmax", &sim, e, sim.same ? p : ps, cfg, 1,
+                                s.trace ? sim_trace : NULL, &sim_ms, NULL) ||
+                 bench_sim_case("softmax", &sim, eh, sim.same ? ph : phs, cfg,
+                                0, NULL, &sim_hot, NULL);
+    if (!sim_failed) {
       bench_sim_report(f, j, &sim, sim_ms, pto * 1e3);
       fprintf(f, "  simulated on %s, X in cache: %.3f ms (measured %.3f ms: "
                  "simulated / measured %.3f)\n",
@@ -367,7 +371,7 @@ out_j:
               s.trace);
     pto_executable_trace_summary(e, stderr);
   }
-  rc = 0;
+  rc = sim_failed;
 out:
   pto_runtime_free(rt);
   pto_executable_free(e);
