@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifdef PTO_TSAN_SHIM
@@ -793,6 +794,38 @@ Test(scheduler, profile_says_whether_it_was_calibrated_here, .timeout = 60) {
   pto_profile_free(p);
 }
 
+/* A calibration records when it was made, so that a cached one can
+ * expire: a VM's host, and its speed, can change under the same CPU. */
+Test(scheduler, profile_says_how_old_its_calibration_is, .timeout = 60) {
+  cr_expect_eq(pto_profile_age_s(NULL), -1);
+  pto_profile *p = load_doc(round_doc()); /* written by hand: no time */
+  cr_expect_eq(pto_profile_age_s(p), -1);
+  pto_profile_free(p);
+  const json_int_t now = (json_int_t)time(NULL);
+  json_t *doc = round_doc();
+  json_object_set_new(
+      doc, "calibration",
+      json_pack("{ss ss sI}", "cpu", "c", "isa", "i", "time", now - 7200));
+  p = load_doc(doc);
+  const double age = pto_profile_age_s(p);
+  cr_expect(age >= 7200 && age < 7200 + 60, "age %g s", age);
+  pto_profile_free(p);
+  doc = round_doc(); /* a clock set back since: no negative age */
+  json_object_set_new(
+      doc, "calibration",
+      json_pack("{ss ss sI}", "cpu", "c", "isa", "i", "time", now + 3600));
+  p = load_doc(doc);
+  cr_expect_eq(pto_profile_age_s(p), 0);
+  pto_profile_free(p);
+  doc = round_doc(); /* a time that is no number is none */
+  json_object_set_new(
+      doc, "calibration",
+      json_pack("{ss ss ss}", "cpu", "c", "isa", "i", "time", "yesterday"));
+  p = load_doc(doc);
+  cr_expect_eq(pto_profile_age_s(p), -1);
+  pto_profile_free(p);
+}
+
 Test(scheduler, every_instruction_has_a_cost_shape_and_a_microbenchmark, .timeout = 60) {
   for (int op = 0; op < PTO_OP_COUNT; op++) {
     const pto_insn_class c = pto__insn_rows[op].cls;
@@ -825,6 +858,8 @@ Test(scheduler, a_calibration_is_this_hosts_and_no_flop_beats_the_matmul,
                pto_last_error());
   char why[768];
   cr_expect_eq(pto_profile_is_this_host(p, why, sizeof why), 1, "%s", why);
+  const double age = pto_profile_age_s(p); /* just made */
+  cr_expect(age >= 0 && age < 60, "age %g s", age);
   char *text = pto_profile_to_json(p);
   cr_assert(text);
   json_t *doc = json_loads(text, 0, NULL);

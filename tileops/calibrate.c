@@ -1375,9 +1375,16 @@ pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
       mf.dram_core, "total_gbps", mf.dram_total, "row_ns", mf.dram_row_ns,
       "store_gbps", mf.dram_store);
   json_t *costs = json_pack("{s{sO}}", "any", "insns", insns);
-  json_t *about = json_pack("{ss ss sf sO sO}", "cpu", cpu, "isa", tab->name,
-                            "seconds", (now_ns() - t_start) / 1e9,
-                            "fit_error", fit, "stream_curve", curve);
+  /* when, for pto_profile_age_s: a VM's host can change under it */
+  const time_t when = time(NULL);
+  char date[32] = "";
+  struct tm tmv;
+  if (gmtime_r(&when, &tmv))
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+  json_t *about =
+      json_pack("{ss ss sf sO sO sI ss}", "cpu", cpu, "isa", tab->name,
+                "seconds", (now_ns() - t_start) / 1e9, "fit_error", fit,
+                "stream_curve", curve, "time", (json_int_t)when, "date", date);
   json_decref(curve);
   if (!doc || !mach || !rt || !mem || !costs || !about) {
     json_decref(doc);

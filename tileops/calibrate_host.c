@@ -6,6 +6,7 @@
  * than simulate with it. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/cost.h"
 #include "tileops/calibrate.h"
@@ -57,6 +58,16 @@ void pto__host_cpu(char *buf, size_t n) {
              mod[0] ? mod : "?", step[0] ? step : "?");
   else
     snprintf(buf, n, "%s", model);
+}
+
+double pto_profile_age_s(const pto_profile *p) {
+  const json_t *t =
+      p ? json_object_get(json_object_get(p->doc, "calibration"), "time")
+        : NULL;
+  if (!json_is_number(t))
+    return -1;
+  const double age = difftime(time(NULL), (time_t)json_number_value(t));
+  return age > 0 ? age : 0;
 }
 
 int pto_profile_is_this_host(const pto_profile *p, char *why, size_t size) {

@@ -154,6 +154,12 @@ PTO_API pto_status pto_profile_calibrate(const pto_calibrate_params *prm,
  * NULL. */
 PTO_API int pto_profile_is_this_host(const pto_profile *p, char *why,
                                      size_t size);
+/* Seconds since p was calibrated (its calibration.time, Unix seconds, which
+ * pto_profile_calibrate records with calibration.date); -1 when it records
+ * no time (written by hand, by an older PTO, or NULL). A machine's speed
+ * can change under the same CPU: a VM moved to another host of its model
+ * ran GEMM 13 % slower a day later at the same FMA peak. */
+PTO_API double pto_profile_age_s(const pto_profile *p);
 
 /* ---- simulation ------------------------------------------------------------ */
 

@@ -29,6 +29,24 @@ static int ascend_path(char *buf, size_t size) {
   return access(buf, R_OK) ? -1 : 0;
 }
 
+/* PTO_PROFILE_MAX_HOURS: how old a calibration of this host may be (default
+ * 12; 0: any age); -1 (printed) when it is not a number of hours. */
+static double profile_max_hours(const char *cmd) {
+  const char *v = getenv("PTO_PROFILE_MAX_HOURS");
+  if (!v || !v[0])
+    return 12;
+  char *end;
+  const double h = strtod(v, &end);
+  if (*end || !(h >= 0) || h > 1e6) {
+    fprintf(stderr,
+            "pto-bench %s: PTO_PROFILE_MAX_HOURS=%s: expected hours, 0 for "
+            "any age\n",
+            cmd, v);
+    return -1;
+  }
+  return h;
+}
+
 int bench_sim_open(const bench_opts *o, const char *cmd, const char *spec,
                    int threads, bench_sim *s) {
   memset(s, 0, sizeof *s);
@@ -70,7 +88,24 @@ int bench_sim_open(const bench_opts *o, const char *cmd, const char *spec,
                  "calibrated with %u workers, this run has %d (their shared "
                  "bandwidth is not in it)",
                  pm->workers[PTO_CORE_CUBE], threads);
-      if (!own || few) {
+      /* and one calibrated here long ago may describe another machine of
+       * the same CPU model (a VM moved): PTO_PROFILE_MAX_HOURS */
+      const double age = own == 1 && !few ? pto_profile_age_s(host) : 0,
+                   max_h = profile_max_hours(cmd);
+      if (max_h < 0) {
+        pto_profile_free(host);
+        return -1;
+      }
+      const int old = max_h > 0 && (age < 0 || age > max_h * 3600);
+      if (old && age < 0)
+        snprintf(why, sizeof why,
+                 "it records no calibration time (made by an older PTO)");
+      else if (old)
+        snprintf(why, sizeof why,
+                 "calibrated %.1f h ago, more than PTO_PROFILE_MAX_HOURS=%g "
+                 "(a VM may run on another host of its CPU model since)",
+                 age / 3600, max_h);
+      if (!own || few || old) {
         char prev[sizeof path + 8];
         snprintf(prev, sizeof prev, "%s.prev", path);
         const int kept = !rename(path, prev);
