@@ -31,7 +31,8 @@ static void usage(FILE *o) {
              "  matmul_acc_alias fusion_cycle l1_reuse_hang huge_shapes "
              "fusion_parallelism\n  dead_strict_gather dead_op_store "
              "slow_split_plan softmax_batch_tail\n  empty_max_reduce "
-             "empty_strict_gather strict_gather_tail\n  topk_bcast_tail\n");
+             "empty_strict_gather strict_gather_tail\n  topk_bcast_tail "
+             "fused_empty_strict_gather\n");
 }
 
 int main(int argc, char **argv) {

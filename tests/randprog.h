@@ -47,14 +47,17 @@
   X(fusion_parallelism, 0) /* 5: fusion joins all tasks or hits ERANGE */      \
   /* found by this test: */                                                    \
   X(dead_strict_gather, 0) /* eval fails on a strict gather no output needs */ \
-  X(dead_op_store, 0) /* merged instances store to no storage */               \
+  X(dead_op_store, 0)      /* merged instances store to no storage */          \
   X(slow_split_plan, 0) /* tiny tiles: an over-fused subgraph plans in n^2 */  \
   /* found by its dynamic cases: */                                            \
   X(softmax_batch_tail, 0)  /* fused softmax writes rows past a batch dim */   \
   X(empty_max_reduce, 0)    /* max/min over an extent of 0: eval gave 0 */     \
   X(empty_strict_gather, 0) /* D of 0: the run skipped it, eval: ERANGE */     \
   X(strict_gather_tail, 0)  /* checks index rows past the extent (stale) */    \
-  X(topk_bcast_tail, 0)     /* masked topk of a broadcast: 0s past extents */
+  X(topk_bcast_tail, 0)     /* masked topk of a broadcast: 0s past extents */  \
+  /* a strict gather fused into a reader empty at the binding is skipped       \
+   * with it: the run succeeds, the evaluator gives PTO_ERANGE */              \
+  X(fused_empty_strict_gather, 1)
 
 typedef struct rp_switches {
 #define RP__SW(name, open) int name;

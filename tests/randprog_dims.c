@@ -289,6 +289,12 @@ static unsigned unsound_dims(const rp_case *c, pto_tensor *const *T,
     case O_GATHER:
       if ((s->flags & PTO_GATHER_STRICT) && c->sw.empty_strict_gather)
         not_empty(ta, 1, low);
+      /* its reader may be empty where it is not: no dim of the case is
+       * bound to 0 while fused_empty_strict_gather is open */
+      for (int k = 0; k < c->n_dims && (s->flags & PTO_GATHER_STRICT) &&
+                      c->sw.fused_empty_strict_gather;
+           k++)
+        low[k] = low[k] > 1 ? low[k] : 1;
       break;
     case O_SOFTMAX: /* fused, it writes rows past a batch dim's extent */
       for (int d = 0; d < a->nd - 2 && c->sw.softmax_batch_tail; d++)

@@ -626,3 +626,52 @@ Test(e2e, regress_topk_bcast_tail, .timeout = 60) {
   pto_executable_free(e);
   pto_program_free(p);
 }
+
+/* Known bug fused_empty_strict_gather (fuzz seed 9353098): a strict
+ * gather fused into its reader, a max against [D0] broadcast, runs in the
+ * reader's tasks; bound to D0 = 0, the reader is empty, its tasks are
+ * skipped, and the gather from the table of 0 rows never fails, where the
+ * evaluator (and docs/dynamic.md) say PTO_ERANGE. At D0 = 3 both fail on an
+ * index outside the table and pass on indices inside it. */
+Test(e2e, regress_fused_empty_strict_gather, .timeout = 60) {
+  pto_program *p = pto_program_new("fused_empty_strict_gather");
+  const int64_t d = pto_dim_dynamic(p, "D0", 3);
+  pto_tensor *table =
+      pto_input(p, "table", PTO_F32, 2, (const int64_t[]){d, 1});
+  pto_tensor *m = pto_input(p, "m", PTO_F32, 1, (const int64_t[]){d});
+  pto_tensor *idx = pto_input(p, "idx", PTO_I32, 1, (const int64_t[]){4});
+  pto_tensor *g = pto_gather(p, table, idx, PTO_GATHER_STRICT); /* [4, 1] */
+  pto_output(p, pto_max(p, m, pto_abs(p, g)), "y");             /* [4, D0] */
+  float t[3] = {1, -2, 3}, mv[3] = {0.5f, 0.5f, 0.5f}, y[12];
+  const void *in[] = {t, mv, NULL};
+  void *out[] = {y};
+  pto_executable *e = NULL;
+  cr_assert_eq(pto_compile(p, NULL, &e), PTO_OK, "%s", pto_program_error(p));
+  pto_run *r = NULL;
+  cr_assert_eq(pto_run_new(e, &r), PTO_OK);
+  const int32_t ok[4] = {0, 2, 1, 0}, bad[4] = {0, 2, 7, 0};
+  for (int k = 0; k < 2; k++) { /* D0 = 3: in range, and 7 outside [0, 3) */
+    const int64_t three[1] = {3};
+    in[2] = k ? bad : ok;
+    const pto_status want = k ? PTO_ERANGE : PTO_OK;
+    cr_assert_eq(pto_run_bind(r, "D0", 3), PTO_OK);
+    cr_expect_eq(pto_program_eval_dims(p, three, in, out), want, "eval: %s",
+                 pto_program_error(p));
+    cr_expect_eq(pto_run_exec_serial(r, in, out), want, "run: %s",
+                 pto_run_error(r));
+  }
+  const int64_t zero[1] = {0}; /* no row: every index outside */
+  in[2] = ok;
+  cr_assert_eq(pto_run_bind(r, "D0", 0), PTO_OK);
+  const pto_status est = pto_program_eval_dims(p, zero, in, out),
+                   st = pto_run_exec_serial(r, in, out);
+  cr_expect_eq(est, PTO_ERANGE, "eval: %s", pto_status_name(est));
+  char what[160];
+  snprintf(what, sizeof what, "at D0 = 0 the run gave %s, the evaluator %s",
+           pto_status_name(st), pto_status_name(est));
+  verdict(switches().fused_empty_strict_gather, "fused_empty_strict_gather",
+          st == est, what);
+  pto_run_free(r);
+  pto_executable_free(e);
+  pto_program_free(p);
+}
