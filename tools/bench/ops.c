@@ -407,7 +407,8 @@ static int trace_cases(const char *cmd, const char *path, ops_case *cs, int n,
     p.trace = 1;
     pto_runtime *trt = NULL;
     pto_status st = pto_runtime_new(&p, &trt);
-    if (st == PTO_OK) {
+    const int started = st == PTO_OK; /* else the runtime's error says why */
+    if (started) {
       st = bench_traced_run(trt, c->e, (const void *const *)c->in, c->out);
       pto_runtime_free(trt);
       if (st == PTO_OK)
@@ -416,7 +417,7 @@ static int trace_cases(const char *cmd, const char *path, ops_case *cs, int n,
     if (st != PTO_OK) {
       fprintf(stderr, "pto-bench %s: %s: --trace %s: %s: %s\n", cmd,
               c->def->name, file, pto_strerror(st),
-              trt ? pto_executable_error(c->e) : pto_runtime_error(NULL));
+              started ? pto_executable_error(c->e) : pto_runtime_error(NULL));
       rc = 1;
       continue;
     }
